@@ -1,0 +1,21 @@
+"""Core's own components and algorithms, registered like any plugin's (pluggy hookimpls)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from lits.hookspecs import hookimpl
+
+
+@hookimpl
+def register_policies(register: Callable[..., Any]) -> None:
+    from lits.components.policy.env_grounded import EnvGroundedPolicy
+
+    register("env_grounded", EnvGroundedPolicy, task_type="env_grounded")
+
+
+@hookimpl
+def register_reward_models(register: Callable[..., Any]) -> None:
+    from lits.components.reward.env_grounded import EnvGroundedPRM
+
+    register("env_grounded", EnvGroundedPRM, task_type="env_grounded")

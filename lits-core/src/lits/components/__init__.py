@@ -1,0 +1,1 @@
+"""Components: Policy proposes steps, Transition executes them, RewardModel scores them."""

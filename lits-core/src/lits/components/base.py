@@ -1,0 +1,194 @@
+"""Base classes of the three components.
+
+Subclasses implement only the domain logic (``_get_actions``, ``_step``,
+``_fast_reward``); the bases handle prompt lookup, call tagging for the
+inference log, and the seeds' contracts on answer / error / malformed steps.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Generic, Optional, TypeVar
+
+from lits.lm.base import Completion, LanguageModel, Prompt
+from lits.observability import call_context
+from lits.prompts.registry import PromptRegistry
+from lits.structures.base import Step
+
+StateT = TypeVar("StateT")
+ActionT = TypeVar("ActionT")
+StepT = TypeVar("StepT", bound=Step)
+
+
+class Component(ABC):
+    """Shared plumbing: model, task name, prompts, extra settings.
+
+    ``TASK_TYPE`` is the interface category ('env_grounded', 'tool_use',
+    'language_grounded') or None for task-specific components, which then get
+    no TASK_TYPE prompt fallback.  Extra keyword arguments become attributes
+    (e.g. ``max_steps=10``), as in the seeds' examples.
+    """
+
+    TASK_TYPE: ClassVar[Optional[str]] = None
+    #: Prompt registry component key: 'policy', 'transition' or 'reward'.
+    COMPONENT: ClassVar[str] = ""
+    #: Prompt registry agent key; defaults to the lower-case class name.
+    AGENT_NAME: ClassVar[Optional[str]] = None
+
+    def __init__(
+        self,
+        base_model: Optional[LanguageModel] = None,
+        task_name: Optional[str] = None,
+        task_prompt_spec: Any = None,
+        usr_prompt_spec: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        self.base_model = base_model
+        self.task_name = task_name
+        agent = self._get_agent_name()
+        self.task_prompt_spec = (
+            task_prompt_spec
+            if task_prompt_spec is not None
+            else PromptRegistry.get(self.COMPONENT, agent, task_name, self.TASK_TYPE)
+        )
+        self.usr_prompt_spec = (
+            usr_prompt_spec
+            if usr_prompt_spec is not None
+            else PromptRegistry.get_usr(self.COMPONENT, agent, task_name, self.TASK_TYPE)
+        )
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+
+    def _get_agent_name(self) -> str:
+        return self.AGENT_NAME or type(self).__name__.lower()
+
+    def _call_model(self, prompt: Prompt, **params: Any) -> Completion:
+        """One model call, tagged with this component for the inference log."""
+        if self.base_model is None:
+            raise ValueError(f"{type(self).__name__} needs a base_model to call")
+        with call_context(component=self.COMPONENT):
+            return self.base_model.generate(prompt, **params)[0]
+
+
+class Policy(Component, Generic[StateT, StepT]):
+    """Proposes candidate steps; never executes them."""
+
+    COMPONENT = "policy"
+
+    def __init__(
+        self,
+        base_model: Optional[LanguageModel] = None,
+        task_name: Optional[str] = None,
+        n_actions: int = 3,
+        temperature: float = 0.8,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(base_model, task_name, **kwargs)
+        self.n_actions = n_actions
+        self.temperature = temperature
+
+    def get_actions(
+        self,
+        state: StateT,
+        n_actions: Optional[int] = None,
+        temperature: Optional[float] = None,
+        query: Any = None,
+        query_idx: Optional[int] = None,
+        from_phase: str = "",
+        **kwargs: Any,
+    ) -> list[StepT]:
+        """Return up to ``n_actions`` candidate Steps for ``state``.
+
+        A ``ValueError`` from the model's output (unparseable text) becomes
+        error steps, so search can continue; other errors propagate.
+        """
+        n = self.n_actions if n_actions is None else n_actions
+        temp = self.temperature if temperature is None else temperature
+        with call_context(component="policy", phase=from_phase or None):
+            try:
+                return list(
+                    self._get_actions(
+                        state,
+                        n_actions=n,
+                        temperature=temp,
+                        query=query,
+                        query_idx=query_idx,
+                        **kwargs,
+                    )
+                )
+            except ValueError as exc:
+                return self._create_error_steps(n, f"policy output unusable: {exc}")
+
+    @abstractmethod
+    def _get_actions(self, state: StateT, n_actions: int, temperature: float, **kwargs: Any) -> list[StepT]:
+        ...
+
+    def _create_error_steps(self, n_actions: int, error_msg: str) -> list[StepT]:
+        """Steps that carry ``error``; the transition appends them unchanged."""
+        return [Step(error=error_msg)]  # type: ignore[list-item]
+
+
+class Transition(Component, Generic[StateT, ActionT]):
+    """Executes a step (or bare action) and returns the new state."""
+
+    COMPONENT = "transition"
+
+    def init_state(self, **kwargs: Any) -> StateT:
+        """Initial state from a dataset example's fields."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement init_state()")
+
+    def step(
+        self,
+        state: StateT,
+        step_or_action: Any,
+        query_or_goals: Any = None,
+        query_idx: Optional[int] = None,
+        from_phase: str = "",
+        **kwargs: Any,
+    ) -> tuple[StateT, dict[str, Any]]:
+        """Apply ``step_or_action``; returns ``(new_state, aux)``."""
+        with call_context(component="transition", phase=from_phase or None):
+            return self._step(state, step_or_action, query_or_goals, **kwargs)
+
+    @abstractmethod
+    def _step(self, state: StateT, step_or_action: Any, query_or_goals: Any, **kwargs: Any) -> tuple[StateT, dict[str, Any]]:
+        ...
+
+    def is_terminal(self, state: StateT, query_or_goals: Any = None, **kwargs: Any) -> bool:
+        """True when ``state`` ends the trajectory (default: last step has an answer)."""
+        if not state:
+            return False
+        last = state[-1]  # type: ignore[index]
+        return bool(getattr(last, "get_answer", lambda: None)())
+
+
+class LlmTransition(Transition[StateT, ActionT]):
+    """A transition that calls the model (``self._call_model``)."""
+
+
+class RewardModel(Component, Generic[StateT, ActionT]):
+    """Scores actions: ``fast_reward`` before execution, ``reward`` after."""
+
+    COMPONENT = "reward"
+
+    def fast_reward(
+        self,
+        state: StateT,
+        action: ActionT,
+        query: Any = None,
+        query_idx: Optional[int] = None,
+        from_phase: str = "",
+        **kwargs: Any,
+    ) -> tuple[float, dict[str, Any]]:
+        with call_context(component="reward", phase=from_phase or None):
+            return self._fast_reward(state, action, query, query_idx, from_phase=from_phase, **kwargs)
+
+    def _fast_reward(
+        self, state: StateT, action: ActionT, query: Any, query_idx: Optional[int], from_phase: str = "", **kwargs: Any
+    ) -> tuple[float, dict[str, Any]]:
+        return 0.0, {}
+
+    def reward(self, state: StateT, action: ActionT, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+        """Reward after execution; default: the fast reward (passed as ``fast_reward``)."""
+        return float(kwargs.get("fast_reward", 0.0)), {}
+

@@ -1,0 +1,100 @@
+"""The base a domain expert subclasses to add an env-grounded domain."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Optional
+
+from lits.components.base import Transition
+from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
+
+
+class EnvGroundedTransition(Transition[EnvState, EnvAction]):
+    """Implement ``goal_check``, ``init_state`` and ``_step``; then either
+    ``generate_actions`` (enumerable action space) or ``validate_action``
+    (open-ended).  :meth:`step` handles error and malformed steps and invalid
+    actions before your ``_step`` sees them.
+    """
+
+    TASK_TYPE: ClassVar[Optional[str]] = "env_grounded"
+    AGENT_NAME = "env_grounded"
+
+    def __init__(self, base_model: Any = None, task_name: Optional[str] = None, **kwargs: Any) -> None:
+        super().__init__(base_model, task_name, **kwargs)
+
+    # -- the domain's part -------------------------------------------------
+    @staticmethod
+    def goal_check(query_or_goals: str, env_state: str) -> tuple[bool, float]:
+        """``(goal_reached, progress in [0, 1])`` for the snapshot ``env_state``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def generate_actions(env_state: str) -> list[str]:
+        """All valid actions (enumerable domains only)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def validate_action(env_state: str, action: str) -> tuple[bool, str]:
+        """``(ok, reason)`` for an LLM-proposed action (open-ended domains)."""
+        raise NotImplementedError
+
+    # -- capabilities ------------------------------------------------------
+    @classmethod
+    def has_enumerable_actions(cls) -> bool:
+        return _overrides(cls, "generate_actions")
+
+    @classmethod
+    def has_action_validation(cls) -> bool:
+        return _overrides(cls, "validate_action")
+
+    # -- framework part ------------------------------------------------------
+    def step(
+        self,
+        state: EnvState,
+        step_or_action: Any,
+        query_or_goals: Any = None,
+        query_idx: Optional[int] = None,
+        from_phase: str = "",
+        **kwargs: Any,
+    ) -> tuple[EnvState, dict[str, Any]]:
+        step = step_or_action if isinstance(step_or_action, EnvStep) else None
+        if step is not None and step.error is not None:
+            return self._append_unchanged(state, step, query_or_goals)
+        action = step.action if step is not None else step_or_action
+        if action is None or not str(action).strip():
+            bad = EnvStep(action=None, error="policy output contained no action")
+            return self._append_unchanged(state, bad, query_or_goals)
+        action = action if isinstance(action, EnvAction) else EnvAction(str(action).strip())
+        reason = self._invalid_reason(state.env_state, str(action))
+        if reason is not None:
+            bad = EnvStep(action=action, error=f"invalid action: {reason}")
+            return self._append_unchanged(state, bad, query_or_goals)
+        step_arg = step if step is not None and step.action is action else EnvStep(action=action)
+        return super().step(state, step_arg, query_or_goals, query_idx, from_phase, **kwargs)
+
+    def is_terminal(self, state: EnvState, query_or_goals: Any = None, **kwargs: Any) -> bool:
+        return bool(self.goal_check(query_or_goals, state.env_state)[0])
+
+    def _invalid_reason(self, env_state: str, action: str) -> Optional[str]:
+        if self.has_enumerable_actions():
+            valid = self.generate_actions(env_state)
+            if action not in valid:
+                return f"{action!r} is not one of the valid actions ({len(valid)} available)"
+            return None
+        if self.has_action_validation():
+            ok, reason = self.validate_action(env_state, action)
+            return None if ok else (reason or "rejected by the domain")
+        return None
+
+    def _append_unchanged(self, state: EnvState, step: EnvStep, query_or_goals: Any) -> tuple[EnvState, dict[str, Any]]:
+        new_state = state.copy()
+        step.next_state = state.env_state
+        new_state.append(step)
+        reached = self.goal_check(query_or_goals, state.env_state) if query_or_goals is not None else (False, 0.0)
+        return new_state, {"goal_reached": reached, "error": step.error}
+
+
+def _overrides(cls: type, name: str) -> bool:
+    impl = getattr(cls, name)
+    return getattr(impl, "__func__", impl) is not getattr(
+        EnvGroundedTransition.__dict__[name], "__func__", EnvGroundedTransition.__dict__[name]
+    )

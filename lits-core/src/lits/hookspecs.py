@@ -1,0 +1,55 @@
+"""The hooks a LiTS plugin may implement.
+
+Each hook receives a ``register`` callable; call it once per thing you add.
+Decorators in :mod:`lits.registry` are the other way to register and end up
+in the same place.  Specs may only ever gain arguments, never lose them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("lits")
+hookimpl = pluggy.HookimplMarker("lits")
+
+
+@hookspec
+def register_transitions(register: Callable[..., Any]) -> None:
+    """``register(name, cls, task_type=None)`` for each Transition class."""
+
+
+@hookspec
+def register_policies(register: Callable[..., Any]) -> None:
+    """``register(name, cls, task_type=None)`` for each Policy class."""
+
+
+@hookspec
+def register_reward_models(register: Callable[..., Any]) -> None:
+    """``register(name, cls, task_type=None)`` for each RewardModel class."""
+
+
+@hookspec
+def register_datasets(register: Callable[..., Any]) -> None:
+    """``register(name, loader, task_type=None, **meta)`` for each dataset loader."""
+
+
+@hookspec
+def register_resources(register: Callable[..., Any]) -> None:
+    """``register(name, loader)``: loader returns ``{"tools": [...], "tool_context": str}``."""
+
+
+@hookspec
+def register_searches(register: Callable[..., Any]) -> None:
+    """``register(name, cls, config_class=None)`` for each tree-search algorithm."""
+
+
+@hookspec
+def register_chains(register: Callable[..., Any]) -> None:
+    """``register(name, cls, config_class=None)`` for each chain agent."""
+
+
+@hookspec
+def register_prompts(register: Callable[..., Any]) -> None:
+    """``register(component, agent, key, value, user=False)`` for each prompt."""

@@ -1,0 +1,222 @@
+"""The language-model interface every backend implements.
+
+Components call models synchronously; backends are thread-safe so that the
+agents can keep several independent calls in flight from worker threads, each
+backend bounding its own concurrency with :class:`CallLimiter`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Sequence, TypedDict
+
+from lits.observability import InferenceRecord, record_call
+
+
+class Message(TypedDict):
+    role: str
+    content: str
+
+
+Prompt = str | Sequence[Message]
+"""A completion prompt (``str``) or a chat conversation (list of messages)."""
+
+
+class ModelError(RuntimeError):
+    """A model call failed for good (after retries); the message names the server."""
+
+
+class LoglikelihoodUnsupported(ModelError):
+    """The backend cannot score continuations (no prompt log-probabilities)."""
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    token: str
+    logprob: float
+    top: dict[str, float] = field(default_factory=dict)
+
+
+class Completion(str):
+    """One generated text.
+
+    A ``str`` subclass so seed-style code can use it directly (``f"{answer}"``)
+    or through ``.text``; it also carries token counts and log-probabilities.
+    """
+
+    tokens_in: int
+    tokens_out: int
+    logprobs: tuple[TokenLogprob, ...] | None
+    finish_reason: str | None
+
+    def __new__(
+        cls,
+        text: str,
+        *,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        logprobs: Sequence[TokenLogprob] | None = None,
+        finish_reason: str | None = None,
+    ) -> "Completion":
+        obj = super().__new__(cls, text)
+        obj.tokens_in = tokens_in
+        obj.tokens_out = tokens_out
+        obj.logprobs = tuple(logprobs) if logprobs is not None else None
+        obj.finish_reason = finish_reason
+        return obj
+
+    @property
+    def text(self) -> str:
+        return str.__str__(self)
+
+    def __reduce__(self) -> Any:
+        return (str, (self.text,))
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """Sampling parameters; part of the cache key of a call."""
+
+    n: int = 1
+    temperature: float = 0.0
+    max_tokens: int = 256
+    stop: tuple[str, ...] = ()
+    top_logprobs: int = 0
+    seed: int | None = None
+
+
+class CallLimiter:
+    """Bounds how many calls to one server are in flight (``--concurrency``)."""
+
+    def __init__(self, limit: int = 1) -> None:
+        self._lock = threading.Lock()
+        self._limit = max(1, limit)
+        self._sem = threading.BoundedSemaphore(self._limit)
+
+    @property
+    def limit(self) -> int:
+        return self._limit
+
+    def set_limit(self, limit: int) -> None:
+        with self._lock:
+            self._limit = max(1, limit)
+            self._sem = threading.BoundedSemaphore(self._limit)
+
+    def __enter__(self) -> "CallLimiter":
+        self._held = self._sem
+        self._held.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # Release the semaphore that was acquired even if the limit changed since.
+        self._held.release()
+
+
+class LanguageModel(ABC):
+    """Base class of all backends.
+
+    Subclasses implement :meth:`_generate` (and optionally :meth:`_loglikelihood`);
+    this class adds the concurrency limit and the inference-log record.
+    """
+
+    name: str = "model"
+    #: True when :meth:`loglikelihood` works without a round trip to find out.
+    supports_loglikelihood: bool = False
+    #: Price in currency units per 1M input / output tokens, for the run summary.
+    price_in: float = 0.0
+    price_out: float = 0.0
+
+    def __init__(self, *, concurrency: int = 1) -> None:
+        self.limiter = CallLimiter(concurrency)
+        # Scores are deterministic, so policy and reward model share them.
+        self._scores: dict[tuple[str, str], float] = {}
+        self._scores_lock = threading.Lock()
+
+    # -- public API -----------------------------------------------------
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        stop: Sequence[str] | str | None = None,
+        top_logprobs: int = 0,
+        seed: int | None = None,
+    ) -> list[Completion]:
+        """Return ``n`` completions of ``prompt`` (a string or chat messages)."""
+        if isinstance(stop, str):
+            stop = [stop]
+        params = GenerationParams(
+            n=max(1, n),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            stop=tuple(stop or ()),
+            top_logprobs=top_logprobs,
+            seed=seed,
+        )
+        start = time.perf_counter()
+        with self.limiter:
+            outs = self._generate(prompt, params)
+        self._record("generate", outs, time.perf_counter() - start)
+        return outs
+
+    def complete(self, prompt: str, **params: Any) -> Completion:
+        """One completion of a plain-text prompt."""
+        return self.generate(prompt, **params)[0]
+
+    def chat(self, messages: Sequence[Message], **params: Any) -> Completion:
+        """One reply to a chat conversation."""
+        return self.generate(list(messages), **params)[0]
+
+    def loglikelihood(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        """Total log-probability of each continuation given ``prompt``.
+
+        Raises :class:`LoglikelihoodUnsupported` when the backend cannot score.
+        """
+        with self._scores_lock:
+            missing = [c for c in dict.fromkeys(continuations) if (prompt, c) not in self._scores]
+        if missing:
+            start = time.perf_counter()
+            with self.limiter:
+                scores, tokens_in = self._loglikelihood(prompt, missing)
+            self._record_raw("loglikelihood", tokens_in, 0, time.perf_counter() - start)
+            with self._scores_lock:
+                self._scores.update({(prompt, c): s for c, s in zip(missing, scores)})
+        with self._scores_lock:
+            return [self._scores[(prompt, c)] for c in continuations]
+
+    # -- for subclasses -------------------------------------------------
+    @abstractmethod
+    def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
+        ...
+
+    def _loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
+        """Return the scores and the number of tokens processed."""
+        raise LoglikelihoodUnsupported(f"{self.name} cannot score continuations")
+
+    def close(self) -> None:
+        """Release connections or model memory."""
+
+    # -- logging --------------------------------------------------------
+    def _record(self, kind: str, outs: Sequence[Completion], seconds: float) -> None:
+        # Each completion carries the prompt tokens billed for it (0 when shared).
+        tokens_in = sum(c.tokens_in for c in outs)
+        tokens_out = sum(c.tokens_out for c in outs)
+        self._record_raw(kind, tokens_in, tokens_out, seconds)
+
+    def _record_raw(self, kind: str, tokens_in: int, tokens_out: int, seconds: float) -> None:
+        cost = (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
+        record_call(
+            InferenceRecord(
+                model=self.name,
+                kind=kind,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+                seconds=seconds,
+                cost=cost,
+            )
+        )

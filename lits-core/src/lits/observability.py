@@ -1,0 +1,132 @@
+"""Inference log: every model call, tagged with where in a run it happened.
+
+Agents and components bind context (instance, component, phase, depth,
+iteration) with :func:`call_context`; backends call :func:`record_call`; the
+record picks the context up from :mod:`contextvars`, which worker threads
+inherit through :func:`lits.concurrency.parallel_map`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+_CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
+    "lits_call_context", default={}
+)
+
+
+@contextlib.contextmanager
+def call_context(**tags: Any) -> Iterator[None]:
+    """Bind tags (e.g. ``component="policy"``, ``phase="expand"``) to calls made inside."""
+    token = _CONTEXT.set({**_CONTEXT.get(), **tags})
+    try:
+        yield
+    finally:
+        _CONTEXT.reset(token)
+
+
+def current_context() -> dict[str, Any]:
+    return dict(_CONTEXT.get())
+
+
+@dataclass
+class InferenceRecord:
+    model: str
+    kind: str
+    tokens_in: int
+    tokens_out: int
+    seconds: float
+    cost: float = 0.0
+    cached: bool = False
+    time: float = field(default_factory=time.time)
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+class InferenceLog:
+    """Thread-safe collector of records, optionally appended to a JSONL file."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self.records: list[InferenceRecord] = []
+        self._lock = threading.Lock()
+
+    def add(self, record: InferenceRecord) -> None:
+        with self._lock:
+            self.records.append(record)
+            if self.path is not None:
+                with self.path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(asdict(record), default=str) + "\n")
+
+    def summary(self, **filters: Any) -> dict[str, Any]:
+        """Totals over the records whose context matches ``filters``."""
+        with self._lock:
+            recs = [
+                r for r in self.records
+                if all(r.context.get(k) == v for k, v in filters.items())
+            ]
+        paid = [r for r in recs if not r.cached]
+        return {
+            "calls": len(paid),
+            "cache_hits": len(recs) - len(paid),
+            "tokens_in": sum(r.tokens_in for r in paid),
+            "tokens_out": sum(r.tokens_out for r in paid),
+            "seconds": round(sum(r.seconds for r in paid), 3),
+            "cost": round(sum(r.cost for r in paid), 6),
+        }
+
+    def by(self, key: str) -> dict[str, dict[str, Any]]:
+        """Summaries grouped by a context tag (e.g. ``component`` or ``phase``)."""
+        with self._lock:
+            values = {str(r.context.get(key)) for r in self.records}
+        out = {}
+        for v in sorted(values):
+            with self._lock:
+                recs = [r for r in self.records if str(r.context.get(key)) == v]
+            paid = [r for r in recs if not r.cached]
+            out[v] = {
+                "calls": len(paid),
+                "cache_hits": len(recs) - len(paid),
+                "tokens_in": sum(r.tokens_in for r in paid),
+                "tokens_out": sum(r.tokens_out for r in paid),
+            }
+        return out
+
+    @classmethod
+    def read(cls, path: Path) -> "InferenceLog":
+        log = cls()
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    log.records.append(InferenceRecord(**json.loads(line)))
+        return log
+
+
+_SINKS: list[InferenceLog] = []
+_SINKS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def collecting(log: InferenceLog) -> Iterator[InferenceLog]:
+    """Send every record made while active (from any thread) to ``log``."""
+    with _SINKS_LOCK:
+        _SINKS.append(log)
+    try:
+        yield log
+    finally:
+        with _SINKS_LOCK:
+            _SINKS.remove(log)
+
+
+def record_call(record: InferenceRecord) -> None:
+    record.context = {**current_context(), **record.context}
+    with _SINKS_LOCK:
+        sinks = list(_SINKS)
+    for sink in sinks:
+        sink.add(record)

@@ -1,0 +1,246 @@
+"""Find and load plugins: core's built-ins plus the ``lits.plugins`` entry points.
+
+Loading is lazy (never at ``import lits``), happens once, and is guarded per
+plugin: one that fails to import is reported with its error while the rest
+keep working.  ``LITS_PLUGINS=a,b`` limits which installed plugins load
+(distribution or entry-point names; empty means none); ``LITS_STRICT_PLUGINS=1``
+turns load errors into exceptions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable, Optional
+
+import pluggy
+
+from lits import hookspecs
+from lits.registry import (
+    add_registration,
+    owner_scope,
+    register_prompt,
+    registrations_of,
+    remove_registrations_of,
+)
+
+ENTRY_POINT_GROUP = "lits.plugins"
+ENV_PLUGINS = "LITS_PLUGINS"
+ENV_STRICT = "LITS_STRICT_PLUGINS"
+CORE_NAME = "lits-core"
+#: Core's own components and algorithms, loaded through the same mechanism.
+BUILTIN_MODULES = ("lits.builtins",)
+
+
+class PluginLoadError(RuntimeError):
+    """A plugin failed to load (raised only in strict mode)."""
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    distribution: str
+    version: str
+    module: str
+    builtin: bool = False
+    error: Optional[str] = None
+    registered: dict[str, list[str]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "module": self.module,
+            "builtin": self.builtin,
+            "error": self.error,
+            "registered": self.registered,
+        }
+
+
+class _State:
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.loaded = False
+        self.loading = False
+        self.infos: list[PluginInfo] = []
+        self.pm = _new_manager()
+
+
+def _new_manager() -> pluggy.PluginManager:
+    pm = pluggy.PluginManager("lits")
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+_STATE = _State()
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    ensure_plugins_loaded()
+    return _STATE.pm
+
+
+def ensure_plugins_loaded() -> None:
+    """Load plugins unless already loaded (or being loaded on this call stack)."""
+    if _STATE.loaded or _STATE.loading:
+        return
+    load_plugins()
+
+
+def load_plugins(*, strict: Optional[bool] = None) -> list[PluginInfo]:
+    """Load core's built-ins and every allowed entry point, once."""
+    if strict is None:
+        strict = os.environ.get(ENV_STRICT, "").lower() in ("1", "true", "yes")
+    with _STATE.lock:
+        if _STATE.loaded or _STATE.loading:
+            return list(_STATE.infos)
+        _STATE.loading = True
+        try:
+            from lits import __version__
+
+            for module_name in BUILTIN_MODULES:
+                info = PluginInfo(CORE_NAME, CORE_NAME, __version__, module_name, builtin=True)
+                _load_one(info, lambda m=module_name: importlib.import_module(m), strict)
+            allowed = _allowed_names()
+            for ep in _entry_points():
+                dist_name = ep.dist.name if ep.dist is not None else ep.name
+                if allowed is not None and not ({_norm(dist_name), _norm(ep.name)} & allowed):
+                    continue
+                version = ep.dist.version if ep.dist is not None else "unknown"
+                info = PluginInfo(ep.name, dist_name, version, ep.value)
+                _load_one(info, ep.load, strict)
+            _STATE.loaded = True
+        finally:
+            _STATE.loading = False
+        return list(_STATE.infos)
+
+
+def plugin_infos() -> list[PluginInfo]:
+    """What was loaded, with what each plugin registered and any load error."""
+    ensure_plugins_loaded()
+    return list(_STATE.infos)
+
+
+def load_errors() -> list[PluginInfo]:
+    return [i for i in plugin_infos() if i.error]
+
+
+# -- internals ---------------------------------------------------------------
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _allowed_names() -> Optional[set[str]]:
+    raw = os.environ.get(ENV_PLUGINS)
+    if raw is None:
+        return None
+    return {_norm(n.strip()) for n in raw.split(",") if n.strip()}
+
+
+def _entry_points() -> list[Any]:
+    import importlib_metadata
+
+    eps = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
+    return sorted(eps, key=lambda ep: (ep.dist.name if ep.dist else "", ep.name))
+
+
+def _owner_for(info: PluginInfo) -> str:
+    return info.distribution if not info.builtin else CORE_NAME
+
+
+def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) -> None:
+    owner = _owner_for(info)
+    pm_name = f"{info.distribution}:{info.name}:{info.module}"
+    try:
+        with owner_scope(owner):
+            module = load()  # decorator-style registrations run here
+            if _STATE.pm.get_plugin(pm_name) is None and not _STATE.pm.is_registered(module):
+                _STATE.pm.register(module, name=pm_name)
+                _STATE.pm.check_pending()
+                _call_hooks(pm_name)
+    except Exception as exc:  # one broken plugin must not stop the others
+        if _STATE.pm.has_plugin(pm_name):
+            _STATE.pm.unregister(name=pm_name)
+        if not info.builtin:
+            remove_registrations_of(owner)
+        info.error = f"{type(exc).__name__}: {exc}".strip()
+        info.registered = {}
+        _STATE.infos.append(info)
+        if strict or info.builtin:
+            raise PluginLoadError(
+                f"plugin {info.name!r} ({info.distribution}) failed to load: {info.error}"
+            ) from exc
+        return
+    registered: dict[str, list[str]] = {}
+    for reg in registrations_of(owner):
+        registered.setdefault(reg.kind, []).append(reg.name)
+    info.registered = {k: sorted(v) for k, v in sorted(registered.items())}
+    _STATE.infos.append(info)
+
+
+def _call_hooks(pm_name: str) -> None:
+    """Call each registration hook on this one plugin, with keyword arguments."""
+    pm = _STATE.pm
+    others = [p for n, p in pm.list_name_plugin() if n != pm_name]
+
+    def caller(hook: str) -> Any:
+        return pm.subset_hook_caller(hook, remove_plugins=others)
+
+    def component(kind: str) -> Callable[..., None]:
+        def register(name: str, cls: Any, task_type: Optional[str] = None) -> None:
+            add_registration(kind, name, cls, task_type=task_type)
+
+        return register
+
+    def dataset(name: str, loader: Any, task_type: Optional[str] = None, **meta: Any) -> None:
+        add_registration("dataset", name, loader, task_type=task_type, **meta)
+
+    def resource(name: str, loader: Any) -> None:
+        add_registration("resource", name, loader)
+
+    def algorithm(kind: str) -> Callable[..., None]:
+        def register(name: str, cls: Any, config_class: Optional[type] = None) -> None:
+            add_registration(kind, name, cls, config_class=config_class)
+
+        return register
+
+    def prompt(component: str, agent: str, key: str, value: Any, user: bool = False) -> None:
+        register_prompt(component, agent, key, value, user=user)
+
+    caller("register_transitions")(register=component("transition"))
+    caller("register_policies")(register=component("policy"))
+    caller("register_reward_models")(register=component("reward_model"))
+    caller("register_datasets")(register=dataset)
+    caller("register_resources")(register=resource)
+    caller("register_searches")(register=algorithm("search"))
+    caller("register_chains")(register=algorithm("chain"))
+    caller("register_prompts")(register=prompt)
+
+
+def _snapshot() -> tuple[bool, list[PluginInfo], pluggy.PluginManager]:
+    with _STATE.lock:
+        return _STATE.loaded, list(_STATE.infos), _STATE.pm
+
+
+def _restore(snap: tuple[bool, list[PluginInfo], pluggy.PluginManager]) -> None:
+    with _STATE.lock:
+        _STATE.loaded, _STATE.infos, _STATE.pm = snap[0], list(snap[1]), snap[2]
+
+
+def reset_plugins() -> None:
+    """Forget which plugins were loaded so the next read loads again.
+
+    Registrations stay (decorators run only at a module's first import);
+    reloading re-registers under the same owner, which is not a conflict.
+    """
+    with _STATE.lock:
+        _STATE.loaded = False
+        _STATE.infos = []
+        _STATE.pm = _new_manager()
+

@@ -1,0 +1,1 @@
+"""Prompt registry and the core's default prompts."""

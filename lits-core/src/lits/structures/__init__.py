@@ -1,0 +1,19 @@
+"""Structures: Action -> Step -> State -> Node."""
+
+from lits.structures.base import Action, State, Step, StringAction, TrajectoryState
+from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
+from lits.structures.node import BFSNode, MCTSNode, SearchNode
+
+__all__ = [
+    "Action",
+    "BFSNode",
+    "EnvAction",
+    "EnvState",
+    "EnvStep",
+    "MCTSNode",
+    "SearchNode",
+    "State",
+    "Step",
+    "StringAction",
+    "TrajectoryState",
+]

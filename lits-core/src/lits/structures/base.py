@@ -1,0 +1,169 @@
+"""General interfaces: Action, Step and State, with polymorphic JSON."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Generic, Optional, TypeVar
+
+from lits.type_registry import deserialize, register_type, serialize
+
+
+class Action:
+    """Marker base of every action type."""
+
+
+@register_type
+class StringAction(str, Action):
+    """A free-text action; ``str(action)`` is the text itself."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"__type__": type(self).__name__, "text": str.__str__(self)}
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> "StringAction":
+        return cls(payload["text"])
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+
+@dataclasses.dataclass
+class Step:
+    """One reasoning or execution step: an action plus what came of it.
+
+    ``error`` is set by a policy that could not produce a usable step; the
+    transition appends such steps unchanged (seed contract, case 2).
+    """
+
+    error: Optional[str] = dataclasses.field(default=None, kw_only=True)
+
+    def get_action(self) -> Any:
+        return getattr(self, "action", None)
+
+    def get_answer(self) -> Any:
+        return getattr(self, "answer", None)
+
+    def verb_step(self) -> str:
+        action = self.get_action()
+        return "" if action is None else str(action)
+
+    def to_messages(self) -> list[dict[str, str]]:
+        text = self.verb_step()
+        return [{"role": "assistant", "content": text}] if text else []
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"__type__": type(self).__name__}
+        for f in dataclasses.fields(self):
+            out[f.name] = serialize(getattr(self, f.name))
+        return out
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> "Step":
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        kwargs = {k: deserialize(v) for k, v in payload.items() if k in names}
+        return cls(**kwargs)
+
+
+StepT = TypeVar("StepT", bound=Step)
+
+
+class State:
+    """Marker base of every state type; see :class:`TrajectoryState`."""
+
+    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> "State":  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def save(self, path: str | Path) -> None:
+        """Write the state as JSON, atomically."""
+        atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "State":
+        """Read a state written by :meth:`save`, rebuilding its exact class."""
+        state = deserialize(json.loads(Path(path).read_text(encoding="utf-8")))
+        if not isinstance(state, cls):
+            raise TypeError(f"{path} holds a {type(state).__name__}, not a {cls.__name__}")
+        return state
+
+
+@register_type
+class TrajectoryState(list, State, Generic[StepT]):
+    """A list of steps.  Subclasses add fields (as dataclasses) and helpers."""
+
+    def __init__(self, steps: Any = ()) -> None:
+        super().__init__(steps)
+
+    @property
+    def steps(self) -> "TrajectoryState[StepT]":
+        return self
+
+    def copy(self) -> Any:
+        """A new state of the same class; steps are shared (they are not mutated)."""
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        list.extend(new, self)
+        return new
+
+    def render(self) -> str:
+        """Human-readable trajectory, one step per block."""
+        return "\n".join(step.verb_step() for step in self)
+
+    def _extra_fields(self) -> dict[str, Any]:
+        if dataclasses.is_dataclass(self):
+            return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"__type__": type(self).__name__}
+        out.update({k: serialize(v) for k, v in self._extra_fields().items()})
+        out["steps"] = [serialize(s) for s in self]
+        return out
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> "TrajectoryState[Any]":
+        steps = [deserialize(s) for s in payload.get("steps", [])]
+        extras = {k: deserialize(v) for k, v in payload.items() if k not in ("__type__", "steps")}
+        if dataclasses.is_dataclass(cls):
+            state = cls(**extras)
+            list.extend(state, steps)
+        else:
+            state = cls(steps)
+            state.__dict__.update(extras)
+        return state
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(self) is type(other)
+            and list.__eq__(self, other)
+            and self._extra_fields() == other._extra_fields()  # type: ignore[attr-defined]
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list.__repr__(self)})"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so readers never see a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,97 @@
+"""Search nodes: a tree of steps with the statistics search algorithms need."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterator, Optional
+
+from lits.type_registry import deserialize, register_type, serialize
+
+
+@register_type
+@dataclasses.dataclass(eq=False)
+class SearchNode:
+    """A node: the step that led here, the materialized state, and rewards.
+
+    ``state`` is None until the transition materializes it (lazy states).
+    """
+
+    id: int = 0
+    parent: Optional["SearchNode"] = dataclasses.field(default=None, repr=False)
+    children: list["SearchNode"] = dataclasses.field(default_factory=list, repr=False)
+    action: Any = None
+    step: Any = None
+    state: Any = None
+    depth: int = 0
+    fast_reward: float = 0.0
+    fast_reward_details: dict[str, Any] = dataclasses.field(default_factory=dict)
+    reward: float = 0.0
+    reward_details: dict[str, Any] = dataclasses.field(default_factory=dict)
+    is_terminal: bool = False
+    is_duplicate: bool = False
+
+    # -- tree walking ------------------------------------------------------
+    def add_child(self, child: "SearchNode") -> "SearchNode":
+        child.parent = self
+        child.depth = self.depth + 1
+        self.children.append(child)
+        return child
+
+    def path(self) -> list["SearchNode"]:
+        """Nodes from the root to this node, inclusive."""
+        out: list[SearchNode] = []
+        node: Optional[SearchNode] = self
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        return out[::-1]
+
+    def iter_tree(self) -> Iterator["SearchNode"]:
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    # -- serialization -----------------------------------------------------
+    _SKIP = ("parent", "children")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"__type__": type(self).__name__}
+        for f in dataclasses.fields(self):
+            if f.name not in self._SKIP:
+                out[f.name] = serialize(getattr(self, f.name))
+        out["children"] = [c.to_dict() for c in self.children]
+        return out
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> "SearchNode":
+        names = {f.name for f in dataclasses.fields(cls)} - set(cls._SKIP)
+        node = cls(**{k: deserialize(v) for k, v in payload.items() if k in names})
+        for child_payload in payload.get("children", []):
+            child = deserialize(child_payload)
+            child.parent = node
+            node.children.append(child)
+        return node
+
+
+@register_type
+@dataclasses.dataclass(eq=False)
+class MCTSNode(SearchNode):
+    """Adds visit counts and the rewards backed up through the node."""
+
+    visits: int = 0
+    cum_rewards: list[float] = dataclasses.field(default_factory=list)
+
+    @property
+    def Q(self) -> float:
+        """Mean of the backed-up returns (0 before the first visit)."""
+        return sum(self.cum_rewards) / len(self.cum_rewards) if self.cum_rewards else 0.0
+
+
+@register_type
+@dataclasses.dataclass(eq=False)
+class BFSNode(SearchNode):
+    """Adds the cumulative reward along the path (beam score)."""
+
+    cum_reward: float = 0.0

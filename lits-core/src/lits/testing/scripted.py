@@ -1,0 +1,89 @@
+"""A deterministic stand-in for a language model, for tests and examples."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Callable, Iterable, Optional, Sequence
+
+from lits.lm.base import Completion, GenerationParams, LanguageModel, Prompt
+
+Responder = Callable[[str, GenerationParams, int], str]
+Scorer = Callable[[str, str], float]
+
+
+def prompt_text(prompt: Prompt) -> str:
+    """The prompt as one string (chat messages joined by role)."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(f"{m['role']}: {m['content']}" for m in prompt)
+
+
+class ScriptedModel(LanguageModel):
+    """Answers from a script; the same request always gets the same answer.
+
+    ``responses`` is a list (served in order, cycling) or a function
+    ``(prompt_text, params, sample_index) -> str``.  ``scorer(prompt,
+    continuation) -> logprob`` enables :meth:`loglikelihood`; without it the
+    model reports it cannot score.  Every request is kept in ``calls``.
+    """
+
+    def __init__(
+        self,
+        responses: Sequence[str] | Responder | None = None,
+        *,
+        scorer: Optional[Scorer] = None,
+        name: str = "scripted",
+        concurrency: int = 1,
+    ) -> None:
+        super().__init__(concurrency=concurrency)
+        self.name = name
+        self._responses = responses
+        self._scorer = scorer
+        self.supports_loglikelihood = scorer is not None
+        self._lock = threading.Lock()
+        self._next = 0
+        self.calls: list[tuple[str, GenerationParams]] = []
+
+    def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
+        text = prompt_text(prompt)
+        with self._lock:
+            self.calls.append((text, params))
+        outs = []
+        for i in range(params.n):
+            reply = self._reply(text, params, i)
+            for stop in params.stop:
+                if stop and stop in reply:
+                    reply = reply[: reply.index(stop)]
+            outs.append(
+                Completion(
+                    reply,
+                    tokens_in=len(text.split()) if i == 0 else 0,
+                    tokens_out=len(reply.split()),
+                    finish_reason="stop",
+                )
+            )
+        return outs
+
+    def _reply(self, text: str, params: GenerationParams, index: int) -> str:
+        if callable(self._responses):
+            return self._responses(text, params, index)
+        if not self._responses:
+            return _stable_hash(f"{text}|{params.temperature}|{index}")
+        with self._lock:
+            reply = self._responses[self._next % len(self._responses)]
+            self._next += 1
+        return reply
+
+    def _loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
+        if self._scorer is None:
+            return super()._loglikelihood(prompt, continuations)
+        with self._lock:
+            self.calls.append((prompt, GenerationParams(n=len(continuations), max_tokens=0)))
+        return [float(self._scorer(prompt, c)) for c in continuations], len(prompt.split())
+
+
+def _stable_hash(text: str) -> str:
+    return "h" + hashlib.sha256(text.encode()).hexdigest()[:8]
+
+

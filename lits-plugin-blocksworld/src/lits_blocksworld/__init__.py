@@ -1,0 +1,1 @@
+"""BlocksWorld for LiTS."""
