@@ -19,3 +19,14 @@ def register_reward_models(register: Callable[..., Any]) -> None:
     from lits.components.reward.env_grounded import EnvGroundedPRM
 
     register("env_grounded", EnvGroundedPRM, task_type="env_grounded")
+
+
+@hookimpl
+def register_prompts(register: Callable[..., Any]) -> None:
+    from lits.prompts import env_grounded as env
+
+    for key in ("env_grounded", "default"):
+        register("policy", "env_grounded", key, env.POLICY_SYSTEM)
+        register("policy", "env_grounded", key, env.POLICY_USER, user=True)
+        register("reward", "env_grounded", key, env.REWARD_SYSTEM)
+        register("reward", "env_grounded", key, env.REWARD_USER, user=True)

@@ -125,6 +125,8 @@ class LanguageModel(ABC):
     name: str = "model"
     #: True when :meth:`loglikelihood` works without a round trip to find out.
     supports_loglikelihood: bool = False
+    #: True for chat-tuned endpoints: components then send messages, not raw text.
+    chat_native: bool = False
     #: Price in currency units per 1M input / output tokens, for the run summary.
     price_in: float = 0.0
     price_out: float = 0.0

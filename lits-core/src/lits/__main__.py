@@ -1,0 +1,3 @@
+from lits.cli.main import main
+
+raise SystemExit(main())

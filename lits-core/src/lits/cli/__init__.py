@@ -1,0 +1,1 @@
+"""The ``lits`` command line."""

@@ -1,0 +1,113 @@
+"""``lits``: plugins, search, chain, eval.
+
+Every failure a user can cause ends in one ``lits: error: ...`` line and exit
+status 2; tracebacks of unexpected errors go to the run's execution.log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, Optional, Sequence
+
+from lits.cli import commands
+from lits.cli.errors import UserError, describe
+
+
+def _add_data_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("data")
+    g.add_argument("--dataset", help="registered dataset name (e.g. blocksworld)")
+    g.add_argument("--dataset-arg", action="append", default=[], metavar="K=V",
+                   help="keyword argument for the dataset loader (repeatable)")
+    g.add_argument("--offset", type=int, default=0, help="skip the first N instances")
+    g.add_argument("--limit", type=int, default=None, help="run at most N instances")
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model")
+    g.add_argument("--model", default=None,
+                   help="'local' (embedded Gemma 3 270M, the default), 'scripted' (offline echo for "
+                        "smoke tests), or a model name served at --base-url")
+    g.add_argument("--base-url", default=None,
+                   help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL); "
+                        "the key comes only from $OPENAI_API_KEY or $LITS_API_KEY")
+    g.add_argument("--api", choices=["chat", "completion"], default=None,
+                   help="endpoint to use on the server (default: chat)")
+    g.add_argument("--concurrency", type=int, default=1,
+                   help="model calls in flight at once, across instances (default 1)")
+    g.add_argument("--price-in", type=float, default=0.0, help="price per 1M input tokens")
+    g.add_argument("--price-out", type=float, default=0.0, help="price per 1M output tokens")
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("run")
+    g.add_argument("--save-dir", default=None, help="where all run artifacts go (default: runs/NAME-TIME)")
+    g.add_argument("--resume", action="store_true",
+                   help="continue the run in --save-dir; finished instances are not redone")
+    g.add_argument("--policy", default=None, help="registered policy name (default: by dataset, else generic)")
+    g.add_argument("--transition", default=None, help="registered transition name (default: the dataset's)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lits", description="LLM reasoning by tree search.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("plugins", help="list installed plugins and what they registered")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=commands.cmd_plugins)
+
+    p = sub.add_parser("search", help="run a tree search over dataset instances")
+    _add_data_options(p)
+    _add_model_options(p)
+    _add_run_options(p)
+    p.add_argument("--search", default="mcts", help="registered search algorithm (default mcts)")
+    p.add_argument("--search-arg", action="append", default=[], metavar="K=V",
+                   help="search setting, e.g. n_iterations=10 (see the algorithm's config; repeatable)")
+    p.add_argument("--reward", default=None, help="registered reward model name")
+    p.set_defaults(func=commands.cmd_search)
+
+    p = sub.add_parser("chain", help="run a chain agent (no search) over dataset instances")
+    _add_data_options(p)
+    _add_model_options(p)
+    _add_run_options(p)
+    p.add_argument("--chain", default=None, help="registered chain agent (default: by task type)")
+    p.add_argument("--chain-arg", action="append", default=[], metavar="K=V",
+                   help="chain setting, e.g. max_steps=10 (repeatable)")
+    p.set_defaults(func=commands.cmd_chain)
+
+    p = sub.add_parser("eval", help="re-evaluate a finished run from its save dir")
+    p.add_argument("--save-dir", required=True)
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    p.set_defaults(func=commands.cmd_eval)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None, prefix: Sequence[str] = ()) -> int:
+    parser = build_parser()
+    args = parser.parse_args([*prefix, *(sys.argv[1:] if argv is None else argv)])
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("lits: interrupted; continue with --resume --save-dir DIR", file=sys.stderr)
+        return 130
+    except UserError as exc:
+        print(f"lits: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # anything else still gets one clear line
+        print(f"lits: error: {describe(exc)}", file=sys.stderr)
+        return 2
+
+
+def _alias(command: str) -> Callable[[], int]:
+    def run() -> int:
+        return main(prefix=[command])
+
+    return run
+
+
+search_main = _alias("search")
+chain_main = _alias("chain")
+eval_main = _alias("eval")

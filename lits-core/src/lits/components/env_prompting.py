@@ -1,0 +1,80 @@
+"""How env-grounded components turn a state into a prompt.
+
+Shared by :class:`EnvGroundedPolicy` and :class:`EnvGroundedPRM` so that both
+score actions against byte-identical prompts (the model's score memo and a
+server's prefix cache then hit).  A domain's user template is a dict whose
+``"state"`` entry may use ``{env_state}``, ``{init_state}``, ``{goals}``,
+``{plan}`` (actions so far, one per line) and ``{actions}`` (valid actions).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from lits.lm.base import Message
+from lits.structures.env_grounded import EnvState
+
+DEFAULT_INSTRUCTION = (
+    "Reply with the single next action only, written exactly as one of the valid "
+    "actions above when they are listed, and nothing else."
+)
+DEFAULT_ACTION_FORMAT = "{action}\n"
+
+
+class EnvPrompt:
+    """Fills a system prompt and user template for one state."""
+
+    def __init__(self, system: Any, user: Optional[dict[str, str]]) -> None:
+        if user is not None and not isinstance(user, dict):
+            raise TypeError("env-grounded user prompt must be a dict with a 'state' template")
+        self.system = "" if system is None else str(system)
+        self.user = dict(user or {})
+        if "state" not in self.user:
+            raise ValueError(
+                "no env-grounded user prompt with a 'state' template was found; "
+                "register one with @register_user_prompt('policy', 'env_grounded', <task>)"
+            )
+
+    def fields(self, state: EnvState, goals: Any, actions: Sequence[str] = ()) -> dict[str, str]:
+        plan = "".join(f"{s.action}\n" for s in state if s.action is not None and s.error is None)
+        return {
+            "env_state": str(state.env_state),
+            "init_state": str(state.init_state),
+            "goals": "" if goals is None else str(goals),
+            "plan": plan,
+            "actions": "\n".join(actions),
+        }
+
+    def completion(self, state: EnvState, goals: Any, actions: Sequence[str] = ()) -> str:
+        """Plain-text prompt that ends where the next action is written."""
+        body = self.user["state"].format(**self.fields(state, goals, actions))
+        return f"{self.system}\n\n{body}" if self.system else body
+
+    def messages(self, state: EnvState, goals: Any, actions: Sequence[str] = ()) -> list[Message]:
+        """Chat form: system prompt plus the state and an instruction."""
+        fields = self.fields(state, goals, actions)
+        body = self.user["state"].format(**fields)
+        instruction = self.user.get("instruction", DEFAULT_INSTRUCTION).format(**fields)
+        msgs: list[Message] = []
+        if self.system:
+            msgs.append({"role": "system", "content": self.system})
+        msgs.append({"role": "user", "content": f"{body}\n\n{instruction}"})
+        return msgs
+
+    def continuation(self, action: str) -> str:
+        """The text scored for ``action`` after :meth:`completion`."""
+        return self.user.get("action_format", DEFAULT_ACTION_FORMAT).format(action=action)
+
+
+def parse_action_line(text: str) -> str:
+    """First non-empty line of a model reply, without list markers or quotes."""
+    for line in str(text).splitlines():
+        line = line.strip().strip("`").strip()
+        while line[:1] in "-*•>" and line:
+            line = line[1:].strip()
+        if line[:1].isdigit() and line[1:3] in (". ", ") "):
+            line = line[3:].strip()
+        line = line.strip("\"'").rstrip(".").strip()
+        if line:
+            return line
+    return ""

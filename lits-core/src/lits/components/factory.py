@@ -1,0 +1,81 @@
+"""Build the (policy, transition, reward model) triple for a dataset.
+
+Registry first, generic fallback: an env-grounded domain that registers only a
+Transition gets :class:`EnvGroundedPolicy` and :class:`EnvGroundedPRM`.
+``--policy/--transition/--reward`` name registered classes explicitly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from lits.components.base import Policy, RewardModel, Transition
+from lits.lm.base import LanguageModel
+from lits.registry import ComponentRegistry, infer_task_type
+
+
+@dataclass
+class Components:
+    policy: Policy[Any, Any]
+    transition: Transition[Any, Any]
+    reward_model: RewardModel[Any, Any]
+    task_type: str
+
+
+def _resolve(getter: Any, explicit: Optional[str], dataset: str, fallback: Optional[type]) -> type:
+    if explicit:
+        return getter(explicit)  # KeyError lists the registered names
+    try:
+        return getter(dataset)
+    except KeyError:
+        if fallback is None:
+            raise
+        return fallback
+
+
+def create_components(
+    dataset: str,
+    base_model: LanguageModel,
+    *,
+    eval_model: Optional[LanguageModel] = None,
+    policy: Optional[str] = None,
+    transition: Optional[str] = None,
+    reward: Optional[str] = None,
+    n_actions: int = 3,
+    temperature: float = 0.8,
+    policy_kwargs: Optional[dict[str, Any]] = None,
+) -> Components:
+    """Instantiate the components for ``dataset`` (see module docstring)."""
+    task_type = infer_task_type(dataset)
+    if task_type != "env_grounded":
+        raise ValueError(
+            f"dataset {dataset!r} is {task_type}; this version of lits-core builds "
+            "components for env_grounded datasets only"
+        )
+    from lits.components.policy.env_grounded import EnvGroundedPolicy
+    from lits.components.reward.env_grounded import EnvGroundedPRM
+
+    transition_cls = _resolve(ComponentRegistry.get_transition, transition, dataset, None)
+    policy_cls = _resolve(ComponentRegistry.get_policy, policy, dataset, EnvGroundedPolicy)
+    reward_cls = _resolve(ComponentRegistry.get_reward_model, reward, dataset, EnvGroundedPRM)
+
+    domain: dict[str, Any] = {}
+    if getattr(transition_cls, "has_enumerable_actions", lambda: False)():
+        domain["generate_all_actions"] = transition_cls.generate_actions
+    if getattr(transition_cls, "has_action_validation", lambda: False)():
+        domain["validate_action"] = transition_cls.validate_action
+
+    return Components(
+        policy=policy_cls(
+            base_model=base_model,
+            task_name=dataset,
+            n_actions=n_actions,
+            temperature=temperature,
+            **domain,
+            **(policy_kwargs or {}),
+        ),
+        transition=transition_cls(base_model=base_model, task_name=dataset),
+        reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset, **domain),
+        task_type=task_type,
+    )

@@ -1,0 +1,176 @@
+"""The generic env-grounded policy: any domain that registers a Transition gets it.
+
+Two ways to pick actions:
+
+* ``rank`` - enumerable action space and a model that scores text: every valid
+  action is scored by log-likelihood after the prompt and the best ``n`` are
+  returned (no duplicates by construction; works with small base models).
+* ``generate`` - the model writes actions; duplicates among siblings are
+  detected, temperature escalates on duplicates, and with an enumerable action
+  space unselected valid actions fill the remaining slots (the seeds'
+  mode-collapse remedy).  Open-ended domains validate each proposal.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Literal, Optional, Sequence
+
+from lits.components.base import Policy
+from lits.components.env_prompting import EnvPrompt, parse_action_line
+from lits.lm.base import LoglikelihoodUnsupported
+from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
+
+Strategy = Literal["auto", "rank", "generate"]
+
+
+class DiversityStats:
+    """Counts that show when search is starved for diverse actions."""
+
+    FIELDS = ("calls", "outputs", "duplicates", "invalid", "fallbacks", "escalations")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counts = dict.fromkeys(self.FIELDS, 0)
+
+    def add(self, **deltas: int) -> None:
+        with self._lock:
+            for key, value in deltas.items():
+                self.counts[key] += value
+
+    def as_dict(self) -> dict[str, Any]:
+        with self._lock:
+            out: dict[str, Any] = dict(self.counts)
+        out["duplicate_rate"] = round(out["duplicates"] / out["outputs"], 4) if out["outputs"] else 0.0
+        return out
+
+
+class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
+    TASK_TYPE = "env_grounded"
+    AGENT_NAME = "env_grounded"
+
+    def __init__(
+        self,
+        base_model: Any = None,
+        task_name: Optional[str] = None,
+        generate_all_actions: Optional[Callable[[str], list[str]]] = None,
+        validate_action: Optional[Callable[[str, str], tuple[bool, str]]] = None,
+        n_actions: int = 3,
+        temperature: float = 0.8,
+        max_temperature: float = 1.2,
+        temperature_step: float = 0.2,
+        max_attempts: int = 3,
+        max_tokens: int = 48,
+        strategy: Strategy = "auto",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(base_model, task_name, n_actions=n_actions, temperature=temperature, **kwargs)
+        if strategy not in ("auto", "rank", "generate"):
+            raise ValueError(f"strategy must be auto, rank or generate, not {strategy!r}")
+        self.generate_all_actions = generate_all_actions
+        self.validate_action = validate_action
+        self.max_temperature = max_temperature
+        self.temperature_step = temperature_step
+        self.max_attempts = max_attempts
+        self.max_tokens = max_tokens
+        self.strategy = strategy
+        self.prompt = EnvPrompt(self.task_prompt_spec, self.usr_prompt_spec)
+        self.stats = DiversityStats()
+
+    def _get_actions(
+        self,
+        state: EnvState,
+        n_actions: int,
+        temperature: float,
+        query: Any = None,
+        exclude: Sequence[str] = (),
+        **kwargs: Any,
+    ) -> list[EnvStep]:
+        valid = self.generate_all_actions(state.env_state) if self.generate_all_actions else None
+        if valid is not None:
+            valid = [a for a in valid if a not in set(exclude)]
+            if not valid:
+                return []
+        if valid is not None and self._use_ranking():
+            try:
+                chosen = self._rank(state, query, valid, n_actions)
+                return [EnvStep(action=EnvAction(a)) for a in chosen]
+            except LoglikelihoodUnsupported:
+                self.strategy = "generate"
+        chosen = self._sample(state, query, valid, n_actions, temperature, exclude)
+        return [EnvStep(action=EnvAction(a)) for a in chosen]
+
+    # -- ranking -----------------------------------------------------------
+    def _use_ranking(self) -> bool:
+        if self.strategy == "rank":
+            return True
+        return self.strategy == "auto" and bool(getattr(self.base_model, "supports_loglikelihood", False))
+
+    def _rank(self, state: EnvState, query: Any, valid: list[str], n: int) -> list[str]:
+        if self.base_model is None:
+            raise ValueError("EnvGroundedPolicy needs a base_model")
+        prompt = self.prompt.completion(state, query, valid)
+        scores = self.base_model.loglikelihood(prompt, [self.prompt.continuation(a) for a in valid])
+        order = sorted(range(len(valid)), key=lambda i: -scores[i])
+        self.stats.add(calls=1, outputs=min(n, len(valid)))
+        return [valid[i] for i in order[:n]]
+
+    # -- sampling ----------------------------------------------------------
+    def _sample(
+        self,
+        state: EnvState,
+        query: Any,
+        valid: Optional[list[str]],
+        n: int,
+        temperature: float,
+        exclude: Sequence[str],
+    ) -> list[str]:
+        if self.base_model is None:
+            raise ValueError("EnvGroundedPolicy needs a base_model")
+        chosen: list[str] = []
+        seen = set(exclude)
+        lookup = {a.lower(): a for a in valid} if valid is not None else None
+        temp = temperature
+        for attempt in range(self.max_attempts):
+            want = n - len(chosen)
+            if want <= 0:
+                break
+            if attempt:
+                temp = min(self.max_temperature, temp + self.temperature_step)
+                self.stats.add(escalations=1)
+            replies = self.base_model.generate(
+                self._prompt_for(state, query, valid or []),
+                n=want,
+                temperature=temp,
+                max_tokens=self.max_tokens,
+            )
+            self.stats.add(calls=1, outputs=len(replies))
+            for reply in replies:
+                action = self._accept(state, parse_action_line(reply), lookup)
+                if action is None:
+                    self.stats.add(invalid=1)
+                elif action in seen:
+                    self.stats.add(duplicates=1)
+                else:
+                    seen.add(action)
+                    chosen.append(action)
+        if valid is not None and len(chosen) < n:
+            fill = [a for a in valid if a not in seen][: n - len(chosen)]
+            self.stats.add(fallbacks=len(fill))
+            chosen.extend(fill)
+        return chosen[:n]
+
+    def _prompt_for(self, state: EnvState, query: Any, valid: list[str]) -> Any:
+        if getattr(self.base_model, "chat_native", False):
+            return self.prompt.messages(state, query, valid)
+        return self.prompt.completion(state, query, valid)
+
+    def _accept(self, state: EnvState, text: str, lookup: Optional[dict[str, str]]) -> Optional[str]:
+        if not text:
+            return None
+        if lookup is not None:
+            return lookup.get(text.lower())
+        if self.validate_action is not None:
+            ok, _reason = self.validate_action(state.env_state, text)
+            return text if ok else None
+        return text

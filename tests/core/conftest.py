@@ -1,0 +1,83 @@
+"""Fixtures that build and really install throw-away plugin distributions."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+
+def _write_distribution(root: Path, dist: str, module: str, source: str, entry_name: str | None = None) -> Path:
+    pkg = root / dist
+    (pkg / module).mkdir(parents=True)
+    (pkg / module / "__init__.py").write_text(textwrap.dedent(source))
+    (pkg / "pyproject.toml").write_text(textwrap.dedent(f"""
+        [build-system]
+        requires = ["hatchling"]
+        build-backend = "hatchling.build"
+
+        [project]
+        name = "{dist}"
+        version = "0.0.1"
+
+        [project.entry-points."lits.plugins"]
+        {entry_name or dist} = "{module}"
+
+        [tool.hatch.build.targets.wheel]
+        packages = ["{module}"]
+    """))
+    return pkg
+
+
+@pytest.fixture
+def site_dir(tmp_path: Path) -> Path:
+    target = tmp_path / "site"
+    target.mkdir()
+    return target
+
+
+@pytest.fixture
+def install_plugin(tmp_path: Path, site_dir: Path) -> Callable[..., None]:
+    """``install_plugin(dist, module, source)`` pip-installs a real distribution into ``site_dir``."""
+
+    def install(dist: str, module: str, source: str, entry_name: str | None = None) -> None:
+        pkg = _write_distribution(tmp_path / "src", dist, module, source, entry_name)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+             "--no-build-isolation", "--target", str(site_dir), str(pkg)],
+            check=True, capture_output=True, text=True,
+        )
+
+    return install
+
+
+@pytest.fixture
+def run_lits(site_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run ``python -m lits ...`` in a fresh interpreter that sees ``site_dir``."""
+
+    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        full_env = {**os.environ, "PYTHONPATH": str(site_dir), **(env or {})}
+        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True,
+                              text=True, env=full_env, timeout=120)
+
+    return run
+
+
+@pytest.fixture
+def run_python(site_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    def run(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        full_env = {**os.environ, "PYTHONPATH": str(site_dir), **(env or {})}
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                              text=True, env=full_env, timeout=120)
+
+    return run
+
+
+def plugins_json(result: subprocess.CompletedProcess[str]) -> dict[str, dict]:
+    return {p["distribution"]: p for p in json.loads(result.stdout)}
