@@ -223,14 +223,19 @@ def _call_hooks(pm_name: str) -> None:
     caller("register_prompts")(register=prompt)
 
 
-def _snapshot() -> tuple[bool, list[PluginInfo], pluggy.PluginManager]:
+def _snapshot() -> tuple[bool, list[PluginInfo], pluggy.PluginManager, set[str]]:
     with _STATE.lock:
-        return _STATE.loaded, list(_STATE.infos), _STATE.pm
+        names = {name for name, _ in _STATE.pm.list_name_plugin()}
+        return _STATE.loaded, list(_STATE.infos), _STATE.pm, names
 
 
-def _restore(snap: tuple[bool, list[PluginInfo], pluggy.PluginManager]) -> None:
+def _restore(snap: tuple[bool, list[PluginInfo], pluggy.PluginManager, set[str]]) -> None:
+    loaded, infos, pm, names = snap
     with _STATE.lock:
-        _STATE.loaded, _STATE.infos, _STATE.pm = snap[0], list(snap[1]), snap[2]
+        for name, _ in pm.list_name_plugin():
+            if name not in names:
+                pm.unregister(name=name)
+        _STATE.loaded, _STATE.infos, _STATE.pm = loaded, list(infos), pm
 
 
 def reset_plugins() -> None:

@@ -112,6 +112,10 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
     )
     settings[f"{mode}_args"] = config.model_dump()
     run_dir = RunDir(run_dir.root).create()
+    if not args.no_cache:
+        from lits.lm.cache import ResponseCache
+
+        model.use_cache(ResponseCache(args.cache or settings.get("cache") or run_dir.root / "cache.sqlite"))
     if not args.resume:
         run_dir.write_config(settings)
     print(f"lits: {mode} {dataset} -> {run_dir.root}", file=sys.stderr)
@@ -173,6 +177,7 @@ def _settings(args: argparse.Namespace, mode: str) -> tuple[Any, dict[str, Any]]
         "concurrency": args.concurrency,
         "price_in": args.price_in,
         "price_out": args.price_out,
+        "cache": args.cache,
         "lits_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }

@@ -35,6 +35,10 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="endpoint to use on the server (default: chat)")
     g.add_argument("--concurrency", type=int, default=1,
                    help="model calls in flight at once, across instances (default 1)")
+    g.add_argument("--cache", default=None, metavar="PATH",
+                   help="response cache file (default: cache.sqlite in the save dir); "
+                        "share one between runs to never pay twice for a call")
+    g.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     g.add_argument("--price-in", type=float, default=0.0, help="price per 1M input tokens")
     g.add_argument("--price-out", type=float, default=0.0, help="price per 1M output tokens")
 

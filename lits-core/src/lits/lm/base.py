@@ -7,12 +7,14 @@ backend bounding its own concurrency with :class:`CallLimiter`.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Sequence, TypedDict
 
+from lits.lm.cache import ResponseCache, request_key
 from lits.observability import InferenceRecord, record_call
 
 
@@ -133,6 +135,8 @@ class LanguageModel(ABC):
 
     def __init__(self, *, concurrency: int = 1) -> None:
         self.limiter = CallLimiter(concurrency)
+        #: Optional persistent cache; see :meth:`use_cache`.
+        self.cache: ResponseCache | None = None
         # Scores are deterministic, so policy and reward model share them.
         self._scores: dict[tuple[str, str], float] = {}
         self._scores_lock = threading.Lock()
@@ -160,11 +164,40 @@ class LanguageModel(ABC):
             top_logprobs=top_logprobs,
             seed=seed,
         )
+        if self.cache is None:
+            return self._paid_generate(prompt, params)
+        keys = [self._key("generate", prompt, params, i) for i in range(params.n)]
+        found = [self.cache.get(k) for k in keys]
+        missing = [i for i, hit in enumerate(found) if hit is None]
+        if len(missing) < params.n:
+            self._record_raw("generate", 0, 0, 0.0, cached=True)
+        if missing:
+            fresh = self._paid_generate(prompt, dataclasses.replace(params, n=len(missing)))
+            for i, completion in zip(missing, fresh):
+                found[i] = _completion_to_json(completion)
+                self.cache.put(keys[i], found[i])
+        return [_completion_from_json(v) for v in found]
+
+    def _paid_generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
         start = time.perf_counter()
         with self.limiter:
             outs = self._generate(prompt, params)
         self._record("generate", outs, time.perf_counter() - start)
         return outs
+
+    def use_cache(self, cache: ResponseCache | None) -> None:
+        """Serve repeated requests from ``cache`` (None turns caching off)."""
+        self.cache = cache
+
+    def identity(self) -> str:
+        """What distinguishes this backend's answers (part of every cache key)."""
+        return f"{type(self).__name__}:{self.name}"
+
+    def _key(self, kind: str, prompt: Any, params: Any, index: int) -> str:
+        body = dataclasses.asdict(params) if dataclasses.is_dataclass(params) else params
+        if isinstance(body, dict):
+            body = {k: v for k, v in body.items() if k != "n"}
+        return request_key(self.identity(), kind, {"prompt": prompt, "params": body, "sample": index})
 
     def complete(self, prompt: str, **params: Any) -> Completion:
         """One completion of a plain-text prompt."""
@@ -181,6 +214,14 @@ class LanguageModel(ABC):
         """
         with self._scores_lock:
             missing = [c for c in dict.fromkeys(continuations) if (prompt, c) not in self._scores]
+        if missing and self.cache is not None:
+            stored = {c: self.cache.get(self._key("loglikelihood", prompt, c, 0)) for c in missing}
+            hits = {c: v for c, v in stored.items() if v is not None}
+            if hits:
+                self._record_raw("loglikelihood", 0, 0, 0.0, cached=True)
+                with self._scores_lock:
+                    self._scores.update({(prompt, c): float(v) for c, v in hits.items()})
+                missing = [c for c in missing if c not in hits]
         if missing:
             start = time.perf_counter()
             with self.limiter:
@@ -188,6 +229,9 @@ class LanguageModel(ABC):
             self._record_raw("loglikelihood", tokens_in, 0, time.perf_counter() - start)
             with self._scores_lock:
                 self._scores.update({(prompt, c): s for c, s in zip(missing, scores)})
+            if self.cache is not None:
+                for c, score in zip(missing, scores):
+                    self.cache.put(self._key("loglikelihood", prompt, c, 0), score)
         with self._scores_lock:
             return [self._scores[(prompt, c)] for c in continuations]
 
@@ -210,7 +254,9 @@ class LanguageModel(ABC):
         tokens_out = sum(c.tokens_out for c in outs)
         self._record_raw(kind, tokens_in, tokens_out, seconds)
 
-    def _record_raw(self, kind: str, tokens_in: int, tokens_out: int, seconds: float) -> None:
+    def _record_raw(
+        self, kind: str, tokens_in: int, tokens_out: int, seconds: float, *, cached: bool = False
+    ) -> None:
         cost = (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
         record_call(
             InferenceRecord(
@@ -220,5 +266,27 @@ class LanguageModel(ABC):
                 tokens_out=tokens_out,
                 seconds=seconds,
                 cost=cost,
+                cached=cached,
             )
         )
+
+
+def _completion_to_json(c: Completion) -> dict[str, Any]:
+    return {
+        "text": c.text,
+        "tokens_in": c.tokens_in,
+        "tokens_out": c.tokens_out,
+        "finish_reason": c.finish_reason,
+        "logprobs": None if c.logprobs is None else [dataclasses.asdict(t) for t in c.logprobs],
+    }
+
+
+def _completion_from_json(v: dict[str, Any]) -> Completion:
+    logprobs = v.get("logprobs")
+    return Completion(
+        v["text"],
+        tokens_in=v.get("tokens_in", 0),
+        tokens_out=v.get("tokens_out", 0),
+        finish_reason=v.get("finish_reason"),
+        logprobs=None if logprobs is None else [TokenLogprob(**t) for t in logprobs],
+    )
