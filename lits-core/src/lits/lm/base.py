@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Sequence, TypedDict
 
+from lits.concurrency import tick_round
 from lits.lm.cache import ResponseCache, request_key
 from lits.observability import InferenceRecord, record_call
 
@@ -179,6 +180,7 @@ class LanguageModel(ABC):
         return [_completion_from_json(v) for v in found]
 
     def _paid_generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
+        tick_round()
         start = time.perf_counter()
         with self.limiter:
             outs = self._generate(prompt, params)
@@ -223,6 +225,7 @@ class LanguageModel(ABC):
                     self._scores.update({(prompt, c): float(v) for c, v in hits.items()})
                 missing = [c for c in missing if c not in hits]
         if missing:
+            tick_round()
             start = time.perf_counter()
             with self.limiter:
                 scores, tokens_in = self._loglikelihood(prompt, missing)

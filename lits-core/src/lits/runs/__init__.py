@@ -1,0 +1,1 @@
+"""Runs: the save dir layout, running instances, evaluating results."""

@@ -1,0 +1,122 @@
+"""Run a search or chain agent over dataset instances, concurrently and resumably."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, TextIO
+
+from lits.components.factory import Components
+from lits.concurrency import parallel_map, start_round_clock
+from lits.observability import InferenceLog, call_context, collecting
+from lits.runs.artifacts import RunDir
+from lits.runs.evaluation import evaluate_env_instance
+
+
+class Progress:
+    """One status line per finished instance: done, solved, calls, tokens, time."""
+
+    def __init__(self, total: int, log: InferenceLog, stream: TextIO = sys.stderr) -> None:
+        self.total = total
+        self.log = log
+        self.stream = stream
+        self.start = time.perf_counter()
+        self.done = self.solved = self.failed = 0
+        self._lock = threading.Lock()
+
+    def update(self, solved: Optional[bool]) -> None:
+        with self._lock:
+            self.done += 1
+            self.solved += bool(solved)
+            self.failed += solved is None
+            s = self.log.summary()
+            line = (
+                f"[{self.done}/{self.total}] solved {self.solved}"
+                + (f", failed {self.failed}" if self.failed else "")
+                + f" | calls {s['calls']} (+{s['cache_hits']} cached)"
+                + f" | tokens {s['tokens_in'] + s['tokens_out']}"
+                + f" | {time.perf_counter() - self.start:.1f}s"
+            )
+            print(line, file=self.stream, flush=True)
+
+
+@dataclass
+class RunOutcome:
+    finished: list[int] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+    failed: dict[int, str] = field(default_factory=dict)
+
+
+def run_instances(
+    make_agent: Callable[[], Any],
+    components: Components,
+    examples: list[tuple[int, dict[str, Any]]],
+    run_dir: RunDir,
+    *,
+    mode: str,
+    concurrency: int = 1,
+    resume: bool = False,
+    progress_stream: TextIO = sys.stderr,
+) -> RunOutcome:
+    """Run every example not already finished; instances run concurrently."""
+    outcome = RunOutcome()
+    done = run_dir.done() if resume else set()
+    todo = [(i, ex) for i, ex in examples if i not in done]
+    outcome.skipped = sorted(i for i, _ in examples if i in done)
+    log = InferenceLog(run_dir.inference_log_path)
+    progress = Progress(len(todo), log, progress_stream)
+    execution = run_dir.logger()
+    execution.info("%s: %d instances to run, %d already done", mode, len(todo), len(outcome.skipped))
+
+    def one(item: tuple[int, dict[str, Any]]) -> None:
+        idx, example = item
+        started = time.perf_counter()
+        try:
+            with call_context(instance=idx):
+                rounds = start_round_clock()
+                agent = make_agent()
+                result = agent.run(example.get("query"), idx, example, resume=resume)
+            record = _result_record(idx, example, result, components, mode, log)
+            record["seconds"] = round(time.perf_counter() - started, 3)
+            record["dependent_rounds"] = rounds[0]
+            if mode == "search":
+                payload = result.to_dict()
+                run_dir.write_json(f"terminal_nodes/{idx}.json", payload.get("terminal_nodes", []))
+                run_dir.write_json(f"paths/{idx}.json", payload.get("best_path", []))
+            run_dir.write_result(idx, record)
+            outcome.finished.append(idx)
+            execution.info("instance %d: solved=%s stopped=%s", idx, record["eval"]["solved"], record["stopped"])
+            progress.update(record["eval"]["solved"])
+        except Exception as exc:  # one bad instance must not end the run
+            message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            outcome.failed[idx] = message
+            execution.error("instance %d failed: %s\n%s", idx, message, traceback.format_exc())
+            progress.update(None)
+
+    with collecting(log):
+        parallel_map(one, todo, max_workers=max(1, concurrency))
+    run_dir.close_logger(execution)
+    return outcome
+
+
+def _result_record(
+    idx: int, example: dict[str, Any], result: Any, components: Components, mode: str, log: InferenceLog
+) -> dict[str, Any]:
+    state = result.best_state if mode == "search" else result.state
+    extra = {k: v for k, v in example.items() if k != "query"}
+    return {
+        "idx": idx,
+        "id": example.get("id", str(idx)),
+        "query": example.get("query"),
+        "example": extra,
+        "mode": mode,
+        "solved_by_agent": bool(result.solved),
+        "stopped": result.stopped,
+        "iterations": getattr(result, "iterations", None),
+        "final_state": state.to_dict(),
+        "eval": evaluate_env_instance(components.transition, example, state),
+        "inference": log.summary(instance=idx),
+    }
