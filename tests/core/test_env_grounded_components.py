@@ -7,50 +7,17 @@ import pytest
 from lits.components.factory import create_components
 from lits.components.policy.env_grounded import EnvGroundedPolicy
 from lits.components.reward.env_grounded import EnvGroundedPRM
-from lits.components.transition.env_grounded import EnvGroundedTransition
 from lits.registry import register_dataset, register_policy, register_transition
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 from lits.testing import ScriptedModel
+from tests.toy_domain import ACTIONS, LineWorld, prefer
 
 pytestmark = pytest.mark.usefixtures("isolated_registry")
-
-ACTIONS = ["move left", "move right", "wait"]
-
-
-class LineWorld(EnvGroundedTransition):
-    """Position on a line; the goal text is the target position."""
-
-    @staticmethod
-    def goal_check(query_or_goals, env_state):
-        target, pos = int(query_or_goals), int(env_state)
-        return pos == target, max(0.0, 1.0 - abs(target - pos) / 5)
-
-    @staticmethod
-    def generate_actions(env_state):
-        return list(ACTIONS)
-
-    def init_state(self, **kwargs):
-        return EnvState(init_state=kwargs["init_state_str"])
-
-    def _step(self, state, step_or_action, query_or_goals, **kwargs):
-        action = str(step_or_action.action)
-        delta = {"move left": -1, "move right": 1, "wait": 0}[action]
-        new_state = state.copy()
-        new_state.append(EnvStep(action=step_or_action.action, next_state=str(int(state.env_state) + delta)))
-        return new_state, {"goal_reached": self.goal_check(query_or_goals, new_state.env_state)}
 
 
 @pytest.fixture
 def state() -> EnvState:
     return EnvState(init_state="0")
-
-
-def prefer(*ranked: str):
-    """A scorer that ranks continuations in the given order."""
-    def scorer(prompt: str, continuation: str) -> float:
-        text = continuation.strip()
-        return -float(ranked.index(text)) if text in ranked else -99.0
-    return scorer
 
 
 def test_ranking_policy_returns_the_best_scored_valid_actions(state):

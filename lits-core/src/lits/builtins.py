@@ -30,3 +30,18 @@ def register_prompts(register: Callable[..., Any]) -> None:
         register("policy", "env_grounded", key, env.POLICY_USER, user=True)
         register("reward", "env_grounded", key, env.REWARD_SYSTEM)
         register("reward", "env_grounded", key, env.REWARD_USER, user=True)
+
+
+@hookimpl
+def register_searches(register: Callable[..., Any]) -> None:
+    from lits.agents import BFS, MCTS, BFSConfig, MCTSConfig
+
+    register("mcts", MCTS, config_class=MCTSConfig)
+    register("bfs", BFS, config_class=BFSConfig)
+
+
+@hookimpl
+def register_chains(register: Callable[..., Any]) -> None:
+    from lits.agents import ChainConfig, EnvChain
+
+    register("env_chain", EnvChain, config_class=ChainConfig)

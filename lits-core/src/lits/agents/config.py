@@ -1,0 +1,41 @@
+"""Typed settings of the built-in agents (``--search-arg`` / ``--chain-arg``)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class TreeSearchConfig(BaseModel):
+    """Settings every tree search shares."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_actions: int = Field(3, ge=1, description="children proposed per expansion")
+    max_depth: int = Field(6, ge=1, description="deepest node searched")
+    runtime_limit: Optional[float] = Field(None, gt=0, description="seconds per instance")
+    early_stop: bool = Field(True, description="stop at the first solution")
+    temperature: float = Field(0.8, ge=0, description="policy sampling temperature")
+
+
+class MCTSConfig(TreeSearchConfig):
+    n_iterations: int = Field(10, ge=1)
+    w_exp: float = Field(1.0, ge=0, description="UCT exploration weight")
+    rollout_depth: Optional[int] = Field(None, ge=0, description="None: up to max_depth")
+    aggregate: Literal["mean", "max"] = "mean"
+    simulate: Literal["greedy", "sample"] = "greedy"
+    seed: int = 0
+
+
+class BFSConfig(TreeSearchConfig):
+    beam_width: int = Field(3, ge=1)
+    reward_aggregate: Literal["sum", "mean", "last"] = "sum"
+
+
+class ChainConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_steps: int = Field(10, ge=1)
+    temperature: float = Field(0.0, ge=0)
+    runtime_limit: Optional[float] = Field(None, gt=0)

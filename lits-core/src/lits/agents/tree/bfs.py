@@ -1,0 +1,56 @@
+"""Breadth-first beam search (ToT-BFS): expand a whole depth, keep the best ``beam_width``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lits.agents.config import BFSConfig
+from lits.agents.tree.base import BaseTreeSearch
+from lits.concurrency import parallel_map
+from lits.structures.node import BFSNode, SearchNode
+
+
+class BFS(BaseTreeSearch):
+    NODE_CLASS = BFSNode
+    search_name = "bfs"
+    config: BFSConfig
+
+    def search(self, query: Any, query_idx: int) -> None:
+        self.materialize(self.root)
+        frontier = self._frontier()
+        while frontier and self.iteration < self.config.max_depth:
+            if self.out_of_time() or (self.config.early_stop and self.first_solution()):
+                break
+            with self.phase("expand", depth=self.iteration):
+                parallel_map(self.expand, frontier)
+                children = [c for n in frontier for c in n.children]
+                self.materialize_all(children)
+            for child in children:
+                child.cum_reward = self._score(child)  # type: ignore[attr-defined]
+            ranked = sorted(children, key=lambda c: (-c.cum_reward, c.id))  # type: ignore[attr-defined]
+            frontier = [c for c in ranked[: self.config.beam_width] if not c.is_terminal]
+            self.iteration += 1
+            self.save_checkpoint(self.iteration)
+
+    def _frontier(self) -> list[SearchNode]:
+        """Nodes to expand next: the root, or after a resume the deepest kept nodes."""
+        if self.iteration == 0:
+            return [] if self.root.is_terminal else [self.root]
+        deepest = [n for n in self.root.iter_tree() if n.depth == self.iteration and n.state is not None]
+        ranked = sorted(deepest, key=lambda c: (-c.cum_reward, c.id))  # type: ignore[attr-defined]
+        return [n for n in ranked[: self.config.beam_width] if not n.is_terminal]
+
+    def _score(self, node: SearchNode) -> float:
+        rewards = [n.reward for n in node.path()[1:]]
+        if self.config.reward_aggregate == "last":
+            return rewards[-1]
+        if self.config.reward_aggregate == "mean":
+            return sum(rewards) / len(rewards)
+        return sum(rewards)
+
+    def stop_reason(self) -> str:
+        if self.config.early_stop and self.first_solution() is not None:
+            return "solution"
+        if self.out_of_time():
+            return "time"
+        return "budget" if self.iteration >= self.config.max_depth else "exhausted"

@@ -1,0 +1,110 @@
+"""Monte Carlo tree search with UCT (as in RAP): select, expand, simulate, backpropagate."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Optional
+
+from lits.agents.config import MCTSConfig
+from lits.agents.tree.base import BaseTreeSearch
+from lits.structures.node import MCTSNode, SearchNode
+
+
+def uct_score(child: MCTSNode, parent_visits: int, w_exp: float) -> float:
+    """Q + w·sqrt(ln N_parent / max(1, N_child)); an unvisited child's Q is its fast reward."""
+    q = child.Q if child.visits else child.fast_reward
+    return q + w_exp * math.sqrt(math.log(max(1, parent_visits)) / max(1, child.visits))
+
+
+def uct_select(node: MCTSNode, w_exp: float) -> MCTSNode:
+    children = node.children  # type: ignore[assignment]
+    return max(children, key=lambda c: (uct_score(c, node.visits, w_exp), -c.id))  # type: ignore[arg-type]
+
+
+def backpropagate(path: list[MCTSNode], aggregate: str = "mean") -> None:
+    """Node i gets G_i = aggregate(r_i .. r_k) over the rewards from it to the leaf.
+
+    The root has no action, so its return aggregates r_1 .. r_k (0 for a lone root).
+    """
+    rewards = [n.reward for n in path[1:]]
+    for i, node in enumerate(path):
+        tail = rewards[max(i, 1) - 1:]
+        value = (max(tail) if aggregate == "max" else sum(tail) / len(tail)) if tail else 0.0
+        node.cum_rewards.append(value)
+        node.visits += 1
+
+
+class MCTS(BaseTreeSearch):
+    NODE_CLASS = MCTSNode
+    search_name = "mcts"
+    config: MCTSConfig
+
+    def search(self, query: Any, query_idx: int) -> None:
+        self.materialize(self.root)
+        rng = random.Random(self.config.seed + query_idx)
+        while self.iteration < self.config.n_iterations:
+            if self.out_of_time() or (self.config.early_stop and self.first_solution()):
+                break
+            if self.root.is_terminal:
+                break
+            path = self._select()
+            leaf = path[-1]
+            if not leaf.is_terminal and leaf.depth < self.config.max_depth:
+                self.expand(leaf)
+                path = self._simulate(path, rng)
+            with self.phase("backprop", iteration=self.iteration):
+                backpropagate(path, self.config.aggregate)  # type: ignore[arg-type]
+            self.iteration += 1
+            self.save_checkpoint(self.iteration)
+
+    def stop_reason(self) -> str:
+        if self.config.early_stop and self.first_solution() is not None:
+            return "solution"
+        if self.out_of_time():
+            return "time"
+        if self.iteration >= self.config.n_iterations:
+            return "budget"
+        return "exhausted"
+
+    def _select(self) -> list[MCTSNode]:
+        node: MCTSNode = self.root  # type: ignore[assignment]
+        path = [node]
+        with self.phase("select", iteration=self.iteration):
+            while node.children and not node.is_terminal:
+                node = uct_select(node, self.config.w_exp)
+                self.materialize(node, "select")
+                path.append(node)
+        return path
+
+    def _simulate(self, path: list[MCTSNode], rng: random.Random) -> list[MCTSNode]:
+        """Roll out from the expanded leaf, following the best (or a sampled) fast reward."""
+        depth_limit = self.config.rollout_depth if self.config.rollout_depth is not None else self.config.max_depth
+        node = path[-1]
+        while node.children and not self.out_of_time():
+            child = self._pick(node.children, rng)  # type: ignore[arg-type]
+            self.materialize(child, "simulate")
+            path.append(child)
+            node = child
+            if node.is_terminal or node.depth >= depth_limit:
+                break
+            self.expand(node, "simulate")
+        return path
+
+    def _pick(self, children: list[MCTSNode], rng: random.Random) -> MCTSNode:
+        if self.config.simulate == "sample":
+            weights = [max(1e-6, c.fast_reward) for c in children]
+            return rng.choices(children, weights=weights, k=1)[0]
+        return max(children, key=lambda c: (c.fast_reward, -c.id))
+
+    def best_path(self) -> list[SearchNode]:
+        solved = self.terminal_nodes()
+        if solved:
+            return super().best_path()
+        node: Optional[MCTSNode] = self.root  # type: ignore[assignment]
+        path: list[SearchNode] = []
+        while node is not None:
+            path.append(node)
+            visited = [c for c in node.children if c.visits > 0 and c.state is not None]  # type: ignore[union-attr]
+            node = max(visited, key=lambda c: (c.Q, -c.id)) if visited else None  # type: ignore[arg-type]
+        return path
