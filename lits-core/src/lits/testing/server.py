@@ -1,0 +1,174 @@
+"""A loopback OpenAI-compatible server for tests and benchmarks (stdlib only).
+
+Deterministic answers from a ``responder(prompt_text, body)``, a fixed
+latency per request (requests overlap, like a batching server), optional
+llama.cpp-style ignoring of ``n``, injected failures, and counters of what it
+saw.  Tokens are whitespace-separated words.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Optional
+
+Responder = Callable[[str, dict[str, Any]], str]
+TokenScorer = Callable[[str, str], float]
+
+
+def _prompt_text(body: dict[str, Any]) -> str:
+    if "messages" in body:
+        return "\n".join(f"{m.get('role')}: {m.get('content')}" for m in body["messages"])
+    return str(body.get("prompt", ""))
+
+
+def _tokens(text: str) -> list[tuple[int, str]]:
+    """Whitespace tokens with their character offsets (a token keeps its leading space)."""
+    out, offset = [], 0
+    for i, word in enumerate(text.split(" ")):
+        tok = word if i == 0 else " " + word
+        if tok.strip():
+            out.append((offset, tok))
+        offset += len(tok)
+    return out
+
+
+class FakeOpenAIServer:
+    def __init__(
+        self,
+        responder: Optional[Responder] = None,
+        *,
+        latency: float = 0.0,
+        ignore_n: bool = False,
+        token_scorer: Optional[TokenScorer] = None,
+        echo_supported: bool = True,
+    ) -> None:
+        self.responder = responder or (lambda prompt, body: "ok")
+        self.latency = latency
+        self.ignore_n = ignore_n
+        self.token_scorer = token_scorer or (lambda prefix, token: -1.0)
+        self.echo_supported = echo_supported
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._failures: deque[tuple[int, Optional[str]]] = deque()
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def fail_next(self, status: int, times: int = 1, retry_after: Optional[str] = None) -> None:
+        """Answer the next ``times`` requests with ``status`` (and a Retry-After header)."""
+        with self._lock:
+            self._failures.extend([(status, retry_after)] * times)
+
+    def __enter__(self) -> "FakeOpenAIServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    # -- answers ---------------------------------------------------------------
+    def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = _prompt_text(body)
+        n = 1 if self.ignore_n else int(body.get("n") or 1)
+        chat = path.endswith("/chat/completions")
+        choices, completion_tokens = [], 0
+        for i in range(n):
+            text = "" if (not chat and body.get("echo") and body.get("max_tokens") == 0) else self.responder(prompt, body)
+            stops = body.get("stop") or []
+            for stop in [stops] if isinstance(stops, str) else stops:
+                if stop and stop in text:
+                    text = text[: text.index(stop)]
+            completion_tokens += len(_tokens(text))
+            choice: dict[str, Any] = {"index": i, "finish_reason": "stop"}
+            if chat:
+                choice["message"] = {"role": "assistant", "content": text}
+                if body.get("logprobs"):
+                    choice["logprobs"] = {"content": [
+                        {"token": tok, "logprob": -0.1, "top_logprobs": [{"token": tok, "logprob": -0.1}]}
+                        for _, tok in _tokens(text)
+                    ]}
+            else:
+                full = prompt + text if body.get("echo") else text
+                choice["text"] = full
+                if body.get("logprobs") is not None and (body.get("echo") is not True or self.echo_supported):
+                    toks = _tokens(full)
+                    choice["logprobs"] = {
+                        "tokens": [t for _, t in toks],
+                        "token_logprobs": [None if (body.get("echo") and off == 0) else
+                                           self.token_scorer(full[:off], t) for off, t in toks],
+                        "text_offset": [off for off, _ in toks],
+                        "top_logprobs": [{t: -0.1} for _, t in toks],
+                    }
+            choices.append(choice)
+        return {"id": "fake", "object": "chat.completion" if chat else "text_completion",
+                "model": body.get("model", "fake"), "choices": choices,
+                "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": completion_tokens,
+                          "total_tokens": len(prompt.split()) + completion_tokens}}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, payload: dict[str, Any], headers: Optional[dict[str, str]] = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError:
+                    self._send(400, {"error": {"message": "body is not JSON"}})
+                    return
+                with server._lock:
+                    server.requests.append(body)
+                    server.headers.append(dict(self.headers))
+                    failure = server._failures.popleft() if server._failures else None
+                    server._in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server._in_flight)
+                try:
+                    if server.latency:
+                        time.sleep(server.latency)
+                    if failure is not None:
+                        status, retry_after = failure
+                        self._send(status, {"error": {"message": f"injected failure {status}"}},
+                                   {"Retry-After": retry_after} if retry_after else None)
+                    elif self.path.endswith(("/chat/completions", "/completions")):
+                        if body.get("echo") and not server.echo_supported:
+                            self._send(400, {"error": {"message": "echo is not supported"}})
+                        else:
+                            self._send(200, server._answer(self.path, body))
+                    else:
+                        self._send(404, {"error": {"message": f"no route {self.path}"}})
+                finally:
+                    with server._lock:
+                        server._in_flight -= 1
+
+        return Handler
