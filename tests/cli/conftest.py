@@ -1,0 +1,50 @@
+"""Fixtures for driving the real ``lits`` command against a loopback server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from lits.testing.server import FakeOpenAIServer
+
+SECRET = "sk-test-THIS-MUST-NEVER-BE-WRITTEN-0123456789"
+
+
+def first_listed_action(prompt: str, body: dict) -> str:
+    """Answer like a weak but obedient model: pick the first valid action listed."""
+    lines = prompt.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().lower().startswith("valid actions"):
+            for candidate in lines[i + 1:]:
+                if candidate.strip():
+                    return candidate.strip()
+    return "Yes"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(responder=first_listed_action) as srv:
+        yield srv
+
+
+@pytest.fixture
+def lits_cmd(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run ``python -m lits ARGS`` with a secret API key in the environment."""
+
+    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        full_env = {**os.environ, "OPENAI_API_KEY": SECRET, **(env or {})}
+        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True,
+                              env=full_env, cwd=tmp_path, timeout=timeout)
+
+    return run
+
+
+@pytest.fixture
+def server_args(server: FakeOpenAIServer) -> list[str]:
+    return ["--model", "fake-model", "--base-url", server.base_url, "--dataset", "blocksworld",
+            "--dataset-arg", "steps=2", "--limit", "2"]

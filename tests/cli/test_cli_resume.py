@@ -1,0 +1,54 @@
+"""An interrupted run continues with --resume without redoing finished instances."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from lits.testing.server import FakeOpenAIServer
+from tests.cli.conftest import first_listed_action
+
+
+def test_resume_finishes_an_interrupted_run_without_redoing_finished_instances(tmp_path):
+    run = tmp_path / "run"
+    with FakeOpenAIServer(responder=first_listed_action, latency=0.05) as srv:
+        args = ["search", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "3",
+                "--model", "m", "--base-url", srv.base_url, "--search-arg", "n_iterations=2",
+                "--save-dir", str(run)]
+        proc = subprocess.Popen([sys.executable, "-m", "lits", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while not (run / "results" / "0.json").exists() and time.time() < deadline:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        finished_before = {p.name: p.stat().st_mtime_ns for p in (run / "results").iterdir()}
+        assert "0.json" in finished_before and len(finished_before) < 3
+
+        resumed = subprocess.run([sys.executable, "-m", "lits", "search", "--resume", "--save-dir", str(run)],
+                                 capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "already done" in resumed.stderr
+    after = {p.name: p.stat().st_mtime_ns for p in (run / "results").iterdir()}
+    assert sorted(after) == ["0.json", "1.json", "2.json"]
+    assert all(after[name] == mtime for name, mtime in finished_before.items())
+    assert json.loads((run / "eval_results.json").read_text())["instances"] == 3
+
+
+def test_resume_reuses_cached_answers_for_the_interrupted_instance(tmp_path):
+    run = tmp_path / "run"
+    with FakeOpenAIServer(responder=first_listed_action) as srv:
+        base = ["--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "1",
+                "--model", "m", "--base-url", srv.base_url, "--save-dir", str(run)]
+        first = subprocess.run([sys.executable, "-m", "lits", "chain", *base], capture_output=True, text=True)
+        assert first.returncode == 0, first.stderr
+        paid = len(srv.requests)
+        (run / "results" / "0.json").unlink()  # as if the instance had been interrupted
+        again = subprocess.run([sys.executable, "-m", "lits", "chain", "--resume", "--save-dir", str(run)],
+                               capture_output=True, text=True)
+        assert again.returncode == 0, again.stderr
+        assert len(srv.requests) == paid
