@@ -85,7 +85,8 @@ class FakeOpenAIServer:
         chat = path.endswith("/chat/completions")
         choices, completion_tokens = [], 0
         for i in range(n):
-            text = "" if (not chat and body.get("echo") and body.get("max_tokens") == 0) else self.responder(prompt, body)
+            # echo requests score the prompt; no generated text is needed
+            text = "" if (not chat and body.get("echo")) else self.responder(prompt, body)
             stops = body.get("stop") or []
             for stop in [stops] if isinstance(stops, str) else stops:
                 if stop and stop in text:

@@ -1,0 +1,55 @@
+"""The persistent response cache."""
+
+from __future__ import annotations
+
+from lits.lm.cache import ResponseCache
+from lits.observability import InferenceLog, collecting
+from lits.testing import ScriptedModel
+
+
+def test_a_repeated_request_is_served_from_the_cache_and_logged_as_a_hit(tmp_path):
+    model = ScriptedModel()
+    model.use_cache(ResponseCache(tmp_path / "c.sqlite"))
+    log = InferenceLog()
+    with collecting(log):
+        first = model.generate("q", n=2, temperature=1.0)
+        second = model.generate("q", n=2, temperature=1.0)
+    assert first == second and len(model.calls) == 1
+    assert log.summary()["calls"] == 1 and log.summary()["cache_hits"] == 1
+
+
+def test_distinct_samples_stay_distinct(tmp_path):
+    model = ScriptedModel()
+    model.use_cache(ResponseCache(tmp_path / "c.sqlite"))
+    outs = model.generate("q", n=3, temperature=1.0)
+    assert len(set(outs)) == 3
+
+
+def test_any_parameter_change_is_a_different_request(tmp_path):
+    model = ScriptedModel()
+    model.use_cache(ResponseCache(tmp_path / "c.sqlite"))
+    model.generate("q", temperature=0.0)
+    model.generate("q", temperature=0.5)
+    model.generate("q", temperature=0.0, max_tokens=5)
+    assert len(model.calls) == 3
+
+
+def test_the_cache_survives_a_new_process_and_model_object(tmp_path):
+    path = tmp_path / "c.sqlite"
+    first = ScriptedModel(["answer"])
+    first.use_cache(ResponseCache(path))
+    first.generate("q")
+    second = ScriptedModel(["different"])
+    second.use_cache(ResponseCache(path))
+    assert second.generate("q") == ["answer"] and second.calls == []
+
+
+def test_scores_are_cached_too(tmp_path):
+    path = tmp_path / "c.sqlite"
+    ScriptedModel(scorer=lambda p, c: -1.0).use_cache(None)
+    first = ScriptedModel(scorer=lambda p, c: -1.0)
+    first.use_cache(ResponseCache(path))
+    first.loglikelihood("p", ["a", "b"])
+    second = ScriptedModel(scorer=lambda p, c: -5.0)
+    second.use_cache(ResponseCache(path))
+    assert second.loglikelihood("p", ["a", "b"]) == [-1.0, -1.0] and second.calls == []

@@ -1,0 +1,160 @@
+"""The embedded Gemma 3 270M model on llama.cpp, and the real llama.cpp server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+
+from lits.lm.local import LocalLlamaModel, flatten_messages, model_path
+from lits.lm.openai_compat import OpenAICompatibleModel
+
+pytestmark = pytest.mark.slow
+
+PLAN_PROMPT = (
+    "### Problem\nStart: the red block is clear, the blue block is clear, the hand is empty, the red block is "
+    "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
+    "### Plan\npick up the red block\nstack the red block on top of the blue block\n### End\n\n"
+    "### Problem\nStart: the yellow block is clear, the orange block is clear, the hand is empty, the yellow "
+    "block is on the table and the orange block is on the table\nGoal: the yellow block is on top of the orange "
+    "block\n### Plan\n"
+)
+
+
+@pytest.fixture(scope="module")
+def local() -> Iterator[LocalLlamaModel]:
+    model = LocalLlamaModel()
+    yield model
+    model.close()
+
+
+def test_the_model_file_is_assembled_into_the_cache_once():
+    first = model_path()
+    mtime = first.stat().st_mtime_ns
+    assert first.stat().st_size == 253_113_024
+    assert model_path().stat().st_mtime_ns == mtime
+
+
+def test_greedy_generation_is_deterministic(local):
+    a = local.complete("The capital of France is", max_tokens=8, temperature=0.0)
+    b = local.complete("The capital of France is", max_tokens=8, temperature=0.0)
+    assert a == b and a.tokens_out > 0
+
+
+def test_n_samples_are_generated_by_looping(local):
+    outs = local.generate("Once upon a time", n=2, temperature=0.9, max_tokens=6)
+    assert len(outs) == 2 and outs[0] != outs[1]
+
+
+def test_loglikelihood_ranks_the_right_blocksworld_action_first(local):
+    candidates = ["pick up the yellow block\n", "pick up the orange block\n", "put down the yellow block\n"]
+    scores = local.loglikelihood(PLAN_PROMPT, candidates)
+    assert scores[0] == max(scores)
+
+
+def test_loglikelihood_prefers_natural_text_over_garbage(local):
+    good, bad = local.loglikelihood("The cat sat on the", [" mat.", " qzx vbn"])
+    assert good > bad
+
+
+def test_loglikelihood_is_the_same_whatever_was_evaluated_before(local):
+    first = local.loglikelihood(PLAN_PROMPT, ["pick up the yellow block\n"])
+    local._scores.clear()
+    local.complete("Something unrelated", max_tokens=4)
+    assert local.loglikelihood(PLAN_PROMPT, ["pick up the yellow block\n"]) == pytest.approx(first, abs=1e-3)
+
+
+def test_concurrent_calls_from_many_threads_are_safe(local):
+    results: list[object] = []
+
+    def work(i: int) -> None:
+        local._scores.clear()
+        results.append(local.loglikelihood(f"Number {i} is", [" even", " odd"]))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4
+
+
+def test_chat_messages_are_flattened_for_the_base_model():
+    assert flatten_messages([{"role": "system", "content": "A"}, {"role": "user", "content": "B"}]) == "A\n\nB\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(log_dir: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    log = (log_dir / f"server-{port}.log").open("w")  # a file, not a pipe: chatter must never block it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1",
+         "--port", str(port), "--n_threads", str(os.cpu_count() or 2), *extra],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"llama.cpp server exited: {Path(log.name).read_text()[-500:]}")
+        try:
+            if httpx.get(f"{base}/models", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            time.sleep(0.3)
+    proc.kill()
+    pytest.fail("llama.cpp server did not become ready in 90 s")
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The real server as users run it for chat (``--chat_format gemma``)."""
+    proc, base = _start_server(tmp_path_factory.mktemp("llama"), "--chat_format", "gemma")
+    yield base
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def scoring_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The server with ``--logits_all``, needed for echo scoring (slow: ~7x per prompt)."""
+    proc, base = _start_server(tmp_path_factory.mktemp("llama"), "--logits_all", "true")
+    yield base
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_real_llama_cpp_server_completes_through_the_http_backend(llama_server):
+    model = OpenAICompatibleModel("gemma", llama_server, api="completion")
+    reply = model.complete("The capital of France is", max_tokens=6, temperature=0.0)
+    assert reply.text.strip() and reply.tokens_out > 0
+
+
+def test_real_llama_cpp_server_scores_text_with_echo(scoring_server):
+    model = OpenAICompatibleModel("gemma", scoring_server, api="completion")
+    good, bad = model.loglikelihood("The cat sat on the", [" mat.", " qzx vbn"])
+    assert good > bad
+
+
+def test_blocksworld_search_runs_through_the_real_llama_cpp_server(llama_server, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "lits", "search", "--dataset", "blocksworld", "--dataset-arg", "steps=2",
+         "--limit", "1", "--model", "gemma", "--base-url", llama_server, "--api", "chat",
+         "--search-arg", "n_iterations=2", "--search-arg", "max_depth=3", "--save-dir", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (Path(tmp_path) / "run" / "results" / "0.json").exists()
