@@ -58,13 +58,27 @@ def install_plugin(tmp_path: Path, site_dir: Path) -> Callable[..., None]:
 
 
 @pytest.fixture
+def install_path(site_dir: Path) -> Callable[[Path], None]:
+    """Really pip-install the distribution at a path into ``site_dir``."""
+
+    def install(path: Path) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+             "--no-build-isolation", "--target", str(site_dir), str(path)],
+            check=True, capture_output=True, text=True,
+        )
+
+    return install
+
+
+@pytest.fixture
 def run_lits(site_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run ``python -m lits ...`` in a fresh interpreter that sees ``site_dir``."""
 
     def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         full_env = {**os.environ, "PYTHONPATH": str(site_dir), **(env or {})}
         return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True,
-                              text=True, env=full_env, timeout=120)
+                              text=True, env=full_env, timeout=120, cwd=site_dir.parent)
 
     return run
 

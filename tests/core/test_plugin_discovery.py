@@ -37,6 +37,45 @@ def register_prompts(register):
     register("policy", "env_grounded", "toy_hook", "system text")
 """
 
+EVERY_HOOK_PLUGIN = """
+from lits.hookspecs import hookimpl
+
+class Thing:
+    pass
+
+@hookimpl
+def register_transitions(register):
+    register("every_t", Thing, task_type="env_grounded")
+
+@hookimpl
+def register_policies(register):
+    register("every_p", Thing)
+
+@hookimpl
+def register_reward_models(register):
+    register("every_r", Thing)
+
+@hookimpl
+def register_datasets(register):
+    register("every_d", lambda **kw: [{"query": "q"}], task_type="tool_use")
+
+@hookimpl
+def register_resources(register):
+    register("every_d", lambda **kw: {"tools": [], "tool_context": "none"})
+
+@hookimpl
+def register_searches(register):
+    register("every_s", Thing, config_class=None)
+
+@hookimpl
+def register_chains(register):
+    register("every_c", Thing, config_class=None)
+
+@hookimpl
+def register_prompts(register):
+    register("policy", "every", "every_d", {"state": "x"}, user=True)
+"""
+
 BROKEN_PLUGIN = """
 raise ImportError("this plugin needs a library that is not installed")
 """
@@ -65,6 +104,24 @@ def test_hookimpl_style_plugin_is_discovered_and_lists_its_registrations(install
     assert info["error"] is None
     assert info["registered"]["search"] == ["toy_greedy"]
     assert info["registered"]["prompt"] == ["policy/env_grounded/toy_hook/system"]
+
+
+def test_every_hook_registers_its_kind(install_plugin, run_lits, run_python):
+    install_plugin("lits-plugin-every", "every_hook", EVERY_HOOK_PLUGIN)
+    info = plugins_json(run_lits("plugins", "--json"))["lits-plugin-every"]
+    assert info["error"] is None
+    assert info["registered"] == {
+        "chain": ["every_c"], "dataset": ["every_d"], "policy": ["every_p"],
+        "prompt": ["policy/every/every_d/user"], "resource": ["every_d"], "reward_model": ["every_r"],
+        "search": ["every_s"], "transition": ["every_t"],
+    }
+    result = run_python("""
+        from lits.registry import infer_task_type, load_resource
+        from lits.prompts.registry import PromptRegistry
+        print(infer_task_type("every_d"), load_resource("every_d")["tool_context"],
+              PromptRegistry.get_usr("policy", "every", "every_d")["state"])
+    """)
+    assert result.stdout.split() == ["tool_use", "none", "x"], result.stderr
 
 
 def test_registered_components_are_usable_through_the_registry(install_plugin, run_python):
