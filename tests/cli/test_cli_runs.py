@@ -77,3 +77,18 @@ def test_console_script_aliases_are_installed():
     bin_dir = Path(sys.executable).parent
     for name in ("lits", "lits-search", "lits-chain", "lits-eval"):
         assert (bin_dir / name).exists(), name
+
+
+def test_results_do_not_depend_on_the_concurrency(lits_cmd, server_args, tmp_path):
+    for level in ("1", "4"):
+        args = [*server_args, "--search-arg", "n_iterations=3", "--concurrency", level, "--save-dir", f"run{level}"]
+        assert lits_cmd("search", *args).returncode == 0
+    for idx in ("0", "1"):
+        one = json.loads((tmp_path / "run1" / "results" / f"{idx}.json").read_text())
+        four = json.loads((tmp_path / "run4" / "results" / f"{idx}.json").read_text())
+        assert one["final_state"] == four["final_state"] and one["eval"] == four["eval"]
+
+
+def test_no_cache_leaves_no_cache_file(lits_cmd, server_args, tmp_path):
+    assert lits_cmd("chain", *server_args, "--no-cache", "--save-dir", "run").returncode == 0
+    assert not (tmp_path / "run" / "cache.sqlite").exists()

@@ -118,7 +118,7 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
         model.use_cache(ResponseCache(args.cache or settings.get("cache") or run_dir.root / "cache.sqlite"))
     if not args.resume:
         run_dir.write_config(settings)
-    print(f"lits: {mode} {dataset} -> {run_dir.root}", file=sys.stderr)
+    print(f"lits: {mode} {dataset} with model {model.name} -> {run_dir.root}", file=sys.stderr)
 
     agent_cls = agent_reg.obj
 
