@@ -71,32 +71,15 @@ class InferenceLog:
                 r for r in self.records
                 if all(r.context.get(k) == v for k, v in filters.items())
             ]
-        paid = [r for r in recs if not r.cached]
-        return {
-            "calls": len(paid),
-            "cache_hits": len(recs) - len(paid),
-            "tokens_in": sum(r.tokens_in for r in paid),
-            "tokens_out": sum(r.tokens_out for r in paid),
-            "seconds": round(sum(r.seconds for r in paid), 3),
-            "cost": round(sum(r.cost for r in paid), 6),
-        }
+        return _totals(recs)
 
     def by(self, key: str) -> dict[str, dict[str, Any]]:
-        """Summaries grouped by a context tag (e.g. ``component`` or ``phase``)."""
+        """Totals grouped by a context tag (e.g. ``component`` or ``phase``)."""
+        groups: dict[str, list[InferenceRecord]] = {}
         with self._lock:
-            values = {str(r.context.get(key)) for r in self.records}
-        out = {}
-        for v in sorted(values):
-            with self._lock:
-                recs = [r for r in self.records if str(r.context.get(key)) == v]
-            paid = [r for r in recs if not r.cached]
-            out[v] = {
-                "calls": len(paid),
-                "cache_hits": len(recs) - len(paid),
-                "tokens_in": sum(r.tokens_in for r in paid),
-                "tokens_out": sum(r.tokens_out for r in paid),
-            }
-        return out
+            for r in self.records:
+                groups.setdefault(str(r.context.get(key)), []).append(r)
+        return {k: _totals(v) for k, v in sorted(groups.items())}
 
     @classmethod
     def read(cls, path: Path) -> "InferenceLog":
@@ -106,6 +89,19 @@ class InferenceLog:
                 if line.strip():
                     log.records.append(InferenceRecord(**json.loads(line)))
         return log
+
+
+def _totals(records: list[InferenceRecord]) -> dict[str, Any]:
+    """Paid calls, cache hits, tokens, model seconds and cost of ``records``."""
+    paid = [r for r in records if not r.cached]
+    return {
+        "calls": len(paid),
+        "cache_hits": len(records) - len(paid),
+        "tokens_in": sum(r.tokens_in for r in paid),
+        "tokens_out": sum(r.tokens_out for r in paid),
+        "seconds": round(sum(r.seconds for r in paid), 3),
+        "cost": round(sum(r.cost for r in paid), 6),
+    }
 
 
 _SINKS: list[InferenceLog] = []

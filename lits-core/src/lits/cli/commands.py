@@ -208,12 +208,13 @@ def _make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
         raise UserError(f"{reg.name}: {describe(exc)}") from None
 
 
+DEFAULT_CHAINS = {"env_grounded": "env_chain"}
+
+
 def _default_chain(task_type: str) -> str:
-    return {"env_grounded": "env_chain"}.get(task_type) or _no_chain(task_type)
-
-
-def _no_chain(task_type: str) -> str:
-    raise UserError(f"no default chain agent for {task_type} tasks; pass --chain NAME")
+    if task_type not in DEFAULT_CHAINS:
+        raise UserError(f"no default chain agent for {task_type} tasks; pass --chain NAME")
+    return DEFAULT_CHAINS[task_type]
 
 
 def _write_eval(run_dir: Any, config: dict[str, Any], summary: dict[str, Any]) -> None:
