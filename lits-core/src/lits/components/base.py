@@ -104,7 +104,7 @@ class Policy(Component, Generic[StateT, StepT]):
         """
         n = self.n_actions if n_actions is None else n_actions
         temp = self.temperature if temperature is None else temperature
-        with call_context(component="policy", phase=from_phase or None):
+        with call_context(component="policy", **_phase(from_phase)):
             try:
                 return list(
                     self._get_actions(
@@ -147,7 +147,7 @@ class Transition(Component, Generic[StateT, ActionT]):
         **kwargs: Any,
     ) -> tuple[StateT, dict[str, Any]]:
         """Apply ``step_or_action``; returns ``(new_state, aux)``."""
-        with call_context(component="transition", phase=from_phase or None):
+        with call_context(component="transition", **_phase(from_phase)):
             return self._step(state, step_or_action, query_or_goals, **kwargs)
 
     @abstractmethod
@@ -180,7 +180,7 @@ class RewardModel(Component, Generic[StateT, ActionT]):
         from_phase: str = "",
         **kwargs: Any,
     ) -> tuple[float, dict[str, Any]]:
-        with call_context(component="reward", phase=from_phase or None):
+        with call_context(component="reward", **_phase(from_phase)):
             return self._fast_reward(state, action, query, query_idx, from_phase=from_phase, **kwargs)
 
     def _fast_reward(
@@ -192,3 +192,7 @@ class RewardModel(Component, Generic[StateT, ActionT]):
         """Reward after execution; default: the fast reward (passed as ``fast_reward``)."""
         return float(kwargs.get("fast_reward", 0.0)), {}
 
+
+def _phase(from_phase: str) -> dict[str, str]:
+    """Tag the search phase only when the caller names one (keep the outer tag otherwise)."""
+    return {"phase": from_phase} if from_phase else {}
