@@ -53,3 +53,22 @@ def test_scores_are_cached_too(tmp_path):
     second = ScriptedModel(scorer=lambda p, c: -5.0)
     second.use_cache(ResponseCache(path))
     assert second.loglikelihood("p", ["a", "b"]) == [-1.0, -1.0] and second.calls == []
+
+
+def test_identical_requests_in_flight_together_are_paid_once(tmp_path):
+    import threading
+    import time
+
+    class Slow(ScriptedModel):
+        def _generate(self, prompt, params):
+            time.sleep(0.1)
+            return super()._generate(prompt, params)
+
+    model = Slow(concurrency=8)
+    model.use_cache(ResponseCache(tmp_path / "c.sqlite"))
+    threads = [threading.Thread(target=model.generate, args=("same",)) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(model.calls) == 1

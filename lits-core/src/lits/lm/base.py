@@ -7,12 +7,13 @@ backend bounding its own concurrency with :class:`CallLimiter`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Sequence, TypedDict
+from typing import Any, Iterator, Sequence, TypedDict
 
 from lits.concurrency import tick_round
 from lits.lm.cache import ResponseCache, request_key
@@ -141,6 +142,7 @@ class LanguageModel(ABC):
         # Scores are deterministic, so policy and reward model share them.
         self._scores: dict[tuple[str, str], float] = {}
         self._scores_lock = threading.Lock()
+        self._inflight: dict[str, threading.Lock] = {}
 
     # -- public API -----------------------------------------------------
     def generate(
@@ -168,16 +170,28 @@ class LanguageModel(ABC):
         if self.cache is None:
             return self._paid_generate(prompt, params)
         keys = [self._key("generate", prompt, params, i) for i in range(params.n)]
-        found = [self.cache.get(k) for k in keys]
-        missing = [i for i, hit in enumerate(found) if hit is None]
-        if len(missing) < params.n:
-            self._record_raw("generate", 0, 0, 0.0, cached=True)
-        if missing:
-            fresh = self._paid_generate(prompt, dataclasses.replace(params, n=len(missing)))
-            for i, completion in zip(missing, fresh):
-                found[i] = _completion_to_json(completion)
-                self.cache.put(keys[i], found[i])
+        with self._single_flight(keys[0]):
+            found = [self.cache.get(k) for k in keys]
+            missing = [i for i, hit in enumerate(found) if hit is None]
+            if len(missing) < params.n:
+                self._record_raw("generate", 0, 0, 0.0, cached=True)
+            if missing:
+                fresh = self._paid_generate(prompt, dataclasses.replace(params, n=len(missing)))
+                for i, completion in zip(missing, fresh):
+                    found[i] = _completion_to_json(completion)
+                    self.cache.put(keys[i], found[i])
         return [_completion_from_json(v) for v in found]
+
+    @contextlib.contextmanager
+    def _single_flight(self, key: str) -> Iterator[None]:
+        """Identical requests in flight at once are paid once: later ones wait, then hit the cache."""
+        with self._scores_lock:
+            lock = self._inflight.setdefault(key, threading.Lock())
+        with lock:
+            yield
+        with self._scores_lock:
+            if not lock.locked():
+                self._inflight.pop(key, None)
 
     def _paid_generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
         tick_round()

@@ -17,24 +17,41 @@ from lits.runs.evaluation import evaluate_env_instance
 
 
 class Progress:
-    """One status line per finished instance: done, solved, calls, tokens, time."""
+    """A status line per finished instance, and every ``every`` seconds while one runs."""
 
-    def __init__(self, total: int, log: InferenceLog, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, total: int, log: InferenceLog, stream: TextIO = sys.stderr, every: float = 15.0) -> None:
         self.total = total
         self.log = log
         self.stream = stream
         self.start = time.perf_counter()
         self.done = self.solved = self.failed = 0
         self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, args=(every,), daemon=True)
+
+    def __enter__(self) -> "Progress":
+        self._ticker.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopped.set()
+
+    def _tick(self, every: float) -> None:
+        while not self._stopped.wait(every):
+            self._print("running")
 
     def update(self, solved: Optional[bool]) -> None:
         with self._lock:
             self.done += 1
             self.solved += bool(solved)
             self.failed += solved is None
+        self._print("")
+
+    def _print(self, note: str) -> None:
+        with self._lock:
             s = self.log.summary()
             line = (
-                f"[{self.done}/{self.total}] solved {self.solved}"
+                f"[{self.done}/{self.total}{' ' + note if note else ''}] solved {self.solved}"
                 + (f", failed {self.failed}" if self.failed else "")
                 + f" | calls {s['calls']} (+{s['cache_hits']} cached)"
                 + f" | tokens {s['tokens_in'] + s['tokens_out']}"
@@ -96,7 +113,7 @@ def run_instances(
             execution.error("instance %d failed: %s\n%s", idx, message, traceback.format_exc())
             progress.update(None)
 
-    with collecting(log):
+    with collecting(log), progress:
         parallel_map(one, todo, max_workers=max(1, concurrency))
     run_dir.close_logger(execution)
     return outcome

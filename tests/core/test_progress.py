@@ -1,0 +1,24 @@
+"""Progress lines while a run works."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from lits.observability import InferenceLog
+from lits.runs.runner import Progress
+
+
+def test_progress_reports_while_an_instance_is_still_running():
+    out = io.StringIO()
+    with Progress(2, InferenceLog(), out, every=0.05):
+        time.sleep(0.2)
+    assert "[0/2 running] solved 0 | calls 0 (+0 cached) | tokens 0 |" in out.getvalue()
+
+
+def test_progress_counts_finished_solved_and_failed_instances():
+    out = io.StringIO()
+    progress = Progress(3, InferenceLog(), out, every=60)
+    progress.update(True)
+    progress.update(None)
+    assert out.getvalue().splitlines()[-1].startswith("[2/3] solved 1, failed 1 |")
