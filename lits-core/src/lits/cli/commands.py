@@ -220,7 +220,7 @@ def _default_chain(task_type: str) -> str:
 def _write_eval(run_dir: Any, config: dict[str, Any], summary: dict[str, Any]) -> None:
     from lits.runs.evaluation import format_table
 
-    run_dir.write_json("eval_results.json", {"config": {k: config.get(k) for k in ("dataset", "command", "search", "chain")}, **summary})
+    run_dir.write_json("eval_results.json", {"config": {k: config.get(k) for k in ("dataset", "command", "search", "chain", "reward")}, **summary})
     (run_dir.root / "eval.log").write_text(format_table(summary) + "\n", encoding="utf-8")
 
 

@@ -9,8 +9,14 @@ from lits.type_registry import deserialize
 
 
 def evaluate_env_instance(transition: Any, example: dict[str, Any], state: Any) -> dict[str, Any]:
-    """Goal reached (checked by the domain), progress, plan length vs optimal."""
-    reached, progress = transition.goal_check(example.get("query"), state.env_state)
+    """Goal reached (checked by the domain), progress, plan length vs optimal.
+
+    A dataset may give ``eval_goals``: ground truth that evaluation uses and
+    search never sees (e.g. a crossword's answers); otherwise the query is the goal.
+    """
+    goals = example.get("eval_goals", example.get("query"))
+    reached, progress = transition.goal_check(goals, state.env_state)
+    metrics = getattr(transition, "eval_metrics", lambda g, s: {})(goals, state.env_state)
     plan = [str(s.action) for s in state if s.action is not None and s.error is None]
     optimal = example.get("optimal_plan")
     optimal_len: Optional[int] = len(optimal) if optimal else example.get("n_steps")
@@ -21,6 +27,7 @@ def evaluate_env_instance(transition: Any, example: dict[str, Any], state: Any) 
         "plan_length": len(plan),
         "optimal_length": optimal_len,
         "optimal": bool(reached) and optimal_len is not None and len(plan) <= optimal_len,
+        "metrics": metrics,
     }
 
 
@@ -41,10 +48,31 @@ def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog) -> dict[str
         "seconds_per_instance": (
             round(sum(r.get("seconds", 0.0) for r in results.values()) / n, 2) if n else 0.0
         ),
+        "metrics": _mean_metrics(evals),
+        "diversity": _diversity(results),
         "inference": log.summary(),
         "inference_by_component": log.by("component"),
     }
     return summary
+
+
+def _mean_metrics(evals: list[dict[str, Any]]) -> dict[str, float]:
+    """Each domain metric averaged over the instances that report it."""
+    values: dict[str, list[float]] = {}
+    for e in evals:
+        for key, value in (e.get("metrics") or {}).items():
+            values.setdefault(key, []).append(float(value))
+    return {k: round(sum(v) / len(v), 4) for k, v in sorted(values.items())}
+
+
+def _diversity(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Unique states visited and policy calls per state, over all search instances."""
+    stats = [r["search_stats"] for r in results.values() if r.get("search_stats")]
+    unique = sum(s.get("unique_states", 0) for s in stats)
+    expansions = sum(s.get("expansions", 0) for s in stats)
+    return {"unique_states": unique, "expansions": expansions,
+            "policy_calls_per_state": round(expansions / unique, 2) if unique else None,
+            "duplicate_siblings_dropped": sum(s.get("duplicates", 0) for s in stats)}
 
 
 def reevaluate(transition: Any, results: dict[int, dict[str, Any]], examples: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -69,6 +97,7 @@ def format_table(summary: dict[str, Any]) -> str:
         ("model seconds", inf["seconds"]),
         ("seconds / instance", summary["seconds_per_instance"]),
     ]
+    rows += [(name, value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):
         rows.append(("cost", inf["cost"]))
     width = max(len(k) for k, _ in rows)

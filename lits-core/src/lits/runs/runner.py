@@ -136,4 +136,5 @@ def _result_record(
         "final_state": state.to_dict(),
         "eval": evaluate_env_instance(components.transition, example, state),
         "inference": log.summary(instance=idx),
+        "search_stats": getattr(result, "stats", None),
     }

@@ -105,6 +105,10 @@ class BaseTreeSearch(ABC):
         return self.result()
 
     def result(self) -> SearchResult:
+        states = [n.state for n in self.root.iter_tree() if n.state is not None]
+        unique = {str(getattr(s, "env_state", None) or s.to_dict()) for s in states}
+        self.stats["unique_states"] = len(unique)
+        self.stats["policy_calls_per_state"] = round(self.stats["expansions"] / max(1, len(unique)), 2)
         terminals = self.terminal_nodes()
         path = self.best_path()
         leaf = path[-1]

@@ -76,7 +76,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             prompt = [{"role": "system", "content": str(self.task_prompt_spec or "")},
                       {"role": "user", "content": question}]
         reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=3, top_logprobs=5)[0]
-        p_yes = _yes_probability(reply)
+        p_yes = yes_probability(reply)
         return p_yes, {"self_eval": p_yes}
 
     def reward(self, state: EnvState, action: EnvAction, **kwargs: Any) -> tuple[float, dict[str, Any]]:
@@ -90,7 +90,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         return value, {"fast_reward": fast, "progress": float(progress), "goal_reached": bool(reached)}
 
 
-def _yes_probability(reply: Any) -> float:
+def yes_probability(reply: Any) -> float:
     """P(Yes) from top log-probabilities when present, else from the text."""
     logprobs = getattr(reply, "logprobs", None)
     if logprobs:

@@ -37,6 +37,11 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
         """``(ok, reason)`` for an LLM-proposed action (open-ended domains)."""
         raise NotImplementedError
 
+    @staticmethod
+    def eval_metrics(query_or_goals: str, env_state: str) -> dict[str, float]:
+        """Extra per-instance metrics for evaluation (averaged over a run); none by default."""
+        return {}
+
     # -- capabilities ------------------------------------------------------
     @classmethod
     def has_enumerable_actions(cls) -> bool:

@@ -1,0 +1,92 @@
+"""Rewards for crosswords search.
+
+``crosswords`` (the default for this dataset) scores from the board alone:
+how well the word fits its clue according to the model, and how much of the
+board is filled. It never reads the answers. ``crosswords-oracle`` does read
+them — only with ``--dataset-arg oracle=true`` — for studying search with a
+perfect reward; results say which reward was used (``config.json``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from lits.components.base import RewardModel
+from lits.components.reward.env_grounded import EnvGroundedPRM, yes_probability
+from lits.lm.base import LoglikelihoodUnsupported
+from lits.registry import register_reward_model
+from lits.structures.env_grounded import EnvState
+from lits_crosswords.board import cells, parse_action, parse_board, place
+
+
+def clue_for(query: Any, slot: str) -> str:
+    for line in str(query or "").splitlines():
+        if line.lower().startswith(f"{slot}."):
+            return line.split(".", 1)[1].strip()
+    return ""
+
+
+def filled_fraction(state: EnvState, action: Any) -> float:
+    slot, word = parse_action(str(action))
+    board = place(parse_board(state.env_state), slot, word)
+    return sum(c != "_" for c in board.grid) / 25
+
+
+@register_reward_model("crosswords", task_type="env_grounded")
+class CrosswordsPRM(EnvGroundedPRM):
+    """Clue fit judged by the model plus board coverage; no ground truth."""
+
+    def _fast_reward(self, state: EnvState, action: Any, query: Any, query_idx: Optional[int],
+                     from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, Any]]:
+        if self.base_model is None or action is None:
+            return 0.0, {}
+        slot, word = parse_action(str(action))
+        clue = clue_for(query, slot)
+        if self.use_scoring and getattr(self.base_model, "supports_loglikelihood", False):
+            try:
+                lp = self.base_model.loglikelihood(f"Crossword clue: {clue}\nFive-letter answer:", [f" {word}"])[0]
+                return math.exp(min(0.0, lp) / len(word)), {"clue_logprob": lp}
+            except LoglikelihoodUnsupported:
+                self.use_scoring = False
+        template = (self.usr_prompt_spec or {}).get("fit", "Clue: {clue}\nAnswer: {word}\nCorrect? Yes or No:")
+        question = template.format(clue=clue, word=word)
+        prompt: Any = question
+        if getattr(self.base_model, "chat_native", False):
+            prompt = [{"role": "system", "content": str(self.task_prompt_spec or "")},
+                      {"role": "user", "content": question}]
+        p_yes = yes_probability(self.base_model.generate(prompt, temperature=0.0, max_tokens=3, top_logprobs=5)[0])
+        return p_yes, {"clue_fit": p_yes}
+
+    def reward(self, state: EnvState, action: Any, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+        if kwargs.get("error") or action is None:
+            return 0.0, {"error": kwargs.get("error")}
+        fast = float(kwargs.get("fast_reward", 0.0))
+        coverage = filled_fraction(state, action)
+        value = self.fast_weight * fast + (1.0 - self.fast_weight) * coverage
+        return value, {"fast_reward": fast, "coverage": coverage}
+
+
+@register_reward_model("crosswords-oracle", task_type="env_grounded")
+class CrosswordsOracleRM(RewardModel[EnvState, Any]):
+    """Reads the answers (ground truth): for experiments only, never the default."""
+
+    TASK_TYPE = "env_grounded"
+
+    def _answer(self, query: Any) -> str:
+        answer = getattr(query, "answer", None)
+        if not answer:
+            raise ValueError("the crosswords-oracle reward reads the answers: add --dataset-arg oracle=true")
+        return str(answer)
+
+    def _fast_reward(self, state: EnvState, action: Any, query: Any, query_idx: Optional[int],
+                     from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, Any]]:
+        answer = self._answer(query)
+        slot, word = parse_action(str(action))
+        return float(word == "".join(answer[i] for i in cells(slot))), {"oracle": True}
+
+    def reward(self, state: EnvState, action: Any, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+        if kwargs.get("error") or action is None:
+            return 0.0, {"oracle": True}
+        return float(kwargs.get("fast_reward", 0.0)), {"oracle": True}
+
