@@ -133,3 +133,9 @@ def test_oracle_reward_needs_the_explicit_flag(transition):
     query = load_crosswords(oracle=True)[0]["query"]
     assert oracle.fast_reward(transition.init_state(), EnvAction("h1. HEART"), query)[0] == 1.0
     assert oracle.fast_reward(transition.init_state(), EnvAction("h1. HORSE"), query)[0] == 0.0
+
+
+def test_a_proposal_is_judged_against_the_answer_only_at_evaluation(transition, puzzle):
+    assert transition.action_correct(puzzle["eval_goals"], "h1. HEART") is True
+    assert transition.action_correct(puzzle["eval_goals"], "h1. HORSE") is False
+    assert transition.action_correct(puzzle["query"], "h1. HEART") is None

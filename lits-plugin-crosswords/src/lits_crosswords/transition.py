@@ -51,6 +51,17 @@ class CrosswordsTransition(EnvGroundedTransition):
         letters = sum(a == b for a, b in zip(board.grid, answer))
         return {"letter_acc": letters / 25, "word_acc": words / 10, "game_acc": float(words == 10)}
 
+    @staticmethod
+    def action_correct(query_or_goals: str, action: str) -> Optional[bool]:
+        answer = answer_in(query_or_goals)
+        if answer is None:
+            return None
+        try:
+            slot, word = parse_action(action)
+        except ValueError:
+            return False
+        return word == "".join(answer[i] for i in cells(slot))
+
     def init_state(self, **kwargs: Any) -> EnvState:
         return EnvState(init_state=kwargs.get("init_state_str") or Board().render())
 

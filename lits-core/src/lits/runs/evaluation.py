@@ -16,7 +16,14 @@ def evaluate_env_instance(transition: Any, example: dict[str, Any], state: Any) 
     """
     goals = example.get("eval_goals", example.get("query"))
     reached, progress = transition.goal_check(goals, state.env_state)
-    metrics = getattr(transition, "eval_metrics", lambda g, s: {})(goals, state.env_state)
+    metrics = dict(getattr(transition, "eval_metrics", lambda g, s: {})(goals, state.env_state))
+    judge = getattr(transition, "action_correct", None)
+    proposals = example.get("_proposals") or []
+    if judge is not None and proposals:
+        verdicts = [(judge(goals, text), dup) for text, dup in proposals]
+        wrong = [dup for ok, dup in verdicts if ok is False]
+        metrics["proposals_correct"] = sum(ok is True for ok, _ in verdicts) / len(verdicts)
+        metrics["duplicate_rate_incorrect"] = sum(wrong) / len(wrong) if wrong else 0.0
     plan = [str(s.action) for s in state if s.action is not None and s.error is None]
     optimal = example.get("optimal_plan")
     optimal_len: Optional[int] = len(optimal) if optimal else example.get("n_steps")
@@ -80,7 +87,8 @@ def reevaluate(transition: Any, results: dict[int, dict[str, Any]], examples: di
     out = {}
     for idx, result in results.items():
         state = deserialize(result["final_state"])
-        example = examples.get(idx) or {"query": result.get("query"), **result.get("example", {})}
+        example = examples.get(idx) or {"query": result.get("query"), **result.get("example", {}),
+                                        "_proposals": result.get("proposals")}
         out[idx] = {**result, "eval": evaluate_env_instance(transition, example, state)}
     return out
 

@@ -124,6 +124,7 @@ def _result_record(
 ) -> dict[str, Any]:
     state = result.best_state if mode == "search" else result.state
     extra = {k: v for k, v in example.items() if k != "query"}
+    proposals = _proposals(components.policy, idx)
     return {
         "idx": idx,
         "id": example.get("id", str(idx)),
@@ -134,7 +135,13 @@ def _result_record(
         "stopped": result.stopped,
         "iterations": getattr(result, "iterations", None),
         "final_state": state.to_dict(),
-        "eval": evaluate_env_instance(components.transition, example, state),
+        "eval": evaluate_env_instance(components.transition, {**example, "_proposals": proposals}, state),
         "inference": log.summary(instance=idx),
         "search_stats": getattr(result, "stats", None),
+        "proposals": proposals,
     }
+
+
+def _proposals(policy: Any, idx: int) -> list[tuple[str, bool]]:
+    stats = getattr(policy, "stats", None)
+    return stats.take_proposals(idx) if hasattr(stats, "take_proposals") else []

@@ -19,6 +19,7 @@ from typing import Any, Callable, Literal, Optional, Sequence
 from lits.components.base import Policy
 from lits.components.env_prompting import EnvPrompt, parse_action_line
 from lits.lm.base import LoglikelihoodUnsupported
+from lits.observability import current_context
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 
 Strategy = Literal["auto", "rank", "generate"]
@@ -32,6 +33,18 @@ class DiversityStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.counts = dict.fromkeys(self.FIELDS, 0)
+        # Sampled valid proposals per instance, so evaluation can tell which were wrong.
+        self._proposals: dict[Any, list[tuple[str, bool]]] = {}
+
+    def propose(self, action: str, duplicate: bool) -> None:
+        instance = current_context().get("instance")
+        with self._lock:
+            self._proposals.setdefault(instance, []).append((action, duplicate))
+
+    def take_proposals(self, instance: Any) -> list[tuple[str, bool]]:
+        """The proposals recorded for ``instance`` (removed from memory)."""
+        with self._lock:
+            return self._proposals.pop(instance, [])
 
     def add(self, **deltas: int) -> None:
         with self._lock:
@@ -151,9 +164,11 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
                     self.stats.add(invalid=1)
                 elif action in seen:
                     self.stats.add(duplicates=1)
+                    self.stats.propose(action, duplicate=True)
                 else:
                     seen.add(action)
                     chosen.append(action)
+                    self.stats.propose(action, duplicate=False)
         if valid is not None and len(chosen) < n:
             fill = [a for a in valid if a not in seen][: n - len(chosen)]
             self.stats.add(fallbacks=len(fill))

@@ -42,6 +42,14 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
         """Extra per-instance metrics for evaluation (averaged over a run); none by default."""
         return {}
 
+    @staticmethod
+    def action_correct(query_or_goals: str, action: str) -> Optional[bool]:
+        """Whether a proposed action is right, when the evaluation goals can tell (else None).
+
+        Used only at evaluation, to report the duplicate rate among incorrect proposals.
+        """
+        return None
+
     # -- capabilities ------------------------------------------------------
     @classmethod
     def has_enumerable_actions(cls) -> bool:
