@@ -9,6 +9,7 @@ turns load errors into exceptions.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -105,7 +106,7 @@ def load_plugins(*, strict: Optional[bool] = None) -> list[PluginInfo]:
 
             for module_name in BUILTIN_MODULES:
                 info = PluginInfo(CORE_NAME, CORE_NAME, __version__, module_name, builtin=True)
-                _load_one(info, lambda m=module_name: importlib.import_module(m), strict)
+                _load_one(info, functools.partial(importlib.import_module, module_name), strict)
             allowed = _allowed_names()
             for ep in _entry_points():
                 dist_name = ep.dist.name if ep.dist is not None else ep.name

@@ -59,7 +59,8 @@ def deserialize(payload: Any) -> Any:
     if isinstance(payload, dict):
         type_name = payload.get("__type__")
         if type_name is not None:
-            return get_type(type_name).from_dict(payload)
+            cls: Any = get_type(type_name)
+            return cls.from_dict(payload)
         return {k: deserialize(v) for k, v in payload.items()}
     if isinstance(payload, list):
         return [deserialize(v) for v in payload]

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from lits.cli.errors import UserError, describe
 from lits.cli.options import parse_pairs, select_instances
@@ -67,7 +67,6 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
     from lits.lm.factory import create_model
     from lits.observability import InferenceLog
     from lits.registry import get_registration, infer_task_type, load_dataset
-    from lits.runs.artifacts import RunDir
     from lits.runs.evaluation import aggregate, format_table
     from lits.runs.runner import run_instances
 
@@ -111,7 +110,7 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
         temperature=getattr(config, "temperature", 0.0),
     )
     settings[f"{mode}_args"] = config.model_dump()
-    run_dir = RunDir(run_dir.root).create()
+    run_dir.create()
     if not args.no_cache:
         from lits.lm.cache import ResponseCache
 
@@ -134,9 +133,11 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
                                 concurrency=args.concurrency, resume=args.resume)
     finally:
         model.close()
+        if model.cache is not None:
+            model.cache.close()
     summary = aggregate(run_dir.read_results(), InferenceLog.read(run_dir.inference_log_path))
-    stats = getattr(components.policy, "stats", None)
-    summary["policy_stats"] = stats.as_dict() if hasattr(stats, "as_dict") else None
+    as_dict = getattr(getattr(components.policy, "stats", None), "as_dict", None)
+    summary["policy_stats"] = as_dict() if as_dict is not None else None
     _write_eval(run_dir, settings, summary)
     print(format_table(summary))
     if outcome.skipped:

@@ -23,7 +23,7 @@ class Components:
     task_type: str
 
 
-def _resolve(getter: Any, explicit: Optional[str], dataset: str, fallback: Optional[type]) -> type:
+def _resolve(getter: Any, explicit: Optional[str], dataset: str, fallback: Optional[type]) -> Any:
     if explicit:
         return getter(explicit)  # KeyError lists the registered names
     try:

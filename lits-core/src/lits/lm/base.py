@@ -180,7 +180,7 @@ class LanguageModel(ABC):
                 for i, completion in zip(missing, fresh):
                     found[i] = _completion_to_json(completion)
                     self.cache.put(keys[i], found[i])
-        return [_completion_from_json(v) for v in found]
+        return [_completion_from_json(v) for v in found if v is not None]
 
     @contextlib.contextmanager
     def _single_flight(self, key: str) -> Iterator[None]:
@@ -210,7 +210,7 @@ class LanguageModel(ABC):
         return f"{type(self).__name__}:{self.name}"
 
     def _key(self, kind: str, prompt: Any, params: Any, index: int) -> str:
-        body = dataclasses.asdict(params) if dataclasses.is_dataclass(params) else params
+        body = dataclasses.asdict(params) if isinstance(params, GenerationParams) else params
         if isinstance(body, dict):
             body = {k: v for k, v in body.items() if k != "n"}
         return request_key(self.identity(), kind, {"prompt": prompt, "params": body, "sample": index})

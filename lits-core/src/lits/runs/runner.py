@@ -143,5 +143,5 @@ def _result_record(
 
 
 def _proposals(policy: Any, idx: int) -> list[tuple[str, bool]]:
-    stats = getattr(policy, "stats", None)
-    return stats.take_proposals(idx) if hasattr(stats, "take_proposals") else []
+    take = getattr(getattr(policy, "stats", None), "take_proposals", None)
+    return list(take(idx)) if take is not None else []

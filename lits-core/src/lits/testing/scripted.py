@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from lits.lm.base import Completion, GenerationParams, LanguageModel, Prompt
 

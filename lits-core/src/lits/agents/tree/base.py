@@ -75,7 +75,7 @@ class BaseTreeSearch(ABC):
         self.query: Any = None
         self.query_idx = 0
         self.iteration = 0  # completed iterations (or depths)
-        self.stats: dict[str, int] = {"nodes": 1, "expansions": 0, "duplicates": 0}
+        self.stats: dict[str, Any] = {"nodes": 1, "expansions": 0, "duplicates": 0}
         self._next_id = 1
         self._deadline: Optional[float] = None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from lits.agents.config import MCTSConfig
 from lits.agents.tree.base import BaseTreeSearch
@@ -18,8 +18,8 @@ def uct_score(child: MCTSNode, parent_visits: int, w_exp: float) -> float:
 
 
 def uct_select(node: MCTSNode, w_exp: float) -> MCTSNode:
-    children = node.children  # type: ignore[assignment]
-    return max(children, key=lambda c: (uct_score(c, node.visits, w_exp), -c.id))  # type: ignore[arg-type]
+    children = cast(list[MCTSNode], node.children)
+    return max(children, key=lambda c: (uct_score(c, node.visits, w_exp), -c.id))
 
 
 def backpropagate(path: list[MCTSNode], aggregate: str = "mean") -> None:
@@ -101,10 +101,11 @@ class MCTS(BaseTreeSearch):
         solved = self.terminal_nodes()
         if solved:
             return super().best_path()
-        node: Optional[MCTSNode] = self.root  # type: ignore[assignment]
+        node: Optional[MCTSNode] = cast(MCTSNode, self.root)
         path: list[SearchNode] = []
         while node is not None:
             path.append(node)
-            visited = [c for c in node.children if c.visits > 0 and c.state is not None]  # type: ignore[union-attr]
-            node = max(visited, key=lambda c: (c.Q, -c.id)) if visited else None  # type: ignore[arg-type]
+            children = cast(list[MCTSNode], node.children)
+            visited = [c for c in children if c.visits > 0 and c.state is not None]
+            node = max(visited, key=lambda c: (c.Q, -c.id)) if visited else None
         return path

@@ -22,6 +22,8 @@ from lits.structures.env_grounded import EnvAction, EnvState
 class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
     TASK_TYPE = "env_grounded"
     AGENT_NAME = "env_grounded"
+    #: False once the backend turned out unable to score text.
+    use_scoring: bool = True
 
     def __init__(
         self,
