@@ -43,21 +43,6 @@ def site_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def install_plugin(tmp_path: Path, site_dir: Path) -> Callable[..., None]:
-    """``install_plugin(dist, module, source)`` pip-installs a real distribution into ``site_dir``."""
-
-    def install(dist: str, module: str, source: str, entry_name: str | None = None) -> None:
-        pkg = _write_distribution(tmp_path / "src", dist, module, source, entry_name)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-             "--no-build-isolation", "--target", str(site_dir), str(pkg)],
-            check=True, capture_output=True, text=True,
-        )
-
-    return install
-
-
-@pytest.fixture
 def install_path(site_dir: Path) -> Callable[[Path], None]:
     """Really pip-install the distribution at a path into ``site_dir``."""
 
@@ -67,6 +52,16 @@ def install_path(site_dir: Path) -> Callable[[Path], None]:
              "--no-build-isolation", "--target", str(site_dir), str(path)],
             check=True, capture_output=True, text=True,
         )
+
+    return install
+
+
+@pytest.fixture
+def install_plugin(tmp_path: Path, install_path: Callable[[Path], None]) -> Callable[..., None]:
+    """``install_plugin(dist, module, source)`` writes a distribution and really pip-installs it."""
+
+    def install(dist: str, module: str, source: str, entry_name: str | None = None) -> None:
+        install_path(_write_distribution(tmp_path / "src", dist, module, source, entry_name))
 
     return install
 

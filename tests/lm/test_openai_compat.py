@@ -120,25 +120,23 @@ def test_api_key_comes_from_the_environment_and_never_appears_in_errors(monkeypa
     assert "sk-secret" not in str(info.value)
 
 
+def _eight_calls_at_once(model: OpenAICompatibleModel) -> None:
+    threads = [threading.Thread(target=model.complete, args=(f"q{i}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_concurrency_limit_bounds_requests_in_flight():
     with FakeOpenAIServer(latency=0.05) as srv:
-        model = OpenAICompatibleModel("fake", srv.base_url, concurrency=2)
-        threads = [threading.Thread(target=model.complete, args=(f"q{i}",)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _eight_calls_at_once(OpenAICompatibleModel("fake", srv.base_url, concurrency=2))
         assert srv.max_in_flight == 2
 
 
 def test_calls_overlap_up_to_the_limit():
     with FakeOpenAIServer(latency=0.1) as srv:
-        model = OpenAICompatibleModel("fake", srv.base_url, concurrency=8)
-        threads = [threading.Thread(target=model.complete, args=(f"q{i}",)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _eight_calls_at_once(OpenAICompatibleModel("fake", srv.base_url, concurrency=8))
         assert srv.max_in_flight > 1
 
 
