@@ -78,6 +78,7 @@ class BaseTreeSearch(ABC):
         self.stats: dict[str, Any] = {"nodes": 1, "expansions": 0, "duplicates": 0}
         self._next_id = 1
         self._deadline: Optional[float] = None
+        self._solutions: list[SearchNode] = []  # kept as found: no tree walk per iteration
 
     # -- the algorithm -----------------------------------------------------
     @abstractmethod
@@ -173,6 +174,8 @@ class BaseTreeSearch(ABC):
         if node.state is not None or node.parent is None:
             if node.parent is None and node.state is not None:
                 node.is_terminal = bool(self.transition.is_terminal(node.state, self.query))
+                if node.is_terminal and node not in self._solutions:
+                    self._solutions.append(node)
             return
         parent = node.parent
         self.materialize(parent, phase)
@@ -184,6 +187,8 @@ class BaseTreeSearch(ABC):
             node.reward, node.reward_details = self.reward_model.reward(
                 parent.state, node.action, fast_reward=node.fast_reward, **extra)
             node.is_terminal = bool(self.transition.is_terminal(node.state, self.query))
+            if node.is_terminal:
+                self._solutions.append(node)
 
     def materialize_all(self, nodes: list[SearchNode], phase: str = "expand") -> None:
         parallel_map(lambda n: self.materialize(n, phase), nodes)
@@ -192,7 +197,7 @@ class BaseTreeSearch(ABC):
         return [n for n in self.root.iter_tree() if n.is_terminal]
 
     def first_solution(self) -> Optional[SearchNode]:
-        return next(iter(self.terminal_nodes()), None)
+        return self._solutions[0] if self._solutions else None
 
     def path_reward(self, node: SearchNode) -> float:
         return sum(n.reward for n in node.path()[1:])
@@ -227,4 +232,5 @@ class BaseTreeSearch(ABC):
         self.iteration = int(payload["iteration"])
         self._next_id = int(payload["next_id"])
         self.stats.update(payload.get("stats", {}))
+        self._solutions = self.terminal_nodes()
         return True
