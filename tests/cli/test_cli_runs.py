@@ -17,6 +17,7 @@ def test_plugins_lists_blocksworld_and_core_algorithms(lits_cmd):
     result = lits_cmd("plugins", "--json")
     infos = {p["distribution"]: p for p in json.loads(result.stdout)}
     assert infos["lits-plugin-blocksworld"]["registered"]["transition"] == ["blocksworld"]
+    assert infos["lits-plugin-crosswords"]["registered"]["transition"] == ["crosswords"]
     core = infos["lits-core"]["registered"]
     assert {"mcts", "bfs"} <= set(core["search"]) and "env_chain" in core["chain"]
 
