@@ -3,6 +3,7 @@
 from lits.structures.base import Action, State, Step, StringAction, TrajectoryState
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 from lits.structures.node import BFSNode, MCTSNode, SearchNode
+from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
 
 __all__ = [
     "Action",
@@ -15,5 +16,8 @@ __all__ = [
     "State",
     "Step",
     "StringAction",
+    "ToolUseAction",
+    "ToolUseState",
+    "ToolUseStep",
     "TrajectoryState",
 ]

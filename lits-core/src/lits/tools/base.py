@@ -1,0 +1,112 @@
+"""``BaseTool`` and :func:`execute_tool_action`."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, ClassVar, Optional, Sequence
+
+from pydantic import BaseModel, ValidationError
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class BaseTool:
+    """Subclass with ``name``, ``description``, ``args_schema`` and ``_run(**args)``.
+
+    Constructor keyword arguments become attributes (e.g. ``client=db``), so a
+    tool can carry the backend it talks to. ``timeout`` (seconds) bounds each call.
+    Calls run in a worker thread (that is how the time budget is kept), so a
+    client must allow use from other threads (sqlite3: ``check_same_thread=False``).
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    args_schema: ClassVar[Optional[type[BaseModel]]] = None
+    timeout: float = DEFAULT_TIMEOUT
+
+    def __init__(self, **kwargs: Any) -> None:
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"tool {self.name!r} does not implement _run()")
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the tool (validated arguments as keywords)."""
+        return self._run(*args, **kwargs)
+
+    def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self.args_schema is None:
+            return dict(args)
+        return self.args_schema(**args).model_dump()
+
+    def spec(self) -> dict[str, Any]:
+        """Name, description and JSON schema of the arguments, for prompts."""
+        schema = self.args_schema.model_json_schema() if self.args_schema else {"type": "object"}
+        return {"name": self.name, "description": self.description, "parameters": schema}
+
+
+Tool = BaseTool
+"""The seeds' name for the same base class."""
+
+
+def parse_tool_call(action: Any) -> tuple[str, dict[str, Any]]:
+    """``'{"tool": "calc", "args": {...}}'`` -> ("calc", {...}); ``ValueError`` says why not."""
+    try:
+        data = json.loads(str(action))
+    except ValueError:
+        raise ValueError(f"tool call is not JSON: {str(action)[:120]!r}") from None
+    if not isinstance(data, dict):
+        raise ValueError("tool call must be a JSON object with 'tool' and 'args'")
+    name = data.get("tool", data.get("name"))
+    args = data.get("args", data.get("arguments", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError:
+            raise ValueError("tool call 'args' is not a JSON object") from None
+    if not isinstance(name, str) or not name:
+        raise ValueError("tool call has no 'tool' name")
+    if not isinstance(args, dict):
+        raise ValueError("tool call 'args' must be a JSON object")
+    return name, args
+
+
+def execute_tool_action(action: Any, tools: Sequence[BaseTool], timeout: Optional[float] = None) -> str:
+    """Run the tool call ``action``; every problem comes back as an observation string."""
+    try:
+        name, args = parse_tool_call(action)
+    except ValueError as exc:
+        return f"Invalid tool call: {exc}"
+    by_name = {t.name: t for t in tools}
+    tool = by_name.get(name)
+    if tool is None:
+        return f"Unknown tool {name!r}; available tools: {', '.join(sorted(by_name)) or 'none'}"
+    try:
+        validated = tool.validate_args(args)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'args'}: {e['msg']}" for e in exc.errors())
+        return f"Invalid arguments for {name}: {problems}"
+    return _run_with_budget(tool, validated, timeout if timeout is not None else tool.timeout)
+
+
+def _run_with_budget(tool: BaseTool, args: dict[str, Any], budget: float) -> str:
+    """Run in a worker thread; a tool that hangs past ``budget`` yields a time-out observation."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = tool.run(**args)
+        except Exception as exc:  # a tool error is an observation, not a crash
+            box["error"] = f"{type(exc).__name__}: {exc}"
+
+    worker = threading.Thread(target=work, daemon=True, name=f"tool-{tool.name}")
+    worker.start()
+    worker.join(budget)
+    if worker.is_alive():
+        return f"Tool {tool.name} timed out after {budget:g} s"
+    if "error" in box:
+        return f"Tool {tool.name} failed: {box['error']}"
+    value = box.get("value")
+    return value if isinstance(value, str) else json.dumps(value, default=str)
