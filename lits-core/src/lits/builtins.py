@@ -10,26 +10,41 @@ from lits.hookspecs import hookimpl
 @hookimpl
 def register_policies(register: Callable[..., Any]) -> None:
     from lits.components.policy.env_grounded import EnvGroundedPolicy
+    from lits.components.policy.tool_use import ToolUsePolicy
 
     register("env_grounded", EnvGroundedPolicy, task_type="env_grounded")
+    register("tool_use", ToolUsePolicy, task_type="tool_use")
 
 
 @hookimpl
 def register_reward_models(register: Callable[..., Any]) -> None:
     from lits.components.reward.env_grounded import EnvGroundedPRM
+    from lits.components.reward.tool_use import ToolUsePRM
 
     register("env_grounded", EnvGroundedPRM, task_type="env_grounded")
+    register("tool_use", ToolUsePRM, task_type="tool_use")
+
+
+@hookimpl
+def register_transitions(register: Callable[..., Any]) -> None:
+    from lits.components.transition.tool_use import ToolUseTransition
+
+    register("tool_use", ToolUseTransition, task_type="tool_use")
 
 
 @hookimpl
 def register_prompts(register: Callable[..., Any]) -> None:
     from lits.prompts import env_grounded as env
+    from lits.prompts import tool_use
 
     for key in ("env_grounded", "default"):
         register("policy", "env_grounded", key, env.POLICY_SYSTEM)
         register("policy", "env_grounded", key, env.POLICY_USER, user=True)
         register("reward", "env_grounded", key, env.REWARD_SYSTEM)
         register("reward", "env_grounded", key, env.REWARD_USER, user=True)
+    for key in ("tool_use", "default"):
+        register("policy", "tool_use", key, tool_use.POLICY_SYSTEM)
+        register("policy", "tool_use", key, tool_use.POLICY_USER, user=True)
 
 
 @hookimpl
@@ -42,6 +57,7 @@ def register_searches(register: Callable[..., Any]) -> None:
 
 @hookimpl
 def register_chains(register: Callable[..., Any]) -> None:
-    from lits.agents import ChainConfig, EnvChain
+    from lits.agents import ChainConfig, EnvChain, ReActChat
 
     register("env_chain", EnvChain, config_class=ChainConfig)
+    register("react", ReActChat, config_class=ChainConfig)

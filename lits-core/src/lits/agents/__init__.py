@@ -1,6 +1,6 @@
 """Agents: tree search (MCTS, BFS) and chains (EnvChain) over the same components."""
 
-from lits.agents.chain import ChainResult, EnvChain
+from lits.agents.chain import ChainAgent, ChainResult, EnvChain, ReActChat
 from lits.agents.config import BFSConfig, ChainConfig, MCTSConfig, TreeSearchConfig
 from lits.agents.tree import BFS, MCTS, BaseTreeSearch, SearchResult
 
@@ -8,11 +8,13 @@ __all__ = [
     "BFS",
     "BFSConfig",
     "BaseTreeSearch",
+    "ChainAgent",
     "ChainConfig",
     "ChainResult",
     "EnvChain",
     "MCTS",
     "MCTSConfig",
+    "ReActChat",
     "SearchResult",
     "TreeSearchConfig",
 ]

@@ -41,8 +41,8 @@ def cmd_chain(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from lits.components.factory import create_components
     from lits.observability import InferenceLog
-    from lits.registry import ComponentRegistry
     from lits.runs.artifacts import RunDir
     from lits.runs.evaluation import aggregate, format_table, reevaluate
 
@@ -51,8 +51,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     results = run_dir.read_results()
     if not results:
         raise UserError(f"{run_dir.root} has no finished instances to evaluate")
-    transition_cls = ComponentRegistry.get_transition(config.get("transition") or config["dataset"])
-    results = reevaluate(transition_cls(task_name=config["dataset"]), results, {})
+    components = create_components(config["dataset"], None, transition=config.get("transition"))  # type: ignore[arg-type]
+    results = reevaluate(components, results, {})
     summary = aggregate(results, InferenceLog.read(run_dir.inference_log_path))
     summary["policy_stats"] = _read_json(run_dir.root / "eval_results.json").get("policy_stats")
     _write_eval(run_dir, config, summary)
@@ -209,7 +209,7 @@ def _make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
         raise UserError(f"{reg.name}: {describe(exc)}") from None
 
 
-DEFAULT_CHAINS = {"env_grounded": "env_chain"}
+DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react"}
 
 
 def _default_chain(task_type: str) -> str:

@@ -8,11 +8,11 @@ Transition gets :class:`EnvGroundedPolicy` and :class:`EnvGroundedPRM`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from lits.components.base import Policy, RewardModel, Transition
 from lits.lm.base import LanguageModel
-from lits.registry import ComponentRegistry, infer_task_type
+from lits.registry import ComponentRegistry, get_registration, infer_task_type, load_resource
 
 
 @dataclass
@@ -21,6 +21,8 @@ class Components:
     transition: Transition[Any, Any]
     reward_model: RewardModel[Any, Any]
     task_type: str
+    #: The dataset's own ``evaluate(example, final_answer) -> dict`` (tool use / QA), if registered.
+    evaluate: Optional[Callable[..., dict[str, Any]]] = None
 
 
 def _resolve(getter: Any, explicit: Optional[str], dataset: str, fallback: Optional[type]) -> Any:
@@ -48,10 +50,12 @@ def create_components(
 ) -> Components:
     """Instantiate the components for ``dataset`` (see module docstring)."""
     task_type = infer_task_type(dataset)
+    if task_type == "tool_use":
+        return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature)
     if task_type != "env_grounded":
         raise ValueError(
             f"dataset {dataset!r} is {task_type}; this version of lits-core builds "
-            "components for env_grounded datasets only"
+            "components for env_grounded and tool_use datasets only"
         )
     from lits.components.policy.env_grounded import EnvGroundedPolicy
     from lits.components.reward.env_grounded import EnvGroundedPRM
@@ -78,4 +82,30 @@ def create_components(
         transition=transition_cls(base_model=base_model, task_name=dataset),
         reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset, **domain),
         task_type=task_type,
+    )
+
+
+def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Optional[str], transition: Optional[str],
+              reward: Optional[str], n_actions: int, temperature: float) -> Components:
+    """Tool use: the dataset's resource gives the tools; generic components do the rest."""
+    from lits.components.policy.tool_use import ToolUsePolicy
+    from lits.components.reward.tool_use import ToolUsePRM
+    from lits.components.transition.tool_use import ToolUseTransition
+
+    try:
+        resource = load_resource(dataset)
+    except KeyError:
+        raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
+    tools = list(resource.get("tools") or [])
+    context = str(resource.get("tool_context") or "")
+    policy_cls = _resolve(ComponentRegistry.get_policy, policy, dataset, ToolUsePolicy)
+    transition_cls = _resolve(ComponentRegistry.get_transition, transition, dataset, ToolUseTransition)
+    reward_cls = _resolve(ComponentRegistry.get_reward_model, reward, dataset, ToolUsePRM)
+    return Components(
+        policy=policy_cls(base_model=base_model, task_name=dataset, tools=tools, tool_context=context,
+                          n_actions=n_actions, temperature=temperature),
+        transition=transition_cls(tools=tools, task_name=dataset),
+        reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset),
+        task_type="tool_use",
+        evaluate=get_registration("dataset", dataset).meta.get("evaluate"),
     )

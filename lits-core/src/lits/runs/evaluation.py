@@ -38,6 +38,28 @@ def evaluate_env_instance(transition: Any, example: dict[str, Any], state: Any) 
     }
 
 
+def normalize_answer(value: Any) -> str:
+    return " ".join(str(value or "").lower().strip().rstrip(".").split())
+
+
+def evaluate_answer_instance(evaluate: Any, example: dict[str, Any], state: Any) -> dict[str, Any]:
+    """Tool use / QA: the final answer, judged by the dataset's ``evaluate`` or by exact match."""
+    answer = state.get_final_answer() if hasattr(state, "get_final_answer") else None
+    if evaluate is not None:
+        verdict = dict(evaluate(example, answer))
+    else:
+        verdict = {"solved": answer is not None and normalize_answer(answer) == normalize_answer(example.get("answer"))}
+    solved = bool(verdict.pop("solved", False))
+    return {"solved": solved, "progress": float(solved), "answer": answer, "plan": [],
+            "plan_length": len(state), "optimal_length": None, "optimal": False, "metrics": verdict}
+
+
+def evaluate_instance(components: Any, example: dict[str, Any], state: Any) -> dict[str, Any]:
+    if components.task_type == "env_grounded":
+        return evaluate_env_instance(components.transition, example, state)
+    return evaluate_answer_instance(components.evaluate, example, state)
+
+
 def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog) -> dict[str, Any]:
     """Run-level metrics from per-instance results and the inference log."""
     evals = [r["eval"] for r in results.values() if r.get("eval")]
@@ -82,14 +104,14 @@ def _diversity(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
             "duplicate_siblings_dropped": sum(s.get("duplicates", 0) for s in stats)}
 
 
-def reevaluate(transition: Any, results: dict[int, dict[str, Any]], examples: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+def reevaluate(components: Any, results: dict[int, dict[str, Any]], examples: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """Recompute each result's ``eval`` from its saved final state."""
     out = {}
     for idx, result in results.items():
         state = deserialize(result["final_state"])
         example = examples.get(idx) or {"query": result.get("query"), **result.get("example", {}),
                                         "_proposals": result.get("proposals")}
-        out[idx] = {**result, "eval": evaluate_env_instance(transition, example, state)}
+        out[idx] = {**result, "eval": evaluate_instance(components, example, state)}
     return out
 
 

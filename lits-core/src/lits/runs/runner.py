@@ -13,7 +13,7 @@ from lits.components.factory import Components
 from lits.concurrency import parallel_map, start_round_clock
 from lits.observability import InferenceLog, call_context, collecting
 from lits.runs.artifacts import RunDir
-from lits.runs.evaluation import evaluate_env_instance
+from lits.runs.evaluation import evaluate_instance
 
 
 class Progress:
@@ -135,7 +135,7 @@ def _result_record(
         "stopped": result.stopped,
         "iterations": getattr(result, "iterations", None),
         "final_state": state.to_dict(),
-        "eval": evaluate_env_instance(components.transition, {**example, "_proposals": proposals}, state),
+        "eval": evaluate_instance(components, {**example, "_proposals": proposals}, state),
         "inference": log.summary(instance=idx),
         "search_stats": getattr(result, "stats", None),
         "proposals": proposals,

@@ -1,5 +1,7 @@
 """Chain agents: sequential reasoning with the same components as tree search."""
 
-from lits.agents.chain.env_chain import ChainResult, EnvChain
+from lits.agents.chain.base import ChainAgent, ChainResult
+from lits.agents.chain.env_chain import EnvChain
+from lits.agents.chain.react import ReActChat
 
-__all__ = ["ChainResult", "EnvChain"]
+__all__ = ["ChainAgent", "ChainResult", "EnvChain", "ReActChat"]

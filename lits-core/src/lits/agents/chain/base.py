@@ -1,0 +1,85 @@
+"""Chain agents: one step at a time, no search — the same policy and transition as tree search."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from lits.agents.config import ChainConfig
+from lits.observability import call_context
+from lits.structures.base import atomic_write_text
+from lits.type_registry import deserialize
+
+
+@dataclass
+class ChainResult:
+    state: Any
+    solved: bool
+    steps: int
+    stopped: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"solved": self.solved, "steps": self.steps, "stopped": self.stopped,
+                "state": self.state.to_dict()}
+
+
+class ChainAgent:
+    """Ask the policy for one step, let the transition apply it, until terminal or out of budget.
+
+    Answer, error and malformed steps need no special case here: the transition owns them.
+    """
+
+    chain_name = "chain"
+
+    def __init__(self, config: Optional[ChainConfig] = None, policy: Any = None, transition: Any = None, *,
+                 checkpoint_dir: Optional[Path] = None) -> None:
+        if policy is None or transition is None:
+            raise ValueError(f"{type(self).__name__} needs a policy and a transition")
+        self.config = config or ChainConfig.model_validate({})
+        self.policy = policy
+        self.transition = transition
+        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
+
+    def run(self, query: Any, query_idx: int, example: dict[str, Any], *, resume: bool = False) -> ChainResult:
+        deadline = time.monotonic() + self.config.runtime_limit if self.config.runtime_limit else None
+        with call_context(instance=query_idx, search=self.chain_name):
+            state = self._load(query_idx) if resume else None
+            if state is None:
+                state = self.transition.init_state(**example)
+            stopped = "max_steps"
+            while len(state) < self.config.max_steps:
+                if self.transition.is_terminal(state, query):
+                    stopped = "solution"
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    stopped = "time"
+                    break
+                with call_context(phase="chain", depth=len(state)):
+                    steps = self.policy.get_actions(state, n_actions=1, temperature=self.config.temperature,
+                                                    query=query, query_idx=query_idx, from_phase="chain")
+                    if not steps:
+                        stopped = "no_action"
+                        break
+                    state, _aux = self.transition.step(state, steps[0], query, query_idx, from_phase="chain")
+                self._save(query_idx, state)
+            solved = bool(self.transition.is_terminal(state, query))
+            if solved:
+                stopped = "solution"
+        return ChainResult(state=state, solved=solved, steps=len(state), stopped=stopped)
+
+    def _path(self, query_idx: int) -> Optional[Path]:
+        return self.checkpoint_dir / f"{query_idx}.json" if self.checkpoint_dir else None
+
+    def _save(self, query_idx: int, state: Any) -> None:
+        path = self._path(query_idx)
+        if path is not None:
+            atomic_write_text(path, json.dumps(state.to_dict()))
+
+    def _load(self, query_idx: int) -> Any:
+        path = self._path(query_idx)
+        if path is None or not path.exists():
+            return None
+        return deserialize(json.loads(path.read_text(encoding="utf-8")))
