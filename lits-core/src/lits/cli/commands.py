@@ -51,7 +51,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     results = run_dir.read_results()
     if not results:
         raise UserError(f"{run_dir.root} has no finished instances to evaluate")
-    components = create_components(config["dataset"], None, transition=config.get("transition"))  # type: ignore[arg-type]
+    components = create_components(config["dataset"], None, transition=config.get("transition"),  # type: ignore[arg-type]
+                                   resource_args=config.get("dataset_args") or {})
     results = reevaluate(components, results, {})
     summary = aggregate(results, InferenceLog.read(run_dir.inference_log_path))
     summary["policy_stats"] = _read_json(run_dir.root / "eval_results.json").get("policy_stats")
@@ -108,6 +109,7 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
         reward=settings.get("reward"),
         n_actions=getattr(config, "n_actions", 1),
         temperature=getattr(config, "temperature", 0.0),
+        resource_args=settings["dataset_args"],
     )
     settings[f"{mode}_args"] = config.model_dump()
     run_dir.create()

@@ -47,11 +47,13 @@ def create_components(
     n_actions: int = 3,
     temperature: float = 0.8,
     policy_kwargs: Optional[dict[str, Any]] = None,
+    resource_args: Optional[dict[str, Any]] = None,
 ) -> Components:
     """Instantiate the components for ``dataset`` (see module docstring)."""
     task_type = infer_task_type(dataset)
     if task_type == "tool_use":
-        return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature)
+        return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature,
+                         resource_args or {})
     if task_type != "env_grounded":
         raise ValueError(
             f"dataset {dataset!r} is {task_type}; this version of lits-core builds "
@@ -86,14 +88,15 @@ def create_components(
 
 
 def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Optional[str], transition: Optional[str],
-              reward: Optional[str], n_actions: int, temperature: float) -> Components:
+              reward: Optional[str], n_actions: int, temperature: float,
+              resource_args: dict[str, Any]) -> Components:
     """Tool use: the dataset's resource gives the tools; generic components do the rest."""
     from lits.components.policy.tool_use import ToolUsePolicy
     from lits.components.reward.tool_use import ToolUsePRM
     from lits.components.transition.tool_use import ToolUseTransition
 
     try:
-        resource = load_resource(dataset)
+        resource = load_resource(dataset, **resource_args)
     except KeyError:
         raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
     tools = list(resource.get("tools") or [])

@@ -90,7 +90,8 @@ def _mean_metrics(evals: list[dict[str, Any]]) -> dict[str, float]:
     values: dict[str, list[float]] = {}
     for e in evals:
         for key, value in (e.get("metrics") or {}).items():
-            values.setdefault(key, []).append(float(value))
+            if isinstance(value, (int, float)):  # bools count as 0/1; labels and None are skipped
+                values.setdefault(key, []).append(float(value))
     return {k: round(sum(v) / len(v), 4) for k, v in sorted(values.items())}
 
 

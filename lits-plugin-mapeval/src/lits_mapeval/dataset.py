@@ -1,0 +1,82 @@
+"""The ``mapeval-sql`` dataset, its resource (the tools) and its evaluation."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+from lits.registry import register_dataset, register_resource
+from lits_mapeval.database import build_database
+from lits_mapeval.questions import generate_questions
+from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
+
+TOOL_CONTEXT = (
+    "The map database has tables places, nearby, distances (per travel mode: walking, driving, transit; "
+    "duration_s in seconds) and directions. The question lists numbered options: answer with the option "
+    "number only, or 0 when the database cannot answer it."
+)
+
+
+def default_db(seed: int = 0) -> Path:
+    """The plugin's own city, built once per seed into the cache dir."""
+    root = Path(os.environ.get("LITS_CACHE_DIR") or Path.home() / ".cache" / "lits") / "mapeval"
+    path = root / f"city-{seed}.sqlite"
+    return path if path.exists() else build_database(path, seed=seed)
+
+
+def to_example(item: dict[str, Any]) -> dict[str, Any]:
+    """A MapEval-format item -> an example whose query shows the numbered options."""
+    answer = item.get("answer") or {}
+    options = list(answer.get("options") or [])
+    if not item.get("question") or not options:
+        raise ValueError(f"MapEval item {item.get('id')!r} needs a question and answer.options")
+    listed = "\n".join(f"{i}. {o}" for i, o in enumerate(options, 1))
+    return {"id": str(item.get("id")), "query": f"{item['question']}\nOptions:\n{listed}",
+            "answer": answer, "classification": item.get("classification"), "context": item.get("context")}
+
+
+def chosen_option(final_answer: Any) -> Optional[int]:
+    """0-based option index from an answer like "2" or "Option 2"; -1 for unanswerable; None if unreadable."""
+    text = str(final_answer or "").strip().lower()
+    if not text:
+        return None
+    if "unanswerable" in text or "cannot be answered" in text:
+        return -1
+    m = re.search(r"-?\d+", text)
+    if m is None:
+        return None
+    n = int(m.group())
+    return -1 if n <= 0 else n - 1
+
+
+def evaluate(example: dict[str, Any], final_answer: Any) -> dict[str, Any]:
+    """Multiple-choice accuracy; "unanswerable" (correct = -1) is right only when the answer says so."""
+    picked = chosen_option(final_answer)
+    correct = int(example["answer"]["correct"])
+    return {"solved": picked == correct, "option_chosen": str(picked), "unanswerable": correct == -1}
+
+
+@register_dataset("mapeval-sql", task_type="tool_use", evaluate=evaluate)
+def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed: int = 0, per_class: int = 2,
+                     **kwargs: Any) -> list[dict[str, Any]]:
+    """Questions generated from the plugin's city, or a MapEval JSON file (``path``) with its ``db``."""
+    if kwargs:
+        raise ValueError(f"unknown mapeval-sql dataset argument(s): {', '.join(sorted(kwargs))} "
+                         "(known: path, db, seed, per_class)")
+    if path is not None:
+        file = Path(path).expanduser()
+        if not file.exists():
+            raise FileNotFoundError(f"MapEval question file not found: {file}")
+        items = json.loads(file.read_text(encoding="utf-8"))
+    else:
+        items = generate_questions(Path(db) if db else default_db(int(seed)), seed=int(seed), per_class=int(per_class))
+    return [to_example(item) for item in items]
+
+
+@register_resource("mapeval-sql")
+def load_mapeval_sql_resource(db: Optional[str] = None, seed: int = 0, **kwargs: Any) -> dict[str, Any]:
+    database = ReadOnlyDatabase(Path(db).expanduser() if db else default_db(int(seed)))
+    return {"tools": make_tools(database), "tool_context": TOOL_CONTEXT}
