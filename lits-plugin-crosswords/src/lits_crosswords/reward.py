@@ -13,7 +13,8 @@ import math
 from typing import Any, Optional
 
 from lits.components.base import RewardModel
-from lits.components.reward.env_grounded import EnvGroundedPRM, yes_probability
+from lits.components.reward.env_grounded import EnvGroundedPRM
+from lits.components.reward.judging import yes_probability
 from lits.lm.base import LoglikelihoodUnsupported
 from lits.registry import register_reward_model
 from lits.structures.env_grounded import EnvState

@@ -13,11 +13,17 @@ from lits_mapeval.database import build_database
 from lits_mapeval.questions import generate_questions
 from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
 
-TOOL_CONTEXT = (
-    "The map database has tables places, nearby, distances (per travel mode: walking, driving, transit; "
-    "duration_s in seconds) and directions. The question lists numbered options: answer with the option "
-    "number only, or 0 when the database cannot answer it."
+NOTES = (
+    "Questions name places; the other tables refer to them by place_id. distances has one row per travel mode "
+    "(walking, driving, transit); duration_s is in seconds. The question lists numbered options: answer with "
+    "the option number only, or 0 when the database cannot answer it."
 )
+
+
+def tool_context(database: ReadOnlyDatabase) -> str:
+    """Tables and columns read from the database itself, so the context cannot drift from the schema."""
+    tables = "; ".join(f"{t}({', '.join(database.columns(t))})" for t in database.tables())
+    return f"The map database has these tables (columns): {tables}.\n{NOTES}"
 
 
 def default_db(seed: int = 0) -> Path:
@@ -79,4 +85,4 @@ def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed:
 @register_resource("mapeval-sql")
 def load_mapeval_sql_resource(db: Optional[str] = None, seed: int = 0, **kwargs: Any) -> dict[str, Any]:
     database = ReadOnlyDatabase(Path(db).expanduser() if db else default_db(int(seed)))
-    return {"tools": make_tools(database), "tool_context": TOOL_CONTEXT}
+    return {"tools": make_tools(database), "tool_context": tool_context(database)}

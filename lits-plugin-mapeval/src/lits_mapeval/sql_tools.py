@@ -75,7 +75,14 @@ class ReadOnlyDatabase:
         return "\n".join([text, *notes]) if notes else text
 
     def tables(self) -> list[str]:
-        return [r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        with self._lock:
+            rows = self._conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
+            return [r[0] for r in rows]
+
+    def columns(self, table: str) -> list[str]:
+        """Column names of ``table`` in schema order (empty for an unknown table)."""
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT name FROM pragma_table_info(?)", (table,))]
 
     def close(self) -> None:
         self._conn.close()

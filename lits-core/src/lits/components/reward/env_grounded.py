@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from lits.components.base import RewardModel
 from lits.components.env_prompting import EnvPrompt
+from lits.components.reward.judging import yes_probability
 from lits.lm.base import LoglikelihoodUnsupported
 from lits.prompts.registry import PromptRegistry
 from lits.structures.env_grounded import EnvAction, EnvState
@@ -90,24 +91,3 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         if reached:
             value += self.goal_bonus
         return value, {"fast_reward": fast, "progress": float(progress), "goal_reached": bool(reached)}
-
-
-def yes_probability(reply: Any) -> float:
-    """P(Yes) from top log-probabilities when present, else from the text."""
-    logprobs = getattr(reply, "logprobs", None)
-    if logprobs:
-        yes = no = 0.0
-        for token, lp in logprobs[0].top.items():
-            word = token.strip().lower()
-            if word == "yes":
-                yes += math.exp(lp)
-            elif word == "no":
-                no += math.exp(lp)
-        if yes + no > 0:
-            return yes / (yes + no)
-    text = str(reply).strip().lower()
-    if text.startswith("yes"):
-        return 1.0
-    if text.startswith("no"):
-        return 0.0
-    return 0.5

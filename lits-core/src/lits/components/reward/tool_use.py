@@ -1,7 +1,10 @@
 """``ToolUsePRM``: an LLM-as-judge score for tool-use tree search.
 
-The paper's finding applies: self-preference bias makes such judges weak; a
-domain with a verifiable signal should register its own reward model.
+The whole proposed step is judged, answers included (an answer step has no
+action, yet it is the step that matters most).  ``judge_yes`` prefers the
+log-likelihood of " Yes" against " No", the one judging route a base model
+supports.  The paper's finding applies: self-preference bias makes such judges
+weak; a domain with a verifiable signal should register its own reward model.
 """
 
 from __future__ import annotations
@@ -9,8 +12,41 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from lits.components.base import RewardModel
-from lits.components.reward.env_grounded import yes_probability
-from lits.structures.tool_use import ToolUseState
+from lits.components.reward.judging import judge_yes
+from lits.structures.tool_use import ToolUseState, ToolUseStep
+
+SYSTEM = "You judge the steps of an agent that answers questions with tools."
+#: Long tool results would crowd a small model's context: the judge sees their start.
+OBSERVATION_CHARS = 300
+HISTORY_CHARS = 2000
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _render(step: ToolUseStep, with_observation: bool = True) -> str:
+    lines = [f"Thought: {step.think}"] if step.think else []
+    if step.action is not None:
+        lines.append(f"Action: {step.action}")
+    if step.answer is not None:
+        lines.append(f"Answer: {step.answer}")
+    if with_observation and step.observation is not None:
+        lines.append(f"Observation: {_clip(step.observation, OBSERVATION_CHARS)}")
+    return "\n".join(lines)
+
+
+def history(state: ToolUseState) -> str:
+    """The steps so far, observations clipped, oldest dropped first beyond ``HISTORY_CHARS``."""
+    text = "\n".join(_render(step) for step in state) or "(nothing yet)"
+    return text if len(text) <= HISTORY_CHARS else "... " + text[-HISTORY_CHARS:]
+
+
+def judge_question(state: ToolUseState, proposal: str, query: Any, is_answer: bool) -> str:
+    ask = ("Is this the correct final answer to the question?" if is_answer
+           else "Is this a useful next step towards answering the question?")
+    return (f"Question: {query}\nSteps so far:\n{history(state)}\nProposed next step:\n{proposal}\n"
+            f"{ask} Answer Yes or No.\nAnswer:")
 
 
 class ToolUsePRM(RewardModel[ToolUseState, Any]):
@@ -19,17 +55,18 @@ class ToolUsePRM(RewardModel[ToolUseState, Any]):
 
     def _fast_reward(self, state: ToolUseState, action: Any, query: Any, query_idx: Optional[int],
                      from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, Any]]:
-        if self.base_model is None or action is None:
+        step = kwargs.get("step")
+        if not isinstance(step, ToolUseStep):
+            step = ToolUseStep(action=action) if action is not None else None
+        if self.base_model is None or step is None:
             return 0.0, {}
-        history = state.render() or "(nothing yet)"
-        question = (f"Question: {query}\nSteps so far:\n{history}\nProposed next step: {action}\n"
-                    "Is this a useful next step towards answering the question? Answer Yes or No.\nAnswer:")
-        prompt: Any = question
-        if getattr(self.base_model, "chat_native", False):
-            prompt = [{"role": "system", "content": str(self.task_prompt_spec or "You judge agent steps.")},
-                      {"role": "user", "content": question}]
-        p_yes = yes_probability(self.base_model.generate(prompt, temperature=0.0, max_tokens=3, top_logprobs=5)[0])
-        return p_yes, {"self_eval": p_yes}
+        if step.action is None and step.answer is None:  # error or malformed: the transition gives confidence 0
+            return 0.0, {"skipped": "no action or answer"}
+        proposal = _render(step, with_observation=False)  # the transition may already have filled it in
+        system = str(self.task_prompt_spec) if self.task_prompt_spec else SYSTEM
+        p_yes, route = judge_yes(self.base_model, judge_question(state, proposal, query, step.answer is not None),
+                                 system=system)
+        return p_yes, {"self_eval": p_yes, "route": route}
 
     def reward(self, state: ToolUseState, action: Any, **kwargs: Any) -> tuple[float, dict[str, Any]]:
         fast = float(kwargs.get("fast_reward", 0.0))

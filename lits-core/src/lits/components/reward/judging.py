@@ -1,0 +1,55 @@
+"""Yes/No judging: the probability a model gives "Yes" to a question.
+
+Three routes, best first: the log-likelihood of " Yes" against " No" after the
+question (backends that score text cheaply, e.g. the embedded model), the top
+token log-probabilities of a short reply (servers that return them), and last
+the reply's first word.  Servers are not asked to score by echo here: for one
+yes/no question the reply's top log-probabilities carry the same information
+without re-reading the prompt at every position.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from lits.lm.base import LanguageModel, LoglikelihoodUnsupported
+
+
+def yes_probability(reply: Any) -> float:
+    """P(Yes) from a reply's top log-probabilities when present, else from its text."""
+    logprobs = getattr(reply, "logprobs", None)
+    if logprobs:
+        yes = no = 0.0
+        for token, lp in logprobs[0].top.items():
+            word = token.strip().lower()
+            if word == "yes":
+                yes += math.exp(lp)
+            elif word == "no":
+                no += math.exp(lp)
+        if yes + no > 0:
+            return yes / (yes + no)
+    text = str(reply).strip().lower()
+    if text.startswith("yes"):
+        return 1.0
+    if text.startswith("no"):
+        return 0.0
+    return 0.5
+
+
+def judge_yes(model: LanguageModel, question: str, system: Optional[str] = None) -> tuple[float, str]:
+    """P(Yes) for ``question`` (which should end with a cue such as "Answer:"), and the route used."""
+    if getattr(model, "supports_loglikelihood", False) and getattr(model, "cheap_loglikelihood", False):
+        try:
+            yes, no = model.loglikelihood(question, [" Yes", " No"])
+            peak = max(yes, no)
+            p_yes = math.exp(yes - peak) / (math.exp(yes - peak) + math.exp(no - peak))
+            return p_yes, "loglikelihood"
+        except LoglikelihoodUnsupported:
+            pass
+    prompt: Any = question
+    if getattr(model, "chat_native", False):
+        prompt = [{"role": "system", "content": system or "Answer with Yes or No."},
+                  {"role": "user", "content": question}]
+    reply = model.generate(prompt, temperature=0.0, max_tokens=3, top_logprobs=5)[0]
+    return yes_probability(reply), "logprobs" if getattr(reply, "logprobs", None) else "text"
