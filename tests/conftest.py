@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Iterator
 
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
 
 @pytest.fixture
@@ -25,3 +29,16 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"the shared data sets are missing: expected them at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def self_refine_example() -> ModuleType:
+    """The docs' Self-Refine example module, imported once (its types register globally)."""
+    name = "lits_docs_self_refine"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, EXAMPLES / "self_refine.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the file runs
+        spec.loader.exec_module(module)
+    return sys.modules[name]

@@ -53,3 +53,37 @@ def test_third_party_search_settings_are_validated(run_lits):
     result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
                       "--search-arg", "n_expansions=0")
     assert result.returncode == 2 and "n_expansions" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def self_refine(self_refine_example):
+    return self_refine_example
+
+
+def test_self_refine_written_as_in_the_structures_doc_runs_under_bfs(self_refine):
+    from lits.testing import ScriptedModel
+    from lits.type_registry import deserialize
+
+    result = self_refine.solve(ScriptedModel(), "Add the first five odd numbers.")
+    state = result.best_state
+    assert result.solved and type(state) is self_refine.RefineState
+    assert [s.iteration for s in state] == list(range(len(state))) and len(state) == 3
+    assert state[1].feedback and state[1].refined and deserialize(state.to_dict()) == state
+
+
+def test_self_refine_keeps_three_feedback_options_per_draft(self_refine):
+    from lits.testing import ScriptedModel
+
+    result = self_refine.solve(ScriptedModel(), "Add the first five odd numbers.")
+    draft = result.root.children[0]
+    assert len(draft.children) == 3 and len({c.step.feedback for c in draft.children}) == 3
+
+
+def test_self_refine_example_runs_as_a_script(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(EXAMPLES / "self_refine.py")], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "[Iteration 2]" in done.stdout and "solved=True" in done.stdout

@@ -74,6 +74,10 @@ def register_chains(register):
 @hookimpl
 def register_prompts(register):
     register("policy", "every", "every_d", {"state": "x"}, user=True)
+
+@hookimpl
+def register_search_frameworks(register):
+    register("every_f", policy="every_p", transition="every_t", reward_model="every_r", search="every_s")
 """
 
 BROKEN_PLUGIN = """
@@ -113,15 +117,15 @@ def test_every_hook_registers_its_kind(install_plugin, run_lits, run_python):
     assert info["registered"] == {
         "chain": ["every_c"], "dataset": ["every_d"], "policy": ["every_p"],
         "prompt": ["policy/every/every_d/user"], "resource": ["every_d"], "reward_model": ["every_r"],
-        "search": ["every_s"], "transition": ["every_t"],
+        "search": ["every_s"], "search_framework": ["every_f"], "transition": ["every_t"],
     }
     result = run_python("""
-        from lits.registry import infer_task_type, load_resource
+        from lits.registry import get_search_framework, infer_task_type, load_resource
         from lits.prompts.registry import PromptRegistry
         print(infer_task_type("every_d"), load_resource("every_d")["tool_context"],
-              PromptRegistry.get_usr("policy", "every", "every_d")["state"])
+              PromptRegistry.get_usr("policy", "every", "every_d")["state"], get_search_framework("every_f").search)
     """)
-    assert result.stdout.split() == ["tool_use", "none", "x"], result.stderr
+    assert result.stdout.split() == ["tool_use", "none", "x", "every_s"], result.stderr
 
 
 def test_registered_components_are_usable_through_the_registry(install_plugin, run_python):

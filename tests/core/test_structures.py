@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 from lits.lm.base import Completion
-from lits.structures.base import Step, TrajectoryState
+from lits.structures.base import Step
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 from lits.structures.node import MCTSNode
-from lits.type_registry import deserialize, register_state, register_type
+from lits.type_registry import deserialize, register_type
 
 
 def _env_state() -> EnvState:
@@ -63,29 +63,8 @@ def test_mcts_tree_round_trips_exactly():
     assert back.children[0].children[0].depth == 2
 
 
-# The seeds' custom-formulation structures must work as written there.
-@register_type
-@dataclass
-class RefineStep(Step):
-    draft: str = ""
-    feedback: str = ""
-    refined: str = ""
-    iteration: int = 0
-    is_satisfactory: bool = False
-
-    def get_action(self):
-        return self.refined if self.refined else self.draft
-
-
-@register_state
-class RefineState(TrajectoryState[RefineStep]):
-    def get_current_solution(self) -> str:
-        if not self.steps:
-            return ""
-        last_step = self.steps[-1]
-        return last_step.refined if last_step.refined else last_step.draft
-
-
+# The seeds' custom-formulation structures must work as written there
+# (RefineStep / RefineState come from the docs' Self-Refine example).
 @register_type
 @dataclass
 class MyCustomStep(Step):
@@ -100,11 +79,11 @@ class MyCustomStep(Step):
         return cls(field1=payload.get("field1", ""), field2=payload.get("field2"))
 
 
-def test_seed_style_custom_state_round_trips():
-    state = RefineState()
-    state.append(RefineStep(draft="x = 1", feedback="wrong sign", refined="x = -1", iteration=1))
+def test_seed_style_custom_state_round_trips(self_refine_example):
+    state = self_refine_example.RefineState()
+    state.append(self_refine_example.RefineStep(draft="x = 1", feedback="wrong sign", refined="x = -1", iteration=1))
     back = deserialize(json.loads(json.dumps(state.to_dict())))
-    assert type(back) is RefineState and back == state
+    assert type(back) is self_refine_example.RefineState and back == state
     assert back.get_current_solution() == "x = -1"
 
 

@@ -9,32 +9,39 @@ from lits.hookspecs import hookimpl
 
 @hookimpl
 def register_policies(register: Callable[..., Any]) -> None:
+    from lits.components.policy.concat import ConcatPolicy
     from lits.components.policy.env_grounded import EnvGroundedPolicy
     from lits.components.policy.tool_use import ToolUsePolicy
 
     register("env_grounded", EnvGroundedPolicy, task_type="env_grounded")
     register("tool_use", ToolUsePolicy, task_type="tool_use")
+    register("concat", ConcatPolicy, task_type="language_grounded")
 
 
 @hookimpl
 def register_reward_models(register: Callable[..., Any]) -> None:
     from lits.components.reward.env_grounded import EnvGroundedPRM
+    from lits.components.reward.generative import GenerativePRM
     from lits.components.reward.tool_use import ToolUsePRM
 
     register("env_grounded", EnvGroundedPRM, task_type="env_grounded")
     register("tool_use", ToolUsePRM, task_type="tool_use")
+    register("generative", GenerativePRM, task_type="language_grounded")
 
 
 @hookimpl
 def register_transitions(register: Callable[..., Any]) -> None:
+    from lits.components.transition.concat import ConcatTransition
     from lits.components.transition.tool_use import ToolUseTransition
 
     register("tool_use", ToolUseTransition, task_type="tool_use")
+    register("concat", ConcatTransition, task_type="language_grounded")
 
 
 @hookimpl
 def register_prompts(register: Callable[..., Any]) -> None:
     from lits.prompts import env_grounded as env
+    from lits.prompts import language_grounded as lang
     from lits.prompts import tool_use
 
     for key in ("env_grounded", "default"):
@@ -45,6 +52,11 @@ def register_prompts(register: Callable[..., Any]) -> None:
     for key in ("tool_use", "default"):
         register("policy", "tool_use", key, tool_use.POLICY_SYSTEM)
         register("policy", "tool_use", key, tool_use.POLICY_USER, user=True)
+    for key in ("language_grounded", "default"):
+        register("policy", "concat", key, lang.POLICY_SYSTEM)
+        register("policy", "concat", key, lang.POLICY_USER, user=True)
+        register("reward", "generative", key, lang.REWARD_SYSTEM)
+        register("reward", "generative", key, lang.REWARD_USER, user=True)
 
 
 @hookimpl
@@ -57,7 +69,19 @@ def register_searches(register: Callable[..., Any]) -> None:
 
 @hookimpl
 def register_chains(register: Callable[..., Any]) -> None:
-    from lits.agents import ChainConfig, EnvChain, ReActChat
+    from lits.agents import ChainConfig, CoTChain, EnvChain, ReActChat
 
     register("env_chain", EnvChain, config_class=ChainConfig)
     register("react", ReActChat, config_class=ChainConfig)
+    register("cot", CoTChain, config_class=ChainConfig)
+
+
+@hookimpl
+def register_search_frameworks(register: Callable[..., Any]) -> None:
+    # Chain-of-thought components under two algorithms: the paper's component-reuse demonstration.
+    register("rest", policy="concat", transition="concat", reward_model="generative", search="mcts",
+             search_args={"early_stop": False},
+             description="ReST-MCTS*: step-by-step thoughts, a generative process reward, MCTS")
+    register("tot_bfs", policy="concat", transition="concat", reward_model="generative", search="bfs",
+             search_args={"early_stop": False},
+             description="Tree of Thoughts: the same components under breadth-first beam search")

@@ -53,3 +53,11 @@ def register_chains(register: Callable[..., Any]) -> None:
 @hookspec
 def register_prompts(register: Callable[..., Any]) -> None:
     """``register(component, agent, key, value, user=False)`` for each prompt."""
+
+
+@hookspec
+def register_search_frameworks(register: Callable[..., Any]) -> None:
+    """``register(name, policy=, transition=, reward_model=, search="mcts", search_args=None, description="")``.
+
+    Names registered components as one ``--search-framework`` bundle.
+    """

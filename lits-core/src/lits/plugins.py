@@ -25,6 +25,7 @@ from lits.registry import (
     add_registration,
     owner_scope,
     register_prompt,
+    register_search_framework,
     registrations_of,
     remove_registrations_of,
 )
@@ -222,6 +223,7 @@ def _call_hooks(pm_name: str) -> None:
     caller("register_searches")(register=algorithm("search"))
     caller("register_chains")(register=algorithm("chain"))
     caller("register_prompts")(register=prompt)
+    caller("register_search_frameworks")(register=register_search_framework)
 
 
 def _snapshot() -> tuple[bool, list[PluginInfo], pluggy.PluginManager, set[str]]:

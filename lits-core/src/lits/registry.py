@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, TypeVar
@@ -27,6 +28,7 @@ KINDS = (
     "search",
     "chain",
     "prompt",
+    "search_framework",
 )
 TASK_TYPES = ("env_grounded", "language_grounded", "tool_use")
 
@@ -229,6 +231,51 @@ def register_search(name: str, config_class: Optional[type] = None) -> Callable[
 def register_chain(name: str, config_class: Optional[type] = None) -> Callable[[T], T]:
     """Register a chain agent (e.g. ``EnvChain``)."""
     return _class_decorator("chain", name, None, config_class=config_class)
+
+
+def register_search_framework(
+    name: str,
+    *,
+    policy: str,
+    transition: str,
+    reward_model: str,
+    search: str = "mcts",
+    search_args: Optional[dict[str, Any]] = None,
+    task_type: Optional[str] = "language_grounded",
+    description: str = "",
+) -> None:
+    """Bundle registered component names under ``--search-framework NAME``.
+
+    The names are resolved when a run starts, so a bundle may name components
+    that another plugin registers.  ``search`` is the algorithm used when the
+    user gives no ``--search``; ``search_args`` are its defaults, which
+    ``--search-arg`` overrides.
+    """
+    bundle = SearchFramework(name, policy, transition, reward_model, search, dict(search_args or {}), description)
+    caller = sys._getframe(1).f_globals.get("__name__", "__main__")
+    with owner_scope(_OWNER.get() or caller):  # the bundle's owner is whoever registers it
+        add_registration("search_framework", name, bundle, task_type=task_type)
+
+
+@dataclass
+class SearchFramework:
+    """A named (policy, transition, reward model, default search) combination."""
+
+    name: str
+    policy: str
+    transition: str
+    reward_model: str
+    search: str = "mcts"
+    search_args: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+def get_search_framework(name: str, task_type: Optional[str] = None) -> SearchFramework:
+    """The bundle named ``name``; ``ValueError`` when it is for another task type than ``task_type``."""
+    reg = get_registration("search_framework", name)
+    if task_type and reg.task_type and reg.task_type != task_type:
+        raise ValueError(f"search framework {name!r} is for {reg.task_type} datasets, not {task_type} ones")
+    return reg.obj
 
 
 def register_system_prompt(component: str, agent: str, key: str) -> Callable[[T], T]:

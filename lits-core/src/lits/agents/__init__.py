@@ -1,6 +1,6 @@
 """Agents: tree search (MCTS, BFS) and chains (EnvChain) over the same components."""
 
-from lits.agents.chain import ChainAgent, ChainResult, EnvChain, ReActChat
+from lits.agents.chain import ChainAgent, ChainResult, CoTChain, EnvChain, ReActChat
 from lits.agents.config import BFSConfig, ChainConfig, MCTSConfig, TreeSearchConfig
 from lits.agents.tree import BFS, MCTS, BaseTreeSearch, SearchResult
 
@@ -11,6 +11,7 @@ __all__ = [
     "ChainAgent",
     "ChainConfig",
     "ChainResult",
+    "CoTChain",
     "EnvChain",
     "MCTS",
     "MCTSConfig",

@@ -40,6 +40,17 @@ def cmd_chain(args: argparse.Namespace) -> int:
     return _run(args, mode="chain")
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from lits.runs.compare import compare_rows, format_rows
+
+    rows = compare_rows([Path(d) for d in args.save_dirs])
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(format_rows(rows, markdown=args.markdown))
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from lits.components.factory import create_components
     from lits.observability import InferenceLog
@@ -52,7 +63,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not results:
         raise UserError(f"{run_dir.root} has no finished instances to evaluate")
     components = create_components(config["dataset"], None, transition=config.get("transition"),  # type: ignore[arg-type]
-                                   resource_args=config.get("dataset_args") or {})
+                                   resource_args=config.get("dataset_args") or {},
+                                   framework=config.get("search_framework"))
     results = reevaluate(components, results, {})
     summary = aggregate(results, InferenceLog.read(run_dir.inference_log_path))
     summary["policy_stats"] = _read_json(run_dir.root / "eval_results.json").get("policy_stats")
@@ -67,7 +79,7 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
     from lits.components.factory import create_components
     from lits.lm.factory import create_model
     from lits.observability import InferenceLog
-    from lits.registry import get_registration, infer_task_type, load_dataset
+    from lits.registry import get_registration, get_search_framework, infer_task_type, load_dataset
     from lits.runs.evaluation import aggregate, format_table
     from lits.runs.runner import run_instances
 
@@ -80,8 +92,11 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
     task_type = infer_task_type(dataset)
 
     if mode == "search":
+        name = settings.get("search_framework")
+        framework = get_search_framework(name, task_type) if name else None
+        settings["search"] = settings.get("search") or (framework.search if framework else "mcts")
         agent_reg = get_registration("search", settings["search"])
-        agent_args = settings["search_args"]
+        agent_args = {**(framework.search_args if framework else {}), **settings["search_args"]}
     else:
         settings["chain"] = settings.get("chain") or _default_chain(task_type)
         agent_reg = get_registration("chain", settings["chain"])
@@ -110,6 +125,8 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
         n_actions=getattr(config, "n_actions", 1),
         temperature=getattr(config, "temperature", 0.0),
         resource_args=settings["dataset_args"],
+        framework=settings.get("search_framework"),
+        policy_kwargs=_depth_limit(task_type, config),
     )
     settings[f"{mode}_args"] = config.model_dump()
     run_dir.create()
@@ -185,9 +202,9 @@ def _settings(args: argparse.Namespace, mode: str) -> tuple[Any, dict[str, Any]]
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     if mode == "search":
-        settings.update(search=args.search, reward=args.reward,
+        settings.update(search=args.search, reward=args.reward, search_framework=args.search_framework,
                         search_args=parse_pairs(args.search_arg, "--search-arg"))
-        name = args.search
+        name = args.search_framework or args.search or "mcts"
     else:
         settings.update(chain=args.chain, chain_args=parse_pairs(args.chain_arg, "--chain-arg"))
         name = args.chain or "chain"
@@ -211,7 +228,15 @@ def _make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
         raise UserError(f"{reg.name}: {describe(exc)}") from None
 
 
-DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react"}
+def _depth_limit(task_type: str, config: Any) -> dict[str, Any]:
+    """Language-grounded policies ask for the final answer at the agent's depth limit."""
+    if task_type != "language_grounded":
+        return {}
+    limit = getattr(config, "max_depth", None) or getattr(config, "max_steps", None)
+    return {"max_depth": limit} if limit else {}
+
+
+DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react", "language_grounded": "cot"}
 
 
 def _default_chain(task_type: str) -> str:
@@ -223,7 +248,8 @@ def _default_chain(task_type: str) -> str:
 def _write_eval(run_dir: Any, config: dict[str, Any], summary: dict[str, Any]) -> None:
     from lits.runs.evaluation import format_table
 
-    run_dir.write_json("eval_results.json", {"config": {k: config.get(k) for k in ("dataset", "command", "search", "chain", "reward")}, **summary})
+    keys = ("dataset", "command", "search", "search_framework", "chain", "reward")
+    run_dir.write_json("eval_results.json", {"config": {k: config.get(k) for k in keys}, **summary})
     (run_dir.root / "eval.log").write_text(format_table(summary) + "\n", encoding="utf-8")
 
 

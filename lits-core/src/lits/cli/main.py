@@ -1,4 +1,4 @@
-"""``lits``: plugins, search, chain, eval.
+"""``lits``: plugins, search, chain, eval, compare.
 
 Every failure a user can cause ends in one ``lits: error: ...`` line and exit
 status 2; tracebacks of unexpected errors go to the run's execution.log.
@@ -64,9 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_options(p)
     _add_model_options(p)
     _add_run_options(p)
-    p.add_argument("--search", default="mcts", help="registered search algorithm (default mcts)")
+    p.add_argument("--search", default=None,
+                   help="registered search algorithm (default: the search framework's, else mcts)")
     p.add_argument("--search-arg", action="append", default=[], metavar="K=V",
                    help="search setting, e.g. n_iterations=10 (see the algorithm's config; repeatable)")
+    p.add_argument("--search-framework", default=None, metavar="NAME",
+                   help="a registered bundle of policy, transition and reward (e.g. rest, tot_bfs, rap); "
+                        "--policy/--transition/--reward still override its parts")
     p.add_argument("--reward", default=None, help="registered reward model name")
     p.set_defaults(func=commands.cmd_search)
 
@@ -78,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chain-arg", action="append", default=[], metavar="K=V",
                    help="chain setting, e.g. max_steps=10 (repeatable)")
     p.set_defaults(func=commands.cmd_chain)
+
+    p = sub.add_parser("compare", help="one table of accuracy, tokens, calls and time across runs")
+    p.add_argument("save_dirs", nargs="+", metavar="SAVE_DIR", help="finished runs to compare")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.set_defaults(func=commands.cmd_compare)
 
     p = sub.add_parser("eval", help="re-evaluate a finished run from its save dir")
     p.add_argument("--save-dir", required=True)

@@ -7,6 +7,7 @@ inference log, and the seeds' contracts on answer / error / malformed steps.
 
 from __future__ import annotations
 
+import typing
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Generic, Optional, TypeVar
 
@@ -134,8 +135,18 @@ class Transition(Component, Generic[StateT, ActionT]):
     COMPONENT = "transition"
 
     def init_state(self, **kwargs: Any) -> StateT:
-        """Initial state from a dataset example's fields."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement init_state()")
+        """Initial state from a dataset example's fields.
+
+        The default is an empty state of the class this transition works on,
+        read from ``Transition[MyState, ...]`` or from ``_step``'s ``state``
+        annotation, so a formulation that starts empty need not write one.
+        """
+        state_cls = _state_class_of(type(self))
+        if state_cls is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} does not implement init_state() and its state class is unknown "
+                "(annotate _step's state parameter or subclass Transition[MyState, ...])")
+        return state_cls()  # type: ignore[no-any-return]
 
     def step(
         self,
@@ -191,6 +202,22 @@ class RewardModel(Component, Generic[StateT, ActionT]):
     def reward(self, state: StateT, action: ActionT, **kwargs: Any) -> tuple[float, dict[str, Any]]:
         """Reward after execution; default: the fast reward (passed as ``fast_reward``)."""
         return float(kwargs.get("fast_reward", 0.0)), {}
+
+
+def _state_class_of(cls: type) -> Optional[type]:
+    """The State subclass a Transition subclass declares, if it declares one."""
+    from lits.structures.base import State
+
+    for klass in cls.__mro__:
+        for base in getattr(klass, "__orig_bases__", ()):
+            args = typing.get_args(base)
+            if args and isinstance(args[0], type) and issubclass(args[0], State):
+                return args[0]
+    try:
+        hint = typing.get_type_hints(cls._step).get("state")  # type: ignore[attr-defined]
+    except Exception:  # unresolvable annotations: no inference
+        return None
+    return hint if isinstance(hint, type) and issubclass(hint, State) else None
 
 
 def _phase(from_phase: str) -> dict[str, str]:

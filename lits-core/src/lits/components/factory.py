@@ -1,8 +1,10 @@
 """Build the (policy, transition, reward model) triple for a dataset.
 
 Registry first, generic fallback: an env-grounded domain that registers only a
-Transition gets :class:`EnvGroundedPolicy` and :class:`EnvGroundedPRM`.
-``--policy/--transition/--reward`` name registered classes explicitly.
+Transition gets :class:`EnvGroundedPolicy` and :class:`EnvGroundedPRM`; a
+language-grounded dataset gets the chain-of-thought components unless a
+``--search-framework`` bundle names others.  ``--policy/--transition/--reward``
+name registered classes explicitly and win over both.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any, Callable, Optional
 
 from lits.components.base import Policy, RewardModel, Transition
 from lits.lm.base import LanguageModel
-from lits.registry import ComponentRegistry, get_registration, infer_task_type, load_resource
+from lits.registry import ComponentRegistry, get_registration, get_search_framework, infer_task_type, load_resource
 
 
 @dataclass
@@ -23,6 +25,8 @@ class Components:
     task_type: str
     #: The dataset's own ``evaluate(example, final_answer) -> dict`` (tool use / QA), if registered.
     evaluate: Optional[Callable[..., dict[str, Any]]] = None
+    #: The dataset's answer equivalence, for self-consistency voting (language-grounded).
+    equivalent: Optional[Callable[[str, str], bool]] = None
 
 
 def _resolve(getter: Any, explicit: Optional[str], dataset: str, fallback: Optional[type]) -> Any:
@@ -48,17 +52,19 @@ def create_components(
     temperature: float = 0.8,
     policy_kwargs: Optional[dict[str, Any]] = None,
     resource_args: Optional[dict[str, Any]] = None,
+    framework: Optional[str] = None,
 ) -> Components:
     """Instantiate the components for ``dataset`` (see module docstring)."""
     task_type = infer_task_type(dataset)
+    if framework:
+        bundle = get_search_framework(framework, task_type)
+        policy, transition, reward = policy or bundle.policy, transition or bundle.transition, reward or bundle.reward_model
     if task_type == "tool_use":
         return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature,
                          resource_args or {})
-    if task_type != "env_grounded":
-        raise ValueError(
-            f"dataset {dataset!r} is {task_type}; this version of lits-core builds "
-            "components for env_grounded and tool_use datasets only"
-        )
+    if task_type == "language_grounded":
+        return _language_grounded(dataset, base_model, eval_model, policy, transition, reward, n_actions,
+                                  temperature, policy_kwargs or {})
     from lits.components.policy.env_grounded import EnvGroundedPolicy
     from lits.components.reward.env_grounded import EnvGroundedPRM
 
@@ -111,4 +117,31 @@ def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Optional[s
         reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset),
         task_type="tool_use",
         evaluate=get_registration("dataset", dataset).meta.get("evaluate"),
+    )
+
+
+def _language_grounded(dataset: str, base_model: Any, eval_model: Any, policy: Optional[str],
+                       transition: Optional[str], reward: Optional[str], n_actions: int,
+                       temperature: float, policy_kwargs: dict[str, Any]) -> Components:
+    """Chain of thought by default; the dataset supplies answer extraction, equivalence and scoring."""
+    from lits.answers import extract_stated_answer, same_text
+    from lits.components.policy.concat import ConcatPolicy
+    from lits.components.reward.generative import GenerativePRM
+    from lits.components.transition.concat import ConcatTransition
+
+    meta = get_registration("dataset", dataset).meta
+    policy_cls = _resolve(ComponentRegistry.get_policy, policy, dataset, ConcatPolicy)
+    transition_cls = _resolve(ComponentRegistry.get_transition, transition, dataset, ConcatTransition)
+    reward_cls = _resolve(ComponentRegistry.get_reward_model, reward, dataset, GenerativePRM)
+    equivalent = meta.get("equivalent") or same_text
+    return Components(
+        policy=policy_cls(base_model=base_model, task_name=dataset, n_actions=n_actions, temperature=temperature,
+                          **policy_kwargs),
+        transition=transition_cls(base_model=base_model, task_name=dataset,
+                                  extract_answer=meta.get("extract_answer") or extract_stated_answer,
+                                  equivalent=equivalent),
+        reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset),
+        task_type="language_grounded",
+        evaluate=meta.get("evaluate"),
+        equivalent=equivalent,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from lits.answers import same_text
 from lits.observability import InferenceLog
 from lits.type_registry import deserialize
 
@@ -38,26 +39,29 @@ def evaluate_env_instance(transition: Any, example: dict[str, Any], state: Any) 
     }
 
 
-def normalize_answer(value: Any) -> str:
-    return " ".join(str(value or "").lower().strip().rstrip(".").split())
+def evaluate_answer_instance(evaluate: Any, example: dict[str, Any], state: Any,
+                             answer: Optional[str] = None) -> dict[str, Any]:
+    """Tool use / QA: the final answer, judged by the dataset's ``evaluate`` or by exact match.
 
-
-def evaluate_answer_instance(evaluate: Any, example: dict[str, Any], state: Any) -> dict[str, Any]:
-    """Tool use / QA: the final answer, judged by the dataset's ``evaluate`` or by exact match."""
-    answer = state.get_final_answer() if hasattr(state, "get_final_answer") else None
+    ``answer`` is the answer selected across several trajectories (majority
+    vote); without it the state's own final answer counts.
+    """
+    if answer is None:
+        answer = state.get_final_answer() if hasattr(state, "get_final_answer") else None
     if evaluate is not None:
         verdict = dict(evaluate(example, answer))
     else:
-        verdict = {"solved": answer is not None and normalize_answer(answer) == normalize_answer(example.get("answer"))}
+        verdict = {"solved": answer is not None and same_text(answer, example.get("answer"))}
     solved = bool(verdict.pop("solved", False))
     return {"solved": solved, "progress": float(solved), "answer": answer, "plan": [],
             "plan_length": len(state), "optimal_length": None, "optimal": False, "metrics": verdict}
 
 
-def evaluate_instance(components: Any, example: dict[str, Any], state: Any) -> dict[str, Any]:
+def evaluate_instance(components: Any, example: dict[str, Any], state: Any,
+                      answer: Optional[str] = None) -> dict[str, Any]:
     if components.task_type == "env_grounded":
         return evaluate_env_instance(components.transition, example, state)
-    return evaluate_answer_instance(components.evaluate, example, state)
+    return evaluate_answer_instance(components.evaluate, example, state, answer)
 
 
 def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog) -> dict[str, Any]:
@@ -112,7 +116,8 @@ def reevaluate(components: Any, results: dict[int, dict[str, Any]], examples: di
         state = deserialize(result["final_state"])
         example = examples.get(idx) or {"query": result.get("query"), **result.get("example", {}),
                                         "_proposals": result.get("proposals")}
-        out[idx] = {**result, "eval": evaluate_instance(components, example, state)}
+        selected = (result.get("answer_selection") or {}).get("answer")
+        out[idx] = {**result, "eval": evaluate_instance(components, example, state, selected)}
     return out
 
 

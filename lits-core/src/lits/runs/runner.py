@@ -9,6 +9,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TextIO
 
+from lits.answers import Vote, majority_vote, same_text
 from lits.components.factory import Components
 from lits.concurrency import parallel_map, start_round_clock
 from lits.observability import InferenceLog, call_context, collecting
@@ -125,6 +126,7 @@ def _result_record(
     state = result.best_state if mode == "search" else result.state
     extra = {k: v for k, v in example.items() if k != "query"}
     proposals = _proposals(components.policy, idx)
+    vote = _vote(result, components) if mode == "search" else None
     return {
         "idx": idx,
         "id": example.get("id", str(idx)),
@@ -135,11 +137,21 @@ def _result_record(
         "stopped": result.stopped,
         "iterations": getattr(result, "iterations", None),
         "final_state": state.to_dict(),
-        "eval": evaluate_instance(components, {**example, "_proposals": proposals}, state),
+        "eval": evaluate_instance(components, {**example, "_proposals": proposals}, state,
+                                  vote.answer if vote is not None else None),
+        "answer_selection": vote.to_dict() if vote is not None else None,
         "inference": log.summary(instance=idx),
         "search_stats": getattr(result, "stats", None),
         "proposals": proposals,
     }
+
+
+def _vote(result: Any, components: Components) -> Optional[Vote]:
+    """Self-consistency over the answers of all terminal nodes (language-grounded search)."""
+    if components.task_type != "language_grounded":
+        return None
+    answers = [n.state.get_final_answer() for n in result.terminal_nodes if n.state is not None]
+    return majority_vote(answers, components.equivalent or same_text)
 
 
 def _proposals(policy: Any, idx: int) -> list[tuple[str, bool]]:

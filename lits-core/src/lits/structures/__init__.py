@@ -2,6 +2,7 @@
 
 from lits.structures.base import Action, State, Step, StringAction, TrajectoryState
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
+from lits.structures.language_grounded import ThoughtState, ThoughtStep
 from lits.structures.node import BFSNode, MCTSNode, SearchNode
 from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
 
@@ -16,6 +17,8 @@ __all__ = [
     "State",
     "Step",
     "StringAction",
+    "ThoughtState",
+    "ThoughtStep",
     "ToolUseAction",
     "ToolUseState",
     "ToolUseStep",

@@ -32,6 +32,7 @@ class StringAction(str, Action):
         return str.__str__(self)
 
 
+@register_type
 @dataclasses.dataclass
 class Step:
     """One reasoning or execution step: an action plus what came of it.

@@ -51,7 +51,7 @@ class ChainAgent:
                 state = self.transition.init_state(**example)
             stopped = "max_steps"
             while len(state) < self.config.max_steps:
-                if self.transition.is_terminal(state, query):
+                if self.transition.is_terminal(state, query_or_goals=query):
                     stopped = "solution"
                     break
                 if deadline is not None and time.monotonic() >= deadline:
@@ -65,7 +65,7 @@ class ChainAgent:
                         break
                     state, _aux = self.transition.step(state, steps[0], query, query_idx, from_phase="chain")
                 self._save(query_idx, state)
-            solved = bool(self.transition.is_terminal(state, query))
+            solved = bool(self.transition.is_terminal(state, query_or_goals=query))
             if solved:
                 stopped = "solution"
         return ChainResult(state=state, solved=solved, steps=len(state), stopped=stopped)

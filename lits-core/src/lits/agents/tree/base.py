@@ -54,6 +54,18 @@ class SearchResult:
         }
 
 
+def step_key(step: Any) -> str:
+    """Identity of a proposed step: siblings with equal keys are duplicates.
+
+    The whole step counts, not just its action: Self-Refine steps that share a
+    draft but differ in feedback are different proposals.
+    """
+    to_dict = getattr(step, "to_dict", None)
+    if to_dict is None:
+        return str(step)
+    return json.dumps(to_dict(), sort_keys=True, default=str)
+
+
 class BaseTreeSearch(ABC):
     NODE_CLASS: type[SearchNode] = SearchNode
 
@@ -153,18 +165,17 @@ class BaseTreeSearch(ABC):
             )
             seen: set[str] = set()
             for step in steps:
-                action = step.get_action()
-                key = str(action)
-                if action is not None and key in seen:
+                key = step_key(step)
+                if key in seen:
                     self.stats["duplicates"] += 1
                     continue
                 seen.add(key)
-                node.add_child(self.new_node(action=action, step=step))
+                node.add_child(self.new_node(action=step.get_action(), step=step))
             self.stats["expansions"] += 1
 
             def score(child: SearchNode) -> None:
                 child.fast_reward, child.fast_reward_details = self.reward_model.fast_reward(
-                    node.state, child.action, self.query, self.query_idx, from_phase=phase)
+                    node.state, child.action, self.query, self.query_idx, from_phase=phase, step=child.step)
 
             parallel_map(score, node.children)
         return node.children
@@ -173,7 +184,7 @@ class BaseTreeSearch(ABC):
         """Compute ``node.state`` with the transition, then its reward and terminal flag."""
         if node.state is not None or node.parent is None:
             if node.parent is None and node.state is not None:
-                node.is_terminal = bool(self.transition.is_terminal(node.state, self.query))
+                node.is_terminal = bool(self.transition.is_terminal(node.state, query_or_goals=self.query))
                 if node.is_terminal and node not in self._solutions:
                     self._solutions.append(node)
             return
@@ -186,7 +197,7 @@ class BaseTreeSearch(ABC):
             extra = {k: v for k, v in aux.items() if k not in ("fast_reward",)}
             node.reward, node.reward_details = self.reward_model.reward(
                 parent.state, node.action, fast_reward=node.fast_reward, **extra)
-            node.is_terminal = bool(self.transition.is_terminal(node.state, self.query))
+            node.is_terminal = bool(self.transition.is_terminal(node.state, query_or_goals=self.query))
             if node.is_terminal:
                 self._solutions.append(node)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from lits.agents.config import BFSConfig
-from lits.agents.tree.base import BaseTreeSearch
+from lits.agents.tree.base import BaseTreeSearch, SearchResult
 from lits.concurrency import parallel_map
 from lits.structures.node import BFSNode, SearchNode
 
@@ -54,3 +54,25 @@ class BFS(BaseTreeSearch):
         if self.out_of_time():
             return "time"
         return "budget" if self.iteration >= self.config.max_depth else "exhausted"
+
+
+def bfs(
+    query: Any,
+    policy: Any,
+    transition: Any,
+    reward_model: Any,
+    *,
+    n_actions: int = 3,
+    max_depth: int = 6,
+    beam_width: int = 3,
+    example: Optional[dict[str, Any]] = None,
+    query_idx: int = 0,
+    **settings: Any,
+) -> SearchResult:
+    """Run BFS over ``query`` with the given components (the structures doc's functional form).
+
+    ``settings`` are further :class:`BFSConfig` fields (e.g. ``early_stop``);
+    ``example`` is what ``transition.init_state(**example)`` receives.
+    """
+    config = BFSConfig(n_actions=n_actions, max_depth=max_depth, beam_width=beam_width, **settings)
+    return BFS(config, policy, transition, reward_model).run(query, query_idx, example or {"query": query})

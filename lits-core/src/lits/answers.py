@@ -1,0 +1,76 @@
+"""Final answers of language-grounded tasks: extraction and self-consistency voting.
+
+A dataset may supply its own ``extract_answer(text) -> str | None`` and
+``equivalent(a, b) -> bool`` (``@register_dataset(..., extract_answer=...,
+equivalent=...)``); these defaults serve any dataset that does not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+Extractor = Callable[[str], Optional[str]]
+Equivalence = Callable[[str, str], bool]
+
+_STATED = re.compile(r"(?:the\s+(?:final\s+)?answer\s+is\s*:?|final\s+answer\s*:|^answer\s*:)\s*(.+)", re.I | re.M)
+
+
+def extract_stated_answer(text: str) -> Optional[str]:
+    """The answer after "The answer is" / "Final answer:" / a line starting "Answer:" (the last one)."""
+    found = _STATED.findall(str(text or ""))
+    if not found:
+        return None
+    answer = found[-1].strip().splitlines()[0].strip()
+    answer = answer.rstrip(".").strip().strip("$").strip()
+    return answer or None
+
+
+def normalize_text(value: Any) -> str:
+    return " ".join(str(value or "").lower().strip().rstrip(".").split())
+
+
+def same_text(a: Any, b: Any) -> bool:
+    return normalize_text(a) == normalize_text(b)
+
+
+@dataclass
+class Vote:
+    """The outcome of a vote: the winner and how the weight split."""
+
+    answer: Optional[str]
+    share: float
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"answer": self.answer, "share": self.share, "clusters": self.clusters}
+
+
+def majority_vote(
+    answers: Iterable[tuple[Optional[str], float]] | Sequence[Optional[str]],
+    equivalent: Equivalence = same_text,
+) -> Vote:
+    """Self-consistency: group equivalent answers, pick the group with the most weight.
+
+    ``answers`` holds plain answers (weight 1 each) or ``(answer, weight)``
+    pairs; ``None`` answers do not vote.  Ties go to the group seen first, so
+    the result does not depend on hash order.
+    """
+    clusters: list[dict[str, Any]] = []
+    for item in answers:
+        answer, weight = item if isinstance(item, tuple) else (item, 1.0)
+        if answer is None or not str(answer).strip():
+            continue
+        for cluster in clusters:
+            if equivalent(str(answer), cluster["answer"]):
+                cluster["weight"] += float(weight)
+                cluster["count"] += 1
+                break
+        else:
+            clusters.append({"answer": str(answer), "weight": float(weight), "count": 1})
+    if not clusters:
+        return Vote(None, 0.0, [])
+    total = sum(c["weight"] for c in clusters) or 1.0
+    best = max(clusters, key=lambda c: c["weight"])  # max keeps the first of equals
+    return Vote(best["answer"], round(best["weight"] / total, 4), clusters)

@@ -1,0 +1,94 @@
+"""``ConcatPolicy``: propose the next chain-of-thought step (ReST-MCTS*, ToT, CoT).
+
+A completion model gets the problem, the numbered steps so far and the cue
+``Step k:``, and stops at the next step's number, so one call yields one
+step per sample.  A chat model gets the same content as messages and is asked
+for step k only.  At the search's depth limit the step is cued to state the
+final answer, so every full-depth path ends with one.  The prompt's shared part comes first so a server's prefix
+cache hits across siblings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from lits.components.base import Policy
+from lits.lm.base import Message
+from lits.structures.language_grounded import ThoughtState, ThoughtStep
+
+
+FINAL = "The answer is"
+
+
+class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
+    TASK_TYPE = "language_grounded"
+    AGENT_NAME = "concat"
+
+    def __init__(self, base_model: Any = None, task_name: Optional[str] = None, max_tokens: int = 200,
+                 max_depth: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(base_model, task_name, **kwargs)
+        self.max_tokens = max_tokens
+        #: The search's depth limit: the last step allowed is asked for the final answer.
+        self.max_depth = max_depth
+
+    def _is_last(self, state: ThoughtState) -> bool:
+        return self.max_depth is not None and len(state) >= self.max_depth - 1
+
+    def _template(self, key: str, default: str) -> str:
+        spec = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
+        return str(spec.get(key, default))
+
+    def completion_prompt(self, state: ThoughtState, query: Any) -> str:
+        """Problem, numbered steps so far, and the cue for the next step."""
+        step = self._template("step", "Step {index}:")
+        lines = [str(self.task_prompt_spec or "").strip(), "",
+                 self._template("question", "Problem: {question}\n").format(question=query).rstrip()]
+        lines += [f"{step.format(index=i)} {s.action}" for i, s in enumerate(state, 1) if s.action]
+        cue = step.format(index=len(state) + 1)
+        lines.append(f"{cue} {self._template('final', FINAL)}" if self._is_last(state) else cue)
+        return "\n".join(lines).lstrip()
+
+    def messages(self, state: ThoughtState, query: Any) -> list[Message]:
+        step = self._template("step", "Step {index}:")
+        done = "\n".join(f"{step.format(index=i)} {s.action}" for i, s in enumerate(state, 1) if s.action)
+        ask = self._template("chat_next", "Write only step {index}.").format(index=len(state) + 1)
+        if self._is_last(state):
+            ask += f' This is the last step: begin it with "{self._template("final", FINAL)}".'
+
+        user = self._template("question", "Problem: {question}\n").format(question=query)
+        user += (f"\nSteps so far:\n{done}\n" if done else "\n") + ask
+        return [{"role": "system", "content": str(self.task_prompt_spec or "")},
+                {"role": "user", "content": user}]
+
+    def _get_actions(self, state: ThoughtState, n_actions: int, temperature: float, query: Any = None,
+                     **kwargs: Any) -> list[ThoughtStep]:
+        if self.base_model is None:
+            raise ValueError("ConcatPolicy needs a base_model")
+        chat = bool(getattr(self.base_model, "chat_native", False))
+        prompt: Any = self.messages(state, query) if chat else self.completion_prompt(state, query)
+        # A completion model writes one line per step; a chat model may wrap, so stop at the next cue.
+        next_cue = self._template("step", "Step {index}:").format(index=len(state) + 2)
+        stop = [f"\n{next_cue}", "\nProblem:", "\n\n\n"] if chat else ["\n"]
+        replies = self.base_model.generate(prompt, n=n_actions, temperature=temperature, max_tokens=self.max_tokens,
+                                           stop=stop)
+        forced = self._template("final", FINAL) if self._is_last(state) and not chat else ""
+        steps: list[ThoughtStep] = []
+        for reply in replies:
+            text = _one_step(str(reply), self._template("step", "Step {index}:").format(index=len(state) + 1))
+            text = f"{forced} {text}".strip() if forced else text
+            if text and all(text != s.action for s in steps):
+                steps.append(ThoughtStep(action=text))
+        if not steps:
+            raise ValueError("the model proposed no step (empty replies)")
+        return steps
+
+    def _create_error_steps(self, n_actions: int, error_msg: str) -> list[ThoughtStep]:
+        return [ThoughtStep(error=error_msg)]
+
+
+def _one_step(reply: str, cue: str) -> str:
+    """The reply without an echoed step cue, on one line (whitespace collapsed)."""
+    text = reply.strip()
+    if text.startswith(cue):
+        text = text[len(cue):]
+    return " ".join(text.split())

@@ -1,0 +1,58 @@
+"""One comparable table across finished runs: accuracy, tokens, calls and time per method."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+COLUMNS = ("method", "dataset", "model", "instances", "accuracy", "tokens_in", "tokens_out", "calls",
+           "cached", "seconds")
+
+
+def method_label(config: dict[str, Any]) -> str:
+    """What a reader calls the method: the chain, or the framework/search pair."""
+    if config.get("command") == "chain":
+        return f"{config.get('chain') or 'chain'} (chain)"
+    framework, search = config.get("search_framework"), config.get("search") or "mcts"
+    return f"{framework} ({search})" if framework else search
+
+
+def compare_rows(save_dirs: list[Path]) -> list[dict[str, Any]]:
+    rows = []
+    for root in save_dirs:
+        try:
+            config = json.loads((root / "config.json").read_text(encoding="utf-8"))
+            summary = json.loads((root / "eval_results.json").read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ValueError(f"{root} is not a finished run ({Path(str(exc.filename)).name} is missing)") from None
+        except ValueError as exc:
+            raise ValueError(f"{root}: unreadable run file ({exc})") from None
+        inference = summary.get("inference") or {}
+        rows.append({
+            "method": method_label(config),
+            "dataset": config.get("dataset"),
+            "model": config.get("model") or "local",
+            "instances": summary.get("instances", 0),
+            "accuracy": summary.get("accuracy", 0.0),
+            "tokens_in": inference.get("tokens_in", 0),
+            "tokens_out": inference.get("tokens_out", 0),
+            "calls": inference.get("calls", 0),
+            "cached": inference.get("cache_hits", 0),
+            "seconds": round(summary.get("seconds_per_instance", 0.0) * summary.get("instances", 0), 1),
+            "save_dir": str(root),
+        })
+    return rows
+
+
+def format_rows(rows: list[dict[str, Any]], *, markdown: bool = False) -> str:
+    header = ["method", "dataset", "model", "n", "accuracy", "tokens in", "tokens out", "calls", "seconds"]
+    body = [[str(r["method"]), str(r["dataset"]), str(r["model"]), str(r["instances"]), f"{r['accuracy']:.1%}",
+             str(r["tokens_in"]), str(r["tokens_out"]),
+             f"{r['calls']}" + (f" (+{r['cached']} cached)" if r["cached"] else ""), f"{r['seconds']:.1f}"]
+            for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
+    widths = [max(len(x) for x in col) for col in zip(header, *body)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body])
