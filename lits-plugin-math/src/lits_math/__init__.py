@@ -1,0 +1,4 @@
+"""Math for LiTS: importing this module registers the datasets and the RAP components."""
+
+from lits_math import data  # noqa: F401  (registers gsm8k and math500)
+from lits_math import rap  # noqa: F401  (the RAP components, prompts and the "rap" search framework)
