@@ -88,6 +88,21 @@ def test_a_chat_model_is_stopped_at_the_next_step_cue():
     assert "\nStep 2:" in chat.calls[-1][1].stop
 
 
+def test_a_prompt_registered_as_in_the_design_doc_is_used(isolated_registry, model):
+    from lits.registry import register_system_prompt, register_user_prompt
+
+    @register_system_prompt("policy", "concat", "my_math_task")
+    def my_system_prompt():
+        return "You are solving math problems step by step..."
+
+    @register_user_prompt("policy", "concat", "my_math_task")
+    def my_user_prompt():
+        return {"question_format": "Task: {question}"}
+
+    prompt = ConcatPolicy(base_model=model, task_name="my_math_task").completion_prompt(ThoughtState(), QUESTION)
+    assert prompt.startswith("You are solving math problems step by step...") and "Task: What is 2+2?" in prompt
+
+
 def test_a_chat_model_gets_messages_asking_for_one_step():
     seen = []
     chat = ScriptedModel(lambda text, params, i: seen.append(text) or "Add them")

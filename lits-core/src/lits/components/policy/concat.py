@@ -35,8 +35,9 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         return self.max_depth is not None and len(state) >= self.max_depth - 1
 
     def _template(self, key: str, default: str) -> str:
+        """A user template by key; the design docs' ``question_format`` spelling works too."""
         spec = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
-        return str(spec.get(key, default))
+        return str(spec.get(key) or spec.get(f"{key}_format") or default)
 
     def completion_prompt(self, state: ThoughtState, query: Any) -> str:
         """Problem, numbered steps so far, and the cue for the next step."""
