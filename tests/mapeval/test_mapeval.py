@@ -134,6 +134,11 @@ def test_loader_errors_are_clear(tmp_path):
         load_mapeval_sql(path=str(tmp_path / "nope.json"))
     with pytest.raises(ValueError, match="colour"):
         load_mapeval_sql(colour="red")
+    with pytest.raises(FileNotFoundError, match="SQLite database not found: .*missing.sqlite"):
+        load_mapeval_sql(db=str(tmp_path / "missing.sqlite"))
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(ValueError, match="broken.json is not a MapEval JSON file"):
+        load_mapeval_sql(path=str(tmp_path / "broken.json"))
     with pytest.raises(ValueError, match="needs a question"):
         to_example({"id": 1, "question": "q", "answer": {"options": []}})
 

@@ -76,13 +76,28 @@ def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed:
         file = Path(path).expanduser()
         if not file.exists():
             raise FileNotFoundError(f"MapEval question file not found: {file}")
-        items = json.loads(file.read_text(encoding="utf-8"))
+        try:
+            items = json.loads(file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"{file} is not a MapEval JSON file: {exc}") from None
+        if not isinstance(items, list):
+            raise ValueError(f"{file} is not a MapEval JSON file: expected a list of questions")
     else:
-        items = generate_questions(Path(db) if db else default_db(int(seed)), seed=int(seed), per_class=int(per_class))
+        items = generate_questions(_database(db, seed), seed=int(seed), per_class=int(per_class))
     return [to_example(item) for item in items]
+
+
+def _database(db: Optional[str], seed: int) -> Path:
+    """The user's SQLite file (which must exist), or the plugin's own city for ``seed``."""
+    if db is None:
+        return default_db(int(seed))
+    path = Path(db).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"SQLite database not found: {path}")
+    return path
 
 
 @register_resource("mapeval-sql")
 def load_mapeval_sql_resource(db: Optional[str] = None, seed: int = 0, **kwargs: Any) -> dict[str, Any]:
-    database = ReadOnlyDatabase(Path(db).expanduser() if db else default_db(int(seed)))
+    database = ReadOnlyDatabase(_database(db, seed))
     return {"tools": make_tools(database), "tool_context": tool_context(database)}
