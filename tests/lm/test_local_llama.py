@@ -158,3 +158,9 @@ def test_blocksworld_search_runs_through_the_real_llama_cpp_server(llama_server,
     )
     assert result.returncode == 0, result.stderr
     assert (Path(tmp_path) / "run" / "results" / "0.json").exists()
+
+
+def test_loading_the_embedded_model_prints_nothing():
+    done = subprocess.run([sys.executable, "-c", "from lits.lm.local import LocalLlamaModel; LocalLlamaModel()"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "" and done.stderr == "", done.stderr

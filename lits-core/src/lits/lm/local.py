@@ -10,6 +10,7 @@ log-likelihood scoring (reading only the last position's logits, never
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -71,10 +72,11 @@ class LocalLlamaModel(LanguageModel):
         self.name = self.path.stem
         self.seed = seed
         started = time.perf_counter()
-        self._llm = llama_cpp.Llama(
-            model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1,
-            verbose=False, seed=seed,
-        )
+        with _quiet_native_output():
+            self._llm = llama_cpp.Llama(
+                model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1,
+                verbose=False, seed=seed,
+            )
         self.load_seconds = time.perf_counter() - started
         self._lock = threading.Lock()
         self._n_vocab = self._llm.n_vocab()
@@ -157,6 +159,15 @@ class LocalLlamaModel(LanguageModel):
     def close(self) -> None:
         with self._lock:
             self._llm.close()
+
+
+def _quiet_native_output() -> Any:
+    """Silence llama.cpp's C-level notes while the context is created (``verbose=False`` misses one)."""
+    try:
+        from llama_cpp._utils import suppress_stdout_stderr  # the pinned version's own helper
+    except ImportError:  # pragma: no cover - a later llama-cpp-python may move it
+        return contextlib.nullcontext()
+    return suppress_stdout_stderr(disable=False)
 
 
 def _log_softmax_at(np: Any, logits: Any, index: int) -> float:
