@@ -101,6 +101,22 @@ def _math500_example(index: int, record: dict[str, Any]) -> Example:
     return example
 
 
+def _load(
+    dataset: str,
+    own: list[Example],
+    make: Callable[[int, dict[str, Any]], Example],
+    path: Optional[str],
+    split: str,
+    offset: Any,
+    limit: Any,
+    extra: dict[str, Any],
+) -> list[Example]:
+    """The user's file (or folder) when ``path`` is given, else the plugin's own problems; then the window."""
+    start, count = _window(dataset, split, offset, limit, extra)
+    data = own if path is None else read_jsonl(_file(dataset, path), make)
+    return data[start:] if count is None else data[start : start + count]
+
+
 @register_dataset(
     "gsm8k",
     task_type="language_grounded",
@@ -116,15 +132,8 @@ def load_gsm8k(
     **kwargs: Any,
 ) -> list[Example]:
     """GSM8K ``{question, answer}`` JSONL from ``path`` (file or folder), else own problems."""
-    start, count = _window("gsm8k", split, offset, limit, kwargs)
-    if path is None:
-        data = [
-            {"id": f"own-gsm8k-{i}", "query": q, "answer": a}
-            for i, (q, a) in enumerate(WORD_PROBLEMS)
-        ]
-    else:
-        data = read_jsonl(_file("gsm8k", path), _gsm8k_example)
-    return data[start:] if count is None else data[start : start + count]
+    own = [{"id": f"own-gsm8k-{i}", "query": q, "answer": a} for i, (q, a) in enumerate(WORD_PROBLEMS)]
+    return _load("gsm8k", own, _gsm8k_example, path, split, offset, limit, kwargs)
 
 
 @register_dataset(
@@ -142,12 +151,6 @@ def load_math500(
     **kwargs: Any,
 ) -> list[Example]:
     """MATH500 JSONL from ``path`` (file or folder), else the plugin's own LaTeX problems."""
-    start, count = _window("math500", split, offset, limit, kwargs)
-    if path is None:
-        data = [
-            {"id": f"own-math-{i}", "query": q, "answer": a, "subject": s}
-            for i, (q, a, s) in enumerate(LATEX_PROBLEMS)
-        ]
-    else:
-        data = read_jsonl(_file("math500", path), _math500_example)
-    return data[start:] if count is None else data[start : start + count]
+    own = [{"id": f"own-math-{i}", "query": q, "answer": a, "subject": s}
+           for i, (q, a, s) in enumerate(LATEX_PROBLEMS)]
+    return _load("math500", own, _math500_example, path, split, offset, limit, kwargs)
