@@ -8,10 +8,10 @@ import math
 import pytest
 
 from lits.agents import MCTS, MCTSConfig
+from lits.agents.tree.journal import TreeJournal
 from lits.agents.tree.mcts import backpropagate, uct_score, uct_select
 from lits.observability import InferenceLog, collecting
 from lits.structures.node import MCTSNode
-from lits.type_registry import deserialize
 from tests.agents.conftest import EXAMPLE
 
 
@@ -93,13 +93,15 @@ def test_runtime_limit_stops_the_search(parts):
     assert result.stopped == "time" and result.iterations < 1000
 
 
-def test_checkpoints_are_written_per_iteration_and_round_trip(parts, tmp_path):
+def test_a_finished_search_leaves_one_compacted_journal_holding_the_tree(parts, tmp_path):
     search = MCTS(MCTSConfig(n_iterations=3, early_stop=False), parts.policy, parts.transition, parts.reward,
                   checkpoint_dir=tmp_path)
     search.run("9", 7, {"query": "9", "init_state_str": "0"})
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["7_1.json", "7_2.json", "7_3.json"]
-    payload = json.loads((tmp_path / "7_3.json").read_text())
-    assert deserialize(payload["tree"]).to_dict() == search.root.to_dict()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["7.journal.jsonl"]
+    lines = (tmp_path / "7.journal.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["compact"] is True
+    root, counters = TreeJournal(tmp_path / "7.journal.jsonl").replay()
+    assert root.to_dict() == search.root.to_dict() and counters["iteration"] == 3
 
 
 def test_resume_continues_from_the_latest_checkpoint(parts, tmp_path):

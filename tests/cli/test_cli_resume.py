@@ -17,7 +17,7 @@ def test_resume_finishes_an_interrupted_run_without_redoing_finished_instances(t
     run = tmp_path / "run"
     with FakeOpenAIServer(responder=first_listed_action, latency=0.05) as srv:
         args = ["search", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "3",
-                "--model", "m", "--base-url", srv.base_url, "--search-arg", "n_iterations=2",
+                "--model", "m", "--base-url", srv.base_url, "--search-arg", "n_iterations=2", "--concurrency", "1",
                 "--save-dir", str(run)]
         proc = subprocess.Popen([sys.executable, "-m", "lits", *args], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)

@@ -13,6 +13,7 @@ import contextvars
 import json
 import threading
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -56,13 +57,23 @@ class InferenceLog:
         self.path = path
         self.records: list[InferenceRecord] = []
         self._lock = threading.Lock()
+        self._fh: Any = None
 
     def add(self, record: InferenceRecord) -> None:
+        line = json.dumps(asdict(record), default=str) + "\n"
         with self._lock:
             self.records.append(record)
             if self.path is not None:
-                with self.path.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(asdict(record), default=str) + "\n")
+                if self._fh is None:  # one open file per run, not per call
+                    self._fh = self.path.open("a", encoding="utf-8")
+                self._fh.write(line)
+                self._fh.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
 
     def summary(self, **filters: Any) -> dict[str, Any]:
         """Totals over the records whose context matches ``filters``."""
@@ -83,11 +94,19 @@ class InferenceLog:
 
     @classmethod
     def read(cls, path: Path) -> "InferenceLog":
+        """Records of a JSONL log; a line torn by a crash or a full disk is skipped with a warning."""
         log = cls()
         if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
+            torn = 0
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                if not line.strip():
+                    continue
+                try:
                     log.records.append(InferenceRecord(**json.loads(line)))
+                except (ValueError, TypeError):
+                    torn += 1
+            if torn:
+                warnings.warn(f"{path}: skipped {torn} damaged line(s)", stacklevel=2)
         return log
 
 

@@ -17,6 +17,7 @@ class TreeSearchConfig(BaseModel):
     runtime_limit: Optional[float] = Field(None, gt=0, description="seconds per instance")
     early_stop: bool = Field(True, description="stop at the first solution")
     temperature: float = Field(0.8, ge=0, description="policy sampling temperature")
+    checkpoint_every: int = Field(1, ge=1, description="journal the tree every N iterations (or depths)")
 
 
 class MCTSConfig(TreeSearchConfig):
@@ -26,6 +27,8 @@ class MCTSConfig(TreeSearchConfig):
     aggregate: Literal["mean", "max"] = "mean"
     simulate: Literal["greedy", "sample"] = "greedy"
     seed: int = 0
+    parallel_iterations: int = Field(1, ge=1, description="rollouts run at once (tree-parallel MCTS with virtual loss)")
+    virtual_loss: float = Field(1.0, ge=0, description="return assumed for a rollout still in flight")
 
 
 class BFSConfig(TreeSearchConfig):

@@ -66,8 +66,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                    resource_args=config.get("dataset_args") or {},
                                    framework=config.get("search_framework"))
     results = reevaluate(components, results, {})
-    summary = aggregate(results, InferenceLog.read(run_dir.inference_log_path))
-    summary["policy_stats"] = _read_json(run_dir.root / "eval_results.json").get("policy_stats")
+    summary = aggregate(results, InferenceLog.read(run_dir.inference_log_path), run_dir.read_timings())
+    previous = _read_json(run_dir.root / "eval_results.json")
+    for key in ("policy_stats", "run_seconds", "calls_in_flight_avg"):  # measured by the run itself
+        summary[key] = previous.get(key)
     _write_eval(run_dir, config, summary)
     print(json.dumps(summary, indent=1) if args.json else format_table(summary))
     return 0
@@ -108,11 +110,12 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
     if not selected:
         raise UserError(f"no instances selected from {dataset!r} ({len(examples)} available)")
 
+    concurrency = settings["concurrency"]
     model = create_model(
         settings["model"],
         base_url=settings["base_url"],
         api=settings["api"],
-        concurrency=args.concurrency,
+        concurrency=concurrency,
         price_in=settings["price_in"],
         price_out=settings["price_out"],
     )
@@ -147,16 +150,22 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
         return agent_cls(config, components.policy, components.transition,
                          checkpoint_dir=run_dir.checkpoints)
 
+    started_at = time.time()
     try:
         outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
-                                concurrency=args.concurrency, resume=args.resume)
+                                concurrency=concurrency, resume=args.resume)
     finally:
         model.close()
         if model.cache is not None:
             model.cache.close()
-    summary = aggregate(run_dir.read_results(), InferenceLog.read(run_dir.inference_log_path))
+    log = InferenceLog.read(run_dir.inference_log_path)
+    summary = aggregate(run_dir.read_results(), log, run_dir.read_timings())
     as_dict = getattr(getattr(components.policy, "stats", None), "as_dict", None)
     summary["policy_stats"] = as_dict() if as_dict is not None else None
+    summary["run_seconds"] = round(outcome.seconds, 3)
+    # Model-seconds of this process's paid calls over its wall time: how busy the slots were.
+    paid = sum(r.seconds for r in log.records if not r.cached and r.time >= started_at)
+    summary["calls_in_flight_avg"] = round(paid / outcome.seconds, 2) if outcome.seconds > 0 else None
     _write_eval(run_dir, settings, summary)
     print(format_table(summary))
     if outcome.skipped:
@@ -180,6 +189,9 @@ def _settings(args: argparse.Namespace, mode: str) -> tuple[Any, dict[str, Any]]
         saved = run_dir.read_config()
         if saved.get("command") != mode:
             raise UserError(f"{run_dir.root} holds a {saved.get('command')} run, not a {mode} run")
+        if args.concurrency is not None:  # operational: safe to change on resume
+            saved["concurrency"] = _check_concurrency(args.concurrency)
+        saved["concurrency"] = saved.get("concurrency") or default_concurrency(saved.get("model"))
         return run_dir, saved
     if not args.dataset:
         raise UserError("--dataset is required (see `lits plugins` for registered datasets)")
@@ -194,7 +206,8 @@ def _settings(args: argparse.Namespace, mode: str) -> tuple[Any, dict[str, Any]]
         "model": args.model,
         "base_url": args.base_url,
         "api": args.api,
-        "concurrency": args.concurrency,
+        "concurrency": _check_concurrency(args.concurrency) if args.concurrency is not None
+        else default_concurrency(args.model),
         "price_in": args.price_in,
         "price_out": args.price_out,
         "cache": args.cache,
@@ -208,12 +221,25 @@ def _settings(args: argparse.Namespace, mode: str) -> tuple[Any, dict[str, Any]]
     else:
         settings.update(chain=args.chain, chain_args=parse_pairs(args.chain_arg, "--chain-arg"))
         name = args.chain or "chain"
-    if args.concurrency < 1:
-        raise UserError("--concurrency must be at least 1")
     root = Path(args.save_dir) if args.save_dir else Path("runs") / f"{args.dataset}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if (root / "config.json").exists():
         raise UserError(f"{root} already holds a run; pass --resume to continue it or choose another --save-dir")
     return RunDir(root), settings
+
+
+#: Calls in flight against an HTTP server when --concurrency is not given: enough to keep a
+#: local vLLM / llama.cpp server batching.  In-process models take one call at a time.
+SERVER_CONCURRENCY = 16
+
+
+def default_concurrency(model: Any) -> int:
+    return 1 if model in (None, "", "local", "scripted") else SERVER_CONCURRENCY
+
+
+def _check_concurrency(value: int) -> int:
+    if value < 1:
+        raise UserError("--concurrency must be at least 1")
+    return value
 
 
 def _make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:

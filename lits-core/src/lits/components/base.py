@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typing
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Generic, Optional, TypeVar
+from typing import Any, ClassVar, Generic, Optional, Sequence, TypeVar
 
 from lits.lm.base import Completion, LanguageModel, Prompt
 from lits.observability import call_context
@@ -193,6 +193,35 @@ class RewardModel(Component, Generic[StateT, ActionT]):
     ) -> tuple[float, dict[str, Any]]:
         with call_context(component="reward", **_phase(from_phase)):
             return self._fast_reward(state, action, query, query_idx, from_phase=from_phase, **kwargs)
+
+    def fast_rewards(
+        self,
+        state: StateT,
+        actions: Sequence[ActionT],
+        query: Any = None,
+        query_idx: Optional[int] = None,
+        from_phase: str = "",
+        steps: Optional[Sequence[Any]] = None,
+    ) -> list[tuple[float, dict[str, Any]]]:
+        """Fast rewards of sibling actions, in order.
+
+        The default scores each action concurrently (one dependent round, one
+        call each); a reward model that can judge all siblings in one request
+        overrides :meth:`_fast_rewards`.
+        """
+        with call_context(component="reward", **_phase(from_phase)):
+            return self._fast_rewards(state, list(actions), query, query_idx, from_phase=from_phase,
+                                      steps=list(steps) if steps is not None else [None] * len(actions))
+
+    def _fast_rewards(
+        self, state: StateT, actions: list[ActionT], query: Any, query_idx: Optional[int],
+        from_phase: str = "", steps: Sequence[Any] = (),
+    ) -> list[tuple[float, dict[str, Any]]]:
+        from lits.concurrency import parallel_map
+
+        return parallel_map(
+            lambda i: self.fast_reward(state, actions[i], query, query_idx, from_phase=from_phase, step=steps[i]),
+            range(len(actions)))
 
     def _fast_reward(
         self, state: StateT, action: ActionT, query: Any, query_idx: Optional[int], from_phase: str = "", **kwargs: Any

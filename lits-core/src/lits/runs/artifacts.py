@@ -5,10 +5,12 @@
     config.json            how the run was made (never an API key)
     execution.log          what happened, with tracebacks of failed instances
     inference.jsonl        one line per model call (tokens, latency, tags)
-    checkpoints/           {idx}_{iteration}.json trees (search) or {idx}.json states (chain)
+    checkpoints/           {idx}.journal.jsonl tree changes per iteration (search) or {idx}.json states (chain)
     terminal_nodes/{idx}.json   every terminal node found (search)
     paths/{idx}.json            the selected path (search)
-    results/{idx}.json          per-instance outcome; its presence marks the instance done
+    results/{idx}.json          per-instance outcome; its presence marks the instance done.
+                                The same seed gives the same bytes at any concurrency.
+    timings/{idx}.json          wall seconds, dependent rounds and model calls of the instance
     eval_results.json      aggregated evaluation (also eval.log)
 
 All JSON files are written atomically, so a killed run leaves no torn file.
@@ -89,6 +91,14 @@ class RunDir:
         if not folder.is_dir():
             return set()
         return {int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()}
+
+    def read_timings(self) -> dict[int, dict[str, Any]]:
+        folder = self.root / "timings"
+        out: dict[int, dict[str, Any]] = {}
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            if path.stem.isdigit():
+                out[int(path.stem)] = json.loads(path.read_text(encoding="utf-8"))
+        return out
 
     def read_results(self) -> dict[int, dict[str, Any]]:
         return {

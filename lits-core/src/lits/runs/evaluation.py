@@ -64,8 +64,10 @@ def evaluate_instance(components: Any, example: dict[str, Any], state: Any,
     return evaluate_answer_instance(components.evaluate, example, state, answer)
 
 
-def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog) -> dict[str, Any]:
-    """Run-level metrics from per-instance results and the inference log."""
+def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog,
+              timings: Optional[dict[int, dict[str, Any]]] = None) -> dict[str, Any]:
+    """Run-level metrics from per-instance results, their timings and the inference log."""
+    timings = timings or {}
     evals = [r["eval"] for r in results.values() if r.get("eval")]
     n = len(evals)
     solved = [e for e in evals if e["solved"]]
@@ -79,7 +81,8 @@ def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog) -> dict[str
         ),
         "optimal_plans": sum(1 for e in evals if e["optimal"]),
         "seconds_per_instance": (
-            round(sum(r.get("seconds", 0.0) for r in results.values()) / n, 2) if n else 0.0
+            round(sum((timings.get(i) or r).get("seconds", 0.0) for i, r in results.items()) / n, 2)
+            if n else 0.0
         ),
         "metrics": _mean_metrics(evals),
         "diversity": _diversity(results),

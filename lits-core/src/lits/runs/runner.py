@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TextIO
 
 from lits.answers import Vote, majority_vote, same_text
 from lits.components.factory import Components
-from lits.concurrency import parallel_map, start_round_clock
+from lits.concurrency import fan_out_width, start_round_clock
 from lits.observability import InferenceLog, call_context, collecting
 from lits.runs.artifacts import RunDir
 from lits.runs.evaluation import evaluate_instance
@@ -66,6 +68,7 @@ class RunOutcome:
     finished: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
     failed: dict[int, str] = field(default_factory=dict)
+    seconds: float = 0.0
 
 
 def run_instances(
@@ -97,13 +100,15 @@ def run_instances(
                 rounds = start_round_clock()
                 agent = make_agent()
                 result = agent.run(example.get("query"), idx, example, resume=resume)
-            record = _result_record(idx, example, result, components, mode, log)
-            record["seconds"] = round(time.perf_counter() - started, 3)
-            record["dependent_rounds"] = rounds[0]
+            record = _result_record(idx, example, result, components, mode)
             if mode == "search":
                 payload = result.to_dict()
                 run_dir.write_json(f"terminal_nodes/{idx}.json", payload.get("terminal_nodes", []))
                 run_dir.write_json(f"paths/{idx}.json", payload.get("best_path", []))
+            run_dir.write_json(f"timings/{idx}.json", {
+                "seconds": round(time.perf_counter() - started, 3),
+                "dependent_rounds": rounds[0],
+                    })
             run_dir.write_result(idx, record)
             outcome.finished.append(idx)
             execution.info("instance %d: solved=%s stopped=%s", idx, record["eval"]["solved"], record["stopped"])
@@ -114,15 +119,25 @@ def run_instances(
             execution.error("instance %d failed: %s\n%s", idx, message, traceback.format_exc())
             progress.update(None)
 
-    with collecting(log), progress:
-        parallel_map(one, todo, max_workers=max(1, concurrency))
+    started = time.perf_counter()
+    with collecting(log), progress, fan_out_width(concurrency):
+        if concurrency <= 1 or len(todo) <= 1:
+            for item in todo:
+                one(item)
+        else:
+            with ThreadPoolExecutor(max_workers=min(concurrency, len(todo)), thread_name_prefix="lits-instance") as pool:
+                # Each instance runs in a copy of this context (fan-out width, sinks).
+                futures = [pool.submit(contextvars.copy_context().run, one, item) for item in todo]
+                for future in futures:
+                    future.result()
+    outcome.seconds = time.perf_counter() - started
+    log.close()
     run_dir.close_logger(execution)
     return outcome
 
 
-def _result_record(
-    idx: int, example: dict[str, Any], result: Any, components: Components, mode: str, log: InferenceLog
-) -> dict[str, Any]:
+def _result_record(idx: int, example: dict[str, Any], result: Any, components: Components, mode: str) -> dict[str, Any]:
+    """What the agent found: the same seed gives the same bytes (timings go to ``timings/``)."""
     state = result.best_state if mode == "search" else result.state
     extra = {k: v for k, v in example.items() if k != "query"}
     proposals = _proposals(components.policy, idx)
@@ -140,7 +155,6 @@ def _result_record(
         "eval": evaluate_instance(components, {**example, "_proposals": proposals}, state,
                                   vote.answer if vote is not None else None),
         "answer_selection": vote.to_dict() if vote is not None else None,
-        "inference": log.summary(instance=idx),
         "search_stats": getattr(result, "stats", None),
         "proposals": proposals,
     }
@@ -156,4 +170,4 @@ def _vote(result: Any, components: Components) -> Optional[Vote]:
 
 def _proposals(policy: Any, idx: int) -> list[tuple[str, bool]]:
     take = getattr(getattr(policy, "stats", None), "take_proposals", None)
-    return list(take(idx)) if take is not None else []
+    return sorted(take(idx)) if take is not None else []  # concurrent expansions record in any order

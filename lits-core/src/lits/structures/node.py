@@ -28,7 +28,6 @@ class SearchNode:
     reward: float = 0.0
     reward_details: dict[str, Any] = dataclasses.field(default_factory=dict)
     is_terminal: bool = False
-    is_duplicate: bool = False
 
     # -- tree walking ------------------------------------------------------
     def add_child(self, child: "SearchNode") -> "SearchNode":
@@ -57,12 +56,24 @@ class SearchNode:
     _SKIP = ("parent", "children")
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"__type__": type(self).__name__}
-        for f in dataclasses.fields(self):
-            if f.name not in self._SKIP:
-                out[f.name] = serialize(getattr(self, f.name))
+        out = self.to_flat_dict()
         out["children"] = [c.to_dict() for c in self.children]
         return out
+
+    def to_flat_dict(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+        """This node's own fields (no parent, no children): one journal record."""
+        out: dict[str, Any] = {"__type__": type(self).__name__}
+        for f in dataclasses.fields(self):
+            if f.name not in self._SKIP and f.name not in skip:
+                out[f.name] = serialize(getattr(self, f.name))
+        return out
+
+    def update_from_flat(self, payload: dict[str, Any]) -> None:
+        """Apply a journal record written by :meth:`to_flat_dict`."""
+        names = {f.name for f in dataclasses.fields(self)} - set(self._SKIP)
+        for key, value in payload.items():
+            if key in names:
+                setattr(self, key, deserialize(value))
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> "SearchNode":

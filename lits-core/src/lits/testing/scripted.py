@@ -23,9 +23,13 @@ class ScriptedModel(LanguageModel):
     """Answers from a script; the same request always gets the same answer.
 
     ``responses`` is a list (served in order, cycling) or a function
-    ``(prompt_text, params, sample_index) -> str``.  ``scorer(prompt,
+    ``(prompt_text, params, sample_index) -> str``.  Without a script it acts
+    like an obedient model (:func:`obedient_reply`): when the prompt lists
+    actions it proposes listed ones, distinct across the ``n`` samples of a
+    request; it answers Yes to yes/no questions.  ``scorer(prompt,
     continuation) -> logprob`` enables :meth:`loglikelihood`; without it the
-    model reports it cannot score.  Every request is kept in ``calls``.
+    model reports it cannot score.  ``chat_native`` makes components send it
+    chat messages (as to a chat server).  Every request is kept in ``calls``.
     """
 
     def __init__(
@@ -35,9 +39,11 @@ class ScriptedModel(LanguageModel):
         scorer: Optional[Scorer] = None,
         name: str = "scripted",
         concurrency: int = 1,
+        chat_native: bool = False,
     ) -> None:
         super().__init__(concurrency=concurrency)
         self.name = name
+        self.chat_native = chat_native
         self._responses = responses
         self._scorer = scorer
         self.supports_loglikelihood = self.cheap_loglikelihood = scorer is not None
@@ -69,7 +75,7 @@ class ScriptedModel(LanguageModel):
         if callable(self._responses):
             return self._responses(text, params, index)
         if not self._responses:
-            return _stable_hash(f"{text}|{params.temperature}|{index}")
+            return obedient_reply(text, params, index)
         with self._lock:
             reply = self._responses[self._next % len(self._responses)]
             self._next += 1
@@ -81,6 +87,31 @@ class ScriptedModel(LanguageModel):
         with self._lock:
             self.calls.append((prompt, GenerationParams(n=len(continuations), max_tokens=0)))
         return [float(self._scorer(prompt, c)) for c in continuations], len(prompt.split())
+
+
+def listed_actions(text: str) -> list[str]:
+    """The lines under the last heading that ends in "actions:" (e.g. "Valid actions:")."""
+    lines = text.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.strip().lower().endswith("actions:")]
+    if not heads:
+        return []
+    listed = []
+    for line in lines[heads[-1] + 1:]:
+        if not line.strip():
+            break
+        listed.append(line.strip())
+    return listed
+
+
+def obedient_reply(text: str, params: GenerationParams, index: int) -> str:
+    """A listed action (sample ``index`` of a fixed shuffle: distinct within a request), Yes, or a hash."""
+    listed = listed_actions(text)
+    if listed:
+        order = sorted(listed, key=lambda a: _stable_hash(f"{text}|{params.temperature}|{a}"))
+        return order[index % len(order)]
+    if "yes or no" in text.lower():
+        return "Yes"
+    return _stable_hash(f"{text}|{params.temperature}|{index}")
 
 
 def _stable_hash(text: str) -> str:

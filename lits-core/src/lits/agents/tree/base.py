@@ -1,16 +1,23 @@
 """``BaseTreeSearch``: everything around a search algorithm but the algorithm.
 
-It owns node ids, the root, checkpoints (save and resume), the runtime limit,
-terminal-node collection and the call tags (instance, phase, depth,
-iteration) that the inference log records.  A subclass implements only
+It owns node ids, the root, the checkpoint journal (save and resume), the
+runtime limit, terminal-node collection and the call tags (instance, phase,
+depth, iteration) that the inference log records.  A subclass implements only
 :meth:`search`.
+
+Node ids, child order and tie-breaks depend on the tree alone, never on
+thread timing: children are attached in the order the policy proposed them,
+and work done concurrently (BFS frontiers, tree-parallel rollouts) is
+numbered afterwards in a fixed order (:meth:`numbered`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import re
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -18,13 +25,20 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, TypeVar
 
 from lits.agents.config import TreeSearchConfig
+from lits.agents.tree.journal import TreeJournal
 from lits.concurrency import parallel_map
 from lits.observability import call_context
-from lits.structures.base import atomic_write_text
 from lits.structures.node import SearchNode
 from lits.type_registry import deserialize
 
 N = TypeVar("N", bound=SearchNode)
+
+#: Nodes created inside :meth:`BaseTreeSearch.numbered` go to this list instead of taking ids.
+_PENDING: contextvars.ContextVar[Optional[list[SearchNode]]] = contextvars.ContextVar(
+    "lits_pending_nodes", default=None)
+#: The iteration a concurrent rollout works for (call tags), when it differs from ``self.iteration``.
+_ITERATION: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("lits_iteration", default=None)
+_PROVISIONAL = 1 << 40  # provisional ids sort after every real one, in creation order
 
 
 @dataclass
@@ -40,9 +54,7 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         def flat(node: SearchNode) -> dict[str, Any]:
-            data = node.to_dict()
-            data.pop("children", None)
-            return data
+            return node.to_flat_dict()
 
         return {
             "solved": self.solved,
@@ -91,6 +103,11 @@ class BaseTreeSearch(ABC):
         self._next_id = 1
         self._deadline: Optional[float] = None
         self._solutions: list[SearchNode] = []  # kept as found: no tree walk per iteration
+        self._lock = threading.Lock()
+        self._journal: Optional[TreeJournal] = None
+        self._dirty: dict[int, SearchNode] = {}  # changed since the last checkpoint, by object id
+        self._backups: list[tuple[int, float]] = []
+        self._provisional = _PROVISIONAL
 
     # -- the algorithm -----------------------------------------------------
     @abstractmethod
@@ -110,11 +127,22 @@ class BaseTreeSearch(ABC):
         self.query, self.query_idx = query, query_idx
         limit = self.config.runtime_limit
         self._deadline = time.monotonic() + limit if limit else None
+        if self.checkpoint_dir is not None:
+            self._journal = TreeJournal(self.checkpoint_dir / f"{query_idx}.journal.jsonl")
         name = getattr(self, "search_name", type(self).__name__.lower())
-        with call_context(instance=query_idx, search=name):
-            if not (resume and self.load_latest_checkpoint()):
-                self.root = self.NODE_CLASS(id=0, state=self.transition.init_state(**example))
-            self.search(query, query_idx)
+        try:
+            with call_context(instance=query_idx, search=name):
+                if not (resume and self.load_latest_checkpoint()):
+                    if self._journal is not None and self._journal.exists():
+                        self._journal.path.unlink()  # a fresh start must not replay an old tree
+                    self.root = self.NODE_CLASS(id=0, state=self.transition.init_state(**example))
+                    self.mark(self.root)
+                self.search(query, query_idx)
+            if self._journal is not None:
+                self._journal.compact(self.iteration, self._next_id, self.stats, self.root)
+        finally:
+            if self._journal is not None:
+                self._journal.close()
         return self.result()
 
     def result(self) -> SearchResult:
@@ -138,53 +166,130 @@ class BaseTreeSearch(ABC):
 
     # -- helpers for subclasses ----------------------------------------------
     def new_node(self, cls: Optional[type[N]] = None, **fields: Any) -> N:
-        node = (cls or self.NODE_CLASS)(id=self._next_id, **fields)  # type: ignore[arg-type]
-        self._next_id += 1
-        self.stats["nodes"] += 1
+        pending = _PENDING.get()
+        with self._lock:
+            if pending is None:
+                node_id, self._next_id = self._next_id, self._next_id + 1
+            else:
+                node_id, self._provisional = self._provisional, self._provisional + 1
+            self.stats["nodes"] += 1
+        node = (cls or self.NODE_CLASS)(id=node_id, **fields)  # type: ignore[arg-type]
+        if pending is not None:
+            pending.append(node)
         return node  # type: ignore[return-value]
+
+    def numbered(self, tasks: list[Any], fn: Any) -> list[Any]:
+        """``parallel_map(fn, tasks)``, numbering the nodes each task creates afterwards.
+
+        Ids follow task order, then creation order within a task, so the tree
+        is the same whichever thread finished first.
+        """
+        created: list[list[SearchNode]] = [[] for _ in tasks]
+
+        def run(i: int) -> Any:
+            _PENDING.set(created[i])
+            return fn(tasks[i])
+
+        results = parallel_map(run, range(len(tasks)))
+        with self._lock:
+            for nodes in created:
+                for node in nodes:
+                    node.id, self._next_id = self._next_id, self._next_id + 1
+        return results
+
+    def mark(self, node: SearchNode) -> None:
+        """Record that ``node`` was created or changed (it goes into the next checkpoint)."""
+        if self._journal is not None:
+            self._dirty[id(node)] = node
+
+    def record_backup(self, node: SearchNode, value: float) -> None:
+        """Record a return backed up through ``node`` (MCTS visits), a few bytes each."""
+        if self._journal is not None:
+            self._backups.append((node.id, value))
 
     def out_of_time(self) -> bool:
         return self._deadline is not None and time.monotonic() >= self._deadline
 
     @contextlib.contextmanager
     def phase(self, name: str, **tags: Any) -> Iterator[None]:
+        if "iteration" in tags and _ITERATION.get() is not None:
+            tags["iteration"] = _ITERATION.get()
         with call_context(phase=name, **tags):
             yield
 
+    @contextlib.contextmanager
+    def working_on(self, iteration: int) -> Iterator[None]:
+        """Tag the calls made inside with ``iteration`` (a rollout of a tree-parallel batch)."""
+        token = _ITERATION.set(iteration)
+        try:
+            yield
+        finally:
+            _ITERATION.reset(token)
+
     def expand(self, node: SearchNode, phase: str = "expand") -> list[SearchNode]:
-        """Ask the policy for children of ``node`` and score them (fast rewards, concurrently)."""
+        """Ask the policy for children of ``node`` and score them (fast rewards, one fan-out)."""
         if node.children or node.is_terminal:
             return node.children
         self.materialize(node)
         if node.is_terminal or node.depth >= self.config.max_depth:
             return []
+        self.attach(node, self.propose(node, phase))
+        self.score_children([node], phase)
+        return node.children
+
+    def propose(self, node: SearchNode, phase: str = "expand") -> list[Any]:
+        """The policy's candidate steps for ``node`` (a model call; safe to run concurrently)."""
         with self.phase(phase, depth=node.depth, iteration=self.iteration):
             steps = self.policy.get_actions(
                 node.state, n_actions=self.config.n_actions, temperature=self.config.temperature,
                 query=self.query, query_idx=self.query_idx, from_phase=phase,
             )
-            seen: set[str] = set()
-            for step in steps:
-                key = step_key(step)
-                if key in seen:
-                    self.stats["duplicates"] += 1
-                    continue
-                seen.add(key)
-                node.add_child(self.new_node(action=step.get_action(), step=step))
+        with self._lock:
             self.stats["expansions"] += 1
+        return list(steps)
 
-            def score(child: SearchNode) -> None:
-                child.fast_reward, child.fast_reward_details = self.reward_model.fast_reward(
-                    node.state, child.action, self.query, self.query_idx, from_phase=phase, step=child.step)
-
-            parallel_map(score, node.children)
+    def attach(self, node: SearchNode, steps: list[Any]) -> list[SearchNode]:
+        """Add one child per distinct step, in the policy's order."""
+        seen: set[str] = set()
+        for step in steps:
+            key = step_key(step)
+            if key in seen:
+                with self._lock:
+                    self.stats["duplicates"] += 1
+                continue
+            seen.add(key)
+            node.add_child(self.new_node(action=step.get_action(), step=step))
         return node.children
+
+    def score_children(self, parents: list[SearchNode], phase: str = "expand") -> None:
+        """Fast rewards of every child of ``parents``, as few model rounds as the reward model allows."""
+        groups = [p for p in parents if p.children]
+
+        def score(parent: SearchNode) -> None:
+            actions = [c.action for c in parent.children]
+            steps = [c.step for c in parent.children]
+            with self.phase(phase, depth=parent.depth, iteration=self.iteration):
+                batch = getattr(self.reward_model, "fast_rewards", None)
+                if batch is not None:
+                    scores = batch(parent.state, actions, self.query, self.query_idx, from_phase=phase, steps=steps)
+                else:  # a duck-typed reward model with only the per-action method
+                    scores = parallel_map(lambda i: self.reward_model.fast_reward(
+                        parent.state, actions[i], self.query, self.query_idx, from_phase=phase, step=steps[i]),
+                        range(len(actions)))
+            for child, (value, details) in zip(parent.children, scores):
+                child.fast_reward, child.fast_reward_details = value, details
+                self.mark(child)
+
+        parallel_map(score, groups)
 
     def materialize(self, node: SearchNode, phase: str = "expand") -> None:
         """Compute ``node.state`` with the transition, then its reward and terminal flag."""
         if node.state is not None or node.parent is None:
             if node.parent is None and node.state is not None:
-                node.is_terminal = bool(self.transition.is_terminal(node.state, query_or_goals=self.query))
+                terminal = bool(self.transition.is_terminal(node.state, query_or_goals=self.query))
+                if terminal != node.is_terminal:
+                    node.is_terminal = terminal
+                    self.mark(node)
                 if node.is_terminal and node not in self._solutions:
                     self._solutions.append(node)
             return
@@ -198,8 +303,10 @@ class BaseTreeSearch(ABC):
             node.reward, node.reward_details = self.reward_model.reward(
                 parent.state, node.action, fast_reward=node.fast_reward, **extra)
             node.is_terminal = bool(self.transition.is_terminal(node.state, query_or_goals=self.query))
+            self.mark(node)
             if node.is_terminal:
-                self._solutions.append(node)
+                with self._lock:
+                    self._solutions.append(node)
 
     def materialize_all(self, nodes: list[SearchNode], phase: str = "expand") -> None:
         parallel_map(lambda n: self.materialize(n, phase), nodes)
@@ -208,7 +315,8 @@ class BaseTreeSearch(ABC):
         return [n for n in self.root.iter_tree() if n.is_terminal]
 
     def first_solution(self) -> Optional[SearchNode]:
-        return self._solutions[0] if self._solutions else None
+        """The solution with the lowest id (found first in tree order, whatever the thread timing)."""
+        return min(self._solutions, key=lambda n: n.id) if self._solutions else None
 
     def path_reward(self, node: SearchNode) -> float:
         return sum(n.reward for n in node.path()[1:])
@@ -223,25 +331,49 @@ class BaseTreeSearch(ABC):
 
     # -- checkpoints -------------------------------------------------------
     def save_checkpoint(self, iteration: int) -> None:
-        if self.checkpoint_dir is None:
+        """Append what changed since the last checkpoint to the instance's journal.
+
+        With ``checkpoint_every`` > 1 only every n-th iteration is written; the
+        changes in between are carried to the next line, never lost.
+        """
+        if self._journal is None:
             return
-        payload = {"iteration": iteration, "next_id": self._next_id, "stats": self.stats,
-                   "tree": self.root.to_dict()}
-        atomic_write_text(self.checkpoint_dir / f"{self.query_idx}_{iteration}.json", json.dumps(payload))
+        every = max(1, getattr(self.config, "checkpoint_every", 1))
+        if iteration % every:
+            return
+        nodes = sorted(self._dirty.values(), key=lambda n: n.id)
+        self._journal.append(iteration, self._next_id, self.stats, nodes, self._backups)
+        self._dirty = {}
+        self._backups = []
 
     def load_latest_checkpoint(self) -> bool:
-        """Restore the tree of the latest checkpoint of this instance, if any."""
+        """Rebuild the tree from this instance's journal (or a legacy checkpoint), if any."""
+        if self._journal is not None and self._journal.exists():
+            replayed = self._journal.replay()
+            if replayed is not None:
+                self.root, counters = replayed
+                self.iteration = counters["iteration"]
+                self._next_id = counters["next_id"]
+                self.stats.update(counters["stats"])
+                self._solutions = self.terminal_nodes()
+                return True
+        return self._load_legacy_checkpoint()
+
+    def _load_legacy_checkpoint(self) -> bool:
+        """Runs written before the journal kept a whole tree per iteration: ``{idx}_{it}.json``."""
         if self.checkpoint_dir is None or not self.checkpoint_dir.is_dir():
             return False
         pattern = re.compile(rf"^{self.query_idx}_(\d+)\.json$")
         found = [(int(m.group(1)), p) for p in self.checkpoint_dir.iterdir() if (m := pattern.match(p.name))]
         if not found:
             return False
-        iteration, path = max(found)
+        _iteration, path = max(found)
         payload = json.loads(path.read_text(encoding="utf-8"))
         self.root = deserialize(payload["tree"])
         self.iteration = int(payload["iteration"])
         self._next_id = int(payload["next_id"])
         self.stats.update(payload.get("stats", {}))
         self._solutions = self.terminal_nodes()
+        for node in self.root.iter_tree():
+            self.mark(node)
         return True

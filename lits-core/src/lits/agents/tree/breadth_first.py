@@ -22,11 +22,16 @@ class BFS(BaseTreeSearch):
             if self.out_of_time() or (self.config.early_stop and self.first_solution()):
                 break
             with self.phase("expand", depth=self.iteration):
-                parallel_map(self.expand, frontier)
+                open_nodes = [n for n in frontier if not n.children]
+                proposals = parallel_map(self.propose, open_nodes)
+                for node, steps in zip(open_nodes, proposals):  # ids in frontier order
+                    self.attach(node, steps)
+                self.score_children(open_nodes)
                 children = [c for n in frontier for c in n.children]
                 self.materialize_all(children)
             for child in children:
                 child.cum_reward = self._score(child)  # type: ignore[attr-defined]
+                self.mark(child)
             ranked = sorted(children, key=lambda c: (-c.cum_reward, c.id))  # type: ignore[attr-defined]
             frontier = [c for c in ranked[: self.config.beam_width] if not c.is_terminal]
             self.iteration += 1

@@ -22,41 +22,70 @@ def uct_select(node: MCTSNode, w_exp: float) -> MCTSNode:
     return max(children, key=lambda c: (uct_score(c, node.visits, w_exp), -c.id))
 
 
-def backpropagate(path: list[MCTSNode], aggregate: str = "mean") -> None:
+def backpropagate(path: list[MCTSNode], aggregate: str = "mean") -> list[float]:
     """Node i gets G_i = aggregate(r_i .. r_k) over the rewards from it to the leaf.
 
     The root has no action, so its return aggregates r_1 .. r_k (0 for a lone root).
+    Returns the value backed up through each node of ``path``.
     """
     rewards = [n.reward for n in path[1:]]
+    values = []
     for i, node in enumerate(path):
         tail = rewards[max(i, 1) - 1:]
         value = (max(tail) if aggregate == "max" else sum(tail) / len(tail)) if tail else 0.0
         node.cum_rewards.append(value)
         node.visits += 1
+        values.append(value)
+    return values
 
 
 class MCTS(BaseTreeSearch):
+    """UCT search; with ``parallel_iterations=K`` K rollouts run at once (tree parallelism).
+
+    Tree-parallel MCTS selects K paths one after another, each adding a
+    virtual loss (a visit with return ``-virtual_loss``) along its path so
+    the next selection looks elsewhere; the K leaves are then expanded and
+    simulated concurrently, the virtual losses removed and the real returns
+    backed up in selection order.  Selection is sequential and new nodes are
+    numbered in rollout order, so a fixed K and seed give the same tree at
+    any ``--concurrency``.
+    """
+
     NODE_CLASS = MCTSNode
     search_name = "mcts"
     config: MCTSConfig
 
     def search(self, query: Any, query_idx: int) -> None:
         self.materialize(self.root)
-        rng = random.Random(self.config.seed + query_idx)
         while self.iteration < self.config.n_iterations:
             if self.out_of_time() or (self.config.early_stop and self.first_solution()):
                 break
             if self.root.is_terminal:
                 break
-            path = self._select()
-            leaf = path[-1]
-            if not leaf.is_terminal and leaf.depth < self.config.max_depth:
-                self.expand(leaf)
-                path = self._simulate(path, rng)
+            width = min(self.config.parallel_iterations, self.config.n_iterations - self.iteration)
+            paths = self._select_batch(width)
+            if len(paths) == 1:
+                paths = [self._rollout((paths[0], self.iteration))]
+            else:
+                paths = self.numbered([(p, self.iteration + k) for k, p in enumerate(paths)], self._rollout)
             with self.phase("backprop", iteration=self.iteration):
-                backpropagate(path, self.config.aggregate)  # type: ignore[arg-type]
-            self.iteration += 1
+                for path in paths:
+                    values = backpropagate(path, self.config.aggregate)  # type: ignore[arg-type]
+                    for node, value in zip(path, values):
+                        self.record_backup(node, value)
+            self.iteration += len(paths)
             self.save_checkpoint(self.iteration)
+
+    def _rollout(self, task: tuple[list[MCTSNode], int]) -> list[MCTSNode]:
+        """Expand the selected leaf and simulate from it (one iteration's model work)."""
+        path, iteration = task
+        leaf = path[-1]
+        if not leaf.is_terminal and leaf.depth < self.config.max_depth:
+            with self.working_on(iteration):
+                self.expand(leaf)
+                rng = random.Random(f"{self.config.seed}:{self.query_idx}:{iteration}")
+                return self._simulate(path, rng)
+        return path
 
     def stop_reason(self) -> str:
         if self.config.early_stop and self.first_solution() is not None:
@@ -66,6 +95,33 @@ class MCTS(BaseTreeSearch):
         if self.iteration >= self.config.n_iterations:
             return "budget"
         return "exhausted"
+
+    def _select_batch(self, width: int) -> list[list[MCTSNode]]:
+        """Up to ``width`` paths to distinct leaves, diverted from each other by virtual loss."""
+        paths = [self._select()]
+        if width == 1:
+            return paths
+        claimed = {id(paths[0][-1])}
+        loss = -abs(self.config.virtual_loss)
+        touched: list[MCTSNode] = []
+        try:
+            while len(paths) < width:
+                for node in paths[-1]:
+                    node.visits += 1
+                    node.cum_rewards.append(loss)
+                    touched.append(node)
+                path = self._select()
+                leaf = path[-1]
+                expandable = not leaf.is_terminal and leaf.depth < self.config.max_depth
+                if expandable and id(leaf) in claimed:
+                    break  # every open leaf is taken: run a smaller batch
+                claimed.add(id(leaf))
+                paths.append(path)
+        finally:
+            for node in reversed(touched):
+                node.visits -= 1
+                node.cum_rewards.pop()
+        return paths
 
     def _select(self) -> list[MCTSNode]:
         node: MCTSNode = self.root  # type: ignore[assignment]
@@ -80,6 +136,7 @@ class MCTS(BaseTreeSearch):
     def _simulate(self, path: list[MCTSNode], rng: random.Random) -> list[MCTSNode]:
         """Roll out from the expanded leaf, following the best (or a sampled) fast reward."""
         depth_limit = self.config.rollout_depth if self.config.rollout_depth is not None else self.config.max_depth
+        path = list(path)
         node = path[-1]
         while node.children and not self.out_of_time():
             child = self._pick(node.children, rng)  # type: ignore[arg-type]

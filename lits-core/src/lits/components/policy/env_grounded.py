@@ -143,16 +143,20 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         chosen: list[str] = []
         seen = set(exclude)
         lookup = {a.lower(): a for a in valid} if valid is not None else None
+        # Sampling without replacement: each request lists only the actions not proposed yet,
+        # and once every valid action is proposed nobody is asked again.
+        target = n if valid is None else min(n, len([a for a in valid if a not in seen]))
         temp = temperature
         for attempt in range(self.max_attempts):
-            want = n - len(chosen)
+            want = target - len(chosen)
             if want <= 0:
                 break
+            remaining = [a for a in valid if a not in seen] if valid is not None else []
             if attempt:
                 temp = min(self.max_temperature, temp + self.temperature_step)
                 self.stats.add(escalations=1)
             replies = self.base_model.generate(
-                self._prompt_for(state, query, valid or []),
+                self._prompt_for(state, query, remaining),
                 n=want,
                 temperature=temp,
                 max_tokens=self.max_tokens,
@@ -169,8 +173,8 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
                     seen.add(action)
                     chosen.append(action)
                     self.stats.propose(action, duplicate=False)
-        if valid is not None and len(chosen) < n:
-            fill = [a for a in valid if a not in seen][: n - len(chosen)]
+        if valid is not None and len(chosen) < target:
+            fill = [a for a in valid if a not in seen][: target - len(chosen)]
             self.stats.add(fallbacks=len(fill))
             chosen.extend(fill)
         return chosen[:n]
