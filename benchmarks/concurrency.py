@@ -57,7 +57,7 @@ def one_pass(base_url: str, examples: list, concurrency: int, root: Path, cache:
     wall = time.perf_counter() - started
     model.close()
     assert not outcome.failed, outcome.failed
-    results = run_dir.read_results()
+    results = run_dir.read_timings()
     log = InferenceLog.read(run_dir.inference_log_path)
     return {
         "concurrency": concurrency,

@@ -26,7 +26,9 @@ def _run(tmp_path: Path, *args: str) -> dict:
     done = subprocess.run([sys.executable, "-m", "lits", *args, "--dataset", "mapeval-sql", "--limit", "1",
                            "--save-dir", str(save)], capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr
-    return json.loads((save / "results" / "0.json").read_text())
+    record = json.loads((save / "results" / "0.json").read_text())
+    record["inference"] = json.loads((save / "timings" / "0.json").read_text())["inference"]
+    return record
 
 
 def test_react_chain_calls_a_tool_on_the_embedded_model(tmp_path):

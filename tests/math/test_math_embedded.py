@@ -37,7 +37,7 @@ def _run(tmp_path: Path, method: str, *model: str) -> dict:
     steps = record["final_state"]["steps"]
     own = steps[-1].get("answer") if steps else None
     assert record["eval"]["answer"] == (selected if selected is not None else own)
-    assert record["inference"]["calls"] > 0
+    assert json.loads((save / "timings" / "0.json").read_text())["inference"]["calls"] > 0
     return record
 
 
