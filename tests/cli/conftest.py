@@ -10,6 +10,7 @@ from typing import Callable, Iterator
 
 import pytest
 
+from lits.testing.scripted import listed_actions
 from lits.testing.server import FakeOpenAIServer
 
 SECRET = "sk-test-THIS-MUST-NEVER-BE-WRITTEN-0123456789"
@@ -17,13 +18,8 @@ SECRET = "sk-test-THIS-MUST-NEVER-BE-WRITTEN-0123456789"
 
 def first_listed_action(prompt: str, body: dict) -> str:
     """Answer like a weak but obedient model: pick the first valid action listed."""
-    lines = prompt.splitlines()
-    for i, line in enumerate(lines):
-        if line.strip().lower().startswith("valid actions"):
-            for candidate in lines[i + 1:]:
-                if candidate.strip():
-                    return candidate.strip()
-    return "Yes"
+    listed = listed_actions(prompt)
+    return listed[0] if listed else "Yes"
 
 
 @pytest.fixture

@@ -48,7 +48,7 @@ def policy_system() -> str:
 def policy_user() -> dict[str, str]:
     return {
         "state": STATE,
-        "instruction": "Now: {env_state}\nLegal actions:\n{actions}\n"
+        "instruction": "Now: {env_state}\nLegal actions:\n{actions}\n\n"
                        "Write the next action of a shortest plan, exactly as listed.",
     }
 

@@ -10,7 +10,7 @@ POLICY_USER = {
         "Goal: {goals}\n"
         "Current state: {env_state}\n"
         "Actions taken so far:\n{plan}"
-        "Valid actions:\n{actions}\n"
+        "Valid actions:\n{actions}\n\n"
         "Next action:\n"
     ),
 }

@@ -140,7 +140,8 @@ def _result_record(idx: int, example: dict[str, Any], result: Any, components: C
     """What the agent found: the same seed gives the same bytes (timings go to ``timings/``)."""
     state = result.best_state if mode == "search" else result.state
     extra = {k: v for k, v in example.items() if k != "query"}
-    proposals = _proposals(components.policy, idx)
+    kept = getattr(result, "proposals", None)  # a search journals them, so they survive a resume
+    proposals = kept if kept is not None else _proposals(components.policy, idx)
     vote = _vote(result, components) if mode == "search" else None
     return {
         "idx": idx,

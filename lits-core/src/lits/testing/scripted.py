@@ -90,7 +90,7 @@ class ScriptedModel(LanguageModel):
 
 
 def listed_actions(text: str) -> list[str]:
-    """The lines under the last heading that ends in "actions:" (e.g. "Valid actions:")."""
+    """The lines under the last heading that ends in "actions:" (e.g. "Valid actions:"), up to a blank line."""
     lines = text.splitlines()
     heads = [i for i, line in enumerate(lines) if line.strip().lower().endswith("actions:")]
     if not heads:

@@ -20,6 +20,7 @@ class ChainResult:
     solved: bool
     steps: int
     stopped: str
+    proposals: Optional[list[tuple[str, bool]]] = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"solved": self.solved, "steps": self.steps, "stopped": self.stopped,
@@ -42,6 +43,7 @@ class ChainAgent:
         self.policy = policy
         self.transition = transition
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
+        self.proposals: list[tuple[str, bool]] = []
 
     def run(self, query: Any, query_idx: int, example: dict[str, Any], *, resume: bool = False) -> ChainResult:
         deadline = time.monotonic() + self.config.runtime_limit if self.config.runtime_limit else None
@@ -68,7 +70,13 @@ class ChainAgent:
             solved = bool(self.transition.is_terminal(state, query_or_goals=query))
             if solved:
                 stopped = "solution"
-        return ChainResult(state=state, solved=solved, steps=len(state), stopped=stopped)
+        self.proposals.extend(self._take_proposals(query_idx))
+        return ChainResult(state=state, solved=solved, steps=len(state), stopped=stopped,
+                           proposals=sorted(self.proposals))
+
+    def _take_proposals(self, query_idx: int) -> list[tuple[str, bool]]:
+        take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)
+        return [tuple(p) for p in take(query_idx)] if take is not None else []  # type: ignore[misc]
 
     def _path(self, query_idx: int) -> Optional[Path]:
         return self.checkpoint_dir / f"{query_idx}.json" if self.checkpoint_dir else None
@@ -76,10 +84,15 @@ class ChainAgent:
     def _save(self, query_idx: int, state: Any) -> None:
         path = self._path(query_idx)
         if path is not None:
-            atomic_write_text(path, json.dumps(state.to_dict()))
+            self.proposals.extend(self._take_proposals(query_idx))
+            atomic_write_text(path, json.dumps({"state": state.to_dict(), "proposals": self.proposals}))
 
     def _load(self, query_idx: int) -> Any:
         path = self._path(query_idx)
         if path is None or not path.exists():
             return None
-        return deserialize(json.loads(path.read_text(encoding="utf-8")))
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        if "__type__" in payload:  # written before proposals were kept with the state
+            return deserialize(payload)
+        self.proposals = [(str(a), bool(d)) for a, d in payload.get("proposals") or []]
+        return deserialize(payload["state"])

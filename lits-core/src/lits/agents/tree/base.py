@@ -51,6 +51,8 @@ class SearchResult:
     iterations: int
     stopped: str
     stats: dict[str, Any] = field(default_factory=dict)
+    #: The policy's sampled proposals ``(action, duplicate)``, across resumes.
+    proposals: list[tuple[str, bool]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         def flat(node: SearchNode) -> dict[str, Any]:
@@ -108,6 +110,7 @@ class BaseTreeSearch(ABC):
         self._dirty: dict[int, SearchNode] = {}  # changed since the last checkpoint, by object id
         self._backups: list[tuple[int, float]] = []
         self._provisional = _PROVISIONAL
+        self.proposals: list[tuple[str, bool]] = []  # journaled, so a resume keeps them
 
     # -- the algorithm -----------------------------------------------------
     @abstractmethod
@@ -138,8 +141,9 @@ class BaseTreeSearch(ABC):
                     self.root = self.NODE_CLASS(id=0, state=self.transition.init_state(**example))
                     self.mark(self.root)
                 self.search(query, query_idx)
+            self.proposals.extend(self._take_proposals())
             if self._journal is not None:
-                self._journal.compact(self.iteration, self._next_id, self.stats, self.root)
+                self._journal.compact(self.iteration, self._next_id, self.stats, self.root, self.proposals)
         finally:
             if self._journal is not None:
                 self._journal.close()
@@ -162,6 +166,7 @@ class BaseTreeSearch(ABC):
             iterations=self.iteration,
             stopped=self.stop_reason(),
             stats=dict(self.stats),
+            proposals=sorted(self.proposals),
         )
 
     # -- helpers for subclasses ----------------------------------------------
@@ -187,8 +192,11 @@ class BaseTreeSearch(ABC):
         created: list[list[SearchNode]] = [[] for _ in tasks]
 
         def run(i: int) -> Any:
-            _PENDING.set(created[i])
-            return fn(tasks[i])
+            token = _PENDING.set(created[i])
+            try:
+                return fn(tasks[i])
+            finally:
+                _PENDING.reset(token)
 
         results = parallel_map(run, range(len(tasks)))
         with self._lock:
@@ -342,9 +350,15 @@ class BaseTreeSearch(ABC):
         if iteration % every:
             return
         nodes = sorted(self._dirty.values(), key=lambda n: n.id)
-        self._journal.append(iteration, self._next_id, self.stats, nodes, self._backups)
+        proposals = self._take_proposals()
+        self.proposals.extend(proposals)
+        self._journal.append(iteration, self._next_id, self.stats, nodes, self._backups, proposals)
         self._dirty = {}
         self._backups = []
+
+    def _take_proposals(self) -> list[tuple[str, bool]]:
+        take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)
+        return [tuple(p) for p in take(self.query_idx)] if take is not None else []  # type: ignore[misc]
 
     def load_latest_checkpoint(self) -> bool:
         """Rebuild the tree from this instance's journal (or a legacy checkpoint), if any."""
@@ -355,6 +369,7 @@ class BaseTreeSearch(ABC):
                 self.iteration = counters["iteration"]
                 self._next_id = counters["next_id"]
                 self.stats.update(counters["stats"])
+                self.proposals = list(counters["proposals"])
                 self._solutions = self.terminal_nodes()
                 return True
         return self._load_legacy_checkpoint()

@@ -3,8 +3,8 @@
 Each line holds the nodes created or changed since the last line (their own
 fields and parent id, never their subtrees), the returns backed up through
 nodes (``[id, value]`` pairs, so a visit costs a few bytes however often a node
-is visited), the iteration counter, the next node id and the search
-statistics.  Disk per run grows with nodes, not nodes × iterations, and the
+is visited), the policy's new proposals, the iteration counter, the next node
+id and the search statistics.  Disk per run grows with nodes, not nodes × iterations, and the
 cost of a checkpoint does not grow with the tree.  When an instance finishes,
 the journal is compacted into one line holding the whole tree.
 
@@ -42,7 +42,8 @@ class TreeJournal:
 
     # -- writing -------------------------------------------------------------
     def append(self, iteration: int, next_id: int, stats: dict[str, Any],
-               nodes: Iterable[SearchNode], backups: list[tuple[int, float]]) -> None:
+               nodes: Iterable[SearchNode], backups: list[tuple[int, float]],
+               proposals: Iterable[tuple[str, bool]] = ()) -> None:
         """One checkpoint: the changed ``nodes`` and the returns backed up since the last one."""
         record = {
             "iteration": iteration,
@@ -50,6 +51,7 @@ class TreeJournal:
             "stats": stats,
             "nodes": [_flat(n, skip=VISIT_FIELDS) for n in nodes],
             "backups": backups,
+            "proposals": list(proposals),
         }
         line = json.dumps(record, separators=(",", ":")) + "\n"
         if self._fh is None:
@@ -59,11 +61,12 @@ class TreeJournal:
         self._fh.flush()  # to the OS: a killed process loses nothing it wrote
         self.bytes_written += len(line)
 
-    def compact(self, iteration: int, next_id: int, stats: dict[str, Any], root: SearchNode) -> None:
+    def compact(self, iteration: int, next_id: int, stats: dict[str, Any], root: SearchNode,
+                proposals: Iterable[tuple[str, bool]] = ()) -> None:
         """Replace the journal with one line holding the whole tree (atomically, fsynced)."""
         self.close()
         record = {"compact": True, "iteration": iteration, "next_id": next_id, "stats": stats,
-                  "nodes": [_flat(n) for n in root.iter_tree()], "backups": []}
+                  "nodes": [_flat(n) for n in root.iter_tree()], "backups": [], "proposals": list(proposals)}
         text = json.dumps(record, separators=(",", ":")) + "\n"
         atomic_write_text(self.path, text)
         self.bytes_written += len(text)
@@ -83,7 +86,9 @@ class TreeJournal:
         if not records:
             return None
         nodes: dict[int, SearchNode] = {}
+        proposals: list[tuple[str, bool]] = []
         for record in records:
+            proposals.extend((str(a), bool(d)) for a, d in record.get("proposals") or [])
             for flat in record["nodes"]:
                 _apply(nodes, flat)
             for node_id, value in record["backups"]:
@@ -94,7 +99,7 @@ class TreeJournal:
             raise JournalError(f"{self.path}: the journal has no root node")
         last = records[-1]
         return nodes[0], {"iteration": int(last["iteration"]), "next_id": int(last["next_id"]),
-                          "stats": dict(last.get("stats") or {})}
+                          "stats": dict(last.get("stats") or {}), "proposals": proposals}
 
     def _read_records(self) -> list[dict[str, Any]]:
         if not self.exists():

@@ -1,0 +1,142 @@
+"""The checkpoint journal: what changed per iteration, replayed into the same tree."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lits.agents import BFS, MCTS, BFSConfig, MCTSConfig
+from lits.agents.tree.journal import JournalError, TreeJournal
+from tests.agents.conftest import EXAMPLE
+
+FAR = {"query": "9", "init_state_str": "0"}  # unreachable in 6 steps: the tree keeps growing
+
+
+class Interrupted(Exception):
+    """Stands in for a kill: raised from inside the search after some model calls."""
+
+
+def _interrupt_after(parts, calls: int) -> None:
+    budget = {"left": calls}
+    original = parts.policy.get_actions
+
+    def get_actions(*args, **kwargs):
+        budget["left"] -= 1
+        if budget["left"] < 0:
+            raise Interrupted()
+        return original(*args, **kwargs)
+
+    parts.policy.get_actions = get_actions
+
+
+def _journal_lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_each_checkpoint_line_holds_only_what_changed(parts, tmp_path):
+    _interrupt_after(parts, 40)
+    search = MCTS(MCTSConfig(n_iterations=50, early_stop=False), parts.policy, parts.transition, parts.reward,
+                  checkpoint_dir=tmp_path)
+    with pytest.raises(Interrupted):
+        search.run("9", 0, FAR)
+    lines = _journal_lines(tmp_path / "0.journal.jsonl")
+    assert len(lines) == search.iteration >= 5
+    ids = [n["id"] for line in lines for n in line["nodes"]]
+    # A node is written when created and when its state is computed, never again for a visit.
+    assert max(ids.count(i) for i in set(ids)) <= 2
+    assert all(len(line["backups"]) <= MCTSConfig().max_depth + 1 for line in lines)
+    assert all("children" not in n and "cum_rewards" not in n for line in lines for n in line["nodes"])
+
+
+def test_checkpoint_lines_do_not_grow_with_the_tree(parts, tmp_path):
+    search = MCTS(MCTSConfig(n_iterations=60, max_depth=3, early_stop=False), parts.policy, parts.transition,
+                  parts.reward, checkpoint_dir=tmp_path)
+    _interrupt_after(parts, 10_000)
+    original = search.save_checkpoint
+    sizes = []
+
+    def measure(iteration):
+        before = search._journal.bytes_written
+        original(iteration)
+        sizes.append(search._journal.bytes_written - before)
+
+    search.save_checkpoint = measure
+    search.run("9", 0, FAR)
+    # Once the small tree (depth 3) is fully grown, an iteration only backs up one path:
+    # a few hundred bytes, the same at iteration 60 as at iteration 30.
+    assert max(sizes[:5]) > 2000
+    assert max(sizes[-10:]) < 400 and max(sizes[-10:]) <= max(sizes[25:35]) + 20
+
+
+@pytest.mark.parametrize("stop_after", [1, 3, 7, 12])
+def test_mcts_resumed_from_the_journal_equals_the_uninterrupted_tree(parts, tmp_path, stop_after):
+    config = MCTSConfig(n_iterations=8, early_stop=False, simulate="sample")
+    whole = MCTS(config, parts.policy, parts.transition, parts.reward)
+    whole.run("9", 0, FAR)
+
+    original = parts.policy.get_actions
+    _interrupt_after(parts, stop_after)
+    with pytest.raises(Interrupted):
+        MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
+    parts.policy.get_actions = original
+    resumed = MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path)
+    resumed.run("9", 0, FAR, resume=True)
+    assert resumed.root.to_dict() == whole.root.to_dict()
+    assert resumed.stats == whole.stats
+
+
+@pytest.mark.parametrize("stop_after", [2, 5])
+def test_bfs_resumed_from_the_journal_equals_the_uninterrupted_tree(parts, tmp_path, stop_after):
+    config = BFSConfig(beam_width=2, max_depth=4, early_stop=False)
+    whole = BFS(config, parts.policy, parts.transition, parts.reward)
+    whole.run("9", 0, FAR)
+
+    original = parts.policy.get_actions
+    _interrupt_after(parts, stop_after)
+    with pytest.raises(Interrupted):
+        BFS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
+    parts.policy.get_actions = original
+    resumed = BFS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path)
+    resumed.run("9", 0, FAR, resume=True)
+    assert resumed.root.to_dict() == whole.root.to_dict()
+
+
+def test_a_torn_last_line_is_dropped_with_a_warning_and_the_search_resumes(parts, tmp_path):
+    _interrupt_after(parts, 6)
+    config = MCTSConfig(n_iterations=6, early_stop=False)
+    with pytest.raises(Interrupted):
+        MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
+    journal = tmp_path / "0.journal.jsonl"
+    whole_lines = journal.read_text().count("\n")
+    with journal.open("a") as fh:
+        fh.write('{"iteration": 99, "nodes": [{"id"')
+    with pytest.warns(UserWarning, match="torn last line"):
+        root, counters = TreeJournal(journal).replay()
+    assert counters["iteration"] == whole_lines and journal.read_text().endswith("\n")
+
+
+def test_a_damaged_line_before_the_last_is_a_clear_error(tmp_path):
+    journal = tmp_path / "0.journal.jsonl"
+    journal.write_text('{"broken\n{"iteration": 1, "next_id": 1, "stats": {}, "nodes": [], "backups": []}\n')
+    with pytest.raises(JournalError, match="line 1 is damaged"):
+        TreeJournal(journal).replay()
+
+
+def test_checkpoint_every_n_writes_fewer_lines_and_loses_nothing(parts, tmp_path):
+    _interrupt_after(parts, 30)
+    config = MCTSConfig(n_iterations=40, early_stop=False, checkpoint_every=3)
+    search = MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path)
+    with pytest.raises(Interrupted):
+        search.run("9", 0, FAR)
+    lines = _journal_lines(tmp_path / "0.journal.jsonl")
+    assert [line["iteration"] for line in lines] == list(range(3, search.iteration + 1, 3))[: len(lines)]
+    root, _ = TreeJournal(tmp_path / "0.journal.jsonl").replay()
+    assert root.visits == lines[-1]["iteration"]
+
+
+def test_a_fresh_run_does_not_replay_an_old_journal(parts, tmp_path):
+    config = MCTSConfig(n_iterations=3, early_stop=False)
+    MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
+    again = MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path)
+    assert again.run("2", 0, EXAMPLE).iterations <= 3 and again.root.visits <= 3
