@@ -13,6 +13,12 @@ from tests.agents.conftest import EXAMPLE
 FAR = {"query": "9", "init_state_str": "0"}  # unreachable in 6 steps: the tree keeps growing
 
 
+@pytest.fixture(autouse=True)
+def line_per_checkpoint(monkeypatch):
+    """Write every checkpoint on its own line (a fast search would merge them)."""
+    monkeypatch.setattr("lits.agents.tree.journal.FLUSH_SECONDS", 0.0)
+
+
 class Interrupted(Exception):
     """Stands in for a kill: raised from inside the search after some model calls."""
 
@@ -45,7 +51,7 @@ def test_each_checkpoint_line_holds_only_what_changed(parts, tmp_path):
     ids = [n["id"] for line in lines for n in line["nodes"]]
     # A node is written when created and when its state is computed, never again for a visit.
     assert max(ids.count(i) for i in set(ids)) <= 2
-    assert all(len(line["backups"]) <= MCTSConfig().max_depth + 1 for line in lines)
+    assert all(len(line["paths"]) == 1 for line in lines[1:])  # one backed-up leaf per iteration
     assert all("children" not in n and "cum_rewards" not in n for line in lines for n in line["nodes"])
 
 
@@ -56,9 +62,9 @@ def test_checkpoint_lines_do_not_grow_with_the_tree(parts, tmp_path):
     original = search.save_checkpoint
     sizes = []
 
-    def measure(iteration):
+    def measure(iteration, **kwargs):
         before = search._journal.bytes_written
-        original(iteration)
+        original(iteration, **kwargs)
         sizes.append(search._journal.bytes_written - before)
 
     search.save_checkpoint = measure
@@ -112,13 +118,13 @@ def test_a_torn_last_line_is_dropped_with_a_warning_and_the_search_resumes(parts
     with journal.open("a") as fh:
         fh.write('{"iteration": 99, "nodes": [{"id"')
     with pytest.warns(UserWarning, match="torn last line"):
-        root, counters = TreeJournal(journal).replay()
+        root, counters = TreeJournal(journal).replay(MCTS(config, None, None, None).backup_values)
     assert counters["iteration"] == whole_lines and journal.read_text().endswith("\n")
 
 
 def test_a_damaged_line_before_the_last_is_a_clear_error(tmp_path):
     journal = tmp_path / "0.journal.jsonl"
-    journal.write_text('{"broken\n{"iteration": 1, "next_id": 1, "stats": {}, "nodes": [], "backups": []}\n')
+    journal.write_text('{"broken\n{"iteration": 1, "next_id": 1, "stats": {}, "nodes": [], "paths": []}\n')
     with pytest.raises(JournalError, match="line 1 is damaged"):
         TreeJournal(journal).replay()
 
@@ -131,8 +137,21 @@ def test_checkpoint_every_n_writes_fewer_lines_and_loses_nothing(parts, tmp_path
         search.run("9", 0, FAR)
     lines = _journal_lines(tmp_path / "0.journal.jsonl")
     assert [line["iteration"] for line in lines] == list(range(3, search.iteration + 1, 3))[: len(lines)]
-    root, _ = TreeJournal(tmp_path / "0.journal.jsonl").replay()
+    root, _ = TreeJournal(tmp_path / "0.journal.jsonl").replay(search.backup_values)
     assert root.visits == lines[-1]["iteration"]
+
+
+def test_fast_checkpoints_share_a_line_and_replay_to_the_same_tree(parts, tmp_path, monkeypatch):
+    monkeypatch.setattr("lits.agents.tree.journal.FLUSH_SECONDS", 3600.0)
+    _interrupt_after(parts, 30)
+    search = MCTS(MCTSConfig(n_iterations=40, early_stop=False), parts.policy, parts.transition, parts.reward,
+                  checkpoint_dir=tmp_path)
+    with pytest.raises(Interrupted):
+        search.run("9", 0, FAR)
+    lines = _journal_lines(tmp_path / "0.journal.jsonl")
+    assert len(lines) == 2 and lines[-1]["iteration"] == search.iteration  # the first, then the rest at close
+    root, _ = TreeJournal(tmp_path / "0.journal.jsonl").replay(search.backup_values)
+    assert root.visits == search.iteration and len(list(root.iter_tree())) <= len(list(search.root.iter_tree()))
 
 
 def test_a_fresh_run_does_not_replay_an_old_journal(parts, tmp_path):

@@ -100,7 +100,7 @@ def test_a_finished_search_leaves_one_compacted_journal_holding_the_tree(parts, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["7.journal.jsonl"]
     lines = (tmp_path / "7.journal.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["compact"] is True
-    root, counters = TreeJournal(tmp_path / "7.journal.jsonl").replay()
+    root, counters = TreeJournal(tmp_path / "7.journal.jsonl").replay(search.backup_values)
     assert root.to_dict() == search.root.to_dict() and counters["iteration"] == 3
 
 

@@ -14,7 +14,7 @@ import json
 import threading
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -49,6 +49,12 @@ class InferenceRecord:
     time: float = field(default_factory=time.time)
     context: dict[str, Any] = field(default_factory=dict)
 
+    def as_dict(self) -> dict[str, Any]:
+        """The JSONL line's fields (``dataclasses.asdict`` deep-copies, which costs per call)."""
+        return {"model": self.model, "kind": self.kind, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
+                "seconds": self.seconds, "cost": self.cost, "cached": self.cached, "time": self.time,
+                "context": self.context}
+
 
 class InferenceLog:
     """Thread-safe collector of records, optionally appended to a JSONL file."""
@@ -60,7 +66,7 @@ class InferenceLog:
         self._fh: Any = None
 
     def add(self, record: InferenceRecord) -> None:
-        line = json.dumps(asdict(record), default=str) + "\n"
+        line = json.dumps(record.as_dict(), default=str) + "\n"
         with self._lock:
             self.records.append(record)
             if self.path is not None:

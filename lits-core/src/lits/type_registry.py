@@ -43,8 +43,13 @@ def get_type(name: str) -> type:
         ) from None
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def serialize(value: Any) -> Any:
     """JSON-ready form of ``value``; objects with ``to_dict`` keep their type."""
+    if type(value) in _PLAIN:  # exact types: a str subclass may carry its own to_dict
+        return value
     if hasattr(value, "to_dict") and callable(value.to_dict):
         return value.to_dict()
     if isinstance(value, dict):

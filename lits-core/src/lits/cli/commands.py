@@ -150,7 +150,6 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
         return agent_cls(config, components.policy, components.transition,
                          checkpoint_dir=run_dir.checkpoints)
 
-    started_at = time.time()
     try:
         outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
                                 concurrency=concurrency, resume=args.resume)
@@ -163,9 +162,9 @@ def _run(args: argparse.Namespace, *, mode: str) -> int:
     as_dict = getattr(getattr(components.policy, "stats", None), "as_dict", None)
     summary["policy_stats"] = as_dict() if as_dict is not None else None
     summary["run_seconds"] = round(outcome.seconds, 3)
-    # Model-seconds of this process's paid calls over its wall time: how busy the slots were.
-    paid = sum(r.seconds for r in log.records if not r.cached and r.time >= started_at)
-    summary["calls_in_flight_avg"] = round(paid / outcome.seconds, 2) if outcome.seconds > 0 else None
+    # How many of the --concurrency slots were busy on average while this process ran.
+    busy = model.limiter.busy_area()
+    summary["calls_in_flight_avg"] = round(busy / outcome.seconds, 2) if outcome.seconds > 0 else None
     _write_eval(run_dir, settings, summary)
     print(format_table(summary))
     if outcome.skipped:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import heapq
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -17,7 +18,7 @@ from typing import Any, Iterator, Sequence, TypedDict
 
 from lits.concurrency import tick_round
 from lits.lm.cache import ResponseCache, request_key
-from lits.observability import InferenceRecord, record_call
+from lits.observability import InferenceRecord, current_context, record_call
 
 
 class Message(TypedDict):
@@ -92,31 +93,75 @@ class GenerationParams:
     seed: int | None = None
 
 
+#: Every sampling parameter but ``n`` (each sample has its own cache key).
+_KEY_FIELDS = tuple(f.name for f in dataclasses.fields(GenerationParams) if f.name != "n")
+
+
 class CallLimiter:
-    """Bounds how many calls to one server are in flight (``--concurrency``)."""
+    """Bounds how many calls to one server are in flight (``--concurrency``).
+
+    When calls queue for a slot, the oldest instance goes first (the lowest
+    ``instance`` tag of the call context; calls made outside a run come after
+    every instance), then first come first served.  Finishing instances that
+    started earlier frees their share of slots sooner, so instances do not all
+    crawl along together and the last one waits less per dependent round.
+    """
 
     def __init__(self, limit: int = 1) -> None:
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
         self._limit = max(1, limit)
-        self._sem = threading.BoundedSemaphore(self._limit)
+        self._free = self._limit
+        self._waiting: list[tuple[float, int]] = []  # a heap of (priority, arrival)
+        self._arrivals = 0
+        self._in_flight = 0
+        self._busy_since = 0.0
+        self._busy_area = 0.0  # integral of calls in flight over time, for the summary
 
     @property
     def limit(self) -> int:
         return self._limit
 
-    def set_limit(self, limit: int) -> None:
-        with self._lock:
-            self._limit = max(1, limit)
-            self._sem = threading.BoundedSemaphore(self._limit)
-
     def __enter__(self) -> "CallLimiter":
-        self._held = self._sem
-        self._held.acquire()
+        instance = current_context().get("instance")
+        priority = float(instance) if isinstance(instance, int) else float("inf")
+        with self._cond:
+            ticket = (priority, self._arrivals)
+            self._arrivals += 1
+            if self._free > 0 and not self._waiting:
+                self._take()
+                return self
+            heapq.heappush(self._waiting, ticket)
+            while not (self._free > 0 and self._waiting[0] == ticket):
+                self._cond.wait()
+            heapq.heappop(self._waiting)
+            self._take()
+            if self._free > 0 and self._waiting:
+                self._cond.notify_all()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        # Release the semaphore that was acquired even if the limit changed since.
-        self._held.release()
+        with self._cond:
+            self._account()
+            self._in_flight -= 1
+            self._free += 1
+            if self._waiting:
+                self._cond.notify_all()
+
+    def _take(self) -> None:
+        self._account()
+        self._free -= 1
+        self._in_flight += 1
+
+    def _account(self) -> None:
+        now = time.perf_counter()
+        self._busy_area += self._in_flight * (now - self._busy_since)
+        self._busy_since = now
+
+    def busy_area(self) -> float:
+        """Seconds × calls in flight so far; divide by wall time for the average calls in flight."""
+        with self._cond:
+            self._account()
+            return self._busy_area
 
 
 class LanguageModel(ABC):
@@ -214,9 +259,10 @@ class LanguageModel(ABC):
         return f"{type(self).__name__}:{self.name}"
 
     def _key(self, kind: str, prompt: Any, params: Any, index: int) -> str:
-        body = dataclasses.asdict(params) if isinstance(params, GenerationParams) else params
-        if isinstance(body, dict):
-            body = {k: v for k, v in body.items() if k != "n"}
+        if isinstance(params, GenerationParams):
+            body = {f: getattr(params, f) for f in _KEY_FIELDS}
+        else:
+            body = params
         return request_key(self.identity(), kind, {"prompt": prompt, "params": body, "sample": index})
 
     def complete(self, prompt: str, **params: Any) -> Completion:

@@ -136,6 +136,8 @@ def format_table(summary: dict[str, Any]) -> str:
         ("model seconds", inf["seconds"]),
         ("seconds / instance", summary["seconds_per_instance"]),
     ]
+    if summary.get("calls_in_flight_avg") is not None:
+        rows.append(("calls in flight (avg)", summary["calls_in_flight_avg"]))
     rows += [(name, value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):
         rows.append(("cost", inf["cost"]))

@@ -108,7 +108,8 @@ def run_instances(
             run_dir.write_json(f"timings/{idx}.json", {
                 "seconds": round(time.perf_counter() - started, 3),
                 "dependent_rounds": rounds[0],
-                    })
+                "inference": log.summary(instance=idx),
+            })
             run_dir.write_result(idx, record)
             outcome.finished.append(idx)
             execution.info("instance %d: solved=%s stopped=%s", idx, record["eval"]["solved"], record["stopped"])

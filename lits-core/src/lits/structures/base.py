@@ -59,8 +59,8 @@ class Step:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"__type__": type(self).__name__}
-        for f in dataclasses.fields(self):
-            out[f.name] = serialize(getattr(self, f.name))
+        for name in field_names(type(self)):
+            out[name] = serialize(getattr(self, name))
         return out
 
     @classmethod
@@ -120,7 +120,7 @@ class TrajectoryState(list, State, Generic[StepT]):
 
     def _extra_fields(self) -> dict[str, Any]:
         if dataclasses.is_dataclass(self):
-            return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+            return {name: getattr(self, name) for name in field_names(type(self))}
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,6 +152,17 @@ class TrajectoryState(list, State, Generic[StepT]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({list.__repr__(self)})"
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's field names, looked up once per class (serializing is on the search's hot path)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator, Optional
 
+from lits.structures.base import field_names
 from lits.type_registry import deserialize, register_type, serialize
 
 
@@ -63,9 +64,9 @@ class SearchNode:
     def to_flat_dict(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
         """This node's own fields (no parent, no children): one journal record."""
         out: dict[str, Any] = {"__type__": type(self).__name__}
-        for f in dataclasses.fields(self):
-            if f.name not in self._SKIP and f.name not in skip:
-                out[f.name] = serialize(getattr(self, f.name))
+        for name in field_names(type(self)):
+            if name not in self._SKIP and name not in skip:
+                out[name] = serialize(getattr(self, name))
         return out
 
     def update_from_flat(self, payload: dict[str, Any]) -> None:
@@ -96,8 +97,20 @@ class MCTSNode(SearchNode):
 
     @property
     def Q(self) -> float:
-        """Mean of the backed-up returns (0 before the first visit)."""
-        return sum(self.cum_rewards) / len(self.cum_rewards) if self.cum_rewards else 0.0
+        """Mean of the backed-up returns and pending virtual losses (0 before the first visit).
+
+        The sum is kept incrementally (returns are only ever appended), so
+        selection costs the same at the ten-thousandth visit as at the first.
+        """
+        rewards = self.cum_rewards
+        cached = self.__dict__.get("_sum")
+        if cached is None or cached[0] is not rewards or cached[1] > len(rewards):
+            cached = (rewards, 0, 0.0)
+        total = cached[2] + sum(rewards[cached[1]:])
+        self.__dict__["_sum"] = (rewards, len(rewards), total)
+        virtual = self.__dict__.get("virtual_losses") or ()
+        count = len(rewards) + len(virtual)
+        return (total + sum(virtual)) / count if count else 0.0
 
 
 @register_type

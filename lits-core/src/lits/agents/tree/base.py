@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
-import re
 import threading
 import time
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,6 @@ from lits.agents.tree.journal import TreeJournal
 from lits.concurrency import parallel_map
 from lits.observability import call_context
 from lits.structures.node import SearchNode
-from lits.type_registry import deserialize
 
 N = TypeVar("N", bound=SearchNode)
 
@@ -108,7 +106,7 @@ class BaseTreeSearch(ABC):
         self._lock = threading.Lock()
         self._journal: Optional[TreeJournal] = None
         self._dirty: dict[int, SearchNode] = {}  # changed since the last checkpoint, by object id
-        self._backups: list[tuple[int, float]] = []
+        self._paths: list[int] = []  # leaves of the paths backed up since the last checkpoint
         self._provisional = _PROVISIONAL
         self.proposals: list[tuple[str, bool]] = []  # journaled, so a resume keeps them
 
@@ -141,9 +139,10 @@ class BaseTreeSearch(ABC):
                     self.root = self.NODE_CLASS(id=0, state=self.transition.init_state(**example))
                     self.mark(self.root)
                 self.search(query, query_idx)
-            self.proposals.extend(self._take_proposals())
             if self._journal is not None:
-                self._journal.compact(self.iteration, self._next_id, self.stats, self.root, self.proposals)
+                self.save_checkpoint(self.iteration, force=True)  # the last changes and proposals
+                self._journal.compact()
+            self.proposals.extend(self._take_proposals())
         finally:
             if self._journal is not None:
                 self._journal.close()
@@ -210,10 +209,15 @@ class BaseTreeSearch(ABC):
         if self._journal is not None:
             self._dirty[id(node)] = node
 
-    def record_backup(self, node: SearchNode, value: float) -> None:
-        """Record a return backed up through ``node`` (MCTS visits), a few bytes each."""
+    def backup(self, path: list[SearchNode]) -> None:
+        """Back values up along ``path`` (root to leaf) and journal it: one id per backup."""
+        self.backup_values(path)
         if self._journal is not None:
-            self._backups.append((node.id, value))
+            self._paths.append(path[-1].id)
+
+    def backup_values(self, path: list[SearchNode]) -> Any:
+        """The algorithm's backup (MCTS: visits and returns); replayed from the journal on resume."""
+        raise NotImplementedError(f"{type(self).__name__} does not back values up along paths")
 
     def out_of_time(self) -> bool:
         return self._deadline is not None and time.monotonic() >= self._deadline
@@ -338,7 +342,7 @@ class BaseTreeSearch(ABC):
         return max(leaves, key=lambda n: (self.path_reward(n), n.depth, -n.id)).path()
 
     # -- checkpoints -------------------------------------------------------
-    def save_checkpoint(self, iteration: int) -> None:
+    def save_checkpoint(self, iteration: int, *, force: bool = False) -> None:
         """Append what changed since the last checkpoint to the instance's journal.
 
         With ``checkpoint_every`` > 1 only every n-th iteration is written; the
@@ -347,14 +351,14 @@ class BaseTreeSearch(ABC):
         if self._journal is None:
             return
         every = max(1, getattr(self.config, "checkpoint_every", 1))
-        if iteration % every:
+        if iteration % every and not force:
             return
         nodes = sorted(self._dirty.values(), key=lambda n: n.id)
         proposals = self._take_proposals()
         self.proposals.extend(proposals)
-        self._journal.append(iteration, self._next_id, self.stats, nodes, self._backups, proposals)
+        self._journal.append(iteration, self._next_id, self.stats, nodes, self._paths, proposals)
         self._dirty = {}
-        self._backups = []
+        self._paths = []
 
     def _take_proposals(self) -> list[tuple[str, bool]]:
         take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)
@@ -363,7 +367,7 @@ class BaseTreeSearch(ABC):
     def load_latest_checkpoint(self) -> bool:
         """Rebuild the tree from this instance's journal (or a legacy checkpoint), if any."""
         if self._journal is not None and self._journal.exists():
-            replayed = self._journal.replay()
+            replayed = self._journal.replay(self._replay_backup)
             if replayed is not None:
                 self.root, counters = replayed
                 self.iteration = counters["iteration"]
@@ -372,23 +376,7 @@ class BaseTreeSearch(ABC):
                 self.proposals = list(counters["proposals"])
                 self._solutions = self.terminal_nodes()
                 return True
-        return self._load_legacy_checkpoint()
+        return False
 
-    def _load_legacy_checkpoint(self) -> bool:
-        """Runs written before the journal kept a whole tree per iteration: ``{idx}_{it}.json``."""
-        if self.checkpoint_dir is None or not self.checkpoint_dir.is_dir():
-            return False
-        pattern = re.compile(rf"^{self.query_idx}_(\d+)\.json$")
-        found = [(int(m.group(1)), p) for p in self.checkpoint_dir.iterdir() if (m := pattern.match(p.name))]
-        if not found:
-            return False
-        _iteration, path = max(found)
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        self.root = deserialize(payload["tree"])
-        self.iteration = int(payload["iteration"])
-        self._next_id = int(payload["next_id"])
-        self.stats.update(payload.get("stats", {}))
-        self._solutions = self.terminal_nodes()
-        for node in self.root.iter_tree():
-            self.mark(node)
-        return True
+    def _replay_backup(self, path: list[SearchNode]) -> None:
+        self.backup_values(path)

@@ -1,12 +1,12 @@
 """An append-only journal of a search tree: what changed, one line per checkpoint.
 
 Each line holds the nodes created or changed since the last line (their own
-fields and parent id, never their subtrees), the returns backed up through
-nodes (``[id, value]`` pairs, so a visit costs a few bytes however often a node
-is visited), the policy's new proposals, the iteration counter, the next node
-id and the search statistics.  Disk per run grows with nodes, not nodes × iterations, and the
-cost of a checkpoint does not grow with the tree.  When an instance finishes,
-the journal is compacted into one line holding the whole tree.
+fields and parent id, never their subtrees), the leaves whose paths were
+backed up (MCTS visits: one id per iteration, the values are recomputed from
+the journaled rewards on replay), the policy's new proposals, the iteration
+counter, the next node id and the search statistics.  Disk per run grows with
+nodes, not nodes × iterations, and the cost of a checkpoint does not grow with
+the tree.  When an instance finishes, the lines are merged into one.
 
 A line cut short by a crash is dropped (with a warning) when the journal is
 read, and the file is truncated to its last whole line before more is appended.
@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from lits.structures.base import atomic_write_text
 from lits.structures.node import SearchNode
 from lits.type_registry import deserialize
 
-#: Node fields that change with every visit; the journal carries them as backups.
+#: Checkpoints closer together than this share one journal line (a kill loses at most this
+#: much work, which a resume redoes from the response cache; the clock decides only how
+#: often lines are written, never what the search does).
+FLUSH_SECONDS = 0.25
+#: Node fields that change with every visit; the journal carries backed-up paths instead.
 VISIT_FIELDS = ("visits", "cum_rewards")
 
 
@@ -38,20 +43,44 @@ class TreeJournal:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._fh: Optional[Any] = None
+        self._written = float("-inf")  # the first checkpoint is written at once
         self.bytes_written = 0
+        self._nodes: dict[int, dict[str, Any]] = {}
+        self._paths: list[int] = []
+        self._proposals: list[tuple[str, bool]] = []
+        self._counters: Optional[tuple[int, int, dict[str, Any]]] = None
 
     # -- writing -------------------------------------------------------------
     def append(self, iteration: int, next_id: int, stats: dict[str, Any],
-               nodes: Iterable[SearchNode], backups: list[tuple[int, float]],
+               nodes: Iterable[SearchNode], paths: list[int],
                proposals: Iterable[tuple[str, bool]] = ()) -> None:
-        """One checkpoint: the changed ``nodes`` and the returns backed up since the last one."""
+        """One checkpoint: the changed ``nodes`` and the leaves of the paths backed up since the last one.
+
+        Checkpoints that come faster than FLUSH_SECONDS are merged into one line
+        (a node changed twice is written once), so a zero-latency search does
+        not spend its time encoding JSON; a slower one writes a line per
+        checkpoint.  Merged or not, replaying gives the same tree.
+        """
+        for node in nodes:  # as they are now: the search goes on changing them
+            self._nodes[node.id] = _flat(node, skip=VISIT_FIELDS)
+        self._paths.extend(paths)
+        self._proposals.extend(proposals)
+        self._counters = (iteration, next_id, dict(stats))
+        if time.monotonic() - self._written >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending checkpoints as one line and hand it to the OS."""
+        if self._counters is None:
+            return
+        iteration, next_id, stats = self._counters
         record = {
             "iteration": iteration,
             "next_id": next_id,
             "stats": stats,
-            "nodes": [_flat(n, skip=VISIT_FIELDS) for n in nodes],
-            "backups": backups,
-            "proposals": list(proposals),
+            "nodes": [self._nodes[i] for i in sorted(self._nodes)],
+            "paths": self._paths,
+            "proposals": self._proposals,
         }
         line = json.dumps(record, separators=(",", ":")) + "\n"
         if self._fh is None:
@@ -60,18 +89,34 @@ class TreeJournal:
         self._fh.write(line)
         self._fh.flush()  # to the OS: a killed process loses nothing it wrote
         self.bytes_written += len(line)
+        self._nodes, self._paths, self._proposals, self._counters = {}, [], [], None
+        self._written = time.monotonic()
 
-    def compact(self, iteration: int, next_id: int, stats: dict[str, Any], root: SearchNode,
-                proposals: Iterable[tuple[str, bool]] = ()) -> None:
-        """Replace the journal with one line holding the whole tree (atomically, fsynced)."""
+    def compact(self) -> None:
+        """Merge the journal's lines into one (atomically, fsynced): the finished instance's tree.
+
+        Works on the JSON itself, so nothing is serialized again.
+        """
         self.close()
-        record = {"compact": True, "iteration": iteration, "next_id": next_id, "stats": stats,
-                  "nodes": [_flat(n) for n in root.iter_tree()], "backups": [], "proposals": list(proposals)}
-        text = json.dumps(record, separators=(",", ":")) + "\n"
+        records = self._read_records()
+        if len(records) <= 1:
+            return
+        nodes: dict[int, dict[str, Any]] = {}
+        merged: dict[str, Any] = {"compact": True, "nodes": [], "paths": [], "proposals": []}
+        for record in records:
+            for flat in record["nodes"]:
+                nodes[int(flat["id"])] = flat
+            merged["paths"].extend(record.get("paths") or [])
+            merged["proposals"].extend(record.get("proposals") or [])
+        merged.update({k: records[-1][k] for k in ("iteration", "next_id", "stats")})
+        merged["nodes"] = [nodes[i] for i in sorted(nodes)]
+        text = json.dumps(merged, separators=(",", ":")) + "\n"
         atomic_write_text(self.path, text)
         self.bytes_written += len(text)
 
     def close(self) -> None:
+        """Write what is pending (a search that raised keeps its last checkpoints) and close."""
+        self.flush()
         if self._fh is not None:
             self._fh.close()
             self._fh = None
@@ -80,8 +125,13 @@ class TreeJournal:
     def exists(self) -> bool:
         return self.path.is_file() and self.path.stat().st_size > 0
 
-    def replay(self) -> Optional[tuple[SearchNode, dict[str, Any]]]:
-        """The tree and the last line's counters, or None for an empty journal."""
+    def replay(self, backup: Optional[Callable[[list[SearchNode]], Any]] = None
+               ) -> Optional[tuple[SearchNode, dict[str, Any]]]:
+        """The tree and the last line's counters, or None for an empty journal.
+
+        ``backup(path)`` re-applies the search's backup to each journaled path
+        (root to leaf), in the order the search applied them.
+        """
         records = self._read_records()
         if not records:
             return None
@@ -91,10 +141,12 @@ class TreeJournal:
             proposals.extend((str(a), bool(d)) for a, d in record.get("proposals") or [])
             for flat in record["nodes"]:
                 _apply(nodes, flat)
-            for node_id, value in record["backups"]:
-                node = nodes[int(node_id)]
-                node.cum_rewards.append(float(value))  # type: ignore[attr-defined]
-                node.visits += 1  # type: ignore[attr-defined]
+            leaves = record.get("paths") or []
+            if leaves and backup is None:
+                raise JournalError(f"{self.path}: backed-up paths but no backup to replay them with")
+            for leaf_id in leaves:
+                assert backup is not None
+                backup(nodes[int(leaf_id)].path())
         if 0 not in nodes:
             raise JournalError(f"{self.path}: the journal has no root node")
         last = records[-1]

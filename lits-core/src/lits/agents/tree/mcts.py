@@ -43,7 +43,8 @@ class MCTS(BaseTreeSearch):
     """UCT search; with ``parallel_iterations=K`` K rollouts run at once (tree parallelism).
 
     Tree-parallel MCTS selects K paths one after another, each adding a
-    virtual loss (a visit with return ``-virtual_loss``) along its path so
+    virtual loss (a visit with return ``-virtual_loss``, kept apart from the
+    real returns) along its path so
     the next selection looks elsewhere; the K leaves are then expanded and
     simulated concurrently, the virtual losses removed and the real returns
     backed up in selection order.  Selection is sequential and new nodes are
@@ -70,11 +71,12 @@ class MCTS(BaseTreeSearch):
                 paths = self.numbered([(p, self.iteration + k) for k, p in enumerate(paths)], self._rollout)
             with self.phase("backprop", iteration=self.iteration):
                 for path in paths:
-                    values = backpropagate(path, self.config.aggregate)  # type: ignore[arg-type]
-                    for node, value in zip(path, values):
-                        self.record_backup(node, value)
+                    self.backup(path)  # type: ignore[arg-type]
             self.iteration += len(paths)
             self.save_checkpoint(self.iteration)
+
+    def backup_values(self, path: list[SearchNode]) -> list[float]:
+        return backpropagate(path, self.config.aggregate)  # type: ignore[arg-type]
 
     def _rollout(self, task: tuple[list[MCTSNode], int]) -> list[MCTSNode]:
         """Expand the selected leaf and simulate from it (one iteration's model work)."""
@@ -108,7 +110,7 @@ class MCTS(BaseTreeSearch):
             while len(paths) < width:
                 for node in paths[-1]:
                     node.visits += 1
-                    node.cum_rewards.append(loss)
+                    node.__dict__.setdefault("virtual_losses", []).append(loss)
                     touched.append(node)
                 path = self._select()
                 leaf = path[-1]
@@ -118,9 +120,9 @@ class MCTS(BaseTreeSearch):
                 claimed.add(id(leaf))
                 paths.append(path)
         finally:
-            for node in reversed(touched):
+            for node in touched:
                 node.visits -= 1
-                node.cum_rewards.pop()
+                node.__dict__.pop("virtual_losses", None)
         return paths
 
     def _select(self) -> list[MCTSNode]:

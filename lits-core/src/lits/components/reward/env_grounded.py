@@ -10,7 +10,7 @@ progress from ``goal_check`` and adds a bonus when the goal is reached.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from lits.components.base import RewardModel
 from lits.components.env_prompting import EnvPrompt
@@ -55,6 +55,22 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             except LoglikelihoodUnsupported:
                 self.use_scoring = False
         return self._self_eval(state, action, query)
+
+    def _fast_rewards(
+        self, state: EnvState, actions: list[EnvAction], query: Any, query_idx: Optional[int],
+        from_phase: str = "", steps: Sequence[Any] = (),
+    ) -> list[tuple[float, dict[str, Any]]]:
+        """All siblings scored in one request when the backend scores text (one dependent round, one slot)."""
+        if (self.base_model is not None and self.use_scoring and len(actions) > 1
+                and getattr(self.base_model, "supports_loglikelihood", False) and None not in actions):
+            try:
+                prompt = self.policy_prompt.completion(state, query, self._valid(state))
+                logprobs = self.base_model.loglikelihood(
+                    prompt, [self.policy_prompt.continuation(str(a)) for a in actions])
+                return [(math.exp(min(0.0, lp)), {"logprob": lp}) for lp in logprobs]
+            except LoglikelihoodUnsupported:
+                self.use_scoring = False
+        return super()._fast_rewards(state, actions, query, query_idx, from_phase=from_phase, steps=steps)
 
     def _intuition(self, state: EnvState, action: EnvAction, query: Any) -> tuple[float, dict[str, Any]]:
         assert self.base_model is not None
