@@ -84,6 +84,20 @@ BROKEN_PLUGIN = """
 raise ImportError("this plugin needs a library that is not installed")
 """
 
+EXITING_PLUGIN = """
+import sys
+sys.exit("this plugin quits the interpreter")
+"""
+
+EXITING_HOOK_PLUGIN = """
+import sys
+from lits.hookspecs import hookimpl
+
+@hookimpl
+def register_searches(register):
+    sys.exit(3)
+"""
+
 MISSPELLED_HOOK_PLUGIN = """
 from lits.hookspecs import hookimpl
 
@@ -154,6 +168,24 @@ def test_broken_plugin_is_named_in_the_human_listing_without_a_traceback(install
     assert "lits-plugin-broken 0.0.1" in result.stdout
     assert "ERROR ImportError" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_plugin_calling_sys_exit_at_import_is_named_and_lits_plugins_still_works(install_plugin, run_lits):
+    install_plugin("lits-plugin-quitter", "toy_quitter", EXITING_PLUGIN)
+    install_plugin("lits-plugin-toydeco", "toy_deco", DECORATOR_PLUGIN)
+    result = run_lits("plugins")
+    assert "lits-plugin-quitter 0.0.1 (toy_quitter) ERROR SystemExit: the plugin called sys.exit(" in result.stdout
+    assert "lits-plugin-toydeco 0.0.1" in result.stdout and "transition: toy_deco" in result.stdout
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
+
+
+def test_plugin_calling_sys_exit_in_a_hook_leaves_a_search_working(install_plugin, run_lits):
+    install_plugin("lits-plugin-quitter", "toy_quitter", EXITING_HOOK_PLUGIN)
+    infos = plugins_json(run_lits("plugins", "--json"))
+    assert infos["lits-plugin-quitter"]["error"] == "SystemExit: the plugin called sys.exit(3) while loading"
+    assert infos["lits-plugin-quitter"]["registered"] == {}
+    result = run_lits("chain", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted", "--save-dir", "run")
+    assert result.returncode == 0, result.stderr
 
 
 def test_strict_mode_turns_a_broken_plugin_into_an_error(install_plugin, run_lits):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -24,3 +24,34 @@ def chat_model(server: FakeOpenAIServer) -> OpenAICompatibleModel:
 @pytest.fixture
 def completion_model(server: FakeOpenAIServer) -> OpenAICompatibleModel:
     return OpenAICompatibleModel("fake", server.base_url, api_key="k", api="completion", retry_base_wait=0.01)
+
+
+QUICK: dict[str, Any] = {"api_key": "test-key-123456", "retry_base_wait": 0.01, "retry_max_wait": 0.05,
+                         "connect_timeout": 1.0, "read_timeout": 0.4, "call_budget": 30.0}
+"""Backoff and timeouts small enough for tests; the budget still bounds every call."""
+
+
+def numbered_reply(prompt: str, body: dict) -> str:
+    """A different, deterministic reply per prompt, so a mixed-up reply would show."""
+    return f"reply to {prompt.split()[-1]}"
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(responder=numbered_reply) as srv:
+        yield srv
+
+
+@pytest.fixture
+def quick_model() -> Iterator[Callable[..., OpenAICompatibleModel]]:
+    """``quick_model(base_url, **overrides)``: a backend with test-sized retry settings, closed afterwards."""
+    made: list[OpenAICompatibleModel] = []
+
+    def make(base_url: str, **overrides: Any) -> OpenAICompatibleModel:
+        model = OpenAICompatibleModel("fake", base_url, **{**QUICK, **overrides})
+        made.append(model)
+        return model
+
+    yield make
+    for model in made:
+        model.close()

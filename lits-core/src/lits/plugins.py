@@ -1,8 +1,9 @@
 """Find and load plugins: core's built-ins plus the ``lits.plugins`` entry points.
 
 Loading is lazy (never at ``import lits``), happens once, and is guarded per
-plugin: one that fails to import is reported with its error while the rest
-keep working.  ``LITS_PLUGINS=a,b`` limits which installed plugins load
+plugin: one that fails to import or in a hook -- even by calling
+``sys.exit()`` -- is reported with its name and error while the rest keep
+working (only Ctrl-C goes through).  ``LITS_PLUGINS=a,b`` limits which installed plugins load
 (distribution or entry-point names; empty means none); ``LITS_STRICT_PLUGINS=1``
 turns load errors into exceptions.
 """
@@ -166,12 +167,14 @@ def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) ->
                 _STATE.pm.register(module, name=pm_name)
                 _STATE.pm.check_pending()
                 _call_hooks(pm_name)
-    except Exception as exc:  # one broken plugin must not stop the others
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # one broken plugin (even one calling sys.exit()) must not stop the others
         if _STATE.pm.has_plugin(pm_name):
             _STATE.pm.unregister(name=pm_name)
         if not info.builtin:
             remove_registrations_of(owner)
-        info.error = f"{type(exc).__name__}: {exc}".strip()
+        info.error = _describe_failure(exc)
         info.registered = {}
         _STATE.infos.append(info)
         if strict or info.builtin:
@@ -184,6 +187,13 @@ def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) ->
         registered.setdefault(reg.kind, []).append(reg.name)
     info.registered = {k: sorted(v) for k, v in sorted(registered.items())}
     _STATE.infos.append(info)
+
+
+def _describe_failure(exc: BaseException) -> str:
+    """One line for a plugin's load error; ``sys.exit()`` says what it was, not just its code."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: the plugin called sys.exit({exc.code!r}) while loading"
+    return f"{type(exc).__name__}: {exc}".strip()
 
 
 def _call_hooks(pm_name: str) -> None:

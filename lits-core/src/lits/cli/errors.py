@@ -1,6 +1,8 @@
-"""Turning exceptions into one line a user can act on."""
+"""Turning exceptions into one line a user can act on (and that holds no secret)."""
 
 from __future__ import annotations
+
+from lits.secrets import redact_text
 
 
 class UserError(Exception):
@@ -8,7 +10,11 @@ class UserError(Exception):
 
 
 def describe(exc: BaseException) -> str:
-    """One line for ``exc``: the message, without a traceback."""
+    """One line for ``exc``: the message, without a traceback or an API key."""
+    return redact_text(_describe(exc))
+
+
+def _describe(exc: BaseException) -> str:
     try:
         from pydantic import ValidationError
 

@@ -1,7 +1,8 @@
 """``lits``: plugins, search, chain, eval, compare.
 
 Every failure a user can cause ends in one ``lits: error: ...`` line and exit
-status 2; tracebacks of unexpected errors go to the run's execution.log.
+status 2, with API keys and URL credentials redacted; tracebacks of unexpected
+errors go to the run's execution.log.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Callable, Optional, Sequence
 
 from lits.cli import commands
 from lits.cli.errors import UserError, describe
+from lits.secrets import redact_text
 
 
 def _add_data_options(p: argparse.ArgumentParser) -> None:
@@ -108,7 +110,7 @@ def main(argv: Optional[Sequence[str]] = None, prefix: Sequence[str] = ()) -> in
         print("lits: interrupted; continue with --resume --save-dir DIR", file=sys.stderr)
         return 130
     except UserError as exc:
-        print(f"lits: error: {exc}", file=sys.stderr)
+        print(f"lits: error: {redact_text(str(exc))}", file=sys.stderr)
         return 2
     except Exception as exc:  # anything else still gets one clear line
         print(f"lits: error: {describe(exc)}", file=sys.stderr)

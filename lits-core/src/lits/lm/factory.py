@@ -8,6 +8,9 @@ from typing import Any, Optional
 from lits.lm.base import LanguageModel
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Keyword arguments passed through to :class:`~lits.lm.openai_compat.OpenAICompatibleModel`.
+SERVER_OPTIONS = ("price_in", "price_out", "timeout", "call_budget", "connect_timeout", "read_timeout",
+                  "max_attempts", "adaptive_read_timeout", "patience_floor")
 
 
 def create_model(
@@ -30,7 +33,7 @@ def create_model(
     if spec == "scripted":
         from lits.testing import ScriptedModel
 
-        return ScriptedModel(concurrency=concurrency)
+        return ScriptedModel(concurrency=concurrency, chat_native=True)
     from lits.lm.openai_compat import OpenAICompatibleModel
 
     return OpenAICompatibleModel(
@@ -38,5 +41,5 @@ def create_model(
         base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
         api=api or "chat",  # type: ignore[arg-type]
         concurrency=concurrency,
-        **{k: v for k, v in kwargs.items() if k in ("price_in", "price_out", "timeout", "max_retries")},
+        **{k: v for k, v in kwargs.items() if k in SERVER_OPTIONS},
     )

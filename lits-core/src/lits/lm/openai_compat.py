@@ -1,12 +1,17 @@
 """A backend for any OpenAI-compatible server: vLLM, llama.cpp, Ollama, OpenAI.
 
 Sync httpx (thread-safe; agents call it from worker threads) with the retry
-transport of :mod:`lits.lm.retry`.  Servers that ignore ``n`` (llama.cpp's)
-get more requests until ``n`` completions are in hand.
+transport of :mod:`lits.lm.retry`: every call is retried within a time budget,
+and :func:`reply_fault` rejects 200 replies that carry no usable answer so
+they are retried too.  Servers that ignore ``n`` (llama.cpp's) get more
+requests until ``n`` completions are in hand.  Credentials never appear in a
+message: the key is redacted and a base URL with ``user:pass@`` is refused
+(the URL is written to ``config.json``, so it must not hold a secret).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Literal, Optional
 
@@ -21,10 +26,35 @@ from lits.lm.base import (
     Prompt,
     TokenLogprob,
 )
-from lits.lm.retry import RetryTransport
+from lits.lm.retry import (
+    RETRY_STATUS,
+    FaultStats,
+    RetryPolicy,
+    RetryTransport,
+    attempts_of,
+    is_permanent_body,
+)
+from lits.secrets import has_userinfo, redact_text, redact_url
+
+CREDENTIALS_IN_URL = ("--base-url must not carry credentials (user:password@host); "
+                      "put the key in $OPENAI_API_KEY or $LITS_API_KEY")
+
+
+class ServerRefused(ModelError):
+    """The server answered with a permanent error status (4xx, or a context that is too long)."""
 
 
 class OpenAICompatibleModel(LanguageModel):
+    """A model behind ``/chat/completions`` or ``/completions``.
+
+    ``call_budget`` bounds one call, retries included; ``connect_timeout`` and
+    ``read_timeout`` bound one attempt.  With ``adaptive_read_timeout`` a first
+    attempt waits only a few times the slowest recent reply (at least
+    ``patience_floor``), so a hung request costs seconds, not a minute.
+    ``timeout`` is the older name of ``read_timeout``.  ``max_attempts``
+    optionally caps attempts too (None: only the budget limits them).
+    """
+
     def __init__(
         self,
         model: str,
@@ -32,9 +62,16 @@ class OpenAICompatibleModel(LanguageModel):
         *,
         api_key: Optional[str] = None,
         api: Literal["chat", "completion"] = "chat",
-        timeout: float = 120.0,
-        max_retries: int = 4,
+        call_budget: float = 300.0,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 60.0,
+        timeout: Optional[float] = None,
+        max_attempts: Optional[int] = None,
         retry_base_wait: float = 0.5,
+        retry_max_wait: float = 20.0,
+        connect_budget: float = 10.0,
+        adaptive_read_timeout: bool = True,
+        patience_floor: float = 10.0,
         concurrency: int = 1,
         price_in: float = 0.0,
         price_out: float = 0.0,
@@ -42,8 +79,12 @@ class OpenAICompatibleModel(LanguageModel):
         super().__init__(concurrency=concurrency)
         if api not in ("chat", "completion"):
             raise ValueError(f"api must be 'chat' or 'completion', not {api!r}")
+        if has_userinfo(base_url) or ("@" in base_url.split("/")[0]):
+            raise ValueError(CREDENTIALS_IN_URL)
         if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"--base-url must start with http:// or https://, got {base_url!r}")
+            raise ValueError(f"--base-url must start with http:// or https://, got {redact_text(base_url)!r}")
+        if call_budget <= 0:
+            raise ValueError("call_budget must be positive (seconds)")
         self.name = model
         self.base_url = base_url.rstrip("/")
         self.api = api
@@ -51,15 +92,34 @@ class OpenAICompatibleModel(LanguageModel):
         self.supports_loglikelihood = api == "completion"
         self.price_in, self.price_out = price_in, price_out
         key = api_key or os.environ.get("OPENAI_API_KEY") or os.environ.get("LITS_API_KEY")
+        self._secrets = (key,)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        transport = RetryTransport(httpx.HTTPTransport(), attempts=max_retries, base_wait=retry_base_wait)
+        read = timeout if timeout is not None else read_timeout
+        self.policy = RetryPolicy(budget=call_budget, base_wait=retry_base_wait, max_wait=retry_max_wait,
+                                  connect_budget=connect_budget, max_attempts=max_attempts,
+                                  adaptive_read_timeout=adaptive_read_timeout, patience_floor=patience_floor)
+        self._faults = FaultStats()
+        # On the inner transport (httpx ignores Client(limits=...) beside a transport); roomy, since
+        # the limiter, not the pool, bounds calls in flight and may be raised later.
+        limits = httpx.Limits(max_connections=max(100, concurrency * 2),
+                              max_keepalive_connections=max(20, concurrency))
+        transport = RetryTransport(httpx.HTTPTransport(limits=limits), policy=self.policy,
+                                   check=reply_fault, stats=self._faults)
         self.client = httpx.Client(
             base_url=self.base_url,
             headers=headers,
-            timeout=timeout,
+            timeout=httpx.Timeout(connect=connect_timeout, read=read, write=read, pool=None),
             transport=transport,
-            limits=httpx.Limits(max_connections=max(8, concurrency * 2), max_keepalive_connections=max(8, concurrency)),
         )
+
+    @property
+    def display_url(self) -> str:
+        """The base URL as it may be shown: never with credentials."""
+        return redact_text(redact_url(self.base_url), self._secrets)
+
+    def fault_stats(self) -> dict[str, float | int]:
+        """Retries, seconds lost to faults and calls given up so far (thread-safe copy)."""
+        return self._faults.snapshot()
 
     def identity(self) -> str:
         return f"openai:{self.base_url}:{self.name}:{self.api}"
@@ -99,7 +159,7 @@ class OpenAICompatibleModel(LanguageModel):
     def _parse(self, data: dict[str, Any], limit: int) -> list[Completion]:
         choices = list(data.get("choices") or [])[:limit]
         if not choices:
-            raise ModelError(f"model server {self.base_url} returned no choices")
+            raise ModelError(f"model server {self.display_url} returned no choices")
         usage = data.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         completion_tokens = int(usage.get("completion_tokens") or 0)
@@ -122,47 +182,130 @@ class OpenAICompatibleModel(LanguageModel):
     # -- scoring -----------------------------------------------------------
     def _loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
         if not self.supports_loglikelihood:
-            raise LoglikelihoodUnsupported(f"{self.base_url} ({self.api} API) cannot score text; use --api completion")
+            raise LoglikelihoodUnsupported(f"{self.display_url} ({self.api} API) cannot score text; use --api completion")
         scores, tokens = [], 0
         for continuation in continuations:
             body = {"model": self.name, "prompt": prompt + continuation, "max_tokens": 1,
                     "temperature": 0.0, "echo": True, "logprobs": 1}
             try:
                 data = self._post("/completions", body)
-            except ModelError as exc:
+            except ServerRefused as exc:
                 self.supports_loglikelihood = False
-                raise LoglikelihoodUnsupported(f"{self.base_url} refused prompt scoring: {exc}") from exc
+                raise LoglikelihoodUnsupported(f"{self.display_url} refused prompt scoring: {exc}") from exc
             choice = (data.get("choices") or [{}])[0]
             score = _continuation_logprob(choice.get("logprobs"), len(prompt), len(prompt + continuation))
             if score is None:
                 self.supports_loglikelihood = False
-                raise LoglikelihoodUnsupported(f"{self.base_url} returned no prompt log-probabilities (echo)")
+                raise LoglikelihoodUnsupported(f"{self.display_url} returned no prompt log-probabilities (echo)")
             scores.append(score)
             tokens += int((data.get("usage") or {}).get("prompt_tokens") or 0)
         return scores, tokens
 
     # -- HTTP ------------------------------------------------------------------
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        where = f"model server {self.base_url}"
         try:
             response = self.client.post(path, json=body)
-        except httpx.ConnectError:
-            raise ModelError(f"cannot reach {where}: connection refused") from None
-        except httpx.TimeoutException:
-            raise ModelError(f"{where} did not answer in time (timeout {self.client.timeout.read}s)") from None
         except httpx.TransportError as exc:
-            raise ModelError(f"cannot reach {where}: {exc}") from None
+            raise ModelError(self._redact(self._transport_message(exc))) from None
+        attempts = attempts_of(response) or 1
+        after = f" after {attempts} attempts" if attempts > 1 else ""
+        where = f"model server {self.display_url}"
         if response.status_code >= 400:
-            attempts = response.extensions.get("lits_attempts")
-            after = f" after {attempts} attempts" if attempts else ""
-            raise ModelError(f"{where} answered {response.status_code}{after}: {_error_text(response)}")
-        try:
-            return response.json()
-        except ValueError:
-            raise ModelError(f"{where} answered with something that is not JSON: {response.text[:120]!r}") from None
+            status = response.status_code
+            permanent = (status < 500 and status not in RETRY_STATUS) or is_permanent_body(response)
+            kind = ServerRefused if permanent else ModelError
+            raise kind(self._redact(f"{where} answered {status}{after}: {_error_text(response)}"))
+        fault = response.extensions.get("lits_fault")
+        if fault:
+            raise ModelError(self._redact(f"{where} returned {fault}{after}{_snippet(response)}"))
+        data = response.extensions.get("lits_json")
+        if not isinstance(data, dict):  # a status the reply check does not see (1xx/3xx)
+            try:
+                data = response.json()
+            except ValueError:
+                data = None
+            if not isinstance(data, dict):
+                raise ModelError(self._redact(f"{where} returned a body that is not a JSON object"
+                                              f"{_snippet(response)}"))
+        if not data.get("choices") and is_permanent_body(response):  # an error carried by a 200
+            raise ServerRefused(self._redact(f"{where} answered: {_error_text(response)}"))
+        return data
+
+    def _transport_message(self, exc: httpx.TransportError) -> str:
+        where = f"model server {self.display_url}"
+        attempts = attempts_of(exc) or 1
+        tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
+        if isinstance(exc, httpx.TimeoutException):
+            timeout = self.client.timeout
+            return (f"{where} did not answer in time ({tries} within a {self.policy.budget:g}s budget; "
+                    f"connect timeout {timeout.connect}s, read timeout {timeout.read}s)")
+        detail = str(exc) or type(exc).__name__
+        if isinstance(exc, httpx.ConnectError) and "refused" in detail.lower():
+            detail = "connection refused"
+        return f"cannot reach {where}: {detail} ({tries})"
+
+    def _redact(self, text: str) -> str:
+        return redact_text(" ".join(text.split()), self._secrets)
 
     def close(self) -> None:
         self.client.close()
+
+
+def reply_fault(request: Optional[httpx.Request], response: httpx.Response) -> Optional[str]:
+    """Why a 2xx reply holds no usable answer (worth another attempt), or None when it is fine.
+
+    Not JSON, not an object, no choices, or a choice without content where
+    content was asked for (content null, or empty with no finish reason: the
+    generation never completed).  An empty reply that *finished* (a stop
+    sequence at once) is a real answer.  The parsed body is kept on the
+    response so it is decoded once.
+    """
+    try:
+        data = response.json()
+    except ValueError:
+        return "a body that is not JSON"
+    if not isinstance(data, dict):
+        return "a JSON body that is not an object"
+    response.extensions["lits_json"] = data
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return None if is_permanent_body(response) else "no choices"
+    if not all(isinstance(c, dict) for c in choices):
+        return "choices that are not objects"
+    sent = _request_json(request)
+    if sent.get("echo") or sent.get("max_tokens") == 0:
+        return None  # scoring requests ask for no content
+    for choice in choices:
+        if "message" in choice:
+            message = choice.get("message")
+            if not isinstance(message, dict):
+                return "a choice without a message"
+            if message.get("tool_calls") or message.get("refusal"):
+                continue
+            text = message.get("content")
+        else:
+            text = choice.get("text")
+        if text is None or (text == "" and not choice.get("finish_reason")):
+            return "empty content (no finish reason)"
+    return None
+
+
+def _request_json(request: Optional[httpx.Request]) -> dict[str, Any]:
+    if request is None:
+        return {}
+    try:
+        sent = json.loads(request.content or b"{}")
+    except (ValueError, httpx.RequestNotRead):
+        return {}
+    return sent if isinstance(sent, dict) else {}
+
+
+def _snippet(response: httpx.Response) -> str:
+    try:
+        response.json()
+        return ""
+    except ValueError:
+        return f": {response.text[:120]!r}"
 
 
 def _error_text(response: httpx.Response) -> str:

@@ -1,27 +1,115 @@
 """Retries for model servers, as an httpx transport wrapper driven by tenacity.
 
-Transport errors, timeouts and 408/409/429/5xx are retried with exponential
-backoff and jitter, honouring ``Retry-After``; other statuses (400, 401, 403,
-404, 422, ...) return at once.  After the last attempt the last response (or
-error) goes back to the caller, which turns it into one clear message.
+A call is retried until it succeeds or its time *budget* runs out, not for a
+small fixed number of attempts: a run should lose nothing to a server that
+misbehaves now and then.  Transient failures are transport errors (refused or
+dropped connections, timeouts, truncated bodies), the statuses in
+:data:`RETRY_STATUS` and any 5xx, and 2xx bodies that the ``check`` callback
+rejects (not JSON, no choices, ...).  Waits are exponential with full jitter
+and honour ``Retry-After``.  Everything else (400, 401, 403, 404, 422, a
+context that is too long) returns at once.
+
+Every attempt's connect/read timeouts are clipped to what is left of the
+budget, so a hanging server cannot stretch a call past it.  The read timeout
+is also learned (:class:`Patience`): once a few replies have come back, a first
+attempt waits a few times the slowest recent reply (at least
+``patience_floor``), so a hang costs seconds; a retry after a timeout waits
+the full read timeout, so a reply that is merely slow still arrives.  A refused
+connection before the server has ever answered is most likely a wrong URL and
+gets only ``connect_budget``; once the server has answered, it is a restart
+and gets the full budget.  :class:`FaultStats` counts retries and seconds
+lost, for the run summary.
 """
 
 from __future__ import annotations
 
 import email.utils
+import threading
 import time
-from typing import Optional
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 import httpx
 import tenacity
 
-RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+RETRY_STATUS = frozenset({408, 409, 425, 429})
+#: Error-body phrases that mean "this prompt can never fit" even on a 5xx.
+PERMANENT_MARKERS = ("context_length_exceeded", "maximum context length", "context length",
+                     "exceeds the context", "context window", "too many tokens")
+
+#: ``check(request, response)`` -> why a 2xx reply is unusable and worth retrying, or None.
+ReplyCheck = Callable[[httpx.Request, httpx.Response], Optional[str]]
 
 
-class RetryableStatus(Exception):
-    def __init__(self, response: httpx.Response) -> None:
-        super().__init__(f"HTTP {response.status_code}")
+class TransientReply(Exception):
+    """A response worth another attempt (retryable status or rejected body)."""
+
+    def __init__(self, response: httpx.Response, reason: str) -> None:
+        super().__init__(reason)
         self.response = response
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long and how patiently one call is retried."""
+
+    budget: float = 300.0
+    base_wait: float = 0.5
+    max_wait: float = 20.0
+    max_retry_after: float = 60.0
+    connect_budget: float = 10.0
+    max_attempts: Optional[int] = None
+    adaptive_read_timeout: bool = True
+    patience_floor: float = 10.0
+    patience_factor: float = 4.0
+
+
+class Patience:
+    """A read timeout learned per endpoint from how long recent replies took.
+
+    None until ``warmup`` replies were seen; then ``factor`` x the slowest of
+    the last ``window`` replies, never below ``floor``.  Thread-safe.
+    """
+
+    def __init__(self, floor: float, factor: float, warmup: int = 8, window: int = 64) -> None:
+        self.floor, self.factor, self.warmup = floor, factor, warmup
+        self._seen: dict[str, deque[float]] = {}
+        self._window = window
+        self._lock = threading.Lock()
+
+    def observe(self, endpoint: str, seconds: float) -> None:
+        with self._lock:
+            self._seen.setdefault(endpoint, deque(maxlen=self._window)).append(seconds)
+
+    def read_timeout(self, endpoint: str) -> Optional[float]:
+        with self._lock:
+            seen = self._seen.get(endpoint)
+            if seen is None or len(seen) < self.warmup:
+                return None
+            return max(self.floor, self.factor * max(seen))
+
+
+class FaultStats:
+    """Thread-safe counters of what faults cost: retries, seconds lost, calls given up."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._retries = 0
+        self._seconds_lost = 0.0
+        self._failed_calls = 0
+
+    def add(self, *, retries: int, seconds_lost: float, failed: bool) -> None:
+        with self._lock:
+            self._retries += retries
+            self._seconds_lost += seconds_lost
+            self._failed_calls += int(failed)
+
+    def snapshot(self) -> dict[str, float | int]:
+        with self._lock:
+            return {"retries": self._retries, "seconds_lost": round(self._seconds_lost, 3),
+                    "failed_calls": self._failed_calls}
 
 
 def retry_after_seconds(response: httpx.Response, cap: float) -> Optional[float]:
@@ -32,11 +120,104 @@ def retry_after_seconds(response: httpx.Response, cap: float) -> Optional[float]
     try:
         seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
             return None
         seconds = parsed.timestamp() - time.time()
     return max(0.0, min(cap, seconds))
+
+
+def is_permanent_body(response: httpx.Response) -> bool:
+    """True when an error body says the request itself can never succeed (context too long)."""
+    text = response.text.lower()
+    return any(marker in text for marker in PERMANENT_MARKERS)
+
+
+def attempts_of(obj: Any) -> Optional[int]:
+    """How many attempts the transport made for a returned response or raised error."""
+    if isinstance(obj, httpx.Response):
+        value = obj.extensions.get("lits_attempts")
+    else:
+        value = getattr(obj, "lits_attempts", None)
+    return int(value) if value else None
+
+
+class _Call:
+    """One request's retry state: its deadline, the last outcome and its cost."""
+
+    def __init__(self, transport: "RetryTransport", request: httpx.Request) -> None:
+        self.transport = transport
+        self.request = request
+        self.policy = transport.policy
+        self.start = time.monotonic()
+        self.timeouts: dict[str, Optional[float]] = dict(request.extensions.get("timeout") or {})
+        self.attempt_started = self.start
+        self.delays: dict[int, float] = {}
+        self.timed_out = False  # after one read timeout, wait the full read timeout
+
+    def remaining(self) -> float:
+        return self.policy.budget - (time.monotonic() - self.start)
+
+    def attempt(self) -> httpx.Response:
+        """One try; raises :class:`TransientReply` or a transport error when worth retrying."""
+        self.attempt_started = time.monotonic()
+        left = max(0.05, self.remaining())
+        timeouts = dict(self.timeouts)
+        learned = self.transport.patience.read_timeout(self.request.url.path)
+        if learned is not None and self.policy.adaptive_read_timeout and not self.timed_out:
+            read = timeouts.get("read")
+            timeouts["read"] = learned if read is None else min(learned, read)
+        self.request.extensions["timeout"] = {k: left if v is None else min(v, left)
+                                              for k, v in timeouts.items()}
+        try:
+            response = self.transport.inner.handle_request(self.request)
+            try:
+                response.read()  # a truncated body or a hang mid-body must fail inside the loop
+            except BaseException:
+                response.close()
+                raise
+        except httpx.ReadTimeout:
+            self.timed_out = True
+            raise
+        self.transport.server_answered = True
+        status = response.status_code
+        if status in RETRY_STATUS or (status >= 500 and not is_permanent_body(response)):
+            raise TransientReply(response, f"HTTP {status}")
+        if 200 <= status < 300 and self.transport.check is not None:
+            reason = self.transport.check(self.request, response)
+            if reason:
+                raise TransientReply(response, reason)
+        if 200 <= status < 300:
+            self.transport.patience.observe(self.request.url.path, time.monotonic() - self.attempt_started)
+        return response
+
+    def delay(self, state: tenacity.RetryCallState) -> float:
+        """The wait before the next attempt (computed once per attempt; jitter is random)."""
+        if state.attempt_number not in self.delays:
+            exc = state.outcome.exception() if state.outcome else None
+            hinted = None
+            if isinstance(exc, TransientReply):
+                hinted = retry_after_seconds(exc.response, self.policy.max_retry_after)
+            self.delays[state.attempt_number] = (
+                hinted if hinted is not None else float(self.transport.backoff(state)))
+        return self.delays[state.attempt_number]
+
+    def should_stop(self, state: tenacity.RetryCallState) -> bool:
+        cap = self.policy.max_attempts
+        if cap is not None and state.attempt_number >= cap:
+            return True
+        exc = state.outcome.exception() if state.outcome else None
+        budget_left = self.remaining()
+        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)) and not self.transport.server_answered:
+            budget_left = min(budget_left, self.policy.connect_budget - (time.monotonic() - self.start))
+        return self.delay(state) >= budget_left
+
+    def settle(self, attempts: int, failed: bool) -> None:
+        """Add this call's retries and lost seconds to the model's counters."""
+        if attempts > 1 or failed:
+            end = time.monotonic() if failed else self.attempt_started
+            self.transport.stats.add(retries=attempts - 1, seconds_lost=end - self.start, failed=failed)
 
 
 class RetryTransport(httpx.BaseTransport):
@@ -44,43 +225,47 @@ class RetryTransport(httpx.BaseTransport):
         self,
         inner: httpx.BaseTransport,
         *,
-        attempts: int = 4,
-        base_wait: float = 0.5,
-        max_wait: float = 20.0,
-        max_retry_after: float = 60.0,
+        policy: RetryPolicy = RetryPolicy(),
+        check: Optional[ReplyCheck] = None,
+        stats: Optional[FaultStats] = None,
     ) -> None:
         self.inner = inner
-        self.attempts = max(1, attempts)
-        self.backoff = tenacity.wait_random_exponential(multiplier=base_wait, max=max_wait)
-        self.max_retry_after = max_retry_after
-
-    def _wait(self, state: tenacity.RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, RetryableStatus):
-            hinted = retry_after_seconds(exc.response, self.max_retry_after)
-            if hinted is not None:
-                return hinted
-        return float(self.backoff(state))
+        self.policy = policy
+        self.check = check
+        self.stats = stats or FaultStats()
+        self.backoff = tenacity.wait_random_exponential(multiplier=policy.base_wait, max=policy.max_wait)
+        self.patience = Patience(policy.patience_floor, policy.patience_factor)
+        #: Set once any HTTP response arrived: later refused connections are restarts, not typos.
+        self.server_answered = False
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        call = _Call(self, request)
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=tenacity.retry_if_exception_type((httpx.TransportError, RetryableStatus)),
+            stop=call.should_stop,
+            wait=call.delay,
+            retry=tenacity.retry_if_exception_type((httpx.TransportError, TransientReply)),
             reraise=True,
         )
+        attempts = 0
         try:
             for attempt in retrying:
                 with attempt:
-                    response = self.inner.handle_request(request)
-                    if response.status_code in RETRY_STATUS:
-                        response.read()
-                        raise RetryableStatus(response)
-                    return response
-        except RetryableStatus as exc:
-            exc.response.extensions["lits_attempts"] = self.attempts
+                    attempts += 1
+                    response = call.attempt()
+            call.settle(attempts, failed=False)
+            response.extensions["lits_attempts"] = attempts
+            return response
+        except TransientReply as exc:
+            call.settle(attempts, failed=True)
+            exc.response.extensions["lits_attempts"] = attempts
+            exc.response.extensions["lits_fault"] = exc.reason
             return exc.response
-        raise AssertionError("unreachable")  # pragma: no cover
+        except httpx.TransportError as exc:
+            call.settle(attempts, failed=True)
+            setattr(exc, "lits_attempts", attempts)
+            raise
+        finally:
+            request.extensions["timeout"] = call.timeouts
 
     def close(self) -> None:
         self.inner.close()

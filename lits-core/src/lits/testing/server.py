@@ -55,7 +55,7 @@ class FakeOpenAIServer:
         self.headers: list[dict[str, str]] = []
         self.max_in_flight = 0
         self._in_flight = 0
-        self._failures: deque[tuple[int, Optional[str]]] = deque()
+        self._failures: deque[tuple[int, Optional[str], Optional[str]]] = deque()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -65,10 +65,14 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def fail_next(self, status: int, times: int = 1, retry_after: Optional[str] = None) -> None:
-        """Answer the next ``times`` requests with ``status`` (and a Retry-After header)."""
+    def fail_next(self, status: int, times: int = 1, retry_after: Optional[str] = None,
+                  message: Optional[str] = None) -> None:
+        """Answer the next ``times`` requests with ``status`` (and a Retry-After header).
+
+        ``message`` replaces the error text, e.g. to echo a key the way some servers do.
+        """
         with self._lock:
-            self._failures.extend([(status, retry_after)] * times)
+            self._failures.extend([(status, retry_after, message)] * times)
 
     def __enter__(self) -> "FakeOpenAIServer":
         self._thread.start()
@@ -158,8 +162,8 @@ class FakeOpenAIServer:
                     if server.latency:
                         time.sleep(server.latency)
                     if failure is not None:
-                        status, retry_after = failure
-                        self._send(status, {"error": {"message": f"injected failure {status}"}},
+                        status, retry_after, message = failure
+                        self._send(status, {"error": {"message": message or f"injected failure {status}"}},
                                    {"Retry-After": retry_after} if retry_after else None)
                     elif self.path.endswith(("/chat/completions", "/completions")):
                         if body.get("echo") and not server.echo_supported:
