@@ -35,8 +35,9 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                         "the key comes only from $OPENAI_API_KEY or $LITS_API_KEY")
     g.add_argument("--api", choices=["chat", "completion"], default=None,
                    help="endpoint to use on the server (default: chat)")
-    g.add_argument("--concurrency", type=int, default=1,
-                   help="model calls in flight at once, across instances (default 1)")
+    g.add_argument("--concurrency", type=int, default=None,
+                   help="model calls in flight at once, across instances (default: 16 against a server, "
+                        "1 for the embedded or scripted model; recorded in config.json)")
     g.add_argument("--cache", default=None, metavar="PATH",
                    help="response cache file (default: cache.sqlite in the save dir); "
                         "share one between runs to never pay twice for a call")
