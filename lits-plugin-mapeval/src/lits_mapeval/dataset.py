@@ -12,6 +12,7 @@ from lits.registry import register_dataset, register_resource
 from lits_mapeval.database import build_database
 from lits_mapeval.questions import generate_questions
 from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
+from lits_mapeval.validation import check_items
 
 NOTES = (
     "Questions name places; the other tables refer to them by place_id. distances has one row per travel mode "
@@ -82,8 +83,10 @@ def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed:
             raise ValueError(f"{file} is not a MapEval JSON file: {exc}") from None
         if not isinstance(items, list):
             raise ValueError(f"{file} is not a MapEval JSON file: expected a list of questions")
+        check_items(items, str(file))
     else:
         items = generate_questions(_database(db, seed), seed=int(seed), per_class=int(per_class))
+        check_items(items, f"the questions generated for seed {seed}")
     return [to_example(item) for item in items]
 
 

@@ -9,6 +9,8 @@ from typing import Any, ClassVar, Optional, Sequence
 from pydantic import BaseModel, ValidationError
 
 DEFAULT_TIMEOUT = 30.0
+INTERRUPT_GRACE = 2.0
+"""Seconds a timed-out call may take to wind down after :meth:`BaseTool.interrupt` said it would stop."""
 
 
 class BaseTool:
@@ -18,6 +20,9 @@ class BaseTool:
     tool can carry the backend it talks to. ``timeout`` (seconds) bounds each call.
     Calls run in a worker thread (that is how the time budget is kept), so a
     client must allow use from other threads (sqlite3: ``check_same_thread=False``).
+    Python cannot kill a thread: a tool whose backend can be stopped (a database
+    connection, a subprocess) should override :meth:`interrupt`, otherwise a
+    timed-out call keeps running in the background until it ends by itself.
     """
 
     name: ClassVar[str] = ""
@@ -35,6 +40,13 @@ class BaseTool:
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Call the tool (validated arguments as keywords)."""
         return self._run(*args, **kwargs)
+
+    def interrupt(self, worker: threading.Thread) -> bool:
+        """Stop the call running in ``worker`` because its time budget ran out.
+
+        Return True when the call will end promptly (the caller then waits up to
+        ``INTERRUPT_GRACE`` s for it); the default cannot stop anything."""
+        return False
 
     def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
         if self.args_schema is None:
@@ -91,20 +103,32 @@ def execute_tool_action(action: Any, tools: Sequence[BaseTool], timeout: Optiona
     return _run_with_budget(tool, validated, timeout if timeout is not None else tool.timeout)
 
 
+def _one_line(text: str, limit: int = 500) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def _run_with_budget(tool: BaseTool, args: dict[str, Any], budget: float) -> str:
-    """Run in a worker thread; a tool that hangs past ``budget`` yields a time-out observation."""
+    """Run in a worker thread; a tool that hangs past ``budget`` is interrupted (when it can be) and yields a
+    time-out observation."""
     box: dict[str, Any] = {}
 
     def work() -> None:
         try:
             box["value"] = tool.run(**args)
         except Exception as exc:  # a tool error is an observation, not a crash
-            box["error"] = f"{type(exc).__name__}: {exc}"
+            box["error"] = _one_line(f"{type(exc).__name__}: {exc}")
 
     worker = threading.Thread(target=work, daemon=True, name=f"tool-{tool.name}")
     worker.start()
     worker.join(budget)
     if worker.is_alive():
+        try:
+            stopping = tool.interrupt(worker)
+        except Exception:  # a broken interrupt must not turn a time-out into a crash
+            stopping = False
+        if stopping:
+            worker.join(INTERRUPT_GRACE)
         return f"Tool {tool.name} timed out after {budget:g} s"
     if "error" in box:
         return f"Tool {tool.name} failed: {box['error']}"
