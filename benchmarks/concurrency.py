@@ -1,13 +1,17 @@
 """Calls in flight: 30 BlocksWorld instances x MCTS against a loopback server.
 
-The server answers deterministically after a fixed latency, so wall time is
-all waiting. Reported: wall time at concurrency 1 and at concurrency 32, the
+The server answers deterministically after a fixed latency (an obedient
+model that samples distinct listed legal actions, and says Yes to the
+reward's questions), so wall time is all waiting.
+Passes: concurrency 1, concurrency 32, concurrency 32 with tree-parallel
+MCTS (K rollouts at once), and a second concurrency-32 pass served from the
+response cache (it must pay 0 calls).  For each: wall time, paid calls, the
 critical-path bound (the most dependent rounds of any instance x latency,
 counted by LiTS's logical clock), the capacity bound (calls x latency /
-concurrency), each ratio, the speed-up, and a second pass at concurrency 32
-served from the response cache (it must make 0 paid calls).
+concurrency), the ratios, the solve rate and the average calls in flight.
 
-    python benchmarks/concurrency.py [--instances 30] [--latency 0.2] [--out FILE]
+    python benchmarks/concurrency.py [--api chat|completion] [--instances 30] [--latency 0.1] [--k 4]
+        [--skip-serial] [--out FILE]
 """
 
 from __future__ import annotations
@@ -23,81 +27,92 @@ from typing import Any
 
 from lits.agents import MCTS, MCTSConfig
 from lits.components.factory import create_components
+from lits.concurrency import fan_out_width
+from lits.lm.base import GenerationParams
 from lits.lm.cache import ResponseCache
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.observability import InferenceLog
 from lits.registry import load_dataset
 from lits.runs.artifacts import RunDir
 from lits.runs.runner import run_instances
+from lits.testing.scripted import obedient_reply
 from lits.testing.server import FakeOpenAIServer
 
 
-def answer(prompt: str, body: dict[str, Any]) -> str:
-    """A deterministic 'model': self-evaluations say Yes, action requests get a listed action."""
-    if "Answer Yes or No" in prompt:
-        return "Yes"
-    lines = prompt.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("Legal actions:"):
-            return lines[i + 1].strip()
-    return "wait"
+def answer(prompt: str, body: dict[str, Any], index: int) -> str:
+    """A sampling 'model': the index-th listed legal action, else Yes to each (numbered) question."""
+    return obedient_reply(prompt, GenerationParams(), index)
 
 
-def one_pass(base_url: str, examples: list, concurrency: int, root: Path, cache: Path) -> dict[str, Any]:
-    model = OpenAICompatibleModel("bench", base_url, concurrency=concurrency)
+def one_pass(base_url: str, examples: list, concurrency: int, k: int, root: Path, cache: Path,
+             latency: float, api: str) -> dict[str, Any]:
+    model = OpenAICompatibleModel("bench", base_url, concurrency=concurrency, api=api)  # type: ignore[arg-type]
     model.use_cache(ResponseCache(cache))
     parts = create_components("blocksworld", model, n_actions=3)
-    config = MCTSConfig(n_iterations=10, n_actions=3, max_depth=6, early_stop=False)
+    config = MCTSConfig(n_iterations=10, n_actions=3, max_depth=6, early_stop=False, parallel_iterations=k)
     run_dir = RunDir(root).create()
     started = time.perf_counter()
-    outcome = run_instances(
-        lambda: MCTS(config, parts.policy, parts.transition, parts.reward_model, checkpoint_dir=run_dir.checkpoints),
-        parts, examples, run_dir, mode="search", concurrency=concurrency, progress_stream=io.StringIO(),
-    )
+    with fan_out_width(concurrency):
+        outcome = run_instances(
+            lambda: MCTS(config, parts.policy, parts.transition, parts.reward_model,
+                         checkpoint_dir=run_dir.checkpoints),
+            parts, examples, run_dir, mode="search", concurrency=concurrency, progress_stream=io.StringIO(),
+        )
     wall = time.perf_counter() - started
+    busy = model.limiter.busy_area()
     model.close()
     assert not outcome.failed, outcome.failed
-    results = run_dir.read_timings()
-    log = InferenceLog.read(run_dir.inference_log_path)
+    timings = run_dir.read_timings()
+    results = run_dir.read_results()
+    paid = sum(t["inference"]["calls"] for t in timings.values())
+    rounds = max(t["dependent_rounds"] for t in timings.values())
     return {
         "concurrency": concurrency,
+        "parallel_iterations": k,
         "wall_s": round(wall, 2),
-        "paid_calls": log.summary()["calls"],
-        "cache_hits": log.summary()["cache_hits"],
-        "max_rounds": max(r["dependent_rounds"] for r in results.values()),
+        "paid_calls": paid,
+        "cache_hits": sum(t["inference"]["cache_hits"] for t in timings.values()),
+        "max_rounds": rounds,
+        "critical_path_bound_s": round(rounds * latency, 2),
+        "capacity_bound_s": round(paid * latency / concurrency, 2),
+        "calls_in_flight_avg": round(busy / wall, 1),
+        "solved": sum(bool(r["eval"]["solved"]) for r in results.values()),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=30)
-    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--k", type=int, default=4, help="rollouts at once for the tree-parallel pass")
+    parser.add_argument("--api", choices=["chat", "completion"], default="chat",
+                        help="chat: the policy samples, the reward asks Yes/No; completion: both score text")
+    parser.add_argument("--skip-serial", action="store_true", help="leave out the (slow) concurrency-1 pass")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
     examples = list(enumerate(load_dataset("blocksworld", steps="2,4,6", n=args.instances)))[: args.instances]
     work = Path(tempfile.mkdtemp(prefix="lits-bench-"))
+    report: dict[str, Any] = {"instances": len(examples), "latency_s": args.latency, "api": args.api}
     try:
         with FakeOpenAIServer(responder=answer, latency=args.latency) as srv:
-            serial = one_pass(srv.base_url, examples, 1, work / "c1", work / "c1.sqlite")
-            wide = one_pass(srv.base_url, examples, 32, work / "c32", work / "c32.sqlite")
-            cached = one_pass(srv.base_url, examples, 32, work / "c32-again", work / "c32.sqlite")
+            def run(name: str, concurrency: int, k: int, cache: str) -> dict[str, Any]:
+                figures = one_pass(srv.base_url, examples, concurrency, k, work / name, work / cache, args.latency,
+                                   args.api)
+                print(name, json.dumps(figures), flush=True)
+                return figures
+
+            if not args.skip_serial:
+                report["concurrency_1"] = run("c1", 1, 1, "c1.sqlite")
+            wide = report["concurrency_32"] = run("c32", 32, 1, "c32.sqlite")
+            tree = report[f"concurrency_32_k{args.k}"] = run("c32-tree", 32, args.k, "tree.sqlite")
+            report["second_pass_from_cache"] = run("c32-again", 32, 1, "c32.sqlite")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    critical = wide["max_rounds"] * args.latency
-    capacity = wide["paid_calls"] * args.latency / 32
-    report = {
-        "instances": len(examples),
-        "latency_s": args.latency,
-        "concurrency_1": serial,
-        "concurrency_32": wide,
-        "critical_path_bound_s": round(critical, 2),
-        "capacity_bound_s": round(capacity, 2),
-        "ratio_c32_to_critical_path": round(wide["wall_s"] / critical, 3),
-        "ratio_c32_to_max_bound": round(wide["wall_s"] / max(critical, capacity), 3),
-        "ratio_c1_to_serial_bound": round(serial["wall_s"] / (serial["paid_calls"] * args.latency), 3),
-        "speedup_c32_over_c1": round(serial["wall_s"] / wide["wall_s"], 2),
-        "second_pass_from_cache": cached,
-    }
+    sequential_bound = wide["critical_path_bound_s"]
+    report["ratio_c32_to_critical_path"] = round(wide["wall_s"] / sequential_bound, 3)
+    report["ratio_c32_to_max_bound"] = round(wide["wall_s"] / max(sequential_bound, wide["capacity_bound_s"]), 3)
+    report[f"ratio_k{args.k}_to_sequential_critical_path"] = round(tree["wall_s"] / sequential_bound, 3)
+    if "concurrency_1" in report:
+        report["speedup_c32_over_c1"] = round(report["concurrency_1"]["wall_s"] / wide["wall_s"], 2)
     text = json.dumps(report, indent=1)
     print(text)
     if args.out:

@@ -64,6 +64,27 @@ def test_loglikelihood_sums_the_echoed_continuation_tokens():
         assert all(r["echo"] is True for r in srv.requests)
 
 
+def _scorer(prefix: str, tok: str) -> float:
+    return -0.5 if tok.strip() == "good" else -3.0
+
+
+def test_all_continuations_are_scored_in_one_request_when_the_server_takes_a_list_of_prompts():
+    with FakeOpenAIServer(token_scorer=_scorer) as srv:
+        model = OpenAICompatibleModel("fake", srv.base_url, api="completion")
+        assert model.loglikelihood("the next word is", [" good", " bad idea", " good"]) == [-0.5, -6.0, -0.5]
+        assert len(srv.requests) == 1 and srv.requests[0]["prompt"][1] == "the next word is bad idea"
+
+
+def test_a_server_without_prompt_lists_gets_one_request_per_continuation_from_then_on():
+    with FakeOpenAIServer(token_scorer=_scorer, batch_prompts=False) as srv:
+        model = OpenAICompatibleModel("fake", srv.base_url, api="completion")
+        assert model.loglikelihood("the next word is", [" good", " bad idea"]) == [-0.5, -6.0]
+        assert model.batch_prompts is False
+        before = len(srv.requests)
+        assert model.loglikelihood("another prompt", [" good", " bad"]) == [-0.5, -3.0]
+        assert len(srv.requests) - before == 2 and all(isinstance(r["prompt"], str) for r in srv.requests[before:])
+
+
 def test_loglikelihood_on_a_server_without_echo_raises_unsupported():
     with FakeOpenAIServer(echo_supported=False) as srv:
         model = OpenAICompatibleModel("fake", srv.base_url, api="completion", retry_base_wait=0.01)

@@ -90,6 +90,8 @@ class OpenAICompatibleModel(LanguageModel):
         self.api = api
         self.chat_native = api == "chat"
         self.supports_loglikelihood = api == "completion"
+        #: Whether the server scores a list of prompts in one request (None: not tried yet).
+        self.batch_prompts: Optional[bool] = None
         self.price_in, self.price_out = price_in, price_out
         key = api_key or os.environ.get("OPENAI_API_KEY") or os.environ.get("LITS_API_KEY")
         self._secrets = (key,)
@@ -183,6 +185,10 @@ class OpenAICompatibleModel(LanguageModel):
     def _loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
         if not self.supports_loglikelihood:
             raise LoglikelihoodUnsupported(f"{self.display_url} ({self.api} API) cannot score text; use --api completion")
+        if len(continuations) > 1 and self.batch_prompts is not False:
+            batched = self._loglikelihood_batch(prompt, continuations)
+            if batched is not None:
+                return batched
         scores, tokens = [], 0
         for continuation in continuations:
             body = {"model": self.name, "prompt": prompt + continuation, "max_tokens": 1,
@@ -200,6 +206,28 @@ class OpenAICompatibleModel(LanguageModel):
             scores.append(score)
             tokens += int((data.get("usage") or {}).get("prompt_tokens") or 0)
         return scores, tokens
+
+    def _loglikelihood_batch(self, prompt: str, continuations: list[str]) -> Optional[tuple[list[float], int]]:
+        """Every continuation scored in one request (a list of prompts, as vLLM and OpenAI accept).
+
+        None when the server does not answer one choice per prompt: the caller
+        then sends one request per continuation, and later calls do so at once.
+        """
+        texts = [prompt + c for c in continuations]
+        body = {"model": self.name, "prompt": texts, "max_tokens": 1, "temperature": 0.0, "echo": True,
+                "logprobs": 1}
+        try:
+            data = self._post("/completions", body)
+        except ServerRefused:
+            self.batch_prompts = False
+            return None
+        choices = sorted(data.get("choices") or [], key=lambda c: int(c.get("index", 0)))
+        scores = [_continuation_logprob(c.get("logprobs"), len(prompt), len(text)) for c, text in zip(choices, texts)]
+        if len(choices) != len(texts) or any(s is None for s in scores):
+            self.batch_prompts = False
+            return None
+        self.batch_prompts = True
+        return [float(s) for s in scores if s is not None], int((data.get("usage") or {}).get("prompt_tokens") or 0)
 
     # -- HTTP ------------------------------------------------------------------
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from typing import Callable, Optional, Sequence
 
@@ -104,7 +105,11 @@ def listed_actions(text: str) -> list[str]:
 
 
 def obedient_reply(text: str, params: GenerationParams, index: int) -> str:
-    """A listed action (sample ``index`` of a fixed shuffle: distinct within a request), Yes, or a hash."""
+    """A listed action (sample ``index`` of a fixed shuffle: distinct within a request), Yes to each
+    numbered question or to one question, or a hash."""
+    numbered = re.findall(r"^(\d+)\. ", text, re.MULTILINE)
+    if numbered and "yes or no" in text.lower():
+        return "\n".join(f"{n}: Yes" for n in numbered)
     listed = listed_actions(text)
     if listed:
         order = sorted(listed, key=lambda a: _stable_hash(f"{text}|{params.temperature}|{a}"))

@@ -8,6 +8,7 @@ saw.  Tokens are whitespace-separated words.
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 import time
@@ -15,7 +16,8 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 
-Responder = Callable[[str, dict[str, Any]], str]
+#: ``(prompt_text, body) -> text``, or ``(prompt_text, body, choice_index) -> text``.
+Responder = Callable[..., str]
 TokenScorer = Callable[[str, str], float]
 
 
@@ -45,12 +47,15 @@ class FakeOpenAIServer:
         ignore_n: bool = False,
         token_scorer: Optional[TokenScorer] = None,
         echo_supported: bool = True,
+        batch_prompts: bool = True,
     ) -> None:
         self.responder = responder or (lambda prompt, body: "ok")
         self.latency = latency
         self.ignore_n = ignore_n
         self.token_scorer = token_scorer or (lambda prefix, token: -1.0)
         self.echo_supported = echo_supported
+        self.batch_prompts = batch_prompts
+        self._wants_index = len(inspect.signature(self.responder).parameters) >= 3
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.max_in_flight = 0
@@ -83,14 +88,26 @@ class FakeOpenAIServer:
         self._httpd.server_close()
 
     # -- answers ---------------------------------------------------------------
+    def _respond(self, prompt: str, body: dict[str, Any], index: int) -> str:
+        """The responder's text; one taking a third argument gets the choice's index (to vary samples)."""
+        if self._wants_index:
+            return self.responder(prompt, body, index)  # type: ignore[call-arg]
+        return self.responder(prompt, body)
+
     def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        chat = path.endswith("/chat/completions")
+        if not chat and isinstance(body.get("prompt"), list) and self.batch_prompts:
+            # A list of prompts: one choice per prompt, numbered in order (as vLLM answers).
+            parts = [self._answer(path, {**body, "prompt": p, "n": 1}) for p in body["prompt"]]
+            choices = [{**part["choices"][0], "index": i} for i, part in enumerate(parts)]
+            usage = {k: sum(part["usage"][k] for part in parts) for k in parts[0]["usage"]}
+            return {**parts[0], "choices": choices, "usage": usage}
         prompt = _prompt_text(body)
         n = 1 if self.ignore_n else int(body.get("n") or 1)
-        chat = path.endswith("/chat/completions")
         choices, completion_tokens = [], 0
         for i in range(n):
             # echo requests score the prompt; no generated text is needed
-            text = "" if (not chat and body.get("echo")) else self.responder(prompt, body)
+            text = "" if (not chat and body.get("echo")) else self._respond(prompt, body, i)
             stops = body.get("stop") or []
             for stop in [stops] if isinstance(stops, str) else stops:
                 if stop and stop in text:

@@ -14,10 +14,19 @@ from typing import Any, Optional, Sequence
 
 from lits.components.base import RewardModel
 from lits.components.env_prompting import EnvPrompt
-from lits.components.reward.judging import yes_probability
+from lits.components.reward.judging import numbered_yes_probabilities, yes_probability
 from lits.lm.base import LoglikelihoodUnsupported
 from lits.prompts.registry import PromptRegistry
 from lits.structures.env_grounded import EnvAction, EnvState
+
+
+#: Asks a chat model about every sibling at once; a domain may register its own as the user
+#: prompt's "evaluate_many" entry (fields as for "evaluate", with {candidates} for {action}).
+EVALUATE_MANY = (
+    "Now: {env_state}\nGoal: {goals}\nDone so far:\n{plan}Proposed next actions (numbered):\n{candidates}\n\n"
+    "For each proposed action, is it a good next action? Answer Yes or No for each, one line per action, "
+    "as its number, a colon and the answer (e.g. \"1: Yes\").\n"
+)
 
 
 class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
@@ -32,11 +41,14 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         task_name: Optional[str] = None,
         fast_weight: float = 0.5,
         goal_bonus: float = 1.0,
+        judge_siblings_together: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(base_model, task_name, **kwargs)
         self.fast_weight = fast_weight
         self.goal_bonus = goal_bonus
+        #: Chat models judge all siblings of an expansion in one request (numbered Yes/No answers).
+        self.judge_siblings_together = judge_siblings_together
         # Score against the policy's prompt so both share one scored prompt.
         self.policy_prompt = EnvPrompt(
             PromptRegistry.get("policy", "env_grounded", task_name, self.TASK_TYPE),
@@ -60,9 +72,15 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         self, state: EnvState, actions: list[EnvAction], query: Any, query_idx: Optional[int],
         from_phase: str = "", steps: Sequence[Any] = (),
     ) -> list[tuple[float, dict[str, Any]]]:
-        """All siblings scored in one request when the backend scores text (one dependent round, one slot)."""
-        if (self.base_model is not None and self.use_scoring and len(actions) > 1
-                and getattr(self.base_model, "supports_loglikelihood", False) and None not in actions):
+        """All siblings judged in one request where the backend allows (one dependent round, one slot).
+
+        Backends that score text score every sibling's action text after one
+        prompt; chat models answer one numbered Yes/No question per sibling;
+        anything left unanswered is judged on its own.
+        """
+        if self.base_model is None or len(actions) < 2 or None in actions:
+            return super()._fast_rewards(state, actions, query, query_idx, from_phase=from_phase, steps=steps)
+        if self.use_scoring and getattr(self.base_model, "supports_loglikelihood", False):
             try:
                 prompt = self.policy_prompt.completion(state, query, self._valid(state))
                 logprobs = self.base_model.loglikelihood(
@@ -70,7 +88,25 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
                 return [(math.exp(min(0.0, lp)), {"logprob": lp}) for lp in logprobs]
             except LoglikelihoodUnsupported:
                 self.use_scoring = False
+        if self.judge_siblings_together and getattr(self.base_model, "chat_native", False):
+            judged = self._judge_together(state, actions, query)
+            missing = [i for i, value in enumerate(judged) if value is None]
+            redo = super()._fast_rewards(state, [actions[i] for i in missing], query, query_idx,
+                                         from_phase=from_phase, steps=[steps[i] for i in missing] if steps else ())
+            again = dict(zip(missing, redo))
+            return [again[i] if value is None else (value, {"self_eval": value, "judged_with_siblings": True})
+                    for i, value in enumerate(judged)]
         return super()._fast_rewards(state, actions, query, query_idx, from_phase=from_phase, steps=steps)
+
+    def _judge_together(self, state: EnvState, actions: list[EnvAction], query: Any) -> list[Optional[float]]:
+        assert self.base_model is not None
+        user = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
+        template = user.get("evaluate_many", EVALUATE_MANY)
+        candidates = "\n".join(f"{i}. {a}" for i, a in enumerate(actions, start=1))
+        question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
+        prompt = [{"role": "system", "content": str(self.task_prompt_spec or "")}, {"role": "user", "content": question}]
+        reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=8 * len(actions), top_logprobs=5)[0]
+        return numbered_yes_probabilities(reply, len(actions))
 
     def _intuition(self, state: EnvState, action: EnvAction, query: Any) -> tuple[float, dict[str, Any]]:
         assert self.base_model is not None

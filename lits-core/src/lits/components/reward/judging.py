@@ -11,6 +11,7 @@ without re-reading the prompt at every position.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Optional
 
 from lits.lm.base import LanguageModel, LoglikelihoodUnsupported
@@ -35,6 +36,32 @@ def yes_probability(reply: Any) -> float:
     if text.startswith("no"):
         return 0.0
     return 0.5
+
+
+_NUMBERED_ANSWER = re.compile(r"^\W*(\d+)\s*[:.)\-]?\s*\**\s*(yes|no)\b", re.IGNORECASE | re.MULTILINE)
+
+
+def numbered_yes_probabilities(reply: Any, count: int) -> list[Optional[float]]:
+    """P(Yes) per item of a reply answering ``count`` numbered questions ("1: Yes", "2: No", ...).
+
+    The text says which item each answer belongs to; when the reply's Yes/No
+    tokens line up one to one with the items, their top log-probabilities
+    give soft values.  An item the reply does not answer is None.
+    """
+    verdicts: dict[int, float] = {}
+    for match in _NUMBERED_ANSWER.finditer(str(reply)):
+        number = int(match.group(1))
+        if 1 <= number <= count and number not in verdicts:
+            verdicts[number] = 1.0 if match.group(2).lower() == "yes" else 0.0
+    soft: list[float] = []
+    for token in getattr(reply, "logprobs", None) or ():
+        if token.token.strip().lower() in ("yes", "no"):
+            yes = sum(math.exp(lp) for t, lp in token.top.items() if t.strip().lower() == "yes")
+            no = sum(math.exp(lp) for t, lp in token.top.items() if t.strip().lower() == "no")
+            soft.append(yes / (yes + no) if yes + no > 0 else (1.0 if token.token.strip().lower() == "yes" else 0.0))
+    if len(soft) == count == len(verdicts):
+        return soft
+    return [verdicts.get(i) for i in range(1, count + 1)]
 
 
 def judge_yes(model: LanguageModel, question: str, system: Optional[str] = None) -> tuple[float, str]:

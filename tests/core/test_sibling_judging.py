@@ -1,0 +1,56 @@
+"""Fast rewards of all siblings in one request: one dependent round and one slot per expansion."""
+
+from __future__ import annotations
+
+from lits.components.reward.env_grounded import EnvGroundedPRM
+from lits.components.reward.judging import numbered_yes_probabilities
+from lits.lm.base import Completion, TokenLogprob
+from lits.structures.env_grounded import EnvAction, EnvState
+from lits.testing import ScriptedModel
+from tests.toy_domain import LineWorld, prefer
+
+ACTIONS = [EnvAction("move left"), EnvAction("move right"), EnvAction("wait")]
+
+
+def _prm(model) -> EnvGroundedPRM:
+    return EnvGroundedPRM(model, "line", usr_prompt_spec={"evaluate": "Now {env_state}; {action}? Yes or No.\nAnswer:"},
+                          generate_all_actions=LineWorld.generate_actions)
+
+
+def test_numbered_answers_are_read_by_number():
+    assert numbered_yes_probabilities("2: No\n1: Yes\n3. yes", 3) == [1.0, 0.0, 1.0]
+
+
+def test_an_unanswered_item_is_none():
+    assert numbered_yes_probabilities("1: Yes\nI am not sure about the rest", 3) == [1.0, None, None]
+
+
+def test_yes_no_tokens_give_soft_values_when_they_line_up():
+    tokens = [TokenLogprob("1", 0.0), TokenLogprob(":", 0.0),
+              TokenLogprob(" Yes", -0.2, {" Yes": -0.2, " No": -1.7}),
+              TokenLogprob("\n2", 0.0), TokenLogprob(":", 0.0),
+              TokenLogprob(" No", -0.1, {" No": -0.1, " Yes": -2.4})]
+    values = numbered_yes_probabilities(Completion("1: Yes\n2: No", logprobs=tokens), 2)
+    assert 0.75 < values[0] < 0.85 and 0.05 < values[1] < 0.1
+
+
+def test_a_chat_model_judges_all_siblings_in_one_request(isolated_registry):
+    model = ScriptedModel(chat_native=True)
+    scores = _prm(model).fast_rewards(EnvState(init_state="0"), ACTIONS, "2")
+    assert len(model.calls) == 1 and [value for value, _ in scores] == [1.0, 1.0, 1.0]
+
+
+def test_siblings_the_reply_leaves_out_are_judged_on_their_own(isolated_registry):
+    def partial(text, params, index):
+        return "1: No" if "(numbered)" in text else "Yes"
+
+    model = ScriptedModel(partial, chat_native=True)
+    scores = _prm(model).fast_rewards(EnvState(init_state="0"), ACTIONS, "2")
+    assert [value for value, _ in scores] == [0.0, 1.0, 1.0]
+    assert len(model.calls) == 3  # one for all, then one for each of the two left out
+
+
+def test_a_scoring_backend_scores_all_siblings_after_one_prompt(isolated_registry):
+    model = ScriptedModel(scorer=prefer("move right", "wait", "move left"))
+    scores = _prm(model).fast_rewards(EnvState(init_state="0"), ACTIONS, "2")
+    assert len(model.calls) == 1 and scores[1][0] > scores[2][0] > scores[0][0]
