@@ -17,30 +17,53 @@ concurrency), the ratios, the solve rate and the average calls in flight.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from lits.agents import MCTS, MCTSConfig
 from lits.components.factory import create_components
 from lits.concurrency import fan_out_width
-from lits.lm.base import GenerationParams
 from lits.lm.cache import ResponseCache
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.registry import load_dataset
 from lits.runs.artifacts import RunDir
 from lits.runs.runner import run_instances
+
+
+# The server runs in its own process, as a real one would: its threads must not take the
+# benchmark's CPU (the GIL) from the search.  Its "model" samples the index-th listed legal
+# action and says Yes to each (numbered) question.
+SERVE = """
+import sys
+from lits.lm.base import GenerationParams
 from lits.testing.scripted import obedient_reply
 from lits.testing.server import FakeOpenAIServer
+with FakeOpenAIServer(responder=lambda p, b, i: obedient_reply(p, GenerationParams(), i),
+                      latency=float(sys.argv[1])) as srv:
+    print(srv.base_url, flush=True)
+    sys.stdin.read()
+"""
 
 
-def answer(prompt: str, body: dict[str, Any], index: int) -> str:
-    """A sampling 'model': the index-th listed legal action, else Yes to each (numbered) question."""
-    return obedient_reply(prompt, GenerationParams(), index)
+@contextlib.contextmanager
+def loopback_server(latency: float) -> Iterator[str]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(latency)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
 
 
 def one_pass(base_url: str, examples: list, concurrency: int, k: int, root: Path, cache: Path,
@@ -93,9 +116,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="lits-bench-"))
     report: dict[str, Any] = {"instances": len(examples), "latency_s": args.latency, "api": args.api}
     try:
-        with FakeOpenAIServer(responder=answer, latency=args.latency) as srv:
+        with loopback_server(args.latency) as base_url:
             def run(name: str, concurrency: int, k: int, cache: str) -> dict[str, Any]:
-                figures = one_pass(srv.base_url, examples, concurrency, k, work / name, work / cache, args.latency,
+                figures = one_pass(base_url, examples, concurrency, k, work / name, work / cache, args.latency,
                                    args.api)
                 print(name, json.dumps(figures), flush=True)
                 return figures

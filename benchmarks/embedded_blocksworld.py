@@ -29,15 +29,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/blocksworld")
     parser.add_argument("--per-step", type=int, default=10)
+    parser.add_argument("--methods", default="chain,mcts,mcts-k4", help="comma-separated: chain, mcts, mcts-k4")
     args = parser.parse_args()
     methods = {
         "chain": ["chain"],
         "mcts": ["search", "--search", "mcts", "--search-arg", "n_iterations=10", "--search-arg", "n_actions=3",
                  "--search-arg", "max_depth=6"],
+        "mcts-k4": ["search", "--search", "mcts", "--search-arg", "n_iterations=10", "--search-arg", "n_actions=3",
+                    "--search-arg", "max_depth=6", "--search-arg", "parallel_iterations=4"],
     }
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, kind in methods.items():
+            if name not in args.methods.split(","):
+                continue
             solved = cases = calls = 0
             seconds = 0.0
             for steps in (2, 4):
