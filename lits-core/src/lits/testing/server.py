@@ -143,6 +143,9 @@ class FakeOpenAIServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep connections alive, as real servers do
+            disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
+
             def log_message(self, *args: Any) -> None:
                 pass
 
