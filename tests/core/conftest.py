@@ -88,5 +88,55 @@ def run_python(site_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]
     return run
 
 
+#: A plugin implementing every hook spec once (test_hooks_have_tests checks that it does).
+EVERY_HOOK_PLUGIN = """
+from lits.hookspecs import hookimpl
+
+class Thing:
+    pass
+
+@hookimpl
+def register_transitions(register):
+    register("every_t", Thing, task_type="env_grounded")
+
+@hookimpl
+def register_policies(register):
+    register("every_p", Thing)
+
+@hookimpl
+def register_reward_models(register):
+    register("every_r", Thing)
+
+@hookimpl
+def register_datasets(register):
+    register("every_d", lambda **kw: [{"query": "q"}], task_type="tool_use")
+
+@hookimpl
+def register_resources(register):
+    register("every_d", lambda **kw: {"tools": [], "tool_context": "none"})
+
+@hookimpl
+def register_searches(register):
+    register("every_s", Thing, config_class=None)
+
+@hookimpl
+def register_chains(register):
+    register("every_c", Thing, config_class=None)
+
+@hookimpl
+def register_prompts(register):
+    register("policy", "every", "every_d", {"state": "x"}, user=True)
+
+@hookimpl
+def register_search_frameworks(register):
+    register("every_f", policy="every_p", transition="every_t", reward_model="every_r", search="every_s")
+
+@hookimpl
+def register_models(register):
+    register("every_m", lambda spec, **options: Thing(), description="a backend")
+"""
+
+
+
 def plugins_json(result: subprocess.CompletedProcess[str]) -> dict[str, dict]:
     return {p["distribution"]: p for p in json.loads(result.stdout)}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.core.conftest import plugins_json
+from tests.core.conftest import EVERY_HOOK_PLUGIN, plugins_json
 
 DECORATOR_PLUGIN = """
 from lits.registry import register_transition, register_dataset
@@ -35,49 +35,6 @@ def register_searches(register):
 @hookimpl
 def register_prompts(register):
     register("policy", "env_grounded", "toy_hook", "system text")
-"""
-
-EVERY_HOOK_PLUGIN = """
-from lits.hookspecs import hookimpl
-
-class Thing:
-    pass
-
-@hookimpl
-def register_transitions(register):
-    register("every_t", Thing, task_type="env_grounded")
-
-@hookimpl
-def register_policies(register):
-    register("every_p", Thing)
-
-@hookimpl
-def register_reward_models(register):
-    register("every_r", Thing)
-
-@hookimpl
-def register_datasets(register):
-    register("every_d", lambda **kw: [{"query": "q"}], task_type="tool_use")
-
-@hookimpl
-def register_resources(register):
-    register("every_d", lambda **kw: {"tools": [], "tool_context": "none"})
-
-@hookimpl
-def register_searches(register):
-    register("every_s", Thing, config_class=None)
-
-@hookimpl
-def register_chains(register):
-    register("every_c", Thing, config_class=None)
-
-@hookimpl
-def register_prompts(register):
-    register("policy", "every", "every_d", {"state": "x"}, user=True)
-
-@hookimpl
-def register_search_frameworks(register):
-    register("every_f", policy="every_p", transition="every_t", reward_model="every_r", search="every_s")
 """
 
 BROKEN_PLUGIN = """
@@ -131,7 +88,7 @@ def test_every_hook_registers_its_kind(install_plugin, run_lits, run_python):
     assert info["registered"] == {
         "chain": ["every_c"], "dataset": ["every_d"], "policy": ["every_p"],
         "prompt": ["policy/every/every_d/user"], "resource": ["every_d"], "reward_model": ["every_r"],
-        "search": ["every_s"], "search_framework": ["every_f"], "transition": ["every_t"],
+        "search": ["every_s"], "search_framework": ["every_f"], "transition": ["every_t"], "model": ["every_m"],
     }
     result = run_python("""
         from lits.registry import get_search_framework, infer_task_type, load_resource

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import os
+from typing import Any, Callable, Optional
 
 from lits.hookspecs import hookimpl
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Options passed through to :class:`~lits.lm.openai_compat.OpenAICompatibleModel`.
+SERVER_OPTIONS = ("price_in", "price_out", "timeout", "call_budget", "connect_timeout", "read_timeout",
+                  "max_attempts", "adaptive_read_timeout", "patience_floor")
 
 
 @hookimpl
@@ -85,3 +91,38 @@ def register_search_frameworks(register: Callable[..., Any]) -> None:
     register("tot_bfs", policy="concat", transition="concat", reward_model="generative", search="bfs",
              search_args={"early_stop": False},
              description="Tree of Thoughts: the same components under breadth-first beam search")
+
+
+@hookimpl
+def register_models(register: Callable[..., Any]) -> None:
+    register("local", local_model, description="embedded Gemma 3 270M on llama.cpp, in-process (the default)")
+    register("scripted", scripted_model, description="deterministic offline stand-in, for smoke tests")
+    register("openai", server_model, description="a model served by an OpenAI-compatible server at --base-url "
+                                                 "(vLLM, llama.cpp, Ollama, OpenAI); any unregistered name")
+
+
+def local_model(spec: str, *, base_url: Optional[str] = None, concurrency: int = 1, **options: Any) -> Any:
+    if base_url:
+        raise ValueError("--base-url is for server models; give --model NAME too (not 'local')")
+    from lits.lm.local import LocalLlamaModel
+
+    return LocalLlamaModel(concurrency=concurrency)
+
+
+def scripted_model(spec: str, *, concurrency: int = 1, **options: Any) -> Any:
+    from lits.testing import ScriptedModel
+
+    return ScriptedModel(concurrency=concurrency, chat_native=True)
+
+
+def server_model(spec: str, *, base_url: Optional[str] = None, api: Optional[str] = None, concurrency: int = 1,
+                 **options: Any) -> Any:
+    from lits.lm.openai_compat import OpenAICompatibleModel
+
+    return OpenAICompatibleModel(
+        spec,
+        base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
+        api=api or "chat",  # type: ignore[arg-type]
+        concurrency=concurrency,
+        **{k: v for k, v in options.items() if k in SERVER_OPTIONS},
+    )

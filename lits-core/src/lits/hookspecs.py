@@ -2,7 +2,9 @@
 
 Each hook receives a ``register`` callable; call it once per thing you add.
 Decorators in :mod:`lits.registry` are the other way to register and end up
-in the same place.  Specs may only ever gain arguments, never lose them.
+in the same store (:mod:`lits.store`).  Call hooks with keyword arguments;
+implementations take exactly ``register`` (no defaults).  Specs may only ever
+gain arguments, never lose them.
 """
 
 from __future__ import annotations
@@ -60,4 +62,13 @@ def register_search_frameworks(register: Callable[..., Any]) -> None:
     """``register(name, policy=, transition=, reward_model=, search="mcts", search_args=None, description="")``.
 
     Names registered components as one ``--search-framework`` bundle.
+    """
+
+
+@hookspec
+def register_models(register: Callable[..., Any]) -> None:
+    """``register(name, factory, description="")``: ``factory(spec, **options)`` returns a LanguageModel.
+
+    ``--model NAME`` picks it; options are ``base_url``, ``api``, ``concurrency``,
+    ``price_in``, ``price_out`` (take ``**options`` and use what you need).
     """

@@ -22,13 +22,14 @@ from typing import Any, Callable, Optional
 import pluggy
 
 from lits import hookspecs
-from lits.registry import (
+from lits.store import (
     add_registration,
     owner_scope,
     register_prompt,
     register_search_framework,
     registrations_of,
     remove_registrations_of,
+    set_package_owners,
 )
 
 ENTRY_POINT_GROUP = "lits.plugins"
@@ -110,9 +111,14 @@ def load_plugins(*, strict: Optional[bool] = None) -> list[PluginInfo]:
                 info = PluginInfo(CORE_NAME, CORE_NAME, __version__, module_name, builtin=True)
                 _load_one(info, functools.partial(importlib.import_module, module_name), strict)
             allowed = _allowed_names()
-            for ep in _entry_points():
-                dist_name = ep.dist.name if ep.dist is not None else ep.name
+            points = _entry_points()
+            # Credit what a plugin's modules define to the distribution whose entry point ships
+            # them, whoever imports them first.
+            set_package_owners({ep.value.split(":")[0].split(".")[0]: _dist_name(ep) for ep in points})
+            for ep in points:
+                dist_name = _dist_name(ep)
                 if allowed is not None and not ({_norm(dist_name), _norm(ep.name)} & allowed):
+                    remove_registrations_of(dist_name)  # imported by a selected plugin, not selected itself
                     continue
                 version = ep.dist.version if ep.dist is not None else "unknown"
                 info = PluginInfo(ep.name, dist_name, version, ep.value)
@@ -153,6 +159,10 @@ def _entry_points() -> list[Any]:
     return sorted(eps, key=lambda ep: (ep.dist.name if ep.dist else "", ep.name))
 
 
+def _dist_name(ep: Any) -> str:
+    return ep.dist.name if ep.dist is not None else ep.name
+
+
 def _owner_for(info: PluginInfo) -> str:
     return info.distribution if not info.builtin else CORE_NAME
 
@@ -166,7 +176,7 @@ def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) ->
             if _STATE.pm.get_plugin(pm_name) is None and not _STATE.pm.is_registered(module):
                 _STATE.pm.register(module, name=pm_name)
                 _STATE.pm.check_pending()
-                _call_hooks(pm_name)
+                _call_hooks(pm_name, owner)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # one broken plugin (even one calling sys.exit()) must not stop the others
@@ -196,8 +206,11 @@ def _describe_failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".strip()
 
 
-def _call_hooks(pm_name: str) -> None:
-    """Call each registration hook on this one plugin, with keyword arguments."""
+def _call_hooks(pm_name: str, owner: str) -> None:
+    """Call each registration hook on this one plugin, with keyword arguments.
+
+    What a hook registers belongs to the plugin whose hook it is.
+    """
     pm = _STATE.pm
     others = [p for n, p in pm.list_name_plugin() if n != pm_name]
 
@@ -206,24 +219,27 @@ def _call_hooks(pm_name: str) -> None:
 
     def component(kind: str) -> Callable[..., None]:
         def register(name: str, cls: Any, task_type: Optional[str] = None) -> None:
-            add_registration(kind, name, cls, task_type=task_type)
+            add_registration(kind, name, cls, task_type=task_type, owner=owner)
 
         return register
 
     def dataset(name: str, loader: Any, task_type: Optional[str] = None, **meta: Any) -> None:
-        add_registration("dataset", name, loader, task_type=task_type, **meta)
+        add_registration("dataset", name, loader, task_type=task_type, owner=owner, **meta)
 
     def resource(name: str, loader: Any) -> None:
-        add_registration("resource", name, loader)
+        add_registration("resource", name, loader, owner=owner)
 
     def algorithm(kind: str) -> Callable[..., None]:
         def register(name: str, cls: Any, config_class: Optional[type] = None) -> None:
-            add_registration(kind, name, cls, config_class=config_class)
+            add_registration(kind, name, cls, config_class=config_class, owner=owner)
 
         return register
 
+    def model(name: str, factory: Any, description: str = "") -> None:
+        add_registration("model", name, factory, description=description, owner=owner)
+
     def prompt(component: str, agent: str, key: str, value: Any, user: bool = False) -> None:
-        register_prompt(component, agent, key, value, user=user)
+        register_prompt(component, agent, key, value, user=user, owner=owner)
 
     caller("register_transitions")(register=component("transition"))
     caller("register_policies")(register=component("policy"))
@@ -234,6 +250,7 @@ def _call_hooks(pm_name: str) -> None:
     caller("register_chains")(register=algorithm("chain"))
     caller("register_prompts")(register=prompt)
     caller("register_search_frameworks")(register=register_search_framework)
+    caller("register_models")(register=model)
 
 
 def _snapshot() -> tuple[bool, list[PluginInfo], pluggy.PluginManager, set[str]]:

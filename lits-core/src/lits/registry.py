@@ -1,190 +1,70 @@
-"""The registry: one place for every named thing plugins and users add.
+"""The registry: where every named thing plugins and users add is looked up.
 
-Decorators (the seeds' API) and pluggy hooks (see :mod:`lits.hookspecs`) both
-land here.  Each registration remembers its owner (the plugin distribution, or
-the defining module), so that two owners claiming one name give a clear error
-naming both instead of one silently winning.  Reading any registry loads the
-installed plugins first, once (see :mod:`lits.plugins`).
+Two doors lead into the one store (:mod:`lits.store`): the seeds' decorators
+below and the pluggy hooks (:mod:`lits.hookspecs`, called by
+:mod:`lits.plugins`).  Lookups load the installed plugins first, once; when a
+name is missing and a plugin failed to load, the error says which and why.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import copy
-import sys
-import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, TypeVar
+
+from lits import plugins
+from lits.store import (
+    KINDS,
+    STORE,
+    TASK_TYPES,
+    DuplicateNameError,
+    Registration,
+    RegistryError,
+    SearchFramework,
+    add_registration,
+    owner_scope,
+    register_prompt,
+    register_search_framework,
+    registrations_of,
+    remove_registrations_of,
+)
+
+__all__ = [
+    "KINDS", "TASK_TYPES", "ComponentRegistry", "DuplicateNameError", "Registration", "RegistryError",
+    "SearchFramework", "add_registration", "get_registration", "get_search_framework", "infer_task_type",
+    "isolated_registry", "list_names", "load_dataset", "load_resource", "owner_scope", "register_chain",
+    "register_dataset", "register_model", "register_policy", "register_prompt", "register_resource",
+    "register_reward_model", "register_search", "register_search_framework", "register_system_prompt",
+    "register_transition", "register_user_prompt", "registrations_of", "remove_registrations_of",
+]
 
 T = TypeVar("T")
 
-KINDS = (
-    "transition",
-    "policy",
-    "reward_model",
-    "dataset",
-    "resource",
-    "search",
-    "chain",
-    "prompt",
-    "search_framework",
-)
-TASK_TYPES = ("env_grounded", "language_grounded", "tool_use")
-
-
-class RegistryError(LookupError):
-    """Base of registry errors that are not a plain "not found"."""
-
-
-class DuplicateNameError(RegistryError):
-    """Two owners registered the same name for the same kind."""
-
-
-@dataclass
-class Registration:
-    kind: str
-    name: str
-    obj: Any
-    owner: str
-    task_type: Optional[str] = None
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-_OWNER: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("lits_owner", default=None)
-
-
-@contextlib.contextmanager
-def owner_scope(owner: str) -> Iterator[None]:
-    """Attribute registrations made inside to ``owner`` (used by the plugin loader)."""
-    token = _OWNER.set(owner)
-    try:
-        yield
-    finally:
-        _OWNER.reset(token)
-
-
-def _owner_of(obj: Any) -> str:
-    scoped = _OWNER.get()
-    if scoped is not None:
-        return scoped
-    module = getattr(obj, "__module__", None) or "__main__"
-    return module
-
-
-class _Store:
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.entries: dict[str, dict[str, Registration]] = {k: {} for k in KINDS}
-        self.conflicts: dict[tuple[str, str], list[str]] = {}
-
-    def add(self, reg: Registration) -> None:
-        if reg.kind not in self.entries:
-            raise ValueError(f"unknown registry kind {reg.kind!r}")
-        if reg.task_type is not None and reg.task_type not in TASK_TYPES:
-            raise ValueError(
-                f"{reg.kind} {reg.name!r}: task_type must be one of {', '.join(TASK_TYPES)} "
-                f"or None, not {reg.task_type!r}"
-            )
-        with self.lock:
-            existing = self.entries[reg.kind].get(reg.name)
-            if existing is not None and existing.owner != reg.owner:
-                owners = self.conflicts.setdefault((reg.kind, reg.name), [existing.owner])
-                if reg.owner not in owners:
-                    owners.append(reg.owner)
-                raise DuplicateNameError(_duplicate_message(reg.kind, reg.name, owners))
-            self.entries[reg.kind][reg.name] = reg
-
-    def get(self, kind: str, name: str) -> Registration:
-        with self.lock:
-            owners = self.conflicts.get((kind, name))
-            if owners:
-                raise DuplicateNameError(_duplicate_message(kind, name, owners))
-            try:
-                return self.entries[kind][name]
-            except KeyError:
-                known = ", ".join(sorted(self.entries[kind])) or "none"
-                raise KeyError(
-                    f"no {kind.replace('_', ' ')} named {name!r}; registered: {known}"
-                ) from None
-
-    def remove_owner(self, owner: str) -> None:
-        with self.lock:
-            for table in self.entries.values():
-                for name in [n for n, r in table.items() if r.owner == owner]:
-                    del table[name]
-
-    def owned_by(self, owner: str) -> list[Registration]:
-        with self.lock:
-            return [r for table in self.entries.values() for r in table.values() if r.owner == owner]
-
-
-def _duplicate_message(kind: str, name: str, owners: list[str]) -> str:
-    who = " and ".join(repr(o) for o in owners)
-    return (
-        f"{kind.replace('_', ' ')} name {name!r} is registered by both {who}; "
-        f"uninstall one, or limit plugins with LITS_PLUGINS"
-    )
-
-
-_STORE = _Store()
-
-
-def _ensure_plugins() -> None:
-    from lits.plugins import ensure_plugins_loaded
-
-    ensure_plugins_loaded()
-
-
-def add_registration(
-    kind: str, name: str, obj: Any, *, task_type: Optional[str] = None, **meta: Any
-) -> Registration:
-    """Low-level registration used by decorators and plugin hooks."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"{kind} names must be non-empty strings, got {name!r}")
-    reg = Registration(kind, name, obj, _owner_of(obj), task_type, dict(meta))
-    _STORE.add(reg)
-    return reg
-
 
 def get_registration(kind: str, name: str) -> Registration:
-    _ensure_plugins()
-    return _STORE.get(kind, name)
+    plugins.ensure_plugins_loaded()
+    try:
+        return STORE.get(kind, name)
+    except KeyError as exc:
+        broken = plugins.load_errors()
+        if not broken:
+            raise
+        why = "; ".join(f"plugin {i.name!r} ({i.distribution}) failed to load: {i.error}" for i in broken)
+        raise KeyError(f"{exc.args[0]} (note: {why})") from None
 
 
 def list_names(kind: str) -> list[str]:
-    _ensure_plugins()
-    with _STORE.lock:
-        return sorted(_STORE.entries[kind])
-
-
-def registrations_of(owner: str) -> list[Registration]:
-    return _STORE.owned_by(owner)
-
-
-def remove_registrations_of(owner: str) -> None:
-    _STORE.remove_owner(owner)
-    from lits.prompts.registry import PromptRegistry
-
-    PromptRegistry._remove_owner(owner)
+    plugins.ensure_plugins_loaded()
+    return STORE.names(kind)
 
 
 @contextlib.contextmanager
 def isolated_registry() -> Iterator[None]:
-    """Restore every registry (and plugin state) on exit; for tests."""
-    from lits import plugins
-    from lits.prompts.registry import PromptRegistry
-
-    with _STORE.lock:
-        saved = (copy.copy({k: dict(v) for k, v in _STORE.entries.items()}), dict(_STORE.conflicts))
-    saved_prompts = PromptRegistry._snapshot()
-    saved_plugins = plugins._snapshot()
+    """Restore the store (and the plugin loader's state) on exit; for tests."""
+    saved, saved_plugins = STORE.snapshot(), plugins._snapshot()
     try:
         yield
     finally:
-        with _STORE.lock:
-            _STORE.entries, _STORE.conflicts = saved[0], saved[1]
-        PromptRegistry._restore(saved_prompts)
+        STORE.restore(saved)
         plugins._restore(saved_plugins)
 
 
@@ -233,49 +113,9 @@ def register_chain(name: str, config_class: Optional[type] = None) -> Callable[[
     return _class_decorator("chain", name, None, config_class=config_class)
 
 
-def register_search_framework(
-    name: str,
-    *,
-    policy: str,
-    transition: str,
-    reward_model: str,
-    search: str = "mcts",
-    search_args: Optional[dict[str, Any]] = None,
-    task_type: Optional[str] = "language_grounded",
-    description: str = "",
-) -> None:
-    """Bundle registered component names under ``--search-framework NAME``.
-
-    The names are resolved when a run starts, so a bundle may name components
-    that another plugin registers.  ``search`` is the algorithm used when the
-    user gives no ``--search``; ``search_args`` are its defaults, which
-    ``--search-arg`` overrides.
-    """
-    bundle = SearchFramework(name, policy, transition, reward_model, search, dict(search_args or {}), description)
-    caller = sys._getframe(1).f_globals.get("__name__", "__main__")
-    with owner_scope(_OWNER.get() or caller):  # the bundle's owner is whoever registers it
-        add_registration("search_framework", name, bundle, task_type=task_type)
-
-
-@dataclass
-class SearchFramework:
-    """A named (policy, transition, reward model, default search) combination."""
-
-    name: str
-    policy: str
-    transition: str
-    reward_model: str
-    search: str = "mcts"
-    search_args: dict[str, Any] = field(default_factory=dict)
-    description: str = ""
-
-
-def get_search_framework(name: str, task_type: Optional[str] = None) -> SearchFramework:
-    """The bundle named ``name``; ``ValueError`` when it is for another task type than ``task_type``."""
-    reg = get_registration("search_framework", name)
-    if task_type and reg.task_type and reg.task_type != task_type:
-        raise ValueError(f"search framework {name!r} is for {reg.task_type} datasets, not {task_type} ones")
-    return reg.obj
+def register_model(name: str, description: str = "") -> Callable[[T], T]:
+    """Register a model backend ``factory(spec, **options) -> LanguageModel``, used as ``--model NAME``."""
+    return _class_decorator("model", name, None, description=description)
 
 
 def register_system_prompt(component: str, agent: str, key: str) -> Callable[[T], T]:
@@ -296,19 +136,10 @@ def _prompt_decorator(component: str, agent: str, key: str, *, user: bool) -> Ca
     return deco
 
 
-def register_prompt(component: str, agent: str, key: str, value: Any, *, user: bool = False) -> None:
-    """Register a prompt value (or a zero-argument function returning it)."""
-    from lits.prompts.registry import PromptRegistry
-
-    kind = "user" if user else "system"
-    reg = add_registration("prompt", f"{component}/{agent}/{key}/{kind}", value)
-    PromptRegistry._set(component, agent, key, value, user=user, owner=reg.owner)
-
-
 # -- lookups ----------------------------------------------------------------
 
 class ComponentRegistry:
-    """Look up registered classes by name; ``KeyError`` when absent."""
+    """Look up registered classes by name; ``KeyError`` (naming the closest match) when absent."""
 
     @staticmethod
     def get_transition(name: str) -> type:
@@ -330,36 +161,44 @@ class ComponentRegistry:
     def get_chain(name: str) -> type:
         return get_registration("chain", name).obj
 
-    @staticmethod
-    def list_transitions() -> list[str]:
-        return list_names("transition")
 
-    @staticmethod
-    def list_policies() -> list[str]:
-        return list_names("policy")
+def get_search_framework(name: str, task_type: Optional[str] = None) -> SearchFramework:
+    """The bundle named ``name``; ``ValueError`` when it is for another task type than ``task_type``."""
+    reg = get_registration("search_framework", name)
+    if task_type and reg.task_type and reg.task_type != task_type:
+        raise ValueError(f"search framework {name!r} is for {reg.task_type} datasets, not {task_type} ones")
+    return reg.obj  # type: ignore[no-any-return]
 
-    @staticmethod
-    def list_reward_models() -> list[str]:
-        return list_names("reward_model")
 
-    @staticmethod
-    def list_searches() -> list[str]:
-        return list_names("search")
-
-    @staticmethod
-    def list_chains() -> list[str]:
-        return list_names("chain")
+#: Keys the original LiTS and its plugins use for an example's query, besides ``query``.
+QUERY_ALIASES = ("query_or_goals", "question")
 
 
 def load_dataset(name: str, **kwargs: Any) -> list[dict[str, Any]]:
-    """Call the loader registered as ``name`` with ``kwargs``."""
+    """Call the loader registered as ``name`` and check its examples before anything is paid.
+
+    An example may give its query as ``query``, ``query_or_goals`` or
+    ``question`` (the original LiTS's keys); one with none of them is a
+    one-line error naming the dataset, the example and the key.
+    """
     loader = get_registration("dataset", name).obj
-    return list(loader(**kwargs))
+    examples = list(loader(**kwargs))
+    for index, example in enumerate(examples):
+        if not isinstance(example, dict):
+            raise ValueError(f"dataset {name!r}: example {index} is a {type(example).__name__}, not a dict")
+        if "query" not in example:
+            alias = next((k for k in QUERY_ALIASES if k in example), None)
+            if alias is None:
+                keys = ", ".join(sorted(map(str, example))) or "none"
+                raise ValueError(f"dataset {name!r}: example {index} has no 'query' key "
+                                 f"(nor {' or '.join(repr(k) for k in QUERY_ALIASES)}); its keys: {keys}")
+            example["query"] = example[alias]
+    return examples
 
 
 def load_resource(name: str, **kwargs: Any) -> dict[str, Any]:
     """Call the resource loader registered as ``name``."""
-    return get_registration("resource", name).obj(**kwargs)
+    return get_registration("resource", name).obj(**kwargs)  # type: ignore[no-any-return]
 
 
 def infer_task_type(name: str) -> str:
@@ -371,7 +210,7 @@ def infer_task_type(name: str) -> str:
             continue
         task_type = reg.task_type or getattr(reg.obj, "TASK_TYPE", None)
         if task_type:
-            return task_type
+            return task_type  # type: ignore[no-any-return]
     raise KeyError(
         f"cannot infer the task type of {name!r}: register its dataset with "
         f"@register_dataset({name!r}, task_type=...)"

@@ -1,16 +1,18 @@
-"""Turn a ``--model`` spec into a backend."""
+"""Turn a ``--model`` spec into a backend, through the registered model backends.
+
+Backends come from the ``register_models`` hook (core registers ``local``,
+``scripted`` and ``openai``, see :mod:`lits.builtins`); any other name is a
+model served by an OpenAI-compatible server at ``--base-url``.
+"""
 
 from __future__ import annotations
 
-import os
 from typing import Any, Optional
 
 from lits.lm.base import LanguageModel
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-#: Keyword arguments passed through to :class:`~lits.lm.openai_compat.OpenAICompatibleModel`.
-SERVER_OPTIONS = ("price_in", "price_out", "timeout", "call_budget", "connect_timeout", "read_timeout",
-                  "max_attempts", "adaptive_read_timeout", "patience_floor")
+#: The backend for a model name that no plugin registered: a server's model.
+SERVER_BACKEND = "openai"
 
 
 def create_model(
@@ -19,27 +21,14 @@ def create_model(
     base_url: Optional[str] = None,
     api: Optional[str] = None,
     concurrency: int = 1,
-    **kwargs: Any,
+    **options: Any,
 ) -> LanguageModel:
-    """``None``/"local": embedded model; "scripted": offline stand-in; else a server's model name."""
+    """``None``/"local": the embedded model; a registered backend's name; else a server's model name."""
+    from lits.registry import list_names, get_registration
+
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    if spec in (None, "", "local"):
-        if base_url:
-            raise ValueError("--base-url is for server models; give --model NAME too (not 'local')")
-        from lits.lm.local import LocalLlamaModel
-
-        return LocalLlamaModel(concurrency=concurrency)
-    if spec == "scripted":
-        from lits.testing import ScriptedModel
-
-        return ScriptedModel(concurrency=concurrency, chat_native=True)
-    from lits.lm.openai_compat import OpenAICompatibleModel
-
-    return OpenAICompatibleModel(
-        spec,
-        base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
-        api=api or "chat",  # type: ignore[arg-type]
-        concurrency=concurrency,
-        **{k: v for k, v in kwargs.items() if k in SERVER_OPTIONS},
-    )
+    name = spec or "local"
+    backend = name if name in list_names("model") else SERVER_BACKEND
+    factory = get_registration("model", backend).obj
+    return factory(name, base_url=base_url, api=api, concurrency=concurrency, **options)  # type: ignore[no-any-return]

@@ -1,0 +1,259 @@
+"""The one store of every named thing: components, datasets, prompts, searches, models, ...
+
+A plain store that knows nothing about plugin loading: :mod:`lits.plugins`
+fills it through pluggy hooks, the seeds' decorators (:mod:`lits.registry`)
+fill it directly, and lookups read it.  Each registration remembers its owner
+(the plugin distribution that ships the object, or the defining module), so
+two owners claiming one name give a clear error naming both instead of one
+silently winning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import copy
+import difflib
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+KINDS = (
+    "transition",
+    "policy",
+    "reward_model",
+    "dataset",
+    "resource",
+    "search",
+    "chain",
+    "prompt",
+    "search_framework",
+    "model",
+)
+TASK_TYPES = ("env_grounded", "language_grounded", "tool_use")
+
+
+class RegistryError(LookupError):
+    """Base of registry errors that are not a plain "not found"."""
+
+
+class DuplicateNameError(RegistryError):
+    """Two owners registered the same name for the same kind."""
+
+
+@dataclass
+class Registration:
+    kind: str
+    name: str
+    obj: Any
+    owner: str
+    task_type: Optional[str] = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+# -- owners --------------------------------------------------------------------
+
+_OWNER: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("lits_owner", default=None)
+#: Top-level package -> the plugin distribution whose entry point ships it (set by the loader).
+_PACKAGE_OWNERS: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def owner_scope(owner: str) -> Iterator[None]:
+    """Attribute registrations made inside to ``owner`` (used by the plugin loader and tests)."""
+    token = _OWNER.set(owner)
+    try:
+        yield
+    finally:
+        _OWNER.reset(token)
+
+
+def set_package_owners(owners: dict[str, str]) -> None:
+    """Credit objects defined in these top-level packages to these distributions."""
+    _PACKAGE_OWNERS.clear()
+    _PACKAGE_OWNERS.update(owners)
+
+
+def owner_of(obj: Any) -> str:
+    """Who registers ``obj``: the distribution shipping its module, whoever imported it first.
+
+    A plugin that imports another plugin's module does not take over that
+    plugin's registrations.  Objects without a module (strings, dicts) belong
+    to the plugin being loaded, else to ``__main__``.
+    """
+    module = getattr(obj, "__module__", None) if inspect.isclass(obj) or inspect.isroutine(obj) else None
+    if isinstance(module, str):
+        shipped = _PACKAGE_OWNERS.get(module.split(".")[0])
+        if shipped is not None:
+            return shipped
+    scoped = _OWNER.get()
+    if scoped is not None:
+        return scoped
+    return module if isinstance(module, str) else "__main__"
+
+
+# -- the store -------------------------------------------------------------------
+
+class RegistryStore:
+    """Registrations by kind and name; thread-safe; nothing else."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.entries: dict[str, dict[str, Registration]] = {k: {} for k in KINDS}
+        self.conflicts: dict[tuple[str, str], list[str]] = {}
+
+    def add(self, reg: Registration, *, replace: bool = False) -> None:
+        if reg.kind not in self.entries:
+            raise ValueError(f"unknown registry kind {reg.kind!r}; kinds: {', '.join(KINDS)}")
+        if reg.task_type is not None and reg.task_type not in TASK_TYPES:
+            raise ValueError(
+                f"{reg.kind} {reg.name!r}: task_type must be one of {', '.join(TASK_TYPES)} "
+                f"or None, not {reg.task_type!r}"
+            )
+        with self.lock:
+            existing = self.entries[reg.kind].get(reg.name)
+            if existing is not None and existing.owner != reg.owner and not replace:
+                owners = self.conflicts.setdefault((reg.kind, reg.name), [existing.owner])
+                if reg.owner not in owners:
+                    owners.append(reg.owner)
+                raise DuplicateNameError(_duplicate_message(reg.kind, reg.name, owners))
+            self.entries[reg.kind][reg.name] = reg
+
+    def find(self, kind: str, name: str) -> Optional[Registration]:
+        """The registration, or None; a name two owners claim is an error."""
+        with self.lock:
+            owners = self.conflicts.get((kind, name))
+            if owners:
+                raise DuplicateNameError(_duplicate_message(kind, name, owners))
+            return self.entries[kind].get(name)
+
+    def get(self, kind: str, name: str) -> Registration:
+        reg = self.find(kind, name)
+        if reg is None:
+            raise KeyError(unknown_name_message(kind.replace("_", " "), name, self.names(kind)))
+        return reg
+
+    def names(self, kind: str) -> list[str]:
+        with self.lock:
+            return sorted(self.entries[kind])
+
+    def remove_owner(self, owner: str) -> None:
+        with self.lock:
+            for table in self.entries.values():
+                for name in [n for n, r in table.items() if r.owner == owner]:
+                    del table[name]
+
+    def owned_by(self, owner: str) -> list[Registration]:
+        with self.lock:
+            return [r for table in self.entries.values() for r in table.values() if r.owner == owner]
+
+    def snapshot(self) -> Any:
+        with self.lock:
+            return copy.copy({k: dict(v) for k, v in self.entries.items()}), dict(self.conflicts)
+
+    def restore(self, snap: Any) -> None:
+        with self.lock:
+            self.entries, self.conflicts = {k: dict(v) for k, v in snap[0].items()}, dict(snap[1])
+
+
+def unknown_name_message(what: str, name: str, known: list[str]) -> str:
+    """``no search named 'mtcs'; did you mean 'mcts'? registered: bfs, mcts``."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"no {what} named {name!r}{hint} registered: {', '.join(known) or 'none'}"
+
+
+def _duplicate_message(kind: str, name: str, owners: list[str]) -> str:
+    who = " and ".join(repr(o) for o in owners)
+    return (
+        f"{kind.replace('_', ' ')} name {name!r} is registered by both {who}; "
+        f"uninstall one, or limit plugins with LITS_PLUGINS"
+    )
+
+
+STORE = RegistryStore()
+
+
+def add_registration(
+    kind: str, name: str, obj: Any, *, task_type: Optional[str] = None, replace: bool = False,
+    owner: Optional[str] = None, **meta: Any
+) -> Registration:
+    """The one way in: decorators and plugin hooks both end here.
+
+    A hook passes its plugin as ``owner``; a decorator lets :func:`owner_of`
+    find the distribution that ships the object.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{kind} names must be non-empty strings, got {name!r}")
+    reg = Registration(kind, name, obj, owner or owner_of(obj), task_type, dict(meta))
+    STORE.add(reg, replace=replace)
+    return reg
+
+
+def registrations_of(owner: str) -> list[Registration]:
+    return STORE.owned_by(owner)
+
+
+def remove_registrations_of(owner: str) -> None:
+    STORE.remove_owner(owner)
+
+
+# -- prompts: stored like everything else, under component/agent/key/{system,user} ----
+
+def prompt_name(component: str, agent: str, key: str, *, user: bool) -> str:
+    return f"{component}/{agent}/{key}/{'user' if user else 'system'}"
+
+
+def register_prompt(component: str, agent: str, key: str, value: Any, *, user: bool = False,
+                    replace: bool = False, owner: Optional[str] = None) -> Registration:
+    """Register a prompt value (or a zero-argument function returning it)."""
+    if user and isinstance(value, str):
+        raise TypeError(
+            f"user prompt for ({component}, {agent}, {key}) must be a dict or template, "
+            "not a str (put a plain instruction in the system prompt)"
+        )
+    return add_registration("prompt", prompt_name(component, agent, key, user=user), value, replace=replace,
+                            owner=owner)
+
+
+# -- search frameworks ------------------------------------------------------------
+
+@dataclass
+class SearchFramework:
+    """A named (policy, transition, reward model, default search) combination."""
+
+    name: str
+    policy: str
+    transition: str
+    reward_model: str
+    search: str = "mcts"
+    search_args: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+def register_search_framework(
+    name: str,
+    *,
+    policy: str,
+    transition: str,
+    reward_model: str,
+    search: str = "mcts",
+    search_args: Optional[dict[str, Any]] = None,
+    task_type: Optional[str] = "language_grounded",
+    description: str = "",
+) -> None:
+    """Bundle registered component names under ``--search-framework NAME``.
+
+    The names are resolved when a run starts, so a bundle may name components
+    that another plugin registers.  ``search`` is the algorithm used when the
+    user gives no ``--search``; ``search_args`` are its defaults, which
+    ``--search-arg`` overrides.  The bundle belongs to the plugin being loaded
+    (or to the calling module).
+    """
+    import sys
+
+    bundle = SearchFramework(name, policy, transition, reward_model, search, dict(search_args or {}), description)
+    caller = sys._getframe(1).f_globals.get("__name__", "__main__")
+    with owner_scope(_OWNER.get() or caller):
+        add_registration("search_framework", name, bundle, task_type=task_type)
