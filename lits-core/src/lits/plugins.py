@@ -72,6 +72,7 @@ class _State:
         self.loaded = False
         self.loading = False
         self.infos: list[PluginInfo] = []
+        self.unknown: list[str] = []  # LITS_PLUGINS entries no installed plugin matches
         self.pm = _new_manager()
 
 
@@ -115,6 +116,7 @@ def load_plugins(*, strict: Optional[bool] = None) -> list[PluginInfo]:
             # Credit what a plugin's modules define to the distribution whose entry point ships
             # them, whoever imports them first.
             set_package_owners({ep.value.split(":")[0].split(".")[0]: _dist_name(ep) for ep in points})
+            _STATE.unknown = _unknown_selections(allowed, points)
             for ep in points:
                 dist_name = _dist_name(ep)
                 if allowed is not None and not ({_norm(dist_name), _norm(ep.name)} & allowed):
@@ -136,7 +138,29 @@ def plugin_infos() -> list[PluginInfo]:
 
 
 def load_errors() -> list[PluginInfo]:
+    """Plugins that failed to load (named in lookups that miss and in the CLI's warnings)."""
     return [i for i in plugin_infos() if i.error]
+
+
+def unknown_selections() -> list[str]:
+    """One line per ``LITS_PLUGINS`` entry that names no installed plugin."""
+    ensure_plugins_loaded()
+    return list(_STATE.unknown)
+
+
+def _unknown_selections(allowed: Optional[set[str]], points: list[Any]) -> list[str]:
+    import difflib
+
+    if not allowed:
+        return []
+    installed = sorted({_norm(_dist_name(ep)) for ep in points} | {_norm(ep.name) for ep in points})
+    lines = []
+    for wanted in sorted(allowed - set(installed)):
+        close = difflib.get_close_matches(wanted, installed, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        lines.append(f"{ENV_PLUGINS} names {wanted!r}, which is not installed{hint}; "
+                     f"installed: {', '.join(installed) or 'none'}")
+    return lines
 
 
 # -- internals ---------------------------------------------------------------

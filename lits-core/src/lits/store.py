@@ -158,10 +158,10 @@ class RegistryStore:
 
 
 def unknown_name_message(what: str, name: str, known: list[str]) -> str:
-    """``no search named 'mtcs'; did you mean 'mcts'? registered: bfs, mcts``."""
+    """``no search named 'mtcs' (did you mean 'mcts'?); registered: bfs, mcts``."""
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"no {what} named {name!r}{hint} registered: {', '.join(known) or 'none'}"
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"no {what} named {name!r}{hint}; registered: {', '.join(known) or 'none'}"
 
 
 def _duplicate_message(kind: str, name: str, owners: list[str]) -> str:

@@ -7,6 +7,8 @@ inference log, and the seeds' contracts on answer / error / malformed steps.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import typing
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Generic, Optional, Sequence, TypeVar
@@ -26,8 +28,10 @@ class Component(ABC):
 
     ``TASK_TYPE`` is the interface category ('env_grounded', 'tool_use',
     'language_grounded') or None for task-specific components, which then get
-    no TASK_TYPE prompt fallback.  Extra keyword arguments become attributes
-    (e.g. ``max_steps=10``), as in the seeds' examples.
+    no TASK_TYPE prompt fallback.  Extra keyword arguments set what the class
+    declares (a class attribute or method, e.g. ``max_steps=10`` or
+    ``goal_check=fn`` as in the seeds' examples); an undeclared one, such as a
+    misspelled ``temprature=0.5``, is a ``TypeError`` naming the closest setting.
     """
 
     TASK_TYPE: ClassVar[Optional[str]] = None
@@ -58,6 +62,8 @@ class Component(ABC):
             else PromptRegistry.get_usr(self.COMPONENT, agent, task_name, self.TASK_TYPE)
         )
         for key, value in kwargs.items():
+            if key.startswith("_") or not hasattr(type(self), key):
+                raise TypeError(unknown_setting_message(type(self), key))
             setattr(self, key, value)
 
     def _get_agent_name(self) -> str:
@@ -231,6 +237,25 @@ class RewardModel(Component, Generic[StateT, ActionT]):
     def reward(self, state: StateT, action: ActionT, **kwargs: Any) -> tuple[float, dict[str, Any]]:
         """Reward after execution; default: the fast reward (passed as ``fast_reward``)."""
         return float(kwargs.get("fast_reward", 0.0)), {}
+
+
+def settings_of(cls: type) -> list[str]:
+    """Keyword arguments ``cls(...)`` accepts: constructor parameters and public class attributes."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            names.update(p for p in inspect.signature(init).parameters if p not in ("self", "kwargs", "args"))
+        names.update(k for k, v in vars(klass).items()
+                     if not k.startswith("_") and k.islower() and (isinstance(v, staticmethod) or not (callable(v) or isinstance(v, (classmethod, property)))))
+    return sorted(names)
+
+
+def unknown_setting_message(cls: type, key: str) -> str:
+    known = settings_of(cls)
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{cls.__name__}() got an unknown setting {key!r}{hint} (declare it as a class attribute to add one)"
 
 
 def _state_class_of(cls: type) -> Optional[type]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from lits.components.base import Policy, RewardModel, Transition
+from lits.components.base import Policy, RewardModel, Transition, settings_of
+from lits.components.checks import describe_problems, problems_of
 from lits.lm.base import LanguageModel
 from lits.registry import ComponentRegistry, get_registration, get_search_framework, infer_task_type, load_resource
 
@@ -30,14 +31,23 @@ class Components:
 
 
 def _resolve(getter: Any, explicit: Optional[str], dataset: str, fallback: Optional[type]) -> Any:
+    """The named class, else the dataset's own, else the generic one; checked before it is built."""
     if explicit:
-        return getter(explicit)  # KeyError lists the registered names
-    try:
-        return getter(dataset)
-    except KeyError:
-        if fallback is None:
-            raise
-        return fallback
+        name, cls = explicit, getter(explicit)  # KeyError lists the registered names
+    else:
+        try:
+            name, cls = dataset, getter(dataset)
+        except KeyError:
+            if fallback is None:
+                raise
+            name, cls = fallback.__name__, fallback
+    kind = {ComponentRegistry.get_transition: "transition", ComponentRegistry.get_policy: "policy",
+            ComponentRegistry.get_reward_model: "reward_model"}[getter]
+    problems = problems_of(kind, cls)
+    if problems:
+        owner = getattr(cls, "__module__", "?").split(".")[0]
+        raise ValueError(f"{describe_problems(kind, name, owner, problems)}; it cannot be used for a run")
+    return cls
 
 
 def create_components(
@@ -84,13 +94,20 @@ def create_components(
             task_name=dataset,
             n_actions=n_actions,
             temperature=temperature,
-            **domain,
+            **_accepted(policy_cls, domain),
             **(policy_kwargs or {}),
         ),
         transition=transition_cls(base_model=base_model, task_name=dataset),
-        reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset, **domain),
+        reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset,
+                                **_accepted(reward_cls, domain)),
         task_type=task_type,
     )
+
+
+def _accepted(cls: type, domain: dict[str, Any]) -> dict[str, Any]:
+    """The domain's action functions a component declares it takes (a plugin's own may take none)."""
+    known = set(settings_of(cls))
+    return {k: v for k, v in domain.items() if k in known}
 
 
 def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Optional[str], transition: Optional[str],
@@ -137,9 +154,8 @@ def _language_grounded(dataset: str, base_model: Any, eval_model: Any, policy: O
     return Components(
         policy=policy_cls(base_model=base_model, task_name=dataset, n_actions=n_actions, temperature=temperature,
                           **policy_kwargs),
-        transition=transition_cls(base_model=base_model, task_name=dataset,
-                                  extract_answer=meta.get("extract_answer") or extract_stated_answer,
-                                  equivalent=equivalent),
+        transition=transition_cls(base_model=base_model, task_name=dataset, **_accepted(transition_cls, {
+            "extract_answer": meta.get("extract_answer") or extract_stated_answer, "equivalent": equivalent})),
         reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset),
         task_type="language_grounded",
         evaluate=meta.get("evaluate"),

@@ -10,7 +10,7 @@ progress from ``goal_check`` and adds a bonus when the goal is reached.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from lits.components.base import RewardModel
 from lits.components.env_prompting import EnvPrompt
@@ -34,6 +34,9 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
     AGENT_NAME = "env_grounded"
     #: False once the backend turned out unable to score text.
     use_scoring: bool = True
+    #: The domain's action functions (given by the factory): the valid actions scored against.
+    generate_all_actions: Optional[Callable[[str], list[str]]] = None
+    validate_action: Optional[Callable[[str, str], tuple[bool, str]]] = None
 
     def __init__(
         self,

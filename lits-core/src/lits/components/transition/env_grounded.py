@@ -17,6 +17,8 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
 
     TASK_TYPE: ClassVar[Optional[str]] = "env_grounded"
     AGENT_NAME = "env_grounded"
+    #: A step budget a domain may keep (the seeds pass ``max_steps=10``); agents use their own limits.
+    max_steps: Optional[int] = None
 
     def __init__(self, base_model: Any = None, task_name: Optional[str] = None, **kwargs: Any) -> None:
         super().__init__(base_model, task_name, **kwargs)
