@@ -84,10 +84,15 @@ def test_prm_self_evaluates_with_yes_no_when_the_model_cannot_score(state):
     assert prm.fast_reward(state, EnvAction("wait"), "3")[0] == 1.0
 
 
-def test_prm_reward_mixes_fast_reward_with_goal_progress_and_bonus(state):
-    prm = EnvGroundedPRM(ScriptedModel(), "line", fast_weight=0.5, goal_bonus=1.0)
+def test_prm_reward_mixes_fast_reward_with_goal_progress_on_a_0_to_1_scale(state):
+    prm = EnvGroundedPRM(ScriptedModel(), "line", fast_weight=0.5, goal_reward=1.0)
     assert prm.reward(state, EnvAction("x"), fast_reward=0.4, goal_reached=(False, 0.6))[0] == pytest.approx(0.5)
-    assert prm.reward(state, EnvAction("x"), fast_reward=0.4, goal_reached=(True, 1.0))[0] == pytest.approx(1.7)
+    assert prm.reward(state, EnvAction("x"), fast_reward=0.4, goal_reached=(True, 1.0))[0] == pytest.approx(1.0)
+
+
+def test_prm_weights_outside_the_scale_are_refused(state):
+    with pytest.raises(ValueError, match="0..1 reward scale"):
+        EnvGroundedPRM(ScriptedModel(), "line", fast_weight=1.5)
 
 
 def test_prm_reward_of_an_error_step_is_zero(state):

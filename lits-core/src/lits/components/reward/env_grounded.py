@@ -4,7 +4,8 @@
 probability of the action text after the policy prompt when the backend can
 score text, else the probability of "Yes" to a self-evaluation question.
 ``reward`` (after execution) mixes it with the domain's verifiable goal
-progress from ``goal_check`` and adds a bonus when the goal is reached.
+progress from ``goal_check``, and is ``goal_reward`` (1) when the goal is
+reached: rewards stay on the 0..1 scale every shipped reward model uses.
 """
 
 from __future__ import annotations
@@ -43,13 +44,15 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         base_model: Any = None,
         task_name: Optional[str] = None,
         fast_weight: float = 0.5,
-        goal_bonus: float = 1.0,
+        goal_reward: float = 1.0,
         judge_siblings_together: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(base_model, task_name, **kwargs)
         self.fast_weight = fast_weight
-        self.goal_bonus = goal_bonus
+        if not 0.0 <= fast_weight <= 1.0 or not 0.0 <= goal_reward <= 1.0:
+            raise ValueError("fast_weight and goal_reward are shares of the 0..1 reward scale")
+        self.goal_reward = goal_reward
         #: Chat models judge all siblings of an expansion in one request (numbered Yes/No answers).
         self.judge_siblings_together = judge_siblings_together
         # Score against the policy's prompt so both share one scored prompt.
@@ -144,5 +147,5 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         reached, progress = kwargs.get("goal_reached") or (False, 0.0)
         value = self.fast_weight * fast + (1.0 - self.fast_weight) * float(progress)
         if reached:
-            value += self.goal_bonus
+            value = max(value, self.goal_reward)
         return value, {"fast_reward": fast, "progress": float(progress), "goal_reached": bool(reached)}
