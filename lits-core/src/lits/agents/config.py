@@ -21,24 +21,30 @@ class TreeSearchConfig(BaseModel):
 
 
 class MCTSConfig(TreeSearchConfig):
-    n_iterations: int = Field(10, ge=1)
+    """MCTS (``--search mcts``); adds to the shared settings."""
+
+    n_iterations: int = Field(10, ge=1, description="rollouts per instance")
     w_exp: float = Field(1.0, ge=0, description="UCT exploration weight")
     rollout_depth: Optional[int] = Field(None, ge=0, description="None: up to max_depth")
-    aggregate: Literal["mean", "max"] = "mean"
-    simulate: Literal["greedy", "sample"] = "greedy"
-    seed: int = 0
+    aggregate: Literal["mean", "max"] = Field("mean", description="how a path's rewards make a node's return")
+    simulate: Literal["greedy", "sample"] = Field("greedy", description="rollout: best fast reward, or sampled by it")
+    seed: int = Field(0, description="seeds the sampled rollouts (with the instance and iteration)")
     parallel_iterations: int = Field(1, ge=1, description="rollouts run at once (tree-parallel MCTS with virtual loss)")
     virtual_loss: float = Field(1.0, ge=0, description="return assumed for a rollout still in flight")
 
 
 class BFSConfig(TreeSearchConfig):
-    beam_width: int = Field(3, ge=1)
-    reward_aggregate: Literal["sum", "mean", "last"] = "sum"
+    """Breadth-first beam search (``--search bfs``); adds to the shared settings."""
+
+    beam_width: int = Field(3, ge=1, description="nodes kept per depth")
+    reward_aggregate: Literal["sum", "mean", "last"] = Field("sum", description="a path's score from its rewards")
 
 
 class ChainConfig(BaseModel):
+    """Chain agents (``lits chain``)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    max_steps: int = Field(10, ge=1)
-    temperature: float = Field(0.0, ge=0)
-    runtime_limit: Optional[float] = Field(None, gt=0)
+    max_steps: int = Field(10, ge=1, description="steps before the chain stops")
+    temperature: float = Field(0.0, ge=0, description="policy sampling temperature")
+    runtime_limit: Optional[float] = Field(None, gt=0, description="seconds per instance")

@@ -128,7 +128,7 @@ class Policy(Component, Generic[StateT, StepT]):
 
     @abstractmethod
     def _get_actions(self, state: StateT, n_actions: int, temperature: float, **kwargs: Any) -> list[StepT]:
-        ...
+        """Up to ``n_actions`` candidate Steps (``query`` and ``query_idx`` arrive as keywords)."""
 
     def _create_error_steps(self, n_actions: int, error_msg: str) -> list[StepT]:
         """Steps that carry ``error``; the transition appends them unchanged."""
@@ -169,7 +169,7 @@ class Transition(Component, Generic[StateT, ActionT]):
 
     @abstractmethod
     def _step(self, state: StateT, step_or_action: Any, query_or_goals: Any, **kwargs: Any) -> tuple[StateT, dict[str, Any]]:
-        ...
+        """The new state (a copy: never change ``state``) and an aux dict (e.g. ``goal_reached``)."""
 
     def is_terminal(self, state: StateT, query_or_goals: Any = None, **kwargs: Any) -> bool:
         """True when ``state`` ends the trajectory (default: last step has an answer)."""
@@ -197,6 +197,7 @@ class RewardModel(Component, Generic[StateT, ActionT]):
         from_phase: str = "",
         **kwargs: Any,
     ) -> tuple[float, dict[str, Any]]:
+        """Score an action before it is executed, in [0, 1] (calls :meth:`_fast_reward`)."""
         with call_context(component="reward", **_phase(from_phase)):
             return self._fast_reward(state, action, query, query_idx, from_phase=from_phase, **kwargs)
 
@@ -223,6 +224,7 @@ class RewardModel(Component, Generic[StateT, ActionT]):
         self, state: StateT, actions: list[ActionT], query: Any, query_idx: Optional[int],
         from_phase: str = "", steps: Sequence[Any] = (),
     ) -> list[tuple[float, dict[str, Any]]]:
+        """Override to judge all siblings in one request; default: :meth:`fast_reward` each, concurrently."""
         from lits.concurrency import parallel_map
 
         return parallel_map(
@@ -232,6 +234,7 @@ class RewardModel(Component, Generic[StateT, ActionT]):
     def _fast_reward(
         self, state: StateT, action: ActionT, query: Any, query_idx: Optional[int], from_phase: str = "", **kwargs: Any
     ) -> tuple[float, dict[str, Any]]:
+        """``(score in [0, 1], details)`` for one action; default 0 (no opinion)."""
         return 0.0, {}
 
     def reward(self, state: StateT, action: ActionT, **kwargs: Any) -> tuple[float, dict[str, Any]]:

@@ -125,6 +125,7 @@ class BaseTreeSearch(ABC):
 
     # -- running -----------------------------------------------------------
     def run(self, query: Any, query_idx: int, example: dict[str, Any], *, resume: bool = False) -> SearchResult:
+        """Search one instance (continuing its journal when ``resume``); the tree ends compacted on disk."""
         self.query, self.query_idx = query, query_idx
         limit = self.config.runtime_limit
         self._deadline = time.monotonic() + limit if limit else None
@@ -149,6 +150,7 @@ class BaseTreeSearch(ABC):
         return self.result()
 
     def result(self) -> SearchResult:
+        """Terminal nodes, the best path and the statistics (one walk of the tree, at the end)."""
         states = [n.state for n in self.root.iter_tree() if n.state is not None]
         unique = {str(getattr(s, "env_state", None) or s.to_dict()) for s in states}
         self.stats["unique_states"] = len(unique)
@@ -170,6 +172,7 @@ class BaseTreeSearch(ABC):
 
     # -- helpers for subclasses ----------------------------------------------
     def new_node(self, cls: Optional[type[N]] = None, **fields: Any) -> N:
+        """A node with the next id (inside :meth:`numbered`, an id given when its task is numbered)."""
         pending = _PENDING.get()
         with self._lock:
             if pending is None:
@@ -220,10 +223,12 @@ class BaseTreeSearch(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not back values up along paths")
 
     def out_of_time(self) -> bool:
+        """True once ``runtime_limit`` seconds have passed for this instance."""
         return self._deadline is not None and time.monotonic() >= self._deadline
 
     @contextlib.contextmanager
     def phase(self, name: str, **tags: Any) -> Iterator[None]:
+        """Tag the model calls made inside (phase, depth, iteration) for the inference log."""
         if "iteration" in tags and _ITERATION.get() is not None:
             tags["iteration"] = _ITERATION.get()
         with call_context(phase=name, **tags):
@@ -321,9 +326,11 @@ class BaseTreeSearch(ABC):
                     self._solutions.append(node)
 
     def materialize_all(self, nodes: list[SearchNode], phase: str = "expand") -> None:
+        """:meth:`materialize` each node, concurrently."""
         parallel_map(lambda n: self.materialize(n, phase), nodes)
 
     def terminal_nodes(self) -> list[SearchNode]:
+        """Every terminal node of the tree, in tree order."""
         return [n for n in self.root.iter_tree() if n.is_terminal]
 
     def first_solution(self) -> Optional[SearchNode]:
@@ -331,6 +338,7 @@ class BaseTreeSearch(ABC):
         return min(self._solutions, key=lambda n: n.id) if self._solutions else None
 
     def path_reward(self, node: SearchNode) -> float:
+        """Sum of the rewards from the root to ``node``."""
         return sum(n.reward for n in node.path()[1:])
 
     def best_path(self) -> list[SearchNode]:
@@ -365,7 +373,7 @@ class BaseTreeSearch(ABC):
         return [tuple(p) for p in take(self.query_idx)] if take is not None else []  # type: ignore[misc]
 
     def load_latest_checkpoint(self) -> bool:
-        """Rebuild the tree from this instance's journal (or a legacy checkpoint), if any."""
+        """Rebuild the tree from this instance's journal, if it has one (runs from before the journal restart)."""
         if self._journal is not None and self._journal.exists():
             replayed = self._journal.replay(self._replay_backup)
             if replayed is not None:

@@ -55,10 +55,12 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
     # -- capabilities ------------------------------------------------------
     @classmethod
     def has_enumerable_actions(cls) -> bool:
+        """True when the domain lists its valid actions (the policy then samples among them)."""
         return _overrides(cls, "generate_actions")
 
     @classmethod
     def has_action_validation(cls) -> bool:
+        """True when the domain validates proposed actions (open-ended action spaces)."""
         return _overrides(cls, "validate_action")
 
     # -- framework part ------------------------------------------------------
