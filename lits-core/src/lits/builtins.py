@@ -13,35 +13,26 @@ SERVER_OPTIONS = ("price_in", "price_out", "timeout", "call_budget", "connect_ti
                   "max_attempts", "adaptive_read_timeout", "patience_floor")
 
 
+# Registered as "module:attribute": imported when a run uses them, not at start-up.
+
 @hookimpl
 def register_policies(register: Callable[..., Any]) -> None:
-    from lits.components.policy.concat import ConcatPolicy
-    from lits.components.policy.env_grounded import EnvGroundedPolicy
-    from lits.components.policy.tool_use import ToolUsePolicy
-
-    register("env_grounded", EnvGroundedPolicy, task_type="env_grounded")
-    register("tool_use", ToolUsePolicy, task_type="tool_use")
-    register("concat", ConcatPolicy, task_type="language_grounded")
+    register("env_grounded", "lits.components.policy.env_grounded:EnvGroundedPolicy", task_type="env_grounded")
+    register("tool_use", "lits.components.policy.tool_use:ToolUsePolicy", task_type="tool_use")
+    register("concat", "lits.components.policy.concat:ConcatPolicy", task_type="language_grounded")
 
 
 @hookimpl
 def register_reward_models(register: Callable[..., Any]) -> None:
-    from lits.components.reward.env_grounded import EnvGroundedPRM
-    from lits.components.reward.generative import GenerativePRM
-    from lits.components.reward.tool_use import ToolUsePRM
-
-    register("env_grounded", EnvGroundedPRM, task_type="env_grounded")
-    register("tool_use", ToolUsePRM, task_type="tool_use")
-    register("generative", GenerativePRM, task_type="language_grounded")
+    register("env_grounded", "lits.components.reward.env_grounded:EnvGroundedPRM", task_type="env_grounded")
+    register("tool_use", "lits.components.reward.tool_use:ToolUsePRM", task_type="tool_use")
+    register("generative", "lits.components.reward.generative:GenerativePRM", task_type="language_grounded")
 
 
 @hookimpl
 def register_transitions(register: Callable[..., Any]) -> None:
-    from lits.components.transition.concat import ConcatTransition
-    from lits.components.transition.tool_use import ToolUseTransition
-
-    register("tool_use", ToolUseTransition, task_type="tool_use")
-    register("concat", ConcatTransition, task_type="language_grounded")
+    register("tool_use", "lits.components.transition.tool_use:ToolUseTransition", task_type="tool_use")
+    register("concat", "lits.components.transition.concat:ConcatTransition", task_type="language_grounded")
 
 
 @hookimpl
@@ -67,19 +58,15 @@ def register_prompts(register: Callable[..., Any]) -> None:
 
 @hookimpl
 def register_searches(register: Callable[..., Any]) -> None:
-    from lits.agents import BFS, MCTS, BFSConfig, MCTSConfig
-
-    register("mcts", MCTS, config_class=MCTSConfig)
-    register("bfs", BFS, config_class=BFSConfig)
+    register("mcts", "lits.agents.tree.mcts:MCTS", config_class="lits.agents.config:MCTSConfig")
+    register("bfs", "lits.agents.tree.breadth_first:BFS", config_class="lits.agents.config:BFSConfig")
 
 
 @hookimpl
 def register_chains(register: Callable[..., Any]) -> None:
-    from lits.agents import ChainConfig, CoTChain, EnvChain, ReActChat
-
-    register("env_chain", EnvChain, config_class=ChainConfig)
-    register("react", ReActChat, config_class=ChainConfig)
-    register("cot", CoTChain, config_class=ChainConfig)
+    register("env_chain", "lits.agents.chain.env_chain:EnvChain", config_class="lits.agents.config:ChainConfig")
+    register("react", "lits.agents.chain.react:ReActChat", config_class="lits.agents.config:ChainConfig")
+    register("cot", "lits.agents.chain.cot:CoTChain", config_class="lits.agents.config:ChainConfig")
 
 
 @hookimpl
@@ -95,7 +82,7 @@ def register_search_frameworks(register: Callable[..., Any]) -> None:
 
 @hookimpl
 def register_models(register: Callable[..., Any]) -> None:
-    register("local", local_model, description="embedded Gemma 3 270M on llama.cpp, in-process (the default)")
+    register("local", "lits.builtins:local_model", description="embedded Gemma 3 270M on llama.cpp, in-process (the default)")
     register("scripted", scripted_model, description="deterministic offline stand-in, for smoke tests")
     register("openai", server_model, description="a model served by an OpenAI-compatible server at --base-url "
                                                  "(vLLM, llama.cpp, Ollama, OpenAI); any unregistered name")

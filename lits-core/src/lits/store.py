@@ -14,6 +14,7 @@ import contextlib
 import contextvars
 import copy
 import difflib
+import importlib
 import inspect
 import threading
 from dataclasses import dataclass, field
@@ -42,14 +43,51 @@ class DuplicateNameError(RegistryError):
     """Two owners registered the same name for the same kind."""
 
 
-@dataclass
+#: Kinds whose objects may be registered lazily as ``"package.module:attribute"``.
+LAZY_KINDS = ("transition", "policy", "reward_model", "dataset", "resource", "search", "chain", "model")
+
+
 class Registration:
-    kind: str
-    name: str
-    obj: Any
-    owner: str
-    task_type: Optional[str] = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    """One named thing; ``obj`` given as ``"module:attribute"`` is imported on first use.
+
+    Lazy registration keeps ``lits plugins`` and start-up from importing every
+    component a plugin offers.
+    """
+
+    def __init__(self, kind: str, name: str, obj: Any, owner: str, task_type: Optional[str] = None,
+                 meta: Optional[dict[str, Any]] = None) -> None:
+        self.kind, self.name, self.owner, self.task_type = kind, name, owner, task_type
+        self._meta = dict(meta or {})
+        self._obj = obj
+
+    @property
+    def lazy(self) -> bool:
+        return self.kind in LAZY_KINDS and isinstance(self._obj, str) and ":" in self._obj
+
+    @property
+    def obj(self) -> Any:
+        if self.lazy:
+            self._obj = self._load(self._obj)
+        return self._obj
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """Extra facts (e.g. ``config_class``, which may also be given as ``"module:attribute"``)."""
+        config = self._meta.get("config_class")
+        if isinstance(config, str) and ":" in config:
+            self._meta["config_class"] = self._load(config)
+        return self._meta
+
+    def _load(self, path: str) -> Any:
+        module_name, _, attribute = path.partition(":")
+        try:
+            return getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise RegistryError(f"{self.kind.replace('_', ' ')} {self.name!r} (from {self.owner}) "
+                                f"points at {path!r}, which cannot be imported: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"Registration({self.kind!r}, {self.name!r}, owner={self.owner!r})"
 
 
 # -- owners --------------------------------------------------------------------

@@ -6,12 +6,14 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from lits.registry import register_dataset, register_resource
 from lits_mapeval.database import build_database
 from lits_mapeval.questions import generate_questions
-from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
+
+if TYPE_CHECKING:  # the tools (and pydantic) load only when a run asks for them
+    from lits_mapeval.sql_tools import ReadOnlyDatabase
 from lits_mapeval.validation import check_items
 
 NOTES = (
@@ -102,5 +104,7 @@ def _database(db: Optional[str], seed: int) -> Path:
 
 @register_resource("mapeval-sql")
 def load_mapeval_sql_resource(db: Optional[str] = None, seed: int = 0, **kwargs: Any) -> dict[str, Any]:
+    from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
+
     database = ReadOnlyDatabase(_database(db, seed))
     return {"tools": make_tools(database), "tool_context": tool_context(database)}
