@@ -97,7 +97,7 @@ def local_model(spec: str, *, base_url: Optional[str] = None, concurrency: int =
 
 
 def scripted_model(spec: str, *, concurrency: int = 1, **options: Any) -> Any:
-    from lits.testing import ScriptedModel
+    from lits.testing.scripted import ScriptedModel
 
     return ScriptedModel(concurrency=concurrency, chat_native=True)
 

@@ -1,8 +1,40 @@
-"""Test helpers: a scripted deterministic model (and a loopback server, see
-:mod:`lits.testing.server`).  Nothing here talks to the network."""
+"""Test helpers: a scripted deterministic model, a loopback OpenAI-compatible server and a
+chaos proxy in front of it, and the conformance kit a plugin's own test suite runs
+(``check_env_domain``, ``check_dataset``, ``check_search``; the pytest plugin
+:mod:`lits.testing.pytest_plugin` adds fixtures).  Nothing here talks to the network.
 
-from lits.testing.chaos import FAULT_KINDS, ChaosProxy, evenly
-from lits.testing.scripted import ScriptedModel
-from lits.testing.server import FakeOpenAIServer
+Names are imported on first use, so ``--model scripted`` does not load the
+HTTP server machinery.
+"""
 
-__all__ = ["FAULT_KINDS", "ChaosProxy", "FakeOpenAIServer", "ScriptedModel", "evenly"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOMES = {
+    "FAULT_KINDS": "lits.testing.chaos",
+    "ChaosProxy": "lits.testing.chaos",
+    "evenly": "lits.testing.chaos",
+    "ScriptedModel": "lits.testing.scripted",
+    "FakeOpenAIServer": "lits.testing.server",
+    "ConformanceError": "lits.testing.conformance",
+    "check_dataset": "lits.testing.conformance",
+    "check_env_domain": "lits.testing.conformance",
+    "check_search": "lits.testing.search_conformance",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'lits.testing' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))
