@@ -3,9 +3,9 @@
 The server answers deterministically after a fixed latency (an obedient
 model that samples distinct listed legal actions, and says Yes to the
 reward's questions), so wall time is all waiting.
-Passes: concurrency 1, concurrency 32, concurrency 32 with tree-parallel
-MCTS (K rollouts at once), and a second concurrency-32 pass served from the
-response cache (it must pay 0 calls).  For each: wall time, paid calls, the
+Passes: concurrency 1, concurrency 32, tree-parallel MCTS (K rollouts at
+once) at concurrency 32 and 64, and a second concurrency-32 pass served from
+the response cache (it must pay 0 calls).  For each: wall time, paid calls, the
 critical-path bound (the most dependent rounds of any instance x latency,
 counted by LiTS's logical clock), the capacity bound (calls x latency /
 concurrency), the ratios, the solve rate and the average calls in flight.
@@ -127,6 +127,7 @@ def main() -> None:
                 report["concurrency_1"] = run("c1", 1, 1, "c1.sqlite")
             wide = report["concurrency_32"] = run("c32", 32, 1, "c32.sqlite")
             tree = report[f"concurrency_32_k{args.k}"] = run("c32-tree", 32, args.k, "tree.sqlite")
+            wide_tree = report[f"concurrency_64_k{args.k}"] = run("c64-tree", 64, args.k, "tree64.sqlite")
             report["second_pass_from_cache"] = run("c32-again", 32, 1, "c32.sqlite")
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -134,6 +135,7 @@ def main() -> None:
     report["ratio_c32_to_critical_path"] = round(wide["wall_s"] / sequential_bound, 3)
     report["ratio_c32_to_max_bound"] = round(wide["wall_s"] / max(sequential_bound, wide["capacity_bound_s"]), 3)
     report[f"ratio_k{args.k}_to_sequential_critical_path"] = round(tree["wall_s"] / sequential_bound, 3)
+    report[f"ratio_k{args.k}_c64_to_sequential_critical_path"] = round(wide_tree["wall_s"] / sequential_bound, 3)
     if "concurrency_1" in report:
         report["speedup_c32_over_c1"] = round(report["concurrency_1"]["wall_s"] / wide["wall_s"], 2)
     text = json.dumps(report, indent=1)
