@@ -55,6 +55,27 @@ def test_third_party_search_settings_are_validated(run_lits):
     assert result.returncode == 2 and "n_expansions" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.usefixtures("switches")
+def test_domain_example_passes_the_conformance_kit(run_python):
+    result = run_python("""
+        from lits.testing import check_dataset, check_env_domain
+        print(check_dataset("switches"), check_env_domain("switches"), check_env_domain("switches", n=20, width=6))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["5", "5", "20"]
+
+
+@pytest.mark.usefixtures("best_first")
+def test_search_example_passes_the_conformance_kit(run_python):
+    result = run_python("""
+        from lits.testing import check_search
+        for settings in ({}, {"n_expansions": 5}, {"n_actions": 3, "max_depth": 3}):
+            print(check_search("best_first", settings).stopped)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["budget", "budget", "budget"]
+
+
 @pytest.fixture
 def self_refine(self_refine_example):
     return self_refine_example

@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save-dir", required=True)
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     p.set_defaults(func=commands.cmd_eval)
+
+    from lits.cli.new import add_new_parser
+
+    add_new_parser(sub)
     return parser
 
 
