@@ -148,6 +148,9 @@ class TrajectoryState(list, State, Generic[StepT]):
             and self._extra_fields() == other._extra_fields()  # type: ignore[attr-defined]
         )
 
+    def __ne__(self, other: object) -> bool:  # list's own __ne__ would ignore the type and extra fields
+        return not self == other
+
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
