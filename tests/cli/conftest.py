@@ -44,3 +44,23 @@ def lits_cmd(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
 def server_args(server: FakeOpenAIServer) -> list[str]:
     return ["--model", "fake-model", "--base-url", server.base_url, "--dataset", "blocksworld",
             "--dataset-arg", "steps=2", "--limit", "2"]
+
+
+OUTPUTS = ("results", "paths", "terminal_nodes")
+#: Retry waits short enough for tests (the per-call budget still bounds every call).
+QUICK_ENV = {"LITS_RETRY_BASE_WAIT": "0.01"}
+
+
+def run_outputs(run: Path) -> dict[str, bytes]:
+    """What a run found, by file: the bytes that must not depend on faults, threads or restarts."""
+    return {f"{sub}/{p.name}": p.read_bytes() for sub in OUTPUTS if (run / sub).is_dir()
+            for p in sorted((run / sub).iterdir())}
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], code: int = 2) -> str:
+    """The single ``lits: error:`` line of a failed command (and no traceback)."""
+    assert result.returncode == code, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("lits: error:")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -91,21 +93,132 @@ def generate_instances(steps: list[int], per_step: int = 5, seed: int = 0) -> li
     return out
 
 
+class _NotRead:
+    def __repr__(self) -> str:
+        return "<not read yet>"
+
+
+_NOT_READ = _NotRead()
+
+
+class RapCase(dict[str, Any]):
+    """One RAP case: a dict, as datasets give, whose PDDL problem is read on first use.
+
+    A run selects a few cases with --offset/--limit; reading and parsing every
+    PDDL file of a large split up front costs time for nothing (and fails on a
+    bad file the run never uses).  The problem's values (query, initial state,
+    optimal plan) are read when any of them is; a bad file is then an error
+    naming it.  Every way of reading a dict goes through :meth:`__getitem__`
+    or loads first (``__iter__`` is overridden, so ``dict(case)`` and
+    ``{**case}`` take the key-by-key path).
+    """
+
+    def __init__(self, root: Path, relative: str, plan: str, n_steps: int, ident: str) -> None:
+        super().__init__(id=ident, query=_NOT_READ, init_state_str=_NOT_READ, optimal_plan=_NOT_READ,
+                         n_steps=n_steps, pddl=relative)
+        self._source = (root, plan)
+        self._lock = threading.Lock()
+
+    def load(self) -> "RapCase":
+        """Read and parse the PDDL problem (once); the values set since are kept."""
+        with self._lock:
+            if not any(v is _NOT_READ for v in dict.values(self)):
+                return self
+            root, plan_text = self._source
+            path = root / dict.__getitem__(self, "pddl")
+            try:
+                init, goals = parse_problem_file(path)
+                plan = parse_plan(plan_text)
+            except FileNotFoundError:
+                raise FileNotFoundError(f"BlocksWorld PDDL problem not found: {path}") from None
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise ValueError(f"{path}: not a BlocksWorld PDDL problem ({exc})") from None
+            for key, value in (("query", goals), ("init_state_str", init), ("optimal_plan", plan)):
+                if dict.__getitem__(self, key) is _NOT_READ:
+                    dict.__setitem__(self, key, value)
+        return self
+
+    def __getitem__(self, key: str) -> Any:
+        value = dict.__getitem__(self, key)
+        return dict.__getitem__(self.load(), key) if value is _NOT_READ else value
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return self[key] if key in self else default
+
+    def __iter__(self) -> Iterator[str]:
+        return dict.__iter__(self)
+
+    def items(self) -> Any:
+        return dict.items(self.load())
+
+    def values(self) -> Any:
+        return dict.values(self.load())
+
+    def copy(self) -> dict[str, Any]:
+        return dict(self.load().items())
+
+    def pop(self, key: str, *default: Any) -> Any:
+        return dict.pop(self.load(), key, *default)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        return dict.setdefault(self.load(), key, default)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RapCase):
+            other.load()
+        return dict.__eq__(self.load(), other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self)
+
+    def __reduce__(self) -> Any:
+        return (dict, (dict(self.items()),))
+
+
+def read_split(split: Path) -> list[tuple[str, str, int]]:
+    """The ``[pddl path, plan, steps]`` entries of a split file; a damaged file is one line naming it."""
+    what = "expected a RAP split: a JSON list of [pddl path, plan, steps]"
+    raw = split.read_bytes()
+    if not raw.strip():
+        raise ValueError(f"{split} is empty; {what}")
+    try:
+        entries = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{split} is binary, not JSON text; {what}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{split} is truncated or not JSON ({exc.msg} at line {exc.lineno}); {what}") from None
+    if not isinstance(entries, list):
+        raise ValueError(f"{split} holds a JSON {type(entries).__name__}; {what}")
+    out = []
+    for i, entry in enumerate(entries):
+        ok = isinstance(entry, list) and len(entry) == 3 and all(isinstance(x, str) for x in entry[:2])
+        try:
+            out.append((entry[0], entry[1], int(entry[2])))
+        except (TypeError, ValueError, IndexError, KeyError):
+            ok = False
+        if not ok:
+            raise ValueError(f"{split}: entry {i} is not [pddl path, plan, steps]; {what}")
+    return out
+
+
 def load_rap_split(root: Path, steps: Optional[list[int]] = None) -> list[dict[str, Any]]:
-    """The RAP split v1 (``split_v1/split_v1_step_N_data.json`` + PDDL under ``instances/``)."""
+    """The RAP split v1 (``split_v1/split_v1_step_N_data.json`` + PDDL under ``instances/``).
+
+    Each case reads its PDDL problem only when used (:class:`RapCase`).
+    """
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"BlocksWorld data folder not found: {root}")
-    out = []
+    out: list[dict[str, Any]] = []
     for n in steps or RAP_STEPS:
         split = root / "split_v1" / f"split_v1_step_{n}_data.json"
         if not split.exists():
             raise FileNotFoundError(f"no RAP split file for {n} steps: {split}")
-        for i, (pddl, plan, n_steps) in enumerate(json.loads(split.read_text(encoding="utf-8"))):
+        for i, (pddl, plan, n_steps) in enumerate(read_split(split)):
             relative = pddl[pddl.index("instances/"):] if "instances/" in pddl else pddl
-            init, goals = parse_problem_file(root / relative)
-            out.append({"id": f"rap-step{n}-{i}", "query": goals, "init_state_str": init,
-                        "optimal_plan": parse_plan(plan), "n_steps": int(n_steps), "pddl": relative})
+            out.append(RapCase(root, relative, plan, n_steps, f"rap-step{n}-{i}"))
     return out
 
 

@@ -11,7 +11,9 @@ class UserError(Exception):
 
 def describe(exc: BaseException) -> str:
     """One line for ``exc``: the message, without a traceback or an API key."""
-    return redact_text(_describe(exc))
+    from lits.runs.control import resource_problem
+
+    return redact_text(resource_problem(exc) or _describe(exc))
 
 
 def _describe(exc: BaseException) -> str:

@@ -2,14 +2,16 @@
 
 Every failure a user can cause ends in one ``lits: error: ...`` line and exit
 status 2, with API keys and URL credentials redacted; tracebacks of unexpected
-errors go to the run's execution.log.
+errors go to the run's execution.log.  Runs exit 1 when instances failed or a
+failing server stopped the run, 130 after Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Optional, Sequence
+import warnings
+from typing import Any, Callable, Optional, Sequence
 
 from lits.cli import commands
 from lits.cli.errors import UserError, describe
@@ -21,7 +23,7 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dataset", help="registered dataset name (e.g. blocksworld)")
     g.add_argument("--dataset-arg", action="append", default=[], metavar="K=V",
                    help="keyword argument for the dataset loader (repeatable)")
-    g.add_argument("--offset", type=int, default=0, help="skip the first N instances")
+    g.add_argument("--offset", type=int, default=None, help="skip the first N instances (default 0)")
     g.add_argument("--limit", type=int, default=None, help="run at most N instances")
 
 
@@ -38,19 +40,25 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--concurrency", type=int, default=None,
                    help="model calls in flight at once, across instances (default: 16 against a server, "
                         "1 for the embedded or scripted model; recorded in config.json)")
+    g.add_argument("--call-budget", type=float, default=None, metavar="SECONDS",
+                   help="time one model call may take, retries of server faults included (default 300)")
+    g.add_argument("--read-timeout", type=float, default=None, metavar="SECONDS",
+                   help="time one attempt waits for the server's reply (default 60; a hang costs at most this)")
     g.add_argument("--cache", default=None, metavar="PATH",
                    help="response cache file (default: cache.sqlite in the save dir); "
                         "share one between runs to never pay twice for a call")
     g.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
-    g.add_argument("--price-in", type=float, default=0.0, help="price per 1M input tokens")
-    g.add_argument("--price-out", type=float, default=0.0, help="price per 1M output tokens")
+    g.add_argument("--price-in", type=float, default=None, help="price per 1M input tokens (default 0)")
+    g.add_argument("--price-out", type=float, default=None, help="price per 1M output tokens (default 0)")
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("run")
     g.add_argument("--save-dir", default=None, help="where all run artifacts go (default: runs/NAME-TIME)")
     g.add_argument("--resume", action="store_true",
-                   help="continue the run in --save-dir; finished instances are not redone")
+                   help="continue the run in --save-dir; finished instances are not redone. Only "
+                        "operational flags may be given again (--concurrency, --base-url, --cache, "
+                        "--no-cache, --call-budget, --read-timeout, prices); the rest come from the run")
     g.add_argument("--policy", default=None, help="registered policy name (default: by dataset, else generic)")
     g.add_argument("--transition", default=None, help="registered transition name (default: the dataset's)")
 
@@ -61,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plugins", help="list installed plugins and what they registered")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--check", action="store_true",
+                   help="also check that each registered component can run (exit 1 on a problem)")
+    p.add_argument("--show", metavar="NAME", default=None,
+                   help="print a registered algorithm's or component's settings with types and defaults")
     p.set_defaults(func=commands.cmd_plugins)
 
     p = sub.add_parser("search", help="run a tree search over dataset instances")
@@ -103,16 +115,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                      line: Optional[str] = None) -> None:
+    """Warnings (a torn journal line dropped, a damaged log line skipped) as one ``lits: warning:`` line."""
+    text = " ".join(str(message).split())
+    print(f"lits: warning: {redact_text(text)}", file=file or sys.stderr)
+
+
 def main(argv: Optional[Sequence[str]] = None, prefix: Sequence[str] = ()) -> int:
+    warnings.showwarning = _one_line_warning
     parser = build_parser()
     args = parser.parse_args([*prefix, *(sys.argv[1:] if argv is None else argv)])
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
+        if args.command in ("search", "chain", "eval"):
+            from lits.cli.plugin_commands import warn_broken_plugins
+
+            warn_broken_plugins()
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("lits: interrupted; continue with --resume --save-dir DIR", file=sys.stderr)
+    except KeyboardInterrupt:  # before a run was under way (a run handles Ctrl-C itself)
+        print("lits: interrupted; a run that was set up continues with --resume --save-dir DIR",
+              file=sys.stderr)
         return 130
     except UserError as exc:
         print(f"lits: error: {redact_text(str(exc))}", file=sys.stderr)

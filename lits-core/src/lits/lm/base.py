@@ -38,6 +38,41 @@ class LoglikelihoodUnsupported(ModelError):
     """The backend cannot score continuations (no prompt log-probabilities)."""
 
 
+class ServerUnreachable(ModelError):
+    """The server has never answered (a wrong URL, or it is not running): no instance can succeed."""
+
+
+class CallsStopped(BaseException):
+    """Raised instead of starting a model call while the run is stopping (Ctrl-C, a tripped breaker).
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that no component's
+    ``except Exception`` turns it into a fallback answer: the instance must
+    stop unfinished (its journal lets ``--resume`` continue it), never finish
+    with different results.
+    """
+
+
+_STOPPING = threading.Event()
+
+
+def stop_new_calls(stopping: bool = True) -> None:
+    """From now on every model call raises :class:`CallsStopped` (``False`` lifts that)."""
+    if stopping:
+        _STOPPING.set()
+    else:
+        _STOPPING.clear()
+
+
+def calls_stopping() -> bool:
+    return _STOPPING.is_set()
+
+
+def check_calls_allowed() -> None:
+    """Raise :class:`CallsStopped` when the run is stopping (called before each call and attempt)."""
+    if _STOPPING.is_set():
+        raise CallsStopped("the run is stopping: no new model calls")
+
+
 @dataclass(frozen=True)
 class TokenLogprob:
     token: str
@@ -206,6 +241,7 @@ class LanguageModel(ABC):
         seed: int | None = None,
     ) -> list[Completion]:
         """Return ``n`` completions of ``prompt`` (a string or chat messages)."""
+        check_calls_allowed()
         if isinstance(stop, str):
             stop = [stop]
         params = GenerationParams(
@@ -246,6 +282,7 @@ class LanguageModel(ABC):
         tick_round()
         start = time.perf_counter()
         with self.limiter:
+            check_calls_allowed()  # a call that queued for a slot must not start once the run stops
             outs = self._generate(prompt, params)
         self._record("generate", outs, time.perf_counter() - start)
         return outs
@@ -278,6 +315,7 @@ class LanguageModel(ABC):
 
         Raises :class:`LoglikelihoodUnsupported` when the backend cannot score.
         """
+        check_calls_allowed()
         with self._scores_lock:
             missing = [c for c in dict.fromkeys(continuations) if (prompt, c) not in self._scores]
         if missing and self.cache is not None:
@@ -292,6 +330,7 @@ class LanguageModel(ABC):
             tick_round()
             start = time.perf_counter()
             with self.limiter:
+                check_calls_allowed()
                 scores, tokens_in = self._loglikelihood(prompt, missing)
             self._record_raw("loglikelihood", tokens_in, 0, time.perf_counter() - start)
             with self._scores_lock:
@@ -313,6 +352,14 @@ class LanguageModel(ABC):
 
     def close(self) -> None:
         """Release connections or model memory."""
+
+    def describe(self) -> dict[str, Any]:
+        """What a run records about this backend in ``config.json`` (never a key)."""
+        return {"backend": type(self).__name__, "name": self.name}
+
+    def fault_stats(self) -> dict[str, float | int]:
+        """Retries, seconds lost to faults and calls given up (none for in-process backends)."""
+        return {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0}
 
     # -- logging --------------------------------------------------------
     def _record(self, kind: str, outs: Sequence[Completion], seconds: float) -> None:

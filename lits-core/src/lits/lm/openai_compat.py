@@ -20,10 +20,12 @@ import httpx
 from lits.lm.base import (
     Completion,
     GenerationParams,
+    check_calls_allowed,
     LanguageModel,
     LoglikelihoodUnsupported,
     ModelError,
     Prompt,
+    ServerUnreachable,
     TokenLogprob,
 )
 from lits.lm.retry import (
@@ -36,6 +38,12 @@ from lits.lm.retry import (
 )
 from lits.secrets import has_userinfo, redact_text, redact_url
 
+#: The first retry waits up to this many seconds (full jitter), each later one twice as long up to
+#: ``retry_max_wait``: a dropped connection or a 500 is usually gone at once, and a fault on a
+#: search's critical path should cost about a reply, not seconds.  Throttling (429/503) waits what
+#: the server's Retry-After says.  ``LITS_RETRY_BASE_WAIT`` overrides it (tests shorten it further).
+DEFAULT_RETRY_BASE_WAIT = 0.1
+ENV_RETRY_BASE_WAIT = "LITS_RETRY_BASE_WAIT"
 CREDENTIALS_IN_URL = ("--base-url must not carry credentials (user:password@host); "
                       "put the key in $OPENAI_API_KEY or $LITS_API_KEY")
 
@@ -67,7 +75,7 @@ class OpenAICompatibleModel(LanguageModel):
         read_timeout: float = 60.0,
         timeout: Optional[float] = None,
         max_attempts: Optional[int] = None,
-        retry_base_wait: float = 0.5,
+        retry_base_wait: Optional[float] = None,
         retry_max_wait: float = 20.0,
         connect_budget: float = 10.0,
         adaptive_read_timeout: bool = True,
@@ -97,6 +105,8 @@ class OpenAICompatibleModel(LanguageModel):
         self._secrets = (key,)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         read = timeout if timeout is not None else read_timeout
+        if retry_base_wait is None:
+            retry_base_wait = float(os.environ.get(ENV_RETRY_BASE_WAIT) or DEFAULT_RETRY_BASE_WAIT)
         self.policy = RetryPolicy(budget=call_budget, base_wait=retry_base_wait, max_wait=retry_max_wait,
                                   connect_budget=connect_budget, max_attempts=max_attempts,
                                   adaptive_read_timeout=adaptive_read_timeout, patience_floor=patience_floor)
@@ -105,8 +115,9 @@ class OpenAICompatibleModel(LanguageModel):
         # the limiter, not the pool, bounds calls in flight and may be raised later.
         limits = httpx.Limits(max_connections=max(100, concurrency * 2),
                               max_keepalive_connections=max(20, concurrency))
-        transport = RetryTransport(httpx.HTTPTransport(limits=limits), policy=self.policy,
+        transport = RetryTransport(_StopGate(httpx.HTTPTransport(limits=limits)), policy=self.policy,
                                    check=reply_fault, stats=self._faults)
+        self._transport = transport
         self.client = httpx.Client(
             base_url=self.base_url,
             headers=headers,
@@ -125,6 +136,12 @@ class OpenAICompatibleModel(LanguageModel):
 
     def identity(self) -> str:
         return f"openai:{self.base_url}:{self.name}:{self.api}"
+
+    def describe(self) -> dict[str, Any]:
+        timeout = self.client.timeout
+        return {**super().describe(), "base_url": self.display_url, "api": self.api,
+                "call_budget": self.policy.budget, "connect_timeout": timeout.connect,
+                "read_timeout": timeout.read}
 
     # -- generation ----------------------------------------------------------
     def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
@@ -234,7 +251,9 @@ class OpenAICompatibleModel(LanguageModel):
         try:
             response = self.client.post(path, json=body)
         except httpx.TransportError as exc:
-            raise ModelError(self._redact(self._transport_message(exc))) from None
+            never = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)) and not self._transport.server_answered
+            kind = ServerUnreachable if never else ModelError
+            raise kind(self._redact(self._transport_message(exc))) from None
         attempts = attempts_of(response) or 1
         after = f" after {attempts} attempts" if attempts > 1 else ""
         where = f"model server {self.display_url}"
@@ -277,6 +296,20 @@ class OpenAICompatibleModel(LanguageModel):
 
     def close(self) -> None:
         self.client.close()
+
+
+class _StopGate(httpx.BaseTransport):
+    """Refuses each new attempt once the run is stopping, so a call stuck in retries ends at once."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        check_calls_allowed()
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def reply_fault(request: Optional[httpx.Request], response: httpx.Response) -> Optional[str]:

@@ -11,15 +11,19 @@
     results/{idx}.json          per-instance outcome; its presence marks the instance done.
                                 The same seed gives the same bytes at any concurrency.
     timings/{idx}.json          wall seconds, dependent rounds and model calls of the instance
+    stats/process-N.json   each process's policy statistics, fault costs and busy time
+                           (summed into eval_results.json, so a resumed run reports the whole run)
     eval_results.json      aggregated evaluation (also eval.log)
 
 All JSON files are written atomically, so a killed run leaves no torn file.
+A damaged file is a :class:`RunFileError` naming it and what to do.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -43,9 +47,31 @@ def redact(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class RunFileError(ValueError):
+    """A run file that cannot be read; the message names it and says what to do."""
+
+
+class _QuietFileHandler(logging.FileHandler):
+    """A log handler that never prints a traceback: a full disk is reported once, by the run."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
 class RunDir:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+
+    def resume_hint(self, mode: str = "search") -> str:
+        return f"lits {mode} --resume --save-dir {self.root}"
 
     # -- paths ---------------------------------------------------------------
     @property
@@ -71,7 +97,11 @@ class RunDir:
 
     def write_json(self, relative: str, payload: Any) -> Path:
         path = self.root / relative
-        atomic_write_text(path, json.dumps(payload, indent=1, default=str))
+        text = json.dumps(payload, indent=1, default=str)
+        try:
+            atomic_write_text(path, text)
+        except OSError as exc:  # a failed write on an open file names no file: name it
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
         return path
 
     def write_config(self, config: dict[str, Any]) -> None:
@@ -84,7 +114,21 @@ class RunDir:
     def read_config(self) -> dict[str, Any]:
         if not self.config_path.exists():
             raise FileNotFoundError(f"{self.root} is not a LiTS run directory (no config.json)")
-        return json.loads(self.config_path.read_text(encoding="utf-8"))
+        config = self._read(self.config_path, "restore it from a copy, or start a new run with another --save-dir")
+        if not isinstance(config, dict):
+            raise RunFileError(f"{self.config_path} is damaged (not a JSON object); restore it from a copy, "
+                               "or start a new run with another --save-dir")
+        return config
+
+    def _read(self, path: Path, remedy: str) -> Any:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            reason = "empty" if not path.stat().st_size else f"not JSON: {str(exc).splitlines()[0][:80]}"
+            raise RunFileError(f"{path} is damaged ({reason}); {remedy}") from None
+
+    def _redo(self, idx: int, mode: str) -> str:
+        return f"delete it and run `{self.resume_hint(mode)}` to redo instance {idx}"
 
     def done(self) -> set[int]:
         folder = self.root / "results"
@@ -93,18 +137,54 @@ class RunDir:
         return {int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()}
 
     def read_timings(self) -> dict[int, dict[str, Any]]:
+        """Per-instance timings; a damaged one is only left out (timings are not results)."""
         folder = self.root / "timings"
         out: dict[int, dict[str, Any]] = {}
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             if path.stem.isdigit():
-                out[int(path.stem)] = json.loads(path.read_text(encoding="utf-8"))
+                try:
+                    out[int(path.stem)] = json.loads(path.read_text(encoding="utf-8"))
+                except (ValueError, UnicodeDecodeError):
+                    continue
         return out
 
-    def read_results(self) -> dict[int, dict[str, Any]]:
-        return {
-            idx: json.loads(self.result_path(idx).read_text(encoding="utf-8"))
-            for idx in sorted(self.done())
-        }
+    def read_results(self, mode: str = "search") -> dict[int, dict[str, Any]]:
+        """Every finished instance's record; a damaged one is an error that says how to redo it."""
+        out = {}
+        for idx in sorted(self.done()):
+            record = self._read(self.result_path(idx), self._redo(idx, mode))
+            if not isinstance(record, dict) or "final_state" not in record:
+                raise RunFileError(f"{self.result_path(idx)} is damaged (not a result record); "
+                                   f"{self._redo(idx, mode)}")
+            out[idx] = record
+        return out
+
+    def repair_inference_log(self) -> None:
+        """Make sure appends start on a fresh line: a torn last line (a kill or a full disk) is cut off.
+
+        A last line that is whole JSON but lost only its newline keeps its record.
+        """
+        path = self.inference_log_path
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return
+        if not size:
+            return
+        with open(path, "rb+") as fh:
+            fh.seek(max(0, size - 65536))
+            tail = fh.read()
+            if tail.endswith(b"\n"):
+                return
+            cut = tail.rfind(b"\n")
+            found_start = cut >= 0 or len(tail) == size  # else the line is longer than the window
+            if found_start and not _is_json(tail[cut + 1:]):
+                fh.truncate(size - len(tail) + cut + 1)  # drop the torn record
+            else:  # a whole record that lost only its newline (or a huge line the reader will skip)
+                fh.seek(size)
+                fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
 
     def logger(self, name: str = "lits.run") -> logging.Logger:
         """A logger writing to ``execution.log`` (one handler per run dir)."""
@@ -114,7 +194,7 @@ class RunDir:
         target = str(self.root / "execution.log")
         if not any(getattr(h, "baseFilename", None) == target for h in log.handlers):
             self.root.mkdir(parents=True, exist_ok=True)
-            handler = logging.FileHandler(target, encoding="utf-8")
+            handler = _QuietFileHandler(target, encoding="utf-8")
             handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
             log.addHandler(handler)
         return log

@@ -124,11 +124,39 @@ def reevaluate(components: Any, results: dict[int, dict[str, Any]], examples: di
     return out
 
 
+def instance_counts(finished: int, total: Optional[int], failed: Optional[int]) -> dict[str, Any]:
+    """Finished, failed and selected instances, kept apart: accuracy is over the finished ones."""
+    total = finished if total is None else max(total, finished)
+    failed = 0 if failed is None else min(failed, total - finished)
+    return {"total": total, "failed": failed, "unfinished": total - finished - failed,
+            "accuracy_of": "finished instances"}
+
+
+def _instances_row(summary: dict[str, Any]) -> str:
+    finished, total = summary["instances"], summary.get("total")
+    if total is None:
+        return str(finished)
+    parts = [f"{finished} finished"]
+    if summary.get("failed"):
+        parts.append(f"{summary['failed']} failed")
+    if summary.get("unfinished"):
+        parts.append(f"{summary['unfinished']} not finished")
+    return ", ".join(parts) + f" (of {total})"
+
+
+def _faults_row(faults: Optional[dict[str, Any]]) -> Optional[str]:
+    if not faults or not (faults.get("retries") or faults.get("failed_calls")):
+        return None
+    text = f"{faults['retries']} retries, {faults.get('seconds_lost', 0.0):.1f}s lost"
+    return text + (f", {faults['failed_calls']} calls given up" if faults.get("failed_calls") else "")
+
+
 def format_table(summary: dict[str, Any]) -> str:
     inf = summary["inference"]
+    of = " of finished" if summary.get("total") is not None else ""
     rows = [
-        ("instances", summary["instances"]),
-        ("solved", f"{summary['solved']} ({summary['accuracy']:.1%})"),
+        ("instances", _instances_row(summary)),
+        ("solved", f"{summary['solved']} ({summary['accuracy']:.1%}{of})"),
         ("mean progress", summary["mean_progress"]),
         ("optimal plans", summary["optimal_plans"]),
         ("model calls", f"{inf['calls']} (+{inf['cache_hits']} cached)"),
@@ -138,6 +166,9 @@ def format_table(summary: dict[str, Any]) -> str:
     ]
     if summary.get("calls_in_flight_avg") is not None:
         rows.append(("calls in flight (avg)", summary["calls_in_flight_avg"]))
+    faults = _faults_row(summary.get("faults"))
+    if faults is not None:
+        rows.append(("server faults", faults))
     rows += [(name, value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):
         rows.append(("cost", inf["cost"]))

@@ -1,22 +1,41 @@
-"""Run a search or chain agent over dataset instances, concurrently and resumably."""
+"""Run a search or chain agent over dataset instances, concurrently and resumably.
+
+Instances run on worker threads.  One that fails (a server fault that
+outlasted the per-call retry budget, say) is retried after the others, up to
+``retry_rounds`` more times, from its journal: its paid calls come from the
+response cache, and its result is the one an uninterrupted run would write.
+:class:`~lits.runs.control.RunControl` decides when to stop early (Ctrl-C,
+failures in a row, a full disk): no instance starts after that, calls in
+flight finish, and unfinished instances are left to ``--resume``.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import sys
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
-from lits.answers import Vote, majority_vote, same_text
 from lits.components.factory import Components
 from lits.concurrency import fan_out_width, start_round_clock
-from lits.observability import InferenceLog, call_context, collecting
+from lits.lm.base import CallsStopped, ModelError, ServerUnreachable
+from lits.observability import InferenceLog, InferenceRecord, call_context, collecting
 from lits.runs.artifacts import RunDir
-from lits.runs.evaluation import evaluate_instance
+from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
+from lits.runs.records import result_record, take_proposals
+
+#: Extra rounds for instances that failed, after every other instance ran.
+RETRY_ROUNDS = 2
+#: Seconds the run waits for instances in flight once it stops, before it writes its summary anyway.
+STOP_GRACE = 5.0
+
+Item = tuple[int, dict[str, Any]]
 
 
 class Progress:
@@ -28,7 +47,7 @@ class Progress:
         self.stream = stream
         self.start = time.perf_counter()
         self.done = self.solved = self.failed = 0
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._stopped = threading.Event()
         self._ticker = threading.Thread(target=self._tick, args=(every,), daemon=True)
 
@@ -44,14 +63,20 @@ class Progress:
             self._print("running")
 
     def update(self, solved: Optional[bool]) -> None:
-        with self._lock:
+        with self.lock:
             self.done += 1
             self.solved += bool(solved)
             self.failed += solved is None
         self._print("")
 
+    def retrying(self, count: int) -> None:
+        """``count`` failed instances run again: they are no longer counted as done."""
+        with self.lock:
+            self.done -= count
+            self.failed -= count
+
     def _print(self, note: str) -> None:
-        with self._lock:
+        with self.lock:
             s = self.log.summary()
             line = (
                 f"[{self.done}/{self.total}{' ' + note if note else ''}] solved {self.solved}"
@@ -63,113 +88,197 @@ class Progress:
             print(line, file=self.stream, flush=True)
 
 
+class _RunLog(InferenceLog):
+    """The run's inference log: a failed write names ``inference.jsonl`` (a full disk must say where)."""
+
+    def add(self, record: InferenceRecord) -> None:
+        try:
+            super().add(record)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(self.path)) from None
+
+
 @dataclass
 class RunOutcome:
     finished: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
+    #: Instances that still failed after every retry round, with the last error.
     failed: dict[int, str] = field(default_factory=dict)
+    #: Started but not finished because the run stopped (their journals keep their progress).
+    interrupted: list[int] = field(default_factory=list)
+    not_started: list[int] = field(default_factory=list)
+    #: Instances that needed more than one attempt, with the number of attempts.
+    attempts: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
+    #: Instance threads still busy when the run stopped waiting for them.
+    stragglers: int = 0
+    stop_reason: Optional[str] = None
+    stop_message: str = ""
+
+
+class _Runner:
+    """One process's pass over the instances: rounds of attempts on worker threads."""
+
+    def __init__(self, make_agent: Callable[[], Any], components: Components, run_dir: RunDir, mode: str,
+                 control: RunControl, log: InferenceLog, progress: Progress,
+                 after_instance: Optional[Callable[[], None]]) -> None:
+        self.make_agent, self.components, self.run_dir, self.mode = make_agent, components, run_dir, mode
+        self.control, self.log, self.progress, self.after_instance = control, log, progress, after_instance
+        self.outcome = RunOutcome()
+        self.execution = run_dir.logger()
+        self.lock = threading.Lock()
+        self._started: set[int] = set()
+
+    def one(self, item: Item, resume: bool) -> None:
+        """Run one instance to its result file, or record why it did not finish."""
+        idx, example = item
+        with self.lock:
+            self._started.add(idx)
+            self.outcome.attempts[idx] = self.outcome.attempts.get(idx, 0) + 1
+        started = time.perf_counter()
+        try:
+            with call_context(instance=idx):
+                rounds = start_round_clock()
+                agent = self.make_agent()
+                result = agent.run(example.get("query"), idx, example, resume=resume)
+            record = result_record(idx, example, result, self.components, self.mode)
+            self._write(idx, record, result, started, rounds[0])
+        except CallsStopped:
+            with self.lock:
+                self.outcome.interrupted.append(idx)
+                self.outcome.failed.pop(idx, None)
+            self.execution.info("instance %d: stopped unfinished (%s); --resume continues it", idx,
+                                self.control.reason)
+            return
+        except Exception as exc:  # one bad instance must not end the run
+            self._failed(idx, exc)
+            return
+        with self.lock:
+            self.outcome.finished.append(idx)
+            self.outcome.failed.pop(idx, None)
+        self.control.succeeded()
+        self.execution.info("instance %d: solved=%s stopped=%s", idx, record["eval"]["solved"], record["stopped"])
+        self.progress.update(record["eval"]["solved"])
+        if self.after_instance is not None:
+            self.after_instance()
+
+    def _write(self, idx: int, record: dict[str, Any], result: Any, started: float, rounds: int) -> None:
+        if self.mode == "search":
+            payload = result.to_dict()
+            self.run_dir.write_json(f"terminal_nodes/{idx}.json", payload.get("terminal_nodes", []))
+            self.run_dir.write_json(f"paths/{idx}.json", payload.get("best_path", []))
+        self.run_dir.write_json(f"timings/{idx}.json", {
+            "seconds": round(time.perf_counter() - started, 3),
+            "dependent_rounds": rounds,
+            "inference": self.log.summary(instance=idx),
+        })
+        self.run_dir.write_result(idx, record)  # last: its presence marks the instance done
+
+    def _failed(self, idx: int, exc: Exception) -> None:
+        message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        problem = resource_problem(exc, str(self.run_dir.root))
+        self.execution.error("instance %d failed: %s\n%s", idx, message, traceback.format_exc())
+        if problem is not None:  # the machine, not the model: stop now, retrying cannot help
+            self.control.stop(RESOURCE, problem)
+            with self.lock:
+                self.outcome.interrupted.append(idx)
+                self.outcome.failed.pop(idx, None)
+            return
+        with self.lock:
+            self.outcome.failed[idx] = message
+        self.progress.update(None)
+        if isinstance(exc, ServerUnreachable):  # no instance can succeed: say so now, not after every one
+            self.control.stop(BREAKER, f"stopped: the model server was never reached ({exc}); check --base-url "
+                                       "and that the server runs")
+            return
+        self.control.failed(" ".join(str(exc).split())[:300] or type(exc).__name__,
+                            server=isinstance(exc, ModelError), log=str(self.run_dir.root / "execution.log"))
+
+    def run_round(self, items: list[Item], resume: dict[int, bool], width: int, grace: float) -> int:
+        """Run ``items`` on up to ``width`` threads; returns how many were still busy when it gave up."""
+        queue = deque(items)
+        base = contextvars.copy_context()  # fan-out width and the like, for every instance
+
+        def work() -> None:
+            while True:
+                with self.lock:
+                    if self.control.stopping or not queue:
+                        return
+                    item = queue.popleft()
+                try:
+                    base.copy().run(self.one, item, resume[item[0]])
+                except Exception as exc:  # a bug in the bookkeeping must not silently end this worker
+                    self.execution.error("instance %d: %s\n%s", item[0], exc, traceback.format_exc())
+                    with self.lock:
+                        self.outcome.failed[item[0]] = f"{type(exc).__name__}: {exc}"[:300]
+
+        threads = [threading.Thread(target=work, name="lits-instance", daemon=True)
+                   for _ in range(max(1, min(width, len(items))))]
+        for thread in threads:
+            thread.start()
+        while True:  # the main thread stays free for Ctrl-C
+            alive = [t for t in threads if t.is_alive()]
+            stopped_at = self.control.stopped_at
+            if not alive or (stopped_at is not None and time.monotonic() - stopped_at > grace):
+                return len(alive)
+            alive[0].join(timeout=0.1)
+
+    def not_started(self, todo: list[Item]) -> list[int]:
+        return sorted(idx for idx, _ in todo if idx not in self._started)
 
 
 def run_instances(
     make_agent: Callable[[], Any],
     components: Components,
-    examples: list[tuple[int, dict[str, Any]]],
+    examples: list[Item],
     run_dir: RunDir,
     *,
     mode: str,
     concurrency: int = 1,
     resume: bool = False,
     progress_stream: TextIO = sys.stderr,
+    control: Optional[RunControl] = None,
+    retry_rounds: int = RETRY_ROUNDS,
+    grace: float = STOP_GRACE,
+    after_instance: Optional[Callable[[], None]] = None,
 ) -> RunOutcome:
-    """Run every example not already finished; instances run concurrently."""
-    outcome = RunOutcome()
+    """Run every example not already finished, retrying failed ones, until done or stopped."""
+    control = control or RunControl(stream=progress_stream)
     done = run_dir.done() if resume else set()
     todo = [(i, ex) for i, ex in examples if i not in done]
-    outcome.skipped = sorted(i for i, _ in examples if i in done)
-    log = InferenceLog(run_dir.inference_log_path)
+    if resume:
+        run_dir.repair_inference_log()
+    log = _RunLog(Path(run_dir.inference_log_path))
     progress = Progress(len(todo), log, progress_stream)
-    execution = run_dir.logger()
-    execution.info("%s: %d instances to run, %d already done", mode, len(todo), len(outcome.skipped))
-
-    def one(item: tuple[int, dict[str, Any]]) -> None:
-        idx, example = item
-        started = time.perf_counter()
-        try:
-            with call_context(instance=idx):
-                rounds = start_round_clock()
-                agent = make_agent()
-                result = agent.run(example.get("query"), idx, example, resume=resume)
-            record = _result_record(idx, example, result, components, mode)
-            if mode == "search":
-                payload = result.to_dict()
-                run_dir.write_json(f"terminal_nodes/{idx}.json", payload.get("terminal_nodes", []))
-                run_dir.write_json(f"paths/{idx}.json", payload.get("best_path", []))
-            run_dir.write_json(f"timings/{idx}.json", {
-                "seconds": round(time.perf_counter() - started, 3),
-                "dependent_rounds": rounds[0],
-                "inference": log.summary(instance=idx),
-            })
-            run_dir.write_result(idx, record)
-            outcome.finished.append(idx)
-            execution.info("instance %d: solved=%s stopped=%s", idx, record["eval"]["solved"], record["stopped"])
-            progress.update(record["eval"]["solved"])
-        except Exception as exc:  # one bad instance must not end the run
-            message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-            outcome.failed[idx] = message
-            execution.error("instance %d failed: %s\n%s", idx, message, traceback.format_exc())
-            progress.update(None)
+    runner = _Runner(make_agent, components, run_dir, mode, control, log, progress, after_instance)
+    outcome = runner.outcome
+    outcome.skipped = sorted(i for i, _ in examples if i in done)
+    runner.execution.info("%s: %d instances to run, %d already done", mode, len(todo), len(outcome.skipped))
 
     started = time.perf_counter()
+    pending, first = todo, {idx: resume for idx, _ in todo}
     with collecting(log), progress, fan_out_width(concurrency):
-        if concurrency <= 1 or len(todo) <= 1:
-            for item in todo:
-                one(item)
-        else:
-            with ThreadPoolExecutor(max_workers=min(concurrency, len(todo)), thread_name_prefix="lits-instance") as pool:
-                # Each instance runs in a copy of this context (fan-out width, sinks).
-                futures = [pool.submit(contextvars.copy_context().run, one, item) for item in todo]
-                for future in futures:
-                    future.result()
+        for round_number in range(retry_rounds + 1):
+            if not pending or control.stopping:
+                break
+            if round_number:
+                print(f"lits: retrying {len(pending)} failed instance(s) from their journals "
+                      f"(round {round_number} of {retry_rounds})", file=progress_stream, flush=True)
+                progress.retrying(len(pending))
+                for idx, _ in pending:  # what the failed attempt proposed after its last checkpoint
+                    take_proposals(components.policy, idx)
+            resume_of = first if round_number == 0 else {idx: True for idx, _ in pending}
+            outcome.stragglers = runner.run_round(pending, resume_of, concurrency, grace)
+            pending = [item for item in pending if item[0] in outcome.failed]
     outcome.seconds = time.perf_counter() - started
-    log.close()
-    run_dir.close_logger(execution)
+    with runner.lock:  # instances still in flight past the grace period may yet change it
+        outcome.not_started = runner.not_started(todo)
+        outcome.interrupted = sorted(set(outcome.interrupted) - set(outcome.finished))
+        outcome.attempts = {i: n for i, n in sorted(outcome.attempts.items()) if n > 1}
+        outcome.finished.sort()
+        outcome.failed = dict(sorted(outcome.failed.items()))
+    outcome.stop_reason, outcome.stop_message = control.reason, control.message
+    with contextlib.suppress(OSError):  # a write that failed (a full disk) was reported already
+        log.close()
+    run_dir.close_logger(runner.execution)
     return outcome
-
-
-def _result_record(idx: int, example: dict[str, Any], result: Any, components: Components, mode: str) -> dict[str, Any]:
-    """What the agent found: the same seed gives the same bytes (timings go to ``timings/``)."""
-    state = result.best_state if mode == "search" else result.state
-    extra = {k: v for k, v in example.items() if k != "query"}
-    kept = getattr(result, "proposals", None)  # a search journals them, so they survive a resume
-    proposals = kept if kept is not None else _proposals(components.policy, idx)
-    vote = _vote(result, components) if mode == "search" else None
-    return {
-        "idx": idx,
-        "id": example.get("id", str(idx)),
-        "query": example.get("query"),
-        "example": extra,
-        "mode": mode,
-        "solved_by_agent": bool(result.solved),
-        "stopped": result.stopped,
-        "iterations": getattr(result, "iterations", None),
-        "final_state": state.to_dict(),
-        "eval": evaluate_instance(components, {**example, "_proposals": proposals}, state,
-                                  vote.answer if vote is not None else None),
-        "answer_selection": vote.to_dict() if vote is not None else None,
-        "search_stats": getattr(result, "stats", None),
-        "proposals": proposals,
-    }
-
-
-def _vote(result: Any, components: Components) -> Optional[Vote]:
-    """Self-consistency over the answers of all terminal nodes (language-grounded search)."""
-    if components.task_type != "language_grounded":
-        return None
-    answers = [n.state.get_final_answer() for n in result.terminal_nodes if n.state is not None]
-    return majority_vote(answers, components.equivalent or same_text)
-
-
-def _proposals(policy: Any, idx: int) -> list[tuple[str, bool]]:
-    take = getattr(getattr(policy, "stats", None), "take_proposals", None)
-    return sorted(take(idx)) if take is not None else []  # concurrent expansions record in any order

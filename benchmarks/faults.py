@@ -1,0 +1,122 @@
+"""Fault tolerance: BlocksWorld MCTS over 10 instances through a chaos proxy at 0 %, 5 % and 20 % faults.
+
+The model server is the loopback fake in its own process (deterministic
+obedient answers after a fixed latency); between it and ``lits search`` sits
+:class:`lits.testing.ChaosProxy`, turning the given share of completion
+requests into an even mix of every fault kind (429 with Retry-After, 500,
+503, a hang, a dropped connection, a malformed, choice-less, empty or
+truncated body).  Each rate is a real ``lits search`` process at the same
+concurrency.  Printed per rate: wall time, slowdown against 0 %, instances
+lost (not finished), retries and seconds lost to faults, and whether
+results/, paths/ and terminal_nodes/ are byte-identical to the fault-free run.
+
+    python benchmarks/faults.py [--rates 0,0.05,0.2] [--instances 10] [--latency 0.1]
+        [--concurrency 16] [--read-timeout 1] [--out FILE]
+
+The read timeout is what a hang costs; 1 s is ten replies of this server (the
+default, 60 s with a learned patience of at least 10 s, suits slow generations).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from lits.testing import FAULT_KINDS, ChaosProxy, evenly
+
+# The server runs in its own process, as a real one would (its threads must not take the proxy's CPU).
+SERVE = """
+import sys
+from lits.lm.base import GenerationParams
+from lits.testing.scripted import obedient_reply
+from lits.testing.server import FakeOpenAIServer
+with FakeOpenAIServer(responder=lambda p, b, i: obedient_reply(p, GenerationParams(), i),
+                      latency=float(sys.argv[1])) as srv:
+    print(srv.base_url, flush=True)
+    sys.stdin.read()
+"""
+OUTPUTS = ("results", "paths", "terminal_nodes")
+
+
+@contextlib.contextmanager
+def loopback_server(latency: float) -> Iterator[str]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(latency)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def outputs(run: Path) -> dict[str, bytes]:
+    return {f"{sub}/{p.name}": p.read_bytes() for sub in OUTPUTS if (run / sub).is_dir()
+            for p in sorted((run / sub).iterdir())}
+
+
+def one_rate(upstream: str, rate: float, args: argparse.Namespace, run: Path) -> dict[str, Any]:
+    with ChaosProxy(upstream, evenly(FAULT_KINDS, rate), seed=args.seed, hang_seconds=args.hang) as proxy:
+        command = [sys.executable, "-m", "lits", "search", "--dataset", "blocksworld",
+                   "--dataset-arg", "steps=2,4,6", "--limit", str(args.instances),
+                   "--search-arg", "n_iterations=10", "--search-arg", "early_stop=false",
+                   "--model", "bench", "--base-url", proxy.base_url, "--concurrency", str(args.concurrency),
+                   "--read-timeout", str(args.read_timeout), "--save-dir", str(run)]
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        requests, faults = proxy.requests, sum(proxy.faults.values())
+    summary = json.loads((run / "eval_results.json").read_text())
+    return {"rate": rate, "exit": done.returncode, "wall_s": round(wall, 1), "requests": requests,
+            "faults_injected": faults, "finished": summary["instances"],
+            "lost": summary["total"] - summary["instances"], "retries": summary["faults"]["retries"],
+            "seconds_lost": summary["faults"]["seconds_lost"], "retried_instances": summary["retried_instances"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", default="0,0.05,0.2", help="fault rates to run, comma-separated")
+    parser.add_argument("--instances", type=int, default=10)
+    parser.add_argument("--latency", type=float, default=0.1, help="seconds per server reply")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--read-timeout", type=float, default=1.0, help="what a hang costs (lits --read-timeout)")
+    parser.add_argument("--hang", type=float, default=5.0, help="how long the proxy holds a hung request")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = parser.parse_args()
+    rates = [float(r) for r in args.rates.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="lits-faults-"))
+    rows: list[dict[str, Any]] = []
+    try:
+        with loopback_server(args.latency) as upstream:
+            for rate in rates:
+                run = work / f"rate-{rate}"
+                row = one_rate(upstream, rate, args, run)
+                row["same_results_as_first"] = outputs(run) == outputs(work / f"rate-{rates[0]}")
+                row["slowdown"] = round(row["wall_s"] / rows[0]["wall_s"], 2) if rows else 1.0
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("\n| fault rate | wall time | slowdown | lost instances | faults injected | retries | "
+          "seconds lost | same results |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['rate']:.0%} | {r['wall_s']} s | {r['slowdown']}x | {r['lost']} of {args.instances} | "
+              f"{r['faults_injected']} of {r['requests']} requests | {r['retries']} | {r['seconds_lost']} | "
+              f"{'yes' if r['same_results_as_first'] else 'NO'} |")
+    if args.out:
+        args.out.write_text(json.dumps({"args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

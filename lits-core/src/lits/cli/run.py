@@ -1,0 +1,272 @@
+"""``lits search`` / ``lits chain``: set a run up, run it, and say in one line how it ended.
+
+Cheap checks come first (settings, dataset, selection, save dir, cache) so a
+mistake costs no model load.  Every way a run can stop early ends with the
+summary written for what finished and one line: Ctrl-C (exit 130), a server
+that fails instance after instance (exit 1), a full disk or a broken cache
+(exit 2); each names ``--resume``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+import warnings
+from typing import Any, Iterator
+
+from lits.cli.errors import UserError, describe
+from lits.cli.options import select_instances
+from lits.cli.settings import new_settings, resumed_settings
+from lits.runs.artifacts import RunDir
+from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
+from lits.runs.runner import RunOutcome
+
+DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react", "language_grounded": "cot"}
+
+
+def run_command(args: argparse.Namespace, mode: str) -> int:
+    from lits.components.factory import create_components
+    from lits.registry import get_registration, infer_task_type
+    from lits.runs.provenance import environment, model_record
+    from lits.runs.runner import run_instances
+
+    run_dir, settings = resumed_settings(args, mode) if args.resume else new_settings(args, mode)
+    dataset = settings["dataset"]
+    try:
+        get_registration("dataset", dataset)
+    except KeyError as exc:
+        raise UserError(describe(exc)) from None
+    task_type = infer_task_type(dataset)
+    agent_reg, agent_args = _agent(settings, mode, task_type)
+    config = _make_config(agent_reg, agent_args, mode)
+    selected = _select(dataset, settings)
+    if args.resume:
+        run_dir.read_results(mode)  # a damaged result file is reported now, not after the run
+
+    with _resource_errors(run_dir, mode):
+        run_dir.create()
+    cache = _open_cache(run_dir, settings)
+    model = _create_model(settings)
+    control = RunControl()
+    outcome = RunOutcome()
+    try:
+        components = create_components(
+            dataset, model, policy=settings["policy"], transition=settings["transition"],
+            reward=settings.get("reward"), n_actions=getattr(config, "n_actions", 1),
+            temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
+            framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config))
+        settings[f"{mode}_args"] = config.model_dump()
+        settings["model_info"] = model_record(model, settings["concurrency"])
+        settings["environment"] = environment()
+        with _resource_errors(run_dir, mode):
+            run_dir.write_config(settings)
+        model.use_cache(cache)
+        print(f"lits: {mode} {dataset} with model {model.name} -> {run_dir.root}", file=sys.stderr)
+        stats = _ProcessStats(run_dir, model, components)
+        make_agent = _agent_factory(agent_reg.obj, config, components, run_dir, mode)
+        with control.handling_sigint():
+            outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
+                                    concurrency=settings["concurrency"], resume=args.resume, control=control,
+                                    after_instance=stats.save)
+            return _finish(run_dir, mode, settings, outcome, stats, len(selected))
+    finally:
+        control.close()
+        if not outcome.stragglers:  # a call still in flight holds the model; the process is about to exit
+            model.close()
+            if cache is not None:
+                cache.close()
+
+
+def _agent(settings: dict[str, Any], mode: str, task_type: str) -> tuple[Any, dict[str, Any]]:
+    from lits.registry import get_registration, get_search_framework
+
+    if mode == "search":
+        name = settings.get("search_framework")
+        framework = get_search_framework(name, task_type) if name else None
+        settings["search"] = settings.get("search") or (framework.search if framework else "mcts")
+        args = {**(framework.search_args if framework else {}), **settings["search_args"]}
+        return get_registration("search", settings["search"]), args
+    if not settings.get("chain") and task_type not in DEFAULT_CHAINS:
+        raise UserError(f"no default chain agent for {task_type} tasks; pass --chain NAME")
+    settings["chain"] = settings.get("chain") or DEFAULT_CHAINS[task_type]
+    return get_registration("chain", settings["chain"]), settings["chain_args"]
+
+
+def _make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
+    config_class = reg.meta.get("config_class")
+    if config_class is None:
+        from lits.agents import ChainConfig, TreeSearchConfig
+
+        config_class = TreeSearchConfig if mode == "search" else ChainConfig
+    try:
+        return config_class(**values)
+    except Exception as exc:
+        raise UserError(f"{reg.name}: {describe(exc)}") from None
+
+
+def _depth_limit(task_type: str, config: Any) -> dict[str, Any]:
+    """Language-grounded policies ask for the final answer at the agent's depth limit."""
+    if task_type != "language_grounded":
+        return {}
+    limit = getattr(config, "max_depth", None) or getattr(config, "max_steps", None)
+    return {"max_depth": limit} if limit else {}
+
+
+def _select(dataset: str, settings: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The selected instances as plain dicts; a loader may defer reading each instance until here."""
+    from lits.registry import load_dataset
+
+    examples = load_dataset(dataset, **settings["dataset_args"])
+    selected = select_instances(examples, settings["offset"], settings["limit"])
+    if not selected:
+        raise UserError(f"no instances selected from {dataset!r} ({len(examples)} available)")
+    return [(idx, dict(example)) for idx, example in selected]
+
+
+def _open_cache(run_dir: RunDir, settings: dict[str, Any]) -> Any:
+    if settings.get("no_cache"):
+        return None
+    from lits.lm.cache import CacheError, ResponseCache
+
+    try:
+        return ResponseCache(settings.get("cache") or run_dir.root / "cache.sqlite")
+    except CacheError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _create_model(settings: dict[str, Any]) -> Any:
+    from lits.lm.factory import create_model
+
+    extra = {k: settings[k] for k in ("call_budget", "read_timeout") if settings.get(k) is not None}
+    try:
+        return create_model(settings["model"], base_url=settings["base_url"], api=settings["api"],
+                            concurrency=settings["concurrency"], price_in=settings.get("price_in") or 0.0,
+                            price_out=settings.get("price_out") or 0.0, **extra)
+    except ValueError as exc:
+        raise UserError(describe(exc)) from None
+
+
+def _agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir, mode: str) -> Any:
+    def make_agent() -> Any:
+        if mode == "search":
+            return agent_cls(config, components.policy, components.transition,
+                             components.reward_model, checkpoint_dir=run_dir.checkpoints)
+        return agent_cls(config, components.policy, components.transition, checkpoint_dir=run_dir.checkpoints)
+
+    return make_agent
+
+
+class _ProcessStats:
+    """This process's counters in ``stats/process-N.json``, rewritten after each instance."""
+
+    def __init__(self, run_dir: RunDir, model: Any, components: Any) -> None:
+        from lits.runs.stats import ProcessStats
+
+        self.run_dir, self.model, self.components = run_dir, model, components
+        self.relative = ProcessStats(run_dir.root).relative
+        self.started = time.perf_counter()
+
+    def save(self, seconds: float | None = None) -> None:
+        as_dict = getattr(getattr(self.components.policy, "stats", None), "as_dict", None)
+        payload = {
+            "pid": os.getpid(),
+            "seconds": round(time.perf_counter() - self.started if seconds is None else seconds, 3),
+            "busy_area": round(self.model.limiter.busy_area(), 3),
+            "policy_stats": as_dict() if as_dict is not None else None,
+            "faults": self.model.fault_stats(),
+        }
+        with contextlib.suppress(OSError):  # counters are not results: a full disk is reported elsewhere
+            self.run_dir.write_json(self.relative, payload)
+
+
+def _finish(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: RunOutcome,
+            stats: _ProcessStats, total: int) -> int:
+    """Write the summary for what finished, print it, and the one line that says how the run ended."""
+    hint = run_dir.resume_hint(mode)
+    stats.save(outcome.seconds)
+    if outcome.stop_reason == RESOURCE:
+        with contextlib.suppress(Exception):  # the disk may be too full for the summary too
+            _summarize(run_dir, mode, settings, outcome, total)
+        raise UserError(f"{outcome.stop_message}, then run `{hint}`")
+    with _resource_errors(run_dir, mode):
+        summary = _summarize(run_dir, mode, settings, outcome, total)
+    print(format_summary(summary))
+    if outcome.skipped:
+        print(f"lits: {len(outcome.skipped)} instances were already done and were skipped", file=sys.stderr)
+    code = 0
+    if outcome.stop_reason == INTERRUPT:
+        unfinished = total - summary["instances"]
+        print(f"lits: interrupted: {summary['instances']} of {total} instances finished and kept, "
+              f"{unfinished} not; continue with `{hint}`", file=sys.stderr, flush=True)
+        code = 130
+    elif outcome.stop_reason == BREAKER:
+        print(f"lits: error: {outcome.stop_message}, then run `{hint}`", file=sys.stderr)
+        code = 1
+    elif outcome.failed:
+        first_idx, first = next(iter(outcome.failed.items()))
+        print(f"lits: {len(outcome.failed)} instances failed (instance {first_idx}: {first}); "
+              f"see {run_dir.root / 'execution.log'}, then run `{hint}`", file=sys.stderr)
+        code = 1
+    if outcome.stragglers:  # a call past the grace period: exit without waiting for it
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    from lits.runs.evaluation import format_table
+
+    return format_table(summary)
+
+
+def _summarize(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: RunOutcome,
+               total: int) -> dict[str, Any]:
+    from lits.runs.evaluation import aggregate, instance_counts
+    from lits.runs.stats import whole_run
+
+    results = run_dir.read_results(mode)
+    summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings())
+    summary.update(instance_counts(len(results), total, len(outcome.failed)))
+    summary.update(whole_run(run_dir.root))
+    summary["stopped"] = outcome.stop_reason
+    summary["retried_instances"] = outcome.attempts
+    write_eval(run_dir, settings, summary)
+    return summary
+
+
+def read_inference_log(run_dir: RunDir) -> Any:
+    """The inference log; damaged lines are skipped with one ``lits: warning:`` line."""
+    from lits.observability import InferenceLog
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        log = InferenceLog.read(run_dir.inference_log_path)
+    for warning in caught:
+        print(f"lits: warning: {warning.message}", file=sys.stderr)
+    return log
+
+
+def write_eval(run_dir: RunDir, config: dict[str, Any], summary: dict[str, Any]) -> None:
+    keys = ("dataset", "command", "search", "search_framework", "chain", "reward", "concurrency")
+    run_dir.write_json("eval_results.json", {"config": {k: config.get(k) for k in keys}, **summary})
+    try:
+        (run_dir.root / "eval.log").write_text(format_summary(summary) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(run_dir.root / "eval.log")) from None
+
+
+@contextlib.contextmanager
+def _resource_errors(run_dir: RunDir, mode: str) -> Iterator[None]:
+    """A full disk or an unwritable save dir is one line that names the file and --resume."""
+    try:
+        yield
+    except Exception as exc:
+        problem = resource_problem(exc, str(run_dir.root))
+        if problem is None:
+            raise
+        resume = f", then run `{run_dir.resume_hint(mode)}`" if run_dir.config_path.exists() else ""
+        raise UserError(problem + resume) from None

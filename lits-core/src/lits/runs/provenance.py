@@ -1,0 +1,58 @@
+"""What ran: the resolved model and the software around it, for ``config.json``.
+
+A result is only comparable with another when both name the same model file
+(by SHA-256, not by a name that can be re-pointed), the same server and the
+same versions of LiTS, its plugins and the libraries that shape a call.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+#: Libraries whose version changes what a run does or records.
+LIBRARIES = ("lits-core", "pluggy", "httpx", "pydantic", "tenacity")
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def plugin_versions() -> dict[str, str]:
+    """Every installed LiTS plugin distribution and its version, noting ones not loaded or broken."""
+    from lits.plugins import ENTRY_POINT_GROUP, plugin_infos
+
+    loaded = {info.distribution: info for info in plugin_infos() if not info.builtin}
+    out: dict[str, str] = {}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        name = ep.dist.name if ep.dist is not None else ep.name
+        version = ep.dist.version if ep.dist is not None else "unknown"
+        info = loaded.get(name)
+        note = "" if info is not None and not info.error else (
+            " (failed to load)" if info is not None else " (not loaded)")
+        out[name] = version + note
+    return dict(sorted(out.items()))
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "platform": platform.platform(terse=True),
+        "packages": {name: _version(name) for name in LIBRARIES},
+        "plugins": plugin_versions(),
+    }
+
+
+def model_record(model: Any, concurrency: int) -> dict[str, Any]:
+    """The backend's own description plus how hard the run drove it."""
+    describe = getattr(model, "describe", None)
+    record = dict(describe()) if describe is not None else {"backend": type(model).__name__,
+                                                            "name": getattr(model, "name", None)}
+    record["concurrency"] = concurrency
+    return record
