@@ -49,6 +49,15 @@ def test_third_party_search_is_usable_from_the_cli_without_core_changes(run_lits
 
 
 @pytest.mark.usefixtures("best_first")
+def test_the_inference_log_names_the_search_as_registered(run_lits, site_dir):
+    result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
+                      "--limit", "1", "--search-arg", "n_expansions=2", "--save-dir", "run")
+    assert result.returncode == 0, result.stderr
+    lines = (site_dir.parent / "run" / "inference.jsonl").read_text().splitlines()
+    assert lines and {json.loads(line)["context"]["search"] for line in lines} == {"best_first"}
+
+
+@pytest.mark.usefixtures("best_first")
 def test_third_party_search_settings_are_validated(run_lits):
     result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
                       "--search-arg", "n_expansions=0")

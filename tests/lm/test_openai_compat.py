@@ -85,6 +85,14 @@ def test_a_server_without_prompt_lists_gets_one_request_per_continuation_from_th
         assert len(srv.requests) - before == 2 and all(isinstance(r["prompt"], str) for r in srv.requests[before:])
 
 
+def test_a_server_that_fails_the_prompt_list_probe_is_not_retried_on_it():
+    with FakeOpenAIServer(token_scorer=_scorer) as srv:
+        srv.fail_next(500)  # llama.cpp's server answers 500 to a list of prompts
+        model = OpenAICompatibleModel("fake", srv.base_url, api="completion")
+        assert model.loglikelihood("the next word is", [" good", " bad idea"]) == [-0.5, -6.0]
+        assert model.batch_prompts is False and len(srv.requests) == 3  # the probe, then one per continuation
+
+
 def test_loglikelihood_on_a_server_without_echo_raises_unsupported():
     with FakeOpenAIServer(echo_supported=False) as srv:
         model = OpenAICompatibleModel("fake", srv.base_url, api="completion", retry_base_wait=0.01)

@@ -66,7 +66,7 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
         model.use_cache(cache)
         print(f"lits: {mode} {dataset} with model {model.name} -> {run_dir.root}", file=sys.stderr)
         stats = _ProcessStats(run_dir, model, components)
-        make_agent = _agent_factory(agent_reg.obj, config, components, run_dir, mode)
+        make_agent = _agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name)
         with control.handling_sigint():
             outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
                                     concurrency=settings["concurrency"], resume=args.resume, control=control,
@@ -149,12 +149,17 @@ def _create_model(settings: dict[str, Any]) -> Any:
         raise UserError(describe(exc)) from None
 
 
-def _agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir, mode: str) -> Any:
+def _agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir, mode: str, name: str) -> Any:
+    """Agents that tag their calls with the name they are registered under, not their class name."""
     def make_agent() -> Any:
         if mode == "search":
-            return agent_cls(config, components.policy, components.transition,
-                             components.reward_model, checkpoint_dir=run_dir.checkpoints)
-        return agent_cls(config, components.policy, components.transition, checkpoint_dir=run_dir.checkpoints)
+            agent = agent_cls(config, components.policy, components.transition,
+                              components.reward_model, checkpoint_dir=run_dir.checkpoints)
+            agent.search_name = name
+        else:
+            agent = agent_cls(config, components.policy, components.transition, checkpoint_dir=run_dir.checkpoints)
+            agent.chain_name = name
+        return agent
 
     return make_agent
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from typing import Any, Literal, Optional
 
 import httpx
@@ -115,7 +116,9 @@ class OpenAICompatibleModel(LanguageModel):
         # the limiter, not the pool, bounds calls in flight and may be raised later.
         limits = httpx.Limits(max_connections=max(100, concurrency * 2),
                               max_keepalive_connections=max(20, concurrency))
-        transport = RetryTransport(_StopGate(httpx.HTTPTransport(limits=limits)), policy=self.policy,
+        # TCP_NODELAY: a request's headers and body leave at once instead of waiting on an ACK.
+        inner = httpx.HTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        transport = RetryTransport(_StopGate(inner), policy=self.policy,
                                    check=reply_fault, stats=self._faults)
         self._transport = transport
         self.client = httpx.Client(
@@ -233,9 +236,15 @@ class OpenAICompatibleModel(LanguageModel):
         texts = [prompt + c for c in continuations]
         body = {"model": self.name, "prompt": texts, "max_tokens": 1, "temperature": 0.0, "echo": True,
                 "logprobs": 1}
-        try:
-            data = self._post("/completions", body)
+        probing = self.batch_prompts is None
+        try:  # the first try is a probe: one attempt, and any failure means "not supported"
+            data = self._post("/completions", body, attempts=1 if probing else None)
         except ServerRefused:
+            self.batch_prompts = False
+            return None
+        except ModelError:
+            if not probing:
+                raise
             self.batch_prompts = False
             return None
         choices = sorted(data.get("choices") or [], key=lambda c: int(c.get("index", 0)))
@@ -247,9 +256,10 @@ class OpenAICompatibleModel(LanguageModel):
         return [float(s) for s in scores if s is not None], int((data.get("usage") or {}).get("prompt_tokens") or 0)
 
     # -- HTTP ------------------------------------------------------------------
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, path: str, body: dict[str, Any], *, attempts: Optional[int] = None) -> dict[str, Any]:
         try:
-            response = self.client.post(path, json=body)
+            extensions = {"lits_max_attempts": attempts} if attempts else None
+            response = self.client.post(path, json=body, extensions=extensions)
         except httpx.TransportError as exc:
             never = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)) and not self._transport.server_answered
             kind = ServerUnreachable if never else ModelError

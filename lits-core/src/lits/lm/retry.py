@@ -204,7 +204,8 @@ class _Call:
         return self.delays[state.attempt_number]
 
     def should_stop(self, state: tenacity.RetryCallState) -> bool:
-        cap = self.policy.max_attempts
+        # A request may cap its own attempts (e.g. probing whether a server supports a feature).
+        cap = self.request.extensions.get("lits_max_attempts") or self.policy.max_attempts
         if cap is not None and state.attempt_number >= cap:
             return True
         exc = state.outcome.exception() if state.outcome else None
