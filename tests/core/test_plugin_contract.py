@@ -216,6 +216,12 @@ def test_an_unknown_search_name_suggests_the_closest(run_lits):
     assert "(did you mean 'mcts'?)" in _one_error_line(result)
 
 
+def test_an_unknown_search_setting_suggests_the_closest(run_lits):
+    result = run_lits("search", "--dataset", "blocksworld", "--model", "scripted", "--search-arg", "n_iteration=3")
+    assert result.returncode == 2
+    assert "no --search-arg setting named 'n_iteration' (did you mean 'n_iterations'?)" in _one_error_line(result)
+
+
 def test_an_unknown_plugin_selection_is_a_warning_with_the_closest(run_lits):
     result = run_lits("chain", "--dataset", "nope", "--model", "scripted",
                       env={"LITS_PLUGINS": "lits-plugin-blockworld"})

@@ -101,6 +101,14 @@ def _make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
         from lits.agents import ChainConfig, TreeSearchConfig
 
         config_class = TreeSearchConfig if mode == "search" else ChainConfig
+    known = list(getattr(config_class, "model_fields", {}))
+    unknown = [key for key in values if known and key not in known]
+    if unknown:
+        from lits.store import unknown_name_message
+
+        flag = "--search-arg" if mode == "search" else "--chain-arg"
+        raise UserError(f"{reg.name}: " + unknown_name_message(f"{flag} setting", unknown[0], known)
+                        .replace("; registered:", "; its settings:"))
     try:
         return config_class(**values)
     except Exception as exc:
