@@ -75,19 +75,24 @@ def test_checkpoint_lines_do_not_grow_with_the_tree(parts, tmp_path):
     assert max(sizes[-10:]) < 400 and max(sizes[-10:]) <= max(sizes[25:35]) + 20
 
 
-@pytest.mark.parametrize("stop_after", [1, 3, 7, 12])
-def test_mcts_resumed_from_the_journal_equals_the_uninterrupted_tree(parts, tmp_path, stop_after):
-    config = MCTSConfig(n_iterations=8, early_stop=False, simulate="sample")
-    whole = MCTS(config, parts.policy, parts.transition, parts.reward)
+def _resumed_and_whole(parts, tmp_path, search_cls, config, stop_after):
+    """The tree of an uninterrupted search, and of one stopped after ``stop_after`` policy calls and resumed."""
+    whole = search_cls(config, parts.policy, parts.transition, parts.reward)
     whole.run("9", 0, FAR)
-
     original = parts.policy.get_actions
     _interrupt_after(parts, stop_after)
     with pytest.raises(Interrupted):
-        MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
+        search_cls(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
     parts.policy.get_actions = original
-    resumed = MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path)
+    resumed = search_cls(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path)
     resumed.run("9", 0, FAR, resume=True)
+    return resumed, whole
+
+
+@pytest.mark.parametrize("stop_after", [1, 3, 7, 12])
+def test_mcts_resumed_from_the_journal_equals_the_uninterrupted_tree(parts, tmp_path, stop_after):
+    config = MCTSConfig(n_iterations=8, early_stop=False, simulate="sample")
+    resumed, whole = _resumed_and_whole(parts, tmp_path, MCTS, config, stop_after)
     assert resumed.root.to_dict() == whole.root.to_dict()
     assert resumed.stats == whole.stats
 
@@ -95,16 +100,7 @@ def test_mcts_resumed_from_the_journal_equals_the_uninterrupted_tree(parts, tmp_
 @pytest.mark.parametrize("stop_after", [2, 5])
 def test_bfs_resumed_from_the_journal_equals_the_uninterrupted_tree(parts, tmp_path, stop_after):
     config = BFSConfig(beam_width=2, max_depth=4, early_stop=False)
-    whole = BFS(config, parts.policy, parts.transition, parts.reward)
-    whole.run("9", 0, FAR)
-
-    original = parts.policy.get_actions
-    _interrupt_after(parts, stop_after)
-    with pytest.raises(Interrupted):
-        BFS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
-    parts.policy.get_actions = original
-    resumed = BFS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path)
-    resumed.run("9", 0, FAR, resume=True)
+    resumed, whole = _resumed_and_whole(parts, tmp_path, BFS, config, stop_after)
     assert resumed.root.to_dict() == whole.root.to_dict()
 
 
