@@ -67,6 +67,19 @@ def _check_queries(where: str, examples: list[dict[str, Any]]) -> None:
             seen[str(ident)] = index
 
 
+def _examples_and_task_type(where: str, dataset: str, limit: Optional[int],
+                            args: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """The dataset's examples (each with a query) and its task type, or a ConformanceError."""
+    from lits.registry import infer_task_type
+
+    examples = _load_examples(where, dataset, limit, args)
+    _check_queries(where, examples)
+    try:
+        return examples, infer_task_type(dataset)
+    except LookupError as exc:
+        fail(where, _why(exc))
+
+
 def check_dataset(dataset: str, limit: Optional[int] = None, **dataset_args: Any) -> int:
     """Check any registered dataset (all task types); returns how many examples were checked.
 
@@ -76,15 +89,10 @@ def check_dataset(dataset: str, limit: Optional[int] = None, **dataset_args: Any
     the resource loads with the same arguments and gives named tools, and
     ``evaluate`` judges an empty final answer without raising.
     """
-    from lits.registry import get_registration, infer_task_type
+    from lits.registry import get_registration
 
     where = f"check_dataset({dataset!r})"
-    examples = _load_examples(where, dataset, limit, dataset_args)
-    _check_queries(where, examples)
-    try:
-        task_type = infer_task_type(dataset)
-    except LookupError as exc:
-        fail(where, _why(exc))
+    examples, task_type = _examples_and_task_type(where, dataset, limit, dataset_args)
     meta = get_registration("dataset", dataset).meta
     if task_type == "language_grounded":
         _check_gold_answers(where, examples, meta)
@@ -173,15 +181,10 @@ def check_env_domain(dataset: str, limit: Optional[int] = None, *, transition: O
     prompts resolve and render; and the components the factory builds propose,
     execute and score a step with the scripted model.
     """
-    from lits.registry import get_registration, infer_task_type
+    from lits.registry import get_registration
 
     where = f"check_env_domain({dataset!r})"
-    examples = _load_examples(where, dataset, limit, dataset_args)
-    _check_queries(where, examples)
-    try:
-        task_type = infer_task_type(dataset)
-    except LookupError as exc:
-        fail(where, _why(exc))
+    examples, task_type = _examples_and_task_type(where, dataset, limit, dataset_args)
     if task_type != "env_grounded":
         fail(where, f"it is a {task_type} dataset, not an env_grounded one (use check_dataset)")
     name = transition or get_registration("dataset", dataset).meta.get("transition") or dataset
