@@ -17,16 +17,13 @@ concurrency), the ratios, the solve rate and the average calls in flight.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from lits.agents import MCTS, MCTSConfig
 from lits.components.factory import create_components
@@ -36,34 +33,9 @@ from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.registry import load_dataset
 from lits.runs.artifacts import RunDir
 from lits.runs.runner import run_instances
+from lits.testing.server import obedient_server_process as loopback_server
 
 
-# The server runs in its own process, as a real one would: its threads must not take the
-# benchmark's CPU (the GIL) from the search.  Its "model" samples the index-th listed legal
-# action and says Yes to each (numbered) question.
-SERVE = """
-import sys
-from lits.lm.base import GenerationParams
-from lits.testing.scripted import obedient_reply
-from lits.testing.server import FakeOpenAIServer
-with FakeOpenAIServer(responder=lambda p, b, i: obedient_reply(p, GenerationParams(), i),
-                      latency=float(sys.argv[1])) as srv:
-    print(srv.base_url, flush=True)
-    sys.stdin.read()
-"""
-
-
-@contextlib.contextmanager
-def loopback_server(latency: float) -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(latency)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().strip()
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=30)
 
 
 def one_pass(base_url: str, examples: list, concurrency: int, k: int, root: Path, cache: Path,

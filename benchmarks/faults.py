@@ -20,7 +20,6 @@ default, 60 s with a learned patience of at least 10 s, suits slow generations).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import shutil
 import subprocess
@@ -28,35 +27,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from lits.testing import FAULT_KINDS, ChaosProxy, evenly
+from lits.testing.server import obedient_server_process as loopback_server
 
-# The server runs in its own process, as a real one would (its threads must not take the proxy's CPU).
-SERVE = """
-import sys
-from lits.lm.base import GenerationParams
-from lits.testing.scripted import obedient_reply
-from lits.testing.server import FakeOpenAIServer
-with FakeOpenAIServer(responder=lambda p, b, i: obedient_reply(p, GenerationParams(), i),
-                      latency=float(sys.argv[1])) as srv:
-    print(srv.base_url, flush=True)
-    sys.stdin.read()
-"""
 OUTPUTS = ("results", "paths", "terminal_nodes")
-
-
-@contextlib.contextmanager
-def loopback_server(latency: float) -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(latency)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().strip()
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=30)
 
 
 def outputs(run: Path) -> dict[str, bytes]:

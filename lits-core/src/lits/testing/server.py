@@ -8,13 +8,16 @@ saw.  Tokens are whitespace-separated words.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 #: ``(prompt_text, body) -> text``, or ``(prompt_text, body, choice_index) -> text``.
 Responder = Callable[..., str]
@@ -197,3 +200,33 @@ class FakeOpenAIServer:
                         server._in_flight -= 1
 
         return Handler
+
+
+_SERVE_OBEDIENT = """
+import sys
+from lits.lm.base import GenerationParams
+from lits.testing.scripted import obedient_reply
+from lits.testing.server import FakeOpenAIServer
+with FakeOpenAIServer(responder=lambda p, b, i: obedient_reply(p, GenerationParams(), i),
+                      latency=float(sys.argv[1])) as srv:
+    print(srv.base_url, flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def obedient_server_process(latency: float) -> Iterator[str]:
+    """A loopback server in its own process (as a real one runs, off the caller's GIL); yields its URL.
+
+    Its "model" samples the index-th listed legal action and says Yes to each
+    (numbered) question, like :func:`lits.testing.scripted.obedient_reply`.
+    """
+    proc = subprocess.Popen([sys.executable, "-c", _SERVE_OBEDIENT, str(latency)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
