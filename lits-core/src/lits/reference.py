@@ -148,10 +148,13 @@ def _dataclass_fields(cls: type, only_own: bool = False) -> str:
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name in inherited or f.name in ("parent", "children"):
             continue
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f"{f.default_factory.__name__}()" if f.default_factory is not dataclasses.MISSING else "required")
-        rows.append(f"| `{f.name}` | `{default!r}` |" if not isinstance(default, str) or f.default is not
-                    dataclasses.MISSING else f"| `{f.name}` | `{default}` |")
+        if f.default is not dataclasses.MISSING:
+            shown = repr(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            shown = f"{f.default_factory.__name__}()"
+        else:
+            shown = "required"
+        rows.append(f"| `{f.name}` | `{shown}` |")
     return "\n".join(rows) + "\n"
 
 
