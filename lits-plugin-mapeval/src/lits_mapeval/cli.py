@@ -1,0 +1,37 @@
+"""``lits-mapeval``: build the synthetic city into a database, serve its tools over MCP."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lits-mapeval", description="MapEval-SQL tools for LiTS.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from lits_mapeval.build_db import add_build_db_parser
+    from lits_mapeval.mcp_server import add_serve_mcp_parser
+
+    add_build_db_parser(sub)
+    add_serve_mcp_parser(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, OSError) as exc:
+        print(f"lits-mapeval: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
