@@ -56,6 +56,31 @@ def install_path(site_dir: Path) -> Callable[[Path], None]:
     return install
 
 
+class ChildVenv:
+    """A venv layered over the test venv: sees everything installed there, installs only into itself.
+
+    So a test can run a user's literal ``pip install -e x`` without touching the venv the suite runs in.
+    """
+
+    def __init__(self, root: Path) -> None:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+        self.python = root / "bin" / "python"
+        site_packages = next((root / "lib").glob("python3*/site-packages"))
+        parent = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())
+        (site_packages / "_lits_test_parent.pth").write_text(f"import site; site.addsitedir({parent!r})\n")
+
+    def run(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        """``python ARGS`` in the child venv (``-m pip ...``, ``-m pytest ...``, ``-m lits ...``)."""
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        return subprocess.run([str(self.python), *args], cwd=cwd, capture_output=True, text=True,
+                              env=env, timeout=300)
+
+
+@pytest.fixture
+def child_venv(tmp_path: Path) -> ChildVenv:
+    return ChildVenv(tmp_path / "venv")
+
+
 @pytest.fixture
 def install_plugin(tmp_path: Path, install_path: Callable[[Path], None]) -> Callable[..., None]:
     """``install_plugin(dist, module, source)`` writes a distribution and really pip-installs it."""

@@ -21,20 +21,42 @@ def _pytest_in(project: Path, site_dir: Path) -> subprocess.CompletedProcess[str
     ("domain", "x", "lits-plugin-x", "3 passed"),
     ("search", "y", "lits-search-y", "4 passed"),
 ])
-def test_a_new_distribution_installs_and_its_own_tests_pass(run_lits, install_path, site_dir, tmp_path,
-                                                            kind, name, dist, tests):
-    made = run_lits("new", kind, name)
+def test_new_then_pip_install_editable_then_pytest_passes(child_venv, tmp_path, kind, name, dist, tests):
+    """The user's three commands, literally: ``lits new KIND NAME && pip install -e NAME && pytest NAME``."""
+    made = child_venv.run("-m", "lits", "new", kind, name, cwd=tmp_path)
     assert made.returncode == 0, made.stderr
-    assert f"wrote {dist} ({kind} '{name}')" in made.stdout
-    project = tmp_path / name
-    assert (project / "pyproject.toml").is_file() and list((project / "tests").glob("test_*.py"))
-
-    install_path(project)
-    listed = run_lits("plugins", "--json")
+    assert f"next: pip install -e {name} && pytest {name}" in made.stdout
+    installed = child_venv.run("-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                               "--no-build-isolation", "-e", name, cwd=tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    listed = child_venv.run("-m", "lits", "plugins", "--json", cwd=tmp_path)
     assert f'"distribution": "{dist}"' in listed.stdout, listed.stdout + listed.stderr
-    done = _pytest_in(project, site_dir)
+    done = child_venv.run("-m", "pytest", name, "-q", "-p", "no:cacheprovider", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert tests in done.stdout
+
+
+def test_an_editable_install_sees_source_edits_without_reinstalling(child_venv, tmp_path):
+    assert child_venv.run("-m", "lits", "new", "domain", "x", cwd=tmp_path).returncode == 0
+    assert child_venv.run("-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation",
+                          "-e", "x", cwd=tmp_path).returncode == 0
+    (tmp_path / "x" / "lits_x" / "__init__.py").write_text("raise RuntimeError('edited in place')\n")
+    listed = child_venv.run("-m", "lits", "plugins", cwd=tmp_path)
+    assert "edited in place" in listed.stdout + listed.stderr
+
+
+def _pytest_in(project: Path, site_dir: Path) -> subprocess.CompletedProcess[str]:
+    """The generated project's own test suite, in a fresh pytest that sees the installed distribution."""
+    env = {**os.environ, "PYTHONPATH": str(site_dir)}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project,
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_a_new_distribution_installs_as_a_wheel_too(run_lits, install_path, site_dir, tmp_path):
+    assert run_lits("new", "domain", "x").returncode == 0
+    install_path(tmp_path / "x")
+    done = _pytest_in(tmp_path / "x", site_dir)
+    assert done.returncode == 0 and "3 passed" in done.stdout, done.stdout + done.stderr
 
 
 def test_a_new_domain_runs_from_the_cli(run_lits, install_path, site_dir):
