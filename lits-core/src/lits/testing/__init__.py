@@ -1,6 +1,6 @@
 """Test helpers: a scripted deterministic model, a loopback OpenAI-compatible server and a
 chaos proxy in front of it, and the conformance kit a plugin's own test suite runs
-(``check_env_domain``, ``check_dataset``, ``check_search``; the pytest plugin
+(``check_env_domain``, ``check_language_domain``, ``check_dataset``, ``check_search``; the pytest plugin
 :mod:`lits.testing.pytest_plugin` adds fixtures).  Nothing here talks to the network.
 
 Names are imported on first use, so ``--model scripted`` does not load the
@@ -21,6 +21,7 @@ _HOMES = {
     "ConformanceError": "lits.testing.conformance",
     "check_dataset": "lits.testing.conformance",
     "check_env_domain": "lits.testing.conformance",
+    "check_language_domain": "lits.testing.language_conformance",
     "check_search": "lits.testing.search_conformance",
 }
 

@@ -38,7 +38,7 @@ def lits_scripted_model() -> "ScriptedModel":
 
 @pytest.fixture
 def lits_conformance() -> ModuleType:
-    """The conformance kit (``check_env_domain``, ``check_dataset``, ``check_search``) as one namespace."""
+    """The conformance kit (``check_env_domain``, ``check_language_domain``, ``check_dataset``, ``check_search``)."""
     import lits.testing
 
     return lits.testing
