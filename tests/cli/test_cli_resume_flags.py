@@ -9,7 +9,8 @@ from typing import Callable
 
 import pytest
 
-from tests.cli.conftest import one_line_error
+from lits.testing.server import FakeOpenAIServer
+from tests.cli.conftest import first_listed_action, one_line_error
 
 Lits = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -36,6 +37,18 @@ def test_resume_with_a_new_concurrency_keeps_it_in_config_and_summary(lits_cmd: 
     assert _json(finished_run / "eval_results.json")["config"]["concurrency"] == 8
     assert lits_cmd("search", "--resume", "--save-dir", "run").returncode == 0  # no flag: 8 is restored
     assert _json(finished_run / "config.json")["concurrency"] == 8
+
+
+def test_resume_against_the_same_model_at_a_new_address_pays_nothing_twice(lits_cmd: Lits, finished_run: Path):
+    """The cache keys on the model, not the URL: a redone instance's calls are all answered from it."""
+    expected = (finished_run / "results" / "1.json").read_bytes()
+    (finished_run / "results" / "1.json").unlink()
+    (finished_run / "checkpoints" / "1.journal.jsonl").unlink()  # so the instance is searched again
+    with FakeOpenAIServer(responder=first_listed_action) as moved:
+        result = lits_cmd("search", "--resume", "--save-dir", "run", "--base-url", moved.base_url)
+        assert result.returncode == 0, result.stderr
+        assert moved.requests == []
+    assert (finished_run / "results" / "1.json").read_bytes() == expected
 
 
 @pytest.mark.parametrize("flag", [["--dataset", "crosswords"], ["--dataset-arg", "steps=4"],

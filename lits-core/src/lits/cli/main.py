@@ -46,7 +46,8 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="time one attempt waits for the server's reply (default 60; a hang costs at most this)")
     g.add_argument("--cache", default=None, metavar="PATH",
                    help="response cache file (default: cache.sqlite in the save dir); "
-                        "share one between runs to never pay twice for a call")
+                        "share one between runs to never pay twice for a call (keyed on the model name "
+                        "and request, not the server's address)")
     g.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     g.add_argument("--price-in", type=float, default=None, help="price per 1M input tokens (default 0)")
     g.add_argument("--price-out", type=float, default=None, help="price per 1M output tokens (default 0)")

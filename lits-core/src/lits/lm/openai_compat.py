@@ -138,7 +138,12 @@ class OpenAICompatibleModel(LanguageModel):
         return self._faults.snapshot()
 
     def identity(self) -> str:
-        return f"openai:{self.base_url}:{self.name}:{self.api}"
+        """What the response cache keys on: the model and endpoint, not the address serving it.
+
+        So ``--resume --base-url`` (the same model moved to another server or port)
+        never pays twice; two different models under one name need two caches.
+        """
+        return f"openai:{self.name}:{self.api}"
 
     def describe(self) -> dict[str, Any]:
         timeout = self.client.timeout
