@@ -124,7 +124,7 @@ def _signature(fn: Callable[..., Any]) -> str:
 
 def _class_methods(cls: type, title: str, extra: str = "") -> str:
     rows = [f"### {title}\n", extra, "| method | kind | default |", "|---|---|---|"]
-    abstract = getattr(cls, "__abstractmethods__", frozenset())
+    abstract: frozenset[str] = getattr(cls, "__abstractmethods__", frozenset())
     for name, member in sorted(vars(cls).items()):
         if name.startswith("__") or not (inspect.isfunction(member) or isinstance(member, (staticmethod,
                                                                                                classmethod))):
@@ -151,7 +151,7 @@ def _dataclass_fields(cls: type, only_own: bool = False) -> str:
         if f.default is not dataclasses.MISSING:
             shown = repr(f.default)
         elif f.default_factory is not dataclasses.MISSING:
-            shown = f"{f.default_factory.__name__}()"
+            shown = f"{getattr(f.default_factory, '__name__', 'factory')}()"
         else:
             shown = "required"
         rows.append(f"| `{f.name}` | `{shown}` |")

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 from lits.components.base import RewardModel
 from lits.components.env_prompting import EnvPrompt
 from lits.components.reward.judging import numbered_yes_probabilities, yes_probability
-from lits.lm.base import LoglikelihoodUnsupported
+from lits.lm.base import LoglikelihoodUnsupported, Message
 from lits.prompts.registry import PromptRegistry
 from lits.structures.env_grounded import EnvAction, EnvState
 
@@ -110,7 +110,8 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         template = user.get("evaluate_many", EVALUATE_MANY)
         candidates = "\n".join(f"{i}. {a}" for i, a in enumerate(actions, start=1))
         question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
-        prompt = [{"role": "system", "content": str(self.task_prompt_spec or "")}, {"role": "user", "content": question}]
+        prompt: list[Message] = [{"role": "system", "content": str(self.task_prompt_spec or "")},
+                                 {"role": "user", "content": question}]
         reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=8 * len(actions), top_logprobs=5)[0]
         return numbered_yes_probabilities(reply, len(actions))
 

@@ -53,7 +53,7 @@ def numbered_yes_probabilities(reply: Any, count: int) -> list[Optional[float]]:
         number = int(match.group(1))
         if 1 <= number <= count and number not in verdicts:
             verdicts[number] = 1.0 if match.group(2).lower() == "yes" else 0.0
-    soft: list[float] = []
+    soft: list[Optional[float]] = []
     for token in getattr(reply, "logprobs", None) or ():
         if token.token.strip().lower() in ("yes", "no"):
             yes = sum(math.exp(lp) for t, lp in token.top.items() if t.strip().lower() == "yes")
