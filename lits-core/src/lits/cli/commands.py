@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,24 @@ def cmd_chain(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from lits.runs.compare import compare_rows, format_rows
 
+    plot = getattr(args, "plot", None)
+    if plot and Path(plot).suffix.lower() not in (".png", ".svg"):
+        raise UserError(f"--plot writes a .png or .svg file, not {plot!r}")
     rows = compare_rows([Path(d) for d in args.save_dirs])
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         print(format_rows(rows, markdown=args.markdown))
+    if plot:
+        from lits.view.plot import PlotUnavailable, save_compare_plot
+
+        try:
+            written = save_compare_plot(rows, Path(plot))
+        except PlotUnavailable as exc:
+            raise UserError(str(exc)) from None
+        except OSError as exc:
+            raise UserError(f"cannot write {plot}: {exc.strerror or exc}") from None
+        print(f"wrote {written}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""``lits``: plugins, search, chain, eval, compare.
+"""``lits``: plugins, search, chain, eval, compare, view.
 
 Every failure a user can cause ends in one ``lits: error: ...`` line and exit
 status 2, with API keys and URL credentials redacted; tracebacks of unexpected
@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("save_dirs", nargs="+", metavar="SAVE_DIR", help="finished runs to compare")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--plot", default=None, metavar="FILE",
+                   help="also draw accuracy against tokens, calls, seconds and cost (.png or .svg; "
+                        "needs the plot extra)")
     p.set_defaults(func=commands.cmd_compare)
 
     p = sub.add_parser("eval", help="re-evaluate a finished run from its save dir")
@@ -111,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_eval)
 
     from lits.cli.new import add_new_parser
+    from lits.cli.view_commands import add_view_parser
 
+    add_view_parser(sub)
     add_new_parser(sub)
     return parser
 

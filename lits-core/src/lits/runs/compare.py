@@ -40,6 +40,7 @@ def compare_rows(save_dirs: list[Path]) -> list[dict[str, Any]]:
             "calls": inference.get("calls", 0),
             "cached": inference.get("cache_hits", 0),
             "seconds": round(summary.get("seconds_per_instance", 0.0) * summary.get("instances", 0), 1),
+            "cost": inference.get("cost", 0.0),
             "save_dir": str(root),
         })
     return rows

@@ -1,0 +1,138 @@
+"""The viewer's data: everything the page shows, built from a run directory alone.
+
+Finished and still-running runs are read the same way: finished instances
+from ``results/``, unfinished ones from their journal (search) or checkpoint
+(chain), calls from ``inference.jsonl``.  Nothing in the run is written or
+locked, so ``lits view`` can watch a run that is under way.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+from lits.view.calls import (CALL_FIELDS, attribute_calls, call_row, calls_by_instance, cost_pictures,
+                             read_calls, totals)
+from lits.view.tree import chain_tree, search_tree
+
+#: Characters of a query shown in the instance table.
+QUERY_CHARS = 160
+
+
+class NotARunError(ValueError):
+    """The directory is not a LiTS run (no readable config.json)."""
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's content, or None when it is missing or not (yet) whole."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_config(root: Path) -> dict[str, Any]:
+    if not root.is_dir():
+        raise NotARunError(f"{root} is not a directory")
+    config = read_json(root / "config.json")
+    if not isinstance(config, dict):
+        raise NotARunError(f"{root} is not a LiTS run (no readable config.json)")
+    return config
+
+
+def instance_ids(root: Path) -> list[int]:
+    """Instances with a result, a journal or a chain checkpoint, in order."""
+    found: set[int] = set()
+    for folder, suffix in (("results", ".json"), ("checkpoints", ".journal.jsonl"), ("checkpoints", ".json")):
+        for path in (root / folder).glob(f"*{suffix}") if (root / folder).is_dir() else []:
+            stem = path.name[: -len(suffix)]
+            if stem.isdigit():
+                found.add(int(stem))
+    return sorted(found)
+
+
+def build_report(root: Path) -> dict[str, Any]:
+    """The whole page's data for the run at ``root`` (raises NotARunError for anything else)."""
+    from lits.runs.compare import method_label
+
+    root = Path(root)
+    config = run_config(root)
+    command = str(config.get("command") or "search")
+    calls = read_calls(root / "inference.jsonl")
+    per_instance = calls_by_instance(calls)
+    timings = {i: read_json(root / "timings" / f"{i}.json") or {} for i in instance_ids(root)}
+    instances, trees = [], {}
+    for idx in instance_ids(root):
+        result = read_json(root / "results" / f"{idx}.json")
+        result = result if isinstance(result, dict) and "final_state" in result else None
+        tree = instance_tree(root, idx, command, config, result)
+        mine = per_instance.get(idx, [])
+        instances.append(instance_row(idx, result, tree, mine, timings.get(idx) or {}))
+        if tree is not None:
+            by_node = attribute_calls(tree, mine)
+            trees[str(idx)] = {**tree, "calls": [call_row(c) for c in mine],
+                               "node_calls": {str(k): v for k, v in by_node.items()},
+                               "costs": cost_pictures(mine)}
+    summary = read_json(root / "eval_results.json")
+    finished = [r for r in instances if r["status"] == "finished"]
+    return {
+        "run": {
+            "dir": str(root.resolve()), "name": root.resolve().name, "command": command,
+            "method": method_label(config), "dataset": config.get("dataset"),
+            "model": config.get("model") or "local", "config": config,
+            "summary": summary if isinstance(summary, dict) else None,
+            "finished": len(finished), "running": len(instances) - len(finished),
+            "solved": sum(1 for r in finished if r["solved"]),
+            "inference": totals(calls),
+        },
+        "instances": instances,
+        "trees": trees,
+        "costs": cost_pictures(calls),
+        "call_fields": list(CALL_FIELDS),
+    }
+
+
+def instance_tree(root: Path, idx: int, command: str, config: dict[str, Any],
+                  result: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """A search instance's tree from its journal, or a chain instance's steps as a path."""
+    if command == "chain":
+        state = result.get("final_state") if result else (read_json(root / "checkpoints" / f"{idx}.json") or {}).get(
+            "state")
+        return chain_tree(state) if state is not None else None
+    selected = [int(n["id"]) for n in read_json(root / "paths" / f"{idx}.json") or [] if isinstance(n, dict)]
+    terminal = {int(n["id"]) for n in read_json(root / "terminal_nodes" / f"{idx}.json") or []
+                if isinstance(n, dict)}
+    search = str(config.get("search") or "mcts")
+    aggregate = str((config.get("search_args") or {}).get("aggregate") or "mean")
+    return search_tree(root / "checkpoints" / f"{idx}.journal.jsonl", search, aggregate, selected, terminal)
+
+
+def instance_row(idx: int, result: Optional[dict[str, Any]], tree: Optional[dict[str, Any]],
+                 calls: list[dict[str, Any]], timing: dict[str, Any]) -> dict[str, Any]:
+    """One line of the instance table."""
+    evaluation = (result or {}).get("eval") or {}
+    query = (result or {}).get("query")
+    if query is None and tree is None:
+        query = ""
+    spent = totals(calls)
+    return {
+        "idx": idx,
+        "id": (result or {}).get("id"),
+        "query": _short(query if isinstance(query, str) else json.dumps(query, default=str)),
+        "status": "finished" if result else "running",
+        "solved": bool(evaluation.get("solved")) if result else None,
+        "answer": evaluation.get("answer"),
+        "stopped": (result or {}).get("stopped"),
+        "iterations": (result or {}).get("iterations") if result else (tree or {}).get("iterations"),
+        "nodes": len(tree["nodes"]) if tree else 0,
+        "calls": spent["calls"],
+        "tokens": spent["tokens_in"] + spent["tokens_out"],
+        "seconds": timing.get("seconds"),
+        "has_tree": tree is not None,
+    }
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= QUERY_CHARS else text[: QUERY_CHARS - 1] + "…"

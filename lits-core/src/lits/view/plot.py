@@ -1,0 +1,87 @@
+"""``lits compare --plot``: accuracy against tokens, calls, seconds and cost, one point per run.
+
+The compute-matched picture: a method is only better if it is better at the
+same spend.  matplotlib (the ``plot`` extra) is imported here only, and
+drawn through a bare Figure on the Agg canvas, never pyplot's global state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+#: (row key, axis label) of each panel's x axis.
+SPEND_AXES = (("tokens", "tokens (in + out)"), ("calls", "model calls"), ("seconds", "seconds (all instances)"),
+              ("cost", "cost ($)"))
+ACCURACY_LABEL = "accuracy (%)"
+FORMATS = (".png", ".svg")
+INSTALL_HINT = "pip install 'lits-core[plot]'"
+
+
+class PlotUnavailable(RuntimeError):
+    """matplotlib is not installed."""
+
+
+def _matplotlib() -> Any:
+    try:
+        import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise PlotUnavailable(f"lits compare --plot needs matplotlib: {INSTALL_HINT}") from None
+    return matplotlib, Figure, FigureCanvasAgg
+
+
+def spend(row: dict[str, Any], key: str) -> float:
+    if key == "tokens":
+        return float(row.get("tokens_in") or 0) + float(row.get("tokens_out") or 0)
+    return float(row.get(key) or 0.0)
+
+
+def compare_figure(rows: list[dict[str, Any]]) -> Any:
+    """A 2×2 figure: accuracy (y) against each spend (x); each run one labelled point.
+
+    Each panel's points are one collection whose gid is ``points-<spend>``
+    (so an SVG can be read back point by point).
+    """
+    _, Figure, FigureCanvasAgg = _matplotlib()
+    fig = Figure(figsize=(10, 7.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    methods = sorted({str(r["method"]) for r in rows})
+    colours = {m: f"C{i % 10}" for i, m in enumerate(methods)}
+    for ax, (key, label) in zip(fig.subplots(2, 2).flat, SPEND_AXES):
+        xs = [spend(r, key) for r in rows]
+        ys = [100.0 * float(r.get("accuracy") or 0.0) for r in rows]
+        points = ax.scatter(xs, ys, c=[colours[str(r["method"])] for r in rows], s=46, zorder=3)
+        points.set_gid(f"points-{key}")
+        for x, y, row in zip(xs, ys, rows):
+            ax.annotate(str(row["method"]), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        ax.set_xlabel(label)
+        ax.set_ylabel(ACCURACY_LABEL)
+        ax.set_ylim(-5, 105)
+        positive = [x for x in xs if x > 0]
+        if positive and len(positive) == len(xs) and max(positive) / min(positive) >= 50:
+            ax.set_xscale("log")
+        elif xs and max(xs) > 0:
+            ax.set_xlim(left=0, right=max(xs) * 1.25)
+        else:  # nothing spent on this axis (e.g. no --price-in/--price-out): say so, not 1e-9
+            ax.set_xlim(-0.05, 1)
+            ax.text(0.5, 0.5, f"every run: 0 {'(no prices set)' if key == 'cost' else ''}".strip(),
+                    transform=ax.transAxes, ha="center", color="0.45")
+        ax.grid(True, alpha=0.3)
+    datasets = sorted({str(r.get("dataset")) for r in rows})
+    fig.suptitle(f"Accuracy against compute — {', '.join(datasets)} ({len(rows)} runs)")
+    return fig
+
+
+def save_compare_plot(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Write the figure as PNG or SVG (by ``path``'s suffix); SVG keeps its text as text."""
+    matplotlib, _, _ = _matplotlib()
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise ValueError(f"--plot writes .png or .svg, not {path.name!r}")
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lits"}):
+        fig = compare_figure(rows)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+    return path

@@ -1,0 +1,467 @@
+/* LiTS run viewer: a run page and a tree page per instance, drawn from the JSON embedded in this file.
+   Plain JavaScript, canvas for trees and SVG for charts: nothing is fetched, nothing is third-party. */
+(function () {
+  "use strict";
+  var DATA = JSON.parse(document.getElementById("lits-data").textContent);
+  var app = document.getElementById("app");
+  var crumbs = document.getElementById("crumbs");
+  var api = window.litsView = { page: null, data: DATA };
+
+  // ---------- small helpers ----------
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    if (attrs) for (var k in attrs) {
+      if (k === "text") node.textContent = attrs[k];
+      else if (k === "cls") node.className = attrs[k];
+      else if (k.slice(0, 2) === "on") node.addEventListener(k.slice(2), attrs[k]);
+      else node.setAttribute(k, attrs[k]);
+    }
+    for (var i = 2; i < arguments.length; i++) {
+      var c = arguments[i];
+      if (c === null || c === undefined) continue;
+      node.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+    }
+    return node;
+  }
+  function svg(tag, attrs) {
+    var node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (var k in attrs || {}) { if (k === "text") node.textContent = attrs[k]; else node.setAttribute(k, attrs[k]); }
+    return node;
+  }
+  function fmt(x, digits) {
+    if (x === null || x === undefined || x === "") return "—";
+    if (typeof x === "boolean") return x ? "yes" : "no";
+    if (typeof x !== "number") return String(x);
+    if (Number.isInteger(x)) return x.toLocaleString("en-US");
+    return x.toFixed(digits === undefined ? 3 : digits).replace(/\.?0+$/, "");
+  }
+  function pct(x) { return x === null || x === undefined ? "—" : (100 * x).toFixed(1) + "%"; }
+  function card(k, v) { return el("div", { cls: "card" }, el("div", { cls: "v", text: v }), el("div", { cls: "k", text: k })); }
+  function kvTable(obj) {
+    var table = el("table");
+    Object.keys(obj).forEach(function (k) {
+      var v = obj[k];
+      var cell = (v !== null && typeof v === "object") ? el("pre", { text: JSON.stringify(v, null, 1) }) : fmt(v);
+      table.appendChild(el("tr", null, el("th", { text: k }), el("td", null, cell)));
+    });
+    return table;
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+
+  // ---------- charts (SVG) ----------
+  function barChart(title, rows, key) {
+    var w = 420, rowH = 18, left = 110, right = 70, top = 22;
+    var h = top + rows.length * rowH + 8;
+    var max = Math.max.apply(null, rows.map(function (r) { return r[key]; }).concat([1]));
+    var root = svg("svg", { viewBox: "0 0 " + w + " " + h, role: "img", "aria-label": title });
+    root.appendChild(svg("text", { x: 4, y: 14, text: title, "font-weight": "600" }));
+    rows.forEach(function (r, i) {
+      var y = top + i * rowH;
+      var bw = (w - left - right) * r[key] / max;
+      root.appendChild(svg("text", { x: left - 6, y: y + 12, "text-anchor": "end", text: String(r.name).slice(0, 16) }));
+      root.appendChild(svg("rect", { x: left, y: y + 2, width: Math.max(bw, 1), height: rowH - 5, fill: "#4c6ef5" }));
+      root.appendChild(svg("text", { x: left + bw + 4, y: y + 12, text: fmt(r[key]) }));
+    });
+    return el("div", { cls: "chart" }, root);
+  }
+  function stepChart(title, points) {
+    var w = 420, h = 170, l = 40, r = 10, t = 22, b = 30;
+    var root = svg("svg", { viewBox: "0 0 " + w + " " + h, role: "img", "aria-label": title });
+    root.appendChild(svg("text", { x: 4, y: 14, text: title, "font-weight": "600" }));
+    if (!points.length) { root.appendChild(svg("text", { x: l, y: h / 2, text: "no calls recorded" })); return el("div", { cls: "chart" }, root); }
+    var tmax = Math.max(points[points.length - 1][0], 1e-6);
+    var ymax = Math.max.apply(null, points.map(function (p) { return p[1]; }).concat([1]));
+    function X(v) { return l + (w - l - r) * v / tmax; }
+    function Y(v) { return h - b - (h - t - b) * v / ymax; }
+    var d = "M" + X(0) + "," + Y(0), prev = 0;
+    points.forEach(function (p) { d += " L" + X(p[0]).toFixed(1) + "," + Y(prev).toFixed(1) + " L" + X(p[0]).toFixed(1) + "," + Y(p[1]).toFixed(1); prev = p[1]; });
+    root.appendChild(svg("path", { d: d, fill: "none", stroke: "#e8590c", "stroke-width": 1.5 }));
+    root.appendChild(svg("line", { x1: l, y1: h - b, x2: w - r, y2: h - b, stroke: "#999" }));
+    root.appendChild(svg("line", { x1: l, y1: t, x2: l, y2: h - b, stroke: "#999" }));
+    root.appendChild(svg("text", { x: l - 4, y: Y(ymax) + 4, "text-anchor": "end", text: String(ymax) }));
+    root.appendChild(svg("text", { x: l - 4, y: h - b + 4, "text-anchor": "end", text: "0" }));
+    root.appendChild(svg("text", { x: w - r, y: h - b + 14, "text-anchor": "end", text: fmt(tmax, 2) + " s" }));
+    root.appendChild(svg("text", { x: (l + w) / 2, y: h - 4, "text-anchor": "middle", text: "seconds since the first call" }));
+    root.appendChild(svg("text", { x: 12, y: (t + h - b) / 2, transform: "rotate(-90 12 " + (t + h - b) / 2 + ")", "text-anchor": "middle", text: "calls in flight" }));
+    return el("div", { cls: "chart" }, root);
+  }
+  function costSection(costs) {
+    var grid = el("div", { cls: "grid2" });
+    [["component", costs.by_component], ["search phase", costs.by_phase], ["depth", costs.by_depth]].forEach(function (g) {
+      if (!g[1].length) return;
+      grid.appendChild(barChart("Calls by " + g[0], g[1], "calls"));
+      grid.appendChild(barChart("Tokens by " + g[0], g[1].map(function (r) { return { name: r.name, tokens: r.tokens_in + r.tokens_out }; }), "tokens"));
+    });
+    grid.appendChild(stepChart("Calls in flight over time", costs.in_flight));
+    return grid;
+  }
+
+  // ---------- run page ----------
+  function showRun() {
+    api.page = "run"; api.tree = null;
+    var run = DATA.run, s = run.summary || {};
+    clear(app); clear(crumbs);
+    crumbs.appendChild(el("span", { text: run.name }));
+    app.appendChild(el("h1", null, run.method + " · " + run.dataset + " · " + run.model));
+    app.appendChild(el("div", { cls: "muted", text: run.dir }));
+    var acc = s.accuracy !== undefined ? s.accuracy : (run.finished ? run.solved / run.finished : null);
+    var inf = run.inference;
+    var cards = el("div", { cls: "cards", id: "run-cards" },
+      card("accuracy" + (run.running ? " (so far)" : ""), pct(acc)),
+      card("instances", run.finished + (run.running ? " + " + run.running + " running" : "")),
+      card("solved", fmt(run.solved)), card("calls", fmt(inf.calls) + (inf.cache_hits ? " (+" + fmt(inf.cache_hits) + " cached)" : "")),
+      card("tokens in / out", fmt(inf.tokens_in) + " / " + fmt(inf.tokens_out)),
+      card("model seconds", fmt(inf.seconds, 2)), card("cost", "$" + fmt(inf.cost, 4)));
+    if (s.run_seconds !== undefined) cards.appendChild(card("run seconds", fmt(s.run_seconds, 2)));
+    if (s.calls_in_flight_avg !== undefined && s.calls_in_flight_avg !== null) cards.appendChild(card("calls in flight (avg)", fmt(s.calls_in_flight_avg, 2)));
+    app.appendChild(cards);
+
+    app.appendChild(el("h2", { text: "Instances" }));
+    var table = el("table", { id: "instances" });
+    var head = ["#", "id", "query", "status", "solved", "answer", "stopped", "iterations", "nodes", "calls", "tokens", "seconds"];
+    table.appendChild(el("tr", null, head.map(function (x) { return el("th", { text: x }); }).reduce(function (f, n) { f.appendChild(n); return f; }, document.createDocumentFragment())));
+    DATA.instances.forEach(function (r) {
+      var link = r.has_tree ? el("a", { href: "#/tree/" + r.idx, text: String(r.idx) }) : String(r.idx);
+      var solved = r.solved === null ? el("span", { cls: "run", text: "…" }) : el("span", { cls: r.solved ? "yes" : "no", text: r.solved ? "yes" : "no" });
+      var tr = el("tr", { "data-idx": r.idx }, el("td", null, link), el("td", { text: r.id || "" }), el("td", { text: r.query }),
+        el("td", { cls: r.status === "running" ? "run" : "", text: r.status }), el("td", null, solved), el("td", { text: fmt(r.answer) }),
+        el("td", { text: fmt(r.stopped) }), el("td", { cls: "num", text: fmt(r.iterations) }), el("td", { cls: "num", text: fmt(r.nodes) }),
+        el("td", { cls: "num", text: fmt(r.calls) }), el("td", { cls: "num", text: fmt(r.tokens) }), el("td", { cls: "num", text: fmt(r.seconds, 2) }));
+      table.appendChild(tr);
+    });
+    app.appendChild(table);
+
+    app.appendChild(el("h2", { text: "Cost" }));
+    app.appendChild(costSection(DATA.costs));
+
+    if (run.summary) {
+      app.appendChild(el("h2", { text: "Metrics" }));
+      var flat = {}, nested = el("div", { cls: "grid2" });
+      Object.keys(s).forEach(function (k) {
+        if (k === "config") return;
+        if (s[k] !== null && typeof s[k] === "object" && !Array.isArray(s[k])) nested.appendChild(el("div", null, el("h3", { text: k }), kvTable(s[k])));
+        else flat[k] = s[k];
+      });
+      app.appendChild(el("div", { cls: "grid2" }, el("div", null, kvTable(flat)), nested));
+    }
+    app.appendChild(el("h2", { text: "Configuration" }));
+    var config = Object.assign({}, run.config); var env = config.environment; delete config.environment;
+    app.appendChild(kvTable(config));
+    if (env) app.appendChild(el("details", null, el("summary", { text: "environment" }), el("pre", { text: JSON.stringify(env, null, 1) })));
+    api.rendered = true;
+  }
+
+  // ---------- tree page ----------
+  var PALETTE = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+  function ramp(t) {
+    t = Math.max(0, Math.min(1, t)) * (PALETTE.length - 1);
+    var i = Math.min(Math.floor(t), PALETTE.length - 2), f = t - i, a = PALETTE[i], b = PALETTE[i + 1];
+    return "rgb(" + Math.round(a[0] + f * (b[0] - a[0])) + "," + Math.round(a[1] + f * (b[1] - a[1])) + "," + Math.round(a[2] + f * (b[2] - a[2])) + ")";
+  }
+  var DEFAULT_VISIBLE = 1500, COLW = 170, ROWH = 22, R = 6;
+
+  function TreeView(idx) {
+    var tree = DATA.trees[idx], inst = DATA.instances.filter(function (r) { return String(r.idx) === String(idx); })[0] || {};
+    var nodes = tree.nodes, n = nodes.length, byId = {}, kids = [];
+    nodes.forEach(function (node, i) { byId[node.id] = i; kids.push([]); });
+    var parentIx = nodes.map(function (node) { return node.parent === null || byId[node.parent] === undefined ? -1 : byId[node.parent]; });
+    parentIx.forEach(function (p, i) { if (p >= 0) kids[p].push(i); });
+    var hasVisits = tree.paths.length > 0;
+    var maxIter = tree.kind === "search" ? Math.max(tree.iterations, tree.paths.length, 0) : 0;
+    var self = { idx: idx, tree: tree, nodes: nodes, iteration: maxIter, metric: hasVisits ? "q" : (nodes.some(function (x) { return x.score !== undefined; }) ? "score" : "reward"),
+      collapsed: new Uint8Array(n), scale: 1, tx: 20, ty: 20, selected: -1 };
+    var shared = {};
+    Object.keys(tree.node_calls).forEach(function (k) { tree.node_calls[k].forEach(function (c) { shared[c] = (shared[c] || 0) + 1; }); });
+
+    // default collapse: open the tree level by level up to DEFAULT_VISIBLE nodes; the selected path stays open
+    (function () {
+      var count = 1, frontier = nodes.length ? [0] : [];
+      while (frontier.length) {
+        var next = [];
+        frontier.forEach(function (i) { kids[i].forEach(function (c) { next.push(c); }); });
+        if (count + next.length > DEFAULT_VISIBLE) { frontier.forEach(function (i) { if (kids[i].length && !nodes[i].on_path) self.collapsed[i] = 1; }); next = next.filter(function (c) { return nodes[parentIx[c]].on_path; }); }
+        count += next.length; frontier = next;
+      }
+    })();
+
+    function descendants(i) { var s = 0, stack = kids[i].slice(); while (stack.length) { var c = stack.pop(); s++; for (var j = 0; j < kids[c].length; j++) stack.push(kids[c][j]); } return s; }
+
+    // per-iteration visits and Q, from the journaled paths with the search's backup (mean or max of the rewards below)
+    var statCache = {};
+    function statsAt(t) {
+      if (!hasVisits) return null;
+      if (statCache[t]) return statCache[t];
+      var visits = new Float64Array(n), qsum = new Float64Array(n);
+      for (var k = 0; k < Math.min(t, tree.paths.length); k++) {
+        var path = [], i = byId[tree.paths[k]];
+        while (i !== undefined && i >= 0) { path.push(i); i = parentIx[i]; }
+        path.reverse();
+        var rewards = path.slice(1).map(function (j) { return nodes[j].reward || 0; });
+        for (var p = 0; p < path.length; p++) {
+          var tail = rewards.slice(Math.max(p, 1) - 1), v = 0;
+          if (tail.length) v = tree.aggregate === "max" ? Math.max.apply(null, tail) : tail.reduce(function (a, b) { return a + b; }, 0) / tail.length;
+          visits[path[p]] += 1; qsum[path[p]] += v;
+        }
+      }
+      statCache = {}; statCache[t] = { visits: visits, qsum: qsum };
+      return statCache[t];
+    }
+    function value(i, metric) {
+      var node = nodes[i];
+      if (metric === "visits" || metric === "q") {
+        var s = statsAt(self.iteration); if (!s) return null;
+        if (metric === "visits") return s.visits[i];
+        return s.visits[i] ? s.qsum[i] / s.visits[i] : null;
+      }
+      var v = node[metric]; return v === undefined ? null : v;
+    }
+    function alive(i) { return nodes[i].born <= self.iteration; }
+
+    // layout: depth along x, leaves one row each, a parent centred on its children
+    var px = new Float64Array(n), py = new Float64Array(n), visible = [];
+    function layout() {
+      visible = [];
+      if (!n) return;
+      var row = 0, stack = [[0, 0]];
+      while (stack.length) {
+        var top = stack[stack.length - 1], i = top[0];
+        if (top[1] === 0) { visible.push(i); px[i] = nodes[i].depth * COLW; }
+        var open = self.collapsed[i] ? [] : kids[i];
+        if (top[1] < open.length) { top[1]++; stack.push([open[top[1] - 1], 0]); continue; }
+        stack.pop();
+        if (!open.length) { py[i] = row * ROWH; row++; }
+        else py[i] = (py[open[0]] + py[open[open.length - 1]]) / 2;
+      }
+      canvas.dataset.visibleCount = String(visible.length);
+    }
+
+    // ---- DOM ----
+    clear(app);
+    var solvedTag = inst.solved === null || inst.solved === undefined ? "running" : inst.solved ? "solved" : "not solved";
+    app.appendChild(el("h1", null, "Instance " + idx + (inst.id ? " · " + inst.id : "") + " ",
+      el("span", { cls: "tag " + (inst.solved ? "good" : inst.solved === false ? "bad" : "path"), text: solvedTag })));
+    app.appendChild(el("div", { cls: "muted", text: inst.query || "" }));
+    var info = el("div", { cls: "cards" }, card("kind", tree.kind === "chain" ? "chain (one path)" : DATA.run.method),
+      card("nodes", fmt(n)), card("stopped", fmt(inst.stopped)), card("iterations", fmt(inst.iterations)),
+      card("calls", fmt(inst.calls)), card("tokens", fmt(inst.tokens)));
+    var dups = tree.proposals.filter(function (p) { return p[1]; }).length;
+    if (tree.proposals.length) info.appendChild(card("duplicate proposals", dups + " / " + tree.proposals.length));
+    var invalid = nodes.filter(function (x) { return x.error; }).length;
+    info.appendChild(card("invalid steps", fmt(invalid)));
+    app.appendChild(info);
+
+    var metricSel = el("select", { id: "metric" });
+    ["reward", "fast_reward", "q", "visits", "score"].forEach(function (m) {
+      if ((m === "q" || m === "visits") && !hasVisits) return;
+      if (m === "score" && !nodes.some(function (x) { return x.score !== undefined; })) return;
+      metricSel.appendChild(el("option", { value: m, text: m === "q" ? "Q" : m.replace("_", " ") }));
+    });
+    metricSel.value = self.metric;
+    metricSel.addEventListener("change", function () { self.metric = metricSel.value; draw(); });
+    var legend = el("span", { cls: "legend" }, el("span", { id: "legend-min" }), el("span", { cls: "bar", style: "background:linear-gradient(90deg," + [0, .25, .5, .75, 1].map(ramp).join(",") + ")" }), el("span", { id: "legend-max" }));
+    var toolbar = el("div", { cls: "toolbar" }, el("label", { text: "colour by" }), metricSel, legend);
+    if (maxIter > 0) {
+      var slider = el("input", { type: "range", id: "iteration", min: "0", max: String(maxIter), value: String(maxIter) });
+      var sliderLabel = el("span", { id: "iteration-label" });
+      slider.addEventListener("input", function () { self.iteration = Number(slider.value); draw(); });
+      toolbar.appendChild(el("label", { text: "after iteration" })); toolbar.appendChild(slider); toolbar.appendChild(sliderLabel);
+    }
+    toolbar.appendChild(el("button", { text: "fit", onclick: function () { fit(); draw(); } }));
+    toolbar.appendChild(el("button", { text: "expand all", onclick: function () { self.collapsed.fill(0); layout(); draw(); } }));
+    toolbar.appendChild(el("button", { text: "collapse to path", onclick: function () {
+      nodes.forEach(function (x, i) { self.collapsed[i] = kids[i].length && !x.on_path ? 1 : 0; }); layout(); fit(); draw(); } }));
+    toolbar.appendChild(el("span", { cls: "muted", text: "drag to pan · wheel to zoom · click a node for details · double-click to collapse/expand" }));
+    app.appendChild(toolbar);
+    var canvas = el("canvas", { id: "tree-canvas", "data-node-count": String(n) });
+    var details = el("aside", { id: "details" }, el("p", { cls: "muted", text: "Click a node to see its state, action, rewards and model calls." }));
+    app.appendChild(el("div", { cls: "treewrap" }, canvas, details));
+    if (tree.proposals.length) {
+      var plist = el("table", { id: "proposals" }, el("tr", null, el("th", { text: "proposal" }), el("th", { text: "duplicate of a sibling" })));
+      tree.proposals.forEach(function (p) { plist.appendChild(el("tr", { cls: p[1] ? "dup" : "" }, el("td", { text: p[0] }), el("td", { text: p[1] ? "duplicate" : "" }))); });
+      app.appendChild(el("details", null, el("summary", { text: "Policy proposals (" + tree.proposals.length + ", " + dups + " duplicates)" }), plist));
+    }
+    app.appendChild(el("h2", { text: "Cost of this instance" }));
+    app.appendChild(costSection(tree.costs));
+
+    var ctx = canvas.getContext("2d");
+    function resize() {
+      var ratio = window.devicePixelRatio || 1, rect = canvas.getBoundingClientRect();
+      canvas.width = Math.max(1, Math.round(rect.width * ratio)); canvas.height = Math.max(1, Math.round(rect.height * ratio));
+      ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    }
+    function fit() {
+      var rect = canvas.getBoundingClientRect(), maxX = 0, maxY = 0;
+      visible.forEach(function (i) { if (px[i] > maxX) maxX = px[i]; if (py[i] > maxY) maxY = py[i]; });
+      var sx = (rect.width - 240) / Math.max(maxX, 1), sy = (rect.height - 40) / Math.max(maxY, 1);
+      self.scale = Math.max(0.02, Math.min(1.5, Math.min(sx, sy)));
+      self.tx = 20; self.ty = 20 + Math.max(0, (rect.height - 40 - maxY * self.scale) / 2);
+    }
+
+    function draw() {
+      var rect = canvas.getBoundingClientRect(), W = rect.width, H = rect.height, s = self.scale;
+      ctx.clearRect(0, 0, W, H);
+      var metric = self.metric, lo = Infinity, hi = -Infinity, i, k;
+      for (k = 0; k < visible.length; k++) { i = visible[k]; if (!alive(i)) continue; var v = value(i, metric); if (v !== null) { if (v < lo) lo = v; if (v > hi) hi = v; } }
+      if (lo === Infinity) { lo = 0; hi = 1; }
+      document.getElementById("legend-min").textContent = fmt(lo); document.getElementById("legend-max").textContent = fmt(hi);
+      if (maxIter > 0) document.getElementById("iteration-label").textContent = self.iteration + " / " + maxIter;
+      function sx(x) { return x * s + self.tx; } function sy(y) { return y * s + self.ty; }
+      function inView(x, y) { return x > -200 && x < W + 50 && y > -20 && y < H + 20; }
+      // edges: ordinary ones in one stroke, the selected path over them
+      ctx.lineWidth = 1; ctx.strokeStyle = "#b8c0cc"; ctx.beginPath();
+      var pathEdges = [];
+      for (k = 0; k < visible.length; k++) {
+        i = visible[k]; var p = parentIx[i]; if (p < 0 || !alive(i)) continue;
+        var x0 = sx(px[p]), y0 = sy(py[p]), x1 = sx(px[i]), y1 = sy(py[i]);
+        if (!inView(x0, y0) && !inView(x1, y1) && !(Math.min(y0, y1) < H && Math.max(y0, y1) > 0 && x1 > 0 && x0 < W)) continue;
+        if (nodes[i].on_path && nodes[p].on_path) { pathEdges.push([x0, y0, x1, y1]); continue; }
+        ctx.moveTo(x0, y0); ctx.bezierCurveTo((x0 + x1) / 2, y0, (x0 + x1) / 2, y1, x1, y1);
+      }
+      ctx.stroke();
+      ctx.lineWidth = 3; ctx.strokeStyle = "#e8590c"; ctx.beginPath();
+      pathEdges.forEach(function (e) { ctx.moveTo(e[0], e[1]); ctx.bezierCurveTo((e[0] + e[2]) / 2, e[1], (e[0] + e[2]) / 2, e[3], e[2], e[3]); });
+      ctx.stroke();
+      var r = Math.max(2, Math.min(R, R * s * 1.5)), labels = s > 0.45, drawn = 0;
+      var maxChars = Math.floor((COLW * s - 2 * r - 10) / 6.5);
+      ctx.font = "12px system-ui, sans-serif"; ctx.textBaseline = "middle";
+      for (k = 0; k < visible.length; k++) {
+        i = visible[k]; if (!alive(i)) continue;
+        var x = sx(px[i]), y = sy(py[i]); if (!inView(x, y)) continue;
+        drawn++;
+        var node = nodes[i], val = value(i, metric);
+        var fill = !node.materialized ? "#ffffff" : val === null ? "#c8ccd2" : ramp(hi > lo ? (val - lo) / (hi - lo) : 0.5);
+        ctx.beginPath();
+        if (node.terminal) ctx.rect(x - r, y - r, 2 * r, 2 * r); else ctx.arc(x, y, r, 0, 2 * Math.PI);
+        ctx.fillStyle = fill; ctx.fill();
+        ctx.lineWidth = node.on_path ? 2.5 : 1; ctx.strokeStyle = node.on_path ? "#e8590c" : "#6b7280"; ctx.stroke();
+        if (node.terminal && node.on_path && inst.solved) { ctx.beginPath(); ctx.arc(x, y, r + 4, 0, 2 * Math.PI); ctx.lineWidth = 2; ctx.strokeStyle = "#2b8a3e"; ctx.stroke(); }
+        if (node.error) { ctx.beginPath(); ctx.moveTo(x - r, y - r); ctx.lineTo(x + r, y + r); ctx.moveTo(x + r, y - r); ctx.lineTo(x - r, y + r); ctx.lineWidth = 2; ctx.strokeStyle = "#c92a2a"; ctx.stroke(); }
+        if (i === self.selected) { ctx.beginPath(); ctx.arc(x, y, r + 7, 0, 2 * Math.PI); ctx.lineWidth = 2; ctx.strokeStyle = "#1d2330"; ctx.stroke(); }
+        if (self.collapsed[i] && kids[i].length) { ctx.fillStyle = "#1d2330"; ctx.fillText("+" + descendants(i), x + r + 3, y - 9); }
+        if (labels) {
+          var text = node.label.length > maxChars ? node.label.slice(0, Math.max(1, maxChars - 1)) + "…" : node.label;
+          ctx.lineWidth = 3; ctx.strokeStyle = "rgba(252,252,253,0.9)"; ctx.strokeText(text, x + r + 4, y);
+          ctx.fillStyle = node.error ? "#c92a2a" : "#1d2330"; ctx.fillText(text, x + r + 4, y);
+        }
+      }
+      canvas.dataset.drawnCount = String(drawn);
+      if (!api.drawnAt) api.drawnAt = performance.now();
+      canvas.dataset.rendered = "1";
+    }
+
+    function hit(clientX, clientY) {
+      var rect = canvas.getBoundingClientRect(), x = clientX - rect.left, y = clientY - rect.top;
+      var best = -1, bestD = Infinity, r2 = Math.pow(Math.max(R, R * self.scale * 1.5) + 4, 2);
+      visible.forEach(function (i) {
+        if (!alive(i)) return;
+        var dx = px[i] * self.scale + self.tx - x, dy = py[i] * self.scale + self.ty - y, d = dx * dx + dy * dy;
+        if (d < bestD && d <= r2) { best = i; bestD = d; }
+      });
+      return best;
+    }
+
+    function showDetails(i) {
+      self.selected = i; clear(details);
+      if (i < 0) return;
+      var node = nodes[i], tags = el("div");
+      if (node.on_path) tags.appendChild(el("span", { cls: "tag path", text: "on the selected path" }));
+      if (node.terminal) tags.appendChild(el("span", { cls: "tag " + (node.on_path && inst.solved ? "good" : ""), text: node.on_path && inst.solved ? "terminal · solved" : "terminal" }));
+      if (node.error) tags.appendChild(el("span", { cls: "tag bad", text: "invalid step" }));
+      if (!node.materialized) tags.appendChild(el("span", { cls: "tag", text: "proposed, never visited" }));
+      details.appendChild(el("h3", { id: "details-title", text: "node " + node.id + (tree.kind === "chain" ? " (step " + node.depth + ")" : "") }));
+      details.appendChild(tags);
+      var dl = el("dl", { cls: "kv" });
+      function row(k, v) { dl.appendChild(el("dt", { text: k })); dl.appendChild(el("dd", { text: v })); }
+      row("depth", fmt(node.depth)); row("parent", fmt(node.parent));
+      row("fast reward", fmt(node.fast_reward)); row("reward", fmt(node.reward));
+      if (hasVisits) { row("visits", fmt(value(i, "visits"))); row("Q", fmt(value(i, "q"), 4)); }
+      if (node.score !== undefined) row("score (cum. reward)", fmt(node.score));
+      if (tree.kind === "search") row("exists after iteration", fmt(node.born));
+      if (kids[i].length) row("children", fmt(kids[i].length));
+      details.appendChild(dl);
+      if (node.error) details.appendChild(el("pre", { cls: "dup", text: "error: " + node.error }));
+      [["action", node.detail.action], ["state (this node's part)", node.detail.state]].forEach(function (p) {
+        if (p[1]) { details.appendChild(el("h3", { text: p[0] })); details.appendChild(el("pre", { text: p[1] })); }
+      });
+      if (node.detail.step && node.detail.step !== node.detail.action) details.appendChild(el("details", null, el("summary", { text: "step" }), el("pre", { text: node.detail.step })));
+      [["reward details", node.detail.reward_details], ["fast reward details", node.detail.fast_reward_details]].forEach(function (p) {
+        if (Object.keys(p[1]).length) details.appendChild(el("details", null, el("summary", { text: p[0] }), el("pre", { text: JSON.stringify(p[1], null, 1) })));
+      });
+      if (kids[i].length) details.appendChild(el("button", { text: self.collapsed[i] ? "expand subtree" : "collapse subtree", onclick: function () { toggle(i); } }));
+      var mine = tree.node_calls[String(node.id)] || [];
+      details.appendChild(el("h3", { text: "Model calls (" + mine.length + ")" }));
+      if (mine.length) {
+        var F = DATA.call_fields, t0 = tree.calls.length ? tree.calls[0][0] - tree.calls[0][1] : 0;
+        var table = el("table", { id: "node-calls" }, el("tr", null, el("th", { text: "component" }), el("th", { text: "phase" }), el("th", { text: "it." }),
+          el("th", { cls: "num", text: "in" }), el("th", { cls: "num", text: "out" }), el("th", { cls: "num", text: "ms" }), el("th", { cls: "num", text: "at s" })));
+        mine.forEach(function (ci) {
+          var c = tree.calls[ci], rec = {}; F.forEach(function (f, j) { rec[f] = c[j]; });
+          table.appendChild(el("tr", null, el("td", { text: fmt(rec.component) + (rec.cached ? " (cached)" : "") + (shared[ci] > 1 ? " ·shared×" + shared[ci] : "") }),
+            el("td", { text: fmt(rec.phase) }), el("td", { text: fmt(rec.iteration) }), el("td", { cls: "num", text: fmt(rec.tokens_in) }),
+            el("td", { cls: "num", text: fmt(rec.tokens_out) }), el("td", { cls: "num", text: (1000 * rec.seconds).toFixed(1) }),
+            el("td", { cls: "num", text: (rec.time - rec.seconds - t0).toFixed(2) })));
+          if (rec.prompt || rec.reply) table.appendChild(el("tr", null, el("td", { colspan: "7" }, el("details", null, el("summary", { text: "prompt and reply" }),
+            el("pre", { text: (rec.prompt ? "PROMPT\n" + (typeof rec.prompt === "string" ? rec.prompt : JSON.stringify(rec.prompt, null, 1)) : "") +
+              (rec.reply ? "\n\nREPLY\n" + (typeof rec.reply === "string" ? rec.reply : JSON.stringify(rec.reply, null, 1)) : "") })))));
+        });
+        details.appendChild(table);
+        if (mine.some(function (ci) { return shared[ci] > 1; })) details.appendChild(el("p", { cls: "muted", text: "Calls marked shared were made for several nodes of this depth at once (the log records depth and iteration, not nodes)." }));
+      } else details.appendChild(el("p", { cls: "muted", text: "No model call is recorded for this node (a deterministic step, a cached call or a node only proposed)." }));
+      draw();
+    }
+    function toggle(i) { if (!kids[i].length) return; self.collapsed[i] = self.collapsed[i] ? 0 : 1; layout(); draw(); if (self.selected === i) showDetails(i); }
+
+    // ---- interaction ----
+    var drag = null;
+    canvas.addEventListener("pointerdown", function (e) { drag = { x: e.clientX, y: e.clientY, tx: self.tx, ty: self.ty, moved: false }; canvas.setPointerCapture(e.pointerId); });
+    canvas.addEventListener("pointermove", function (e) {
+      if (!drag) return; var dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+      if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+      if (drag.moved) { self.tx = drag.tx + dx; self.ty = drag.ty + dy; draw(); }
+    });
+    canvas.addEventListener("pointerup", function (e) { var d = drag; drag = null; if (d && !d.moved) { var i = hit(e.clientX, e.clientY); if (i >= 0) showDetails(i); } });
+    canvas.addEventListener("dblclick", function (e) { var i = hit(e.clientX, e.clientY); if (i >= 0) toggle(i); });
+    canvas.addEventListener("wheel", function (e) {
+      e.preventDefault();
+      var rect = canvas.getBoundingClientRect(), mx = e.clientX - rect.left, my = e.clientY - rect.top;
+      var f = Math.exp(-e.deltaY * 0.0015), s = Math.max(0.02, Math.min(4, self.scale * f));
+      self.tx = mx - (mx - self.tx) * s / self.scale; self.ty = my - (my - self.ty) * s / self.scale; self.scale = s; draw();
+    }, { passive: false });
+    var onResize = function () { if (api.tree !== self) { window.removeEventListener("resize", onResize); return; } resize(); draw(); };
+    window.addEventListener("resize", onResize);
+
+    // ---- test and scripting hooks ----
+    self.nodeCount = n;
+    self.visibleCount = function () { return visible.length; };
+    self.pathIds = function () { return nodes.filter(function (x) { return x.on_path; }).map(function (x) { return x.id; }); };
+    self.screenPos = function (id) {
+      var i = byId[id], rect = canvas.getBoundingClientRect();
+      if (i === undefined || visible.indexOf(i) < 0) return null;
+      return { x: rect.left + px[i] * self.scale + self.tx, y: rect.top + py[i] * self.scale + self.ty };
+    };
+    self.select = function (id) { var i = byId[id]; if (i !== undefined) showDetails(i); };
+    self.setIteration = function (t) { self.iteration = t; if (slider) slider.value = String(t); draw(); };
+    self.valueOf = function (id, metric) { return value(byId[id], metric); };
+    self.toggle = function (id) { toggle(byId[id]); };
+
+    api.tree = self;
+    resize(); layout(); fit(); draw();
+    return self;
+  }
+
+  function showTree(idx) {
+    api.page = "tree"; api.drawnAt = null;
+    clear(crumbs);
+    crumbs.appendChild(el("a", { href: "#/", text: DATA.run.name })); crumbs.appendChild(el("span", { text: " / instance " + idx }));
+    if (!DATA.trees[idx]) { clear(app); app.appendChild(el("p", { text: "Instance " + idx + " has no tree yet." })); return; }
+    TreeView(idx);
+  }
+
+  function route() {
+    var m = location.hash.match(/^#\/tree\/(\d+)/);
+    window.scrollTo(0, 0);
+    if (m) showTree(m[1]); else showRun();
+  }
+  window.addEventListener("hashchange", route);
+  route();
+})();

@@ -1,0 +1,228 @@
+"""One instance's search tree (or chain) as flat node rows for the viewer.
+
+The journal is read here without :meth:`TreeJournal.replay`: replay truncates a
+torn last line, which for a run that is still writing is a line being written,
+and a viewer must never change a run.  The records are merged the way
+:meth:`TreeJournal.compact` merges them (later fields win, parents by id), on
+the JSON itself, so no plugin type has to be importable to look at a tree.
+Visits and Q are recomputed from the journaled paths with the search's own
+backup (:func:`lits.agents.tree.mcts.backpropagate`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Optional
+
+#: Characters of a label drawn beside a node (the details panel has the whole text).
+LABEL_CHARS = 60
+#: Characters of one state or step shown in the details panel.
+DETAIL_CHARS = 4000
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """The journal's whole lines (read-only: a torn last line of a live run is only skipped)."""
+    records: list[dict[str, Any]] = []
+    try:
+        raw = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return records
+    for line in raw.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line being written, or torn by a crash: the rest is still worth seeing
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def merge_records(records: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], dict[int, int], list[int]]:
+    """Flat nodes by id (last write wins), the iteration each node first appeared at, and backed-up leaves."""
+    nodes: dict[int, dict[str, Any]] = {}
+    first_seen: dict[int, int] = {}
+    leaves: list[int] = []
+    for record in records:
+        iteration = int(record.get("iteration") or 0)
+        for flat in record.get("nodes") or []:
+            node_id = int(flat["id"])
+            if node_id in nodes:
+                nodes[node_id].update(flat)
+            else:
+                nodes[node_id] = dict(flat)
+                first_seen[node_id] = iteration
+        leaves.extend(int(x) for x in record.get("paths") or [])
+    return nodes, first_seen, leaves
+
+
+def text_of(value: Any, limit: int = DETAIL_CHARS) -> str:
+    """A readable one-string form of an action, step or state (type tags dropped)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, dict) and set(value) - {"__type__"} == {"text"}:
+        text = str(value["text"])
+    else:
+        text = json.dumps(_untyped(value), ensure_ascii=False, indent=1)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
+
+
+def _untyped(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _untyped(v) for k, v in value.items() if k != "__type__"}
+    if isinstance(value, list):
+        return [_untyped(v) for v in value]
+    return value
+
+
+def own_state(state: Any) -> Any:
+    """The part of a state this node added: its last step (earlier steps belong to its ancestors)."""
+    if isinstance(state, dict) and isinstance(state.get("steps"), list) and state["steps"]:
+        rest = {k: v for k, v in state.items() if k not in ("steps", "__type__")}
+        shown: dict[str, Any] = {"last_step": state["steps"][-1], "steps": len(state["steps"])}
+        return {**shown, **{k: v for k, v in rest.items() if not isinstance(v, (dict, list)) or len(str(v)) < 400}}
+    return state
+
+
+def step_label(step: Any, action: Any = None) -> str:
+    """What to write beside a node: the action's text, else the step's answer or thought."""
+    for candidate in (action, step):
+        if isinstance(candidate, str) and candidate:
+            return _one_line(candidate)
+        if isinstance(candidate, dict):
+            for key in ("text", "action", "answer", "think", "assistant_message"):
+                value = candidate.get(key)
+                if isinstance(value, str) and value:
+                    return _one_line(value)
+                if isinstance(value, dict) and value:
+                    return _one_line(text_of(value, LABEL_CHARS * 2).replace("\n", " "))
+    return ""
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+
+
+def step_error(step: Any) -> Optional[str]:
+    """The step's error (an invalid proposal: an illegal move, an unparsable tool call), if any."""
+    if isinstance(step, dict) and step.get("error"):
+        return str(step["error"])
+    return None
+
+
+def _backed_up_values(nodes: dict[int, dict[str, Any]], leaves: list[int],
+                      aggregate: str) -> tuple[dict[int, int], dict[int, float]]:
+    """Visits and Q per node from the journaled paths, by MCTS's own backup."""
+    from lits.agents.tree.mcts import backpropagate
+
+    shadow = {i: SimpleNamespace(reward=float(n.get("reward") or 0.0), cum_rewards=[], visits=0)
+              for i, n in nodes.items()}
+    for leaf in leaves:
+        path: list[int] = []
+        node_id: Optional[int] = leaf
+        while node_id is not None and node_id in nodes:
+            path.append(node_id)
+            node_id = nodes[node_id].get("parent")
+        backpropagate([shadow[i] for i in reversed(path)], aggregate)  # type: ignore[misc]
+    visits = {i: s.visits for i, s in shadow.items() if s.visits}
+    q = {i: sum(s.cum_rewards) / len(s.cum_rewards) for i, s in shadow.items() if s.cum_rewards}
+    return visits, q
+
+
+def _born(nodes: dict[int, dict[str, Any]], first_seen: dict[int, int], leaves: list[int],
+          search: str) -> dict[int, int]:
+    """After how many iterations each node exists (drives the iteration slider).
+
+    MCTS creates a node's children in the first iteration whose path runs
+    through it; BFS creates depth d in iteration d; otherwise the journal line
+    that first held the node says.
+    """
+    born = {i: first_seen.get(i, 0) for i in nodes}
+    if search == "bfs":
+        return {i: int(n.get("depth") or 0) for i, n in nodes.items()}
+    if leaves:
+        on_path_first: dict[int, int] = {}
+        for k, leaf in enumerate(leaves):
+            node_id: Optional[int] = leaf
+            while node_id is not None and node_id in nodes:
+                on_path_first.setdefault(node_id, k)
+                node_id = nodes[node_id].get("parent")
+        for i, node in nodes.items():
+            parent = node.get("parent")
+            if parent is not None and parent in on_path_first:
+                born[i] = min(born[i], on_path_first[parent] + 1)
+        born[0] = 0
+    return born
+
+
+def search_tree(journal: Path, search: str, aggregate: str, selected: list[int],
+                terminal_ids: set[int]) -> Optional[dict[str, Any]]:
+    """The tree of a search instance from its journal (None when it has not checkpointed yet)."""
+    records = read_journal(journal)
+    nodes, first_seen, leaves = merge_records(records)
+    if 0 not in nodes:
+        return None
+    visits, q = _backed_up_values(nodes, leaves, aggregate) if leaves else ({}, {})
+    born = _born(nodes, first_seen, leaves, search)
+    on_path = set(selected)
+    rows = []
+    for i in sorted(nodes):
+        flat = nodes[i]
+        rows.append(node_row(i, flat.get("parent"), flat, visits=visits.get(i, 0) if leaves else None,
+                             q=q.get(i) if leaves else None, born=born.get(i, 0),
+                             on_path=i in on_path, terminal=bool(flat.get("is_terminal")) or i in terminal_ids))
+    last = records[-1]
+    proposals = [[str(a), bool(d)] for rec in records for a, d in rec.get("proposals") or []]
+    return {"kind": "search", "nodes": rows, "paths": leaves, "selected": selected,
+            "iterations": int(last.get("iteration") or 0), "stats": last.get("stats") or {},
+            "proposals": proposals, "aggregate": aggregate, "compact": bool(last.get("compact"))}
+
+
+def node_row(node_id: int, parent: Optional[int], flat: dict[str, Any], *, visits: Optional[int],
+             q: Optional[float], born: int, on_path: bool, terminal: bool) -> dict[str, Any]:
+    """One node as the page draws it; ``detail`` is what the side panel shows on a click."""
+    step, action, state = flat.get("step"), flat.get("action"), flat.get("state")
+    detail = {
+        "action": text_of(action) or text_of(step),
+        "step": text_of(step),
+        "state": text_of(own_state(state)) if state is not None else "",
+        "fast_reward_details": flat.get("fast_reward_details") or {},
+        "reward_details": flat.get("reward_details") or {},
+    }
+    row: dict[str, Any] = {
+        "id": node_id, "parent": parent, "depth": int(flat.get("depth") or 0),
+        "label": step_label(step, action) or ("root" if parent is None else f"node {node_id}"),
+        "fast_reward": _num(flat.get("fast_reward")), "reward": _num(flat.get("reward")),
+        "visits": visits, "q": None if q is None else round(q, 4), "born": born,
+        "terminal": terminal, "on_path": on_path, "materialized": state is not None or parent is None,
+        "error": step_error(step), "detail": detail,
+    }
+    if "cum_reward" in flat:
+        row["score"] = _num(flat.get("cum_reward"))
+    return row
+
+
+def _num(value: Any) -> Optional[float]:
+    return round(float(value), 4) if isinstance(value, (int, float)) else None
+
+
+def chain_tree(final_state: Any, init: Any = None) -> dict[str, Any]:
+    """A chain run as a path: the start, then one node per step."""
+    steps = final_state.get("steps") if isinstance(final_state, dict) else None
+    steps = steps if isinstance(steps, list) else []
+    start = {k: v for k, v in final_state.items() if k != "steps"} if isinstance(final_state, dict) else {}
+    rows = [node_row(0, None, {"state": start or init, "depth": 0}, visits=None, q=None, born=0,
+                     on_path=True, terminal=False)]
+    for i, step in enumerate(steps, start=1):
+        flat = {"step": step, "action": step.get("action") if isinstance(step, dict) else step,
+                "state": step, "depth": i}
+        rows.append(node_row(i, i - 1, flat, visits=None, q=None, born=i, on_path=True,
+                             terminal=i == len(steps)))
+    return {"kind": "chain", "nodes": rows, "paths": [], "selected": list(range(len(rows))),
+            "iterations": len(steps), "stats": {}, "proposals": [], "aggregate": None, "compact": True}
