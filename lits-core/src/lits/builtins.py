@@ -36,6 +36,12 @@ def register_transitions(register: Callable[..., Any]) -> None:
 
 
 @hookimpl
+def register_resources(register: Callable[..., Any]) -> None:
+    # `--resource mcp`: the tools of an MCP server (the SDK loads only when a run uses it).
+    register("mcp", "lits.tools.mcp:load_mcp_resource")
+
+
+@hookimpl
 def register_prompts(register: Callable[..., Any]) -> None:
     from lits.prompts import env_grounded as env
     from lits.prompts import language_grounded as lang

@@ -25,6 +25,12 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
                    help="keyword argument for the dataset loader (repeatable)")
     g.add_argument("--offset", type=int, default=None, help="skip the first N instances (default 0)")
     g.add_argument("--limit", type=int, default=None, help="run at most N instances")
+    g.add_argument("--resource", default=None, metavar="NAME",
+                   help="tools from this registered resource instead of the dataset's own (tool-use datasets), "
+                        "e.g. 'mcp' for an MCP server's tools")
+    g.add_argument("--resource-arg", action="append", default=[], metavar="K=V",
+                   help="keyword argument for the resource, e.g. command=\"python -m my_server\", "
+                        "url=http://127.0.0.1:PORT/mcp, timeout=SECONDS (repeatable)")
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:

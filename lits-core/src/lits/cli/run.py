@@ -57,6 +57,7 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
             dataset, model, policy=settings["policy"], transition=settings["transition"],
             reward=settings.get("reward"), n_actions=getattr(config, "n_actions", 1),
             temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
+            resource=settings.get("resource"), resource_options=settings.get("resource_args") or {},
             framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config))
         settings[f"{mode}_args"] = config.model_dump()
         settings["model_info"] = model_record(model, settings["concurrency"])

@@ -63,15 +63,23 @@ def create_components(
     policy_kwargs: Optional[dict[str, Any]] = None,
     resource_args: Optional[dict[str, Any]] = None,
     framework: Optional[str] = None,
+    resource: Optional[str] = None,
+    resource_options: Optional[dict[str, Any]] = None,
 ) -> Components:
-    """Instantiate the components for ``dataset`` (see module docstring)."""
+    """Instantiate the components for ``dataset`` (see module docstring).
+
+    A tool-use dataset's tools come from its own resource (called with ``resource_args``), or from the
+    resource named ``resource`` (called with ``resource_options``), e.g. ``mcp``."""
     task_type = infer_task_type(dataset)
+    if resource and task_type != "tool_use":
+        raise ValueError(f"--resource gives tools to tool-use datasets; {dataset!r} is a {task_type} dataset")
     if framework:
         bundle = get_search_framework(framework, task_type)
         policy, transition, reward = policy or bundle.policy, transition or bundle.transition, reward or bundle.reward_model
     if task_type == "tool_use":
+        loaded = _load_tools(dataset, resource, resource_options or {}, resource_args or {})
         return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature,
-                         resource_args or {})
+                         loaded)
     if task_type == "language_grounded":
         return _language_grounded(dataset, base_model, eval_model, policy, transition, reward, n_actions,
                                   temperature, policy_kwargs or {})
@@ -112,16 +120,12 @@ def _accepted(cls: type, domain: dict[str, Any]) -> dict[str, Any]:
 
 def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Optional[str], transition: Optional[str],
               reward: Optional[str], n_actions: int, temperature: float,
-              resource_args: dict[str, Any]) -> Components:
-    """Tool use: the dataset's resource gives the tools; generic components do the rest."""
+              resource: dict[str, Any]) -> Components:
+    """Tool use: the resource gives the tools; generic components do the rest."""
     from lits.components.policy.tool_use import ToolUsePolicy
     from lits.components.reward.tool_use import ToolUsePRM
     from lits.components.transition.tool_use import ToolUseTransition
 
-    try:
-        resource = load_resource(dataset, **resource_args)
-    except KeyError:
-        raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
     tools = list(resource.get("tools") or [])
     context = str(resource.get("tool_context") or "")
     policy_cls = _resolve(ComponentRegistry.get_policy, policy, dataset, ToolUsePolicy)
@@ -135,6 +139,17 @@ def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Optional[s
         task_type="tool_use",
         evaluate=get_registration("dataset", dataset).meta.get("evaluate"),
     )
+
+
+def _load_tools(dataset: str, resource: Optional[str], options: dict[str, Any],
+                dataset_args: dict[str, Any]) -> dict[str, Any]:
+    """The named resource (``--resource``), else the dataset's own: ``{"tools": [...], "tool_context": str}``."""
+    if resource:
+        return load_resource(resource, **options)  # KeyError lists the registered resources
+    try:
+        return load_resource(dataset, **dataset_args)
+    except KeyError:
+        raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
 
 
 def _language_grounded(dataset: str, base_model: Any, eval_model: Any, policy: Optional[str],

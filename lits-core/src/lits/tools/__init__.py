@@ -6,7 +6,8 @@ enforces a time budget and turns every failure into an observation string, so
 a bad tool call never crashes a search.
 """
 
-from lits.tools.base import BaseTool, Tool, execute_tool_action, parse_tool_call
+from lits.tools.base import BaseTool, Tool, ToolFailed, ToolUnavailable, execute_tool_action, parse_tool_call
 from lits.tools.builtin import CalculatorTool, SearchTool
 
-__all__ = ["BaseTool", "CalculatorTool", "SearchTool", "Tool", "execute_tool_action", "parse_tool_call"]
+__all__ = ["BaseTool", "CalculatorTool", "SearchTool", "Tool", "ToolFailed", "ToolUnavailable", "execute_tool_action",
+           "parse_tool_call"]

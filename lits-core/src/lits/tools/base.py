@@ -13,6 +13,18 @@ INTERRUPT_GRACE = 2.0
 """Seconds a timed-out call may take to wind down after :meth:`BaseTool.interrupt` said it would stop."""
 
 
+class ToolUnavailable(Exception):
+    """A tool's backend is gone for good (e.g. its server died again after a restart).
+
+    Unlike every other tool failure this is not an observation: the instance
+    fails with this one line, because no later step could use the tool either."""
+
+
+class ToolFailed(Exception):
+    """Raised with the whole reason (``Tool NAME failed: <reason>``), e.g. by a tool whose server reported the
+    error: the reason already names the problem, so no exception type is added before it."""
+
+
 class BaseTool:
     """Subclass with ``name``, ``description``, ``args_schema`` and ``_run(**args)``.
 
@@ -108,6 +120,11 @@ def _one_line(text: str, limit: int = 500) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+def failure_reason(exc: BaseException) -> str:
+    """How a tool's exception reads in its observation (``Tool NAME failed: <this>``)."""
+    return _one_line(f"{type(exc).__name__}: {exc}")
+
+
 def _run_with_budget(tool: BaseTool, args: dict[str, Any], budget: float) -> str:
     """Run in a worker thread; a tool that hangs past ``budget`` is interrupted (when it can be) and yields a
     time-out observation."""
@@ -116,8 +133,12 @@ def _run_with_budget(tool: BaseTool, args: dict[str, Any], budget: float) -> str
     def work() -> None:
         try:
             box["value"] = tool.run(**args)
+        except ToolUnavailable as exc:
+            box["unavailable"] = exc
+        except ToolFailed as exc:
+            box["error"] = _one_line(str(exc))
         except Exception as exc:  # a tool error is an observation, not a crash
-            box["error"] = _one_line(f"{type(exc).__name__}: {exc}")
+            box["error"] = failure_reason(exc)
 
     worker = threading.Thread(target=work, daemon=True, name=f"tool-{tool.name}")
     worker.start()
@@ -130,6 +151,8 @@ def _run_with_budget(tool: BaseTool, args: dict[str, Any], budget: float) -> str
         if stopping:
             worker.join(INTERRUPT_GRACE)
         return f"Tool {tool.name} timed out after {budget:g} s"
+    if "unavailable" in box:
+        raise box["unavailable"]
     if "error" in box:
         return f"Tool {tool.name} failed: {box['error']}"
     value = box.get("value")

@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Optional, Sequence
 
 from lits.components.base import Transition
 from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
-from lits.tools.base import BaseTool, execute_tool_action
+from lits.tools.base import BaseTool, ToolUnavailable, execute_tool_action
 
 MALFORMED = "Assistant output did not provide an action or an answer. Reply with a tool call or a final answer."
 
@@ -48,6 +48,8 @@ class ToolUseTransition(Transition[ToolUseState, ToolUseAction]):
             return new_state, {"confidence": 0.0}
         try:  # case 4: execute the tool call
             step.observation = execute_tool_action(step.action, self.tools, self.tool_timeout)
+        except ToolUnavailable:  # the tool's backend is gone for good: the instance fails, in one line
+            raise
         except Exception as exc:  # execute_tool_action contains tool errors; this guards the rest
             step.observation = f"{self.observation_on_error} {type(exc).__name__}: {exc}"
         new_state.append(step)

@@ -1,0 +1,171 @@
+"""The ``mcp`` resource: the tools of an MCP server as ordinary :class:`BaseTool` objects.
+
+``lits chain --dataset X --resource mcp --resource-arg command="python -m my_server"`` (or
+``--resource-arg url=http://127.0.0.1:PORT/mcp``) connects to the server, lists its tools at start-up
+and gives each to the generic tool-use components in place of the dataset's own tools: arguments are
+checked against a pydantic model built from the tool's JSON schema, and a refused call
+(``isError``), a time-out or bad arguments become observations exactly as for local tools.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import threading
+import weakref
+from typing import Any, ClassVar, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from lits.tools.base import DEFAULT_TIMEOUT, BaseTool, ToolFailed
+from lits.tools.mcp_bridge import START_TIMEOUT, McpConnection, McpServerSpec
+
+_SCALARS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
+
+
+def _annotation(schema: Any) -> Any:
+    """A Python type for a JSON-schema fragment (``Any`` for what it cannot express: the server still checks)."""
+    if not isinstance(schema, dict):
+        return Any
+    if "enum" in schema and schema["enum"] and all(isinstance(v, (str, int, bool)) for v in schema["enum"]):
+        return Literal[tuple(schema["enum"])]  # type: ignore[misc]
+    if "const" in schema and isinstance(schema["const"], (str, int, bool)):
+        return Literal[schema["const"]]  # type: ignore[misc]
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(options, list) and options:
+        return Union[tuple(_annotation(o) for o in options)]  # type: ignore[return-value]
+    kind = schema.get("type")
+    if isinstance(kind, list) and kind:
+        return Union[tuple(_annotation({**schema, "type": k}) for k in kind)]  # type: ignore[return-value]
+    if kind in _SCALARS:
+        return _SCALARS[kind]
+    if kind == "array":
+        return list[_annotation(schema.get("items"))]  # type: ignore[misc]
+    if kind == "object":
+        return dict[str, Any]
+    return Any
+
+
+_LITERAL_KEYS = frozenset({"default", "const", "enum", "examples"})
+
+
+def canonical_schema(schema: Any, parent: str = "") -> Any:
+    """Keys sorted as pydantic writes schemas (property names keep their order, literal values are untouched), so
+    a tool served over MCP shows the model the same schema text as the same tool in-process."""
+    if isinstance(schema, list):
+        return [canonical_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if parent in ("properties", "$defs", "definitions", "patternProperties"):
+        return {key: canonical_schema(value) for key, value in schema.items()}
+    return {key: value if key in _LITERAL_KEYS else canonical_schema(value, key)
+            for key, value in sorted(schema.items())}
+
+
+def args_model(tool_name: str, schema: dict[str, Any]) -> type[BaseModel]:
+    """A pydantic model for a tool's JSON input schema: types, required fields, defaults, descriptions.
+
+    Fields are keyed by their JSON names (aliases), so any property name works, even ``model_config``."""
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = set(schema.get("required") or [])
+    fields: dict[str, Any] = {}
+    for index, (name, prop) in enumerate(properties.items()):
+        prop = prop if isinstance(prop, dict) else {}
+        annotation = _annotation(prop)
+        options: dict[str, Any] = {"alias": name}
+        if isinstance(prop.get("description"), str):
+            options["description"] = prop["description"]
+        if name in required:
+            default: Any = ...
+        else:
+            default = prop.get("default")
+            annotation = Optional[annotation]
+        fields[f"field_{index}"] = (annotation, Field(default, **options))
+    extra = "forbid" if schema.get("additionalProperties") is False else "ignore"
+    return create_model(  # type: ignore[call-overload,no-any-return]
+        f"{tool_name}_args", __config__=ConfigDict(extra=extra, populate_by_name=False), **fields)
+
+
+class McpTool(BaseTool):
+    """One tool of an MCP server; calls go through the shared :class:`McpConnection`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def __init__(self, connection: McpConnection, info: Any, timeout: float) -> None:
+        schema = dict(getattr(info, "input_schema", None) or getattr(info, "inputSchema", None) or {})
+        super().__init__(connection=connection, name=info.name, description=info.description or "",
+                         input_schema=schema, args_schema=args_model(info.name, schema), timeout=timeout)
+
+    def spec(self) -> dict[str, Any]:
+        """The server's own schema (keys in canonical order): the model sees what the server declared."""
+        return {"name": self.name, "description": self.description, "parameters": canonical_schema(self.input_schema)}
+
+    def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Checked against the schema; only the arguments given are sent (the server fills its defaults)."""
+        assert self.args_schema is not None
+        return self.args_schema.model_validate(args).model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    def _run(self, **arguments: Any) -> str:
+        # The caller's time budget (execute_tool_action) ends the call first and cancels it via interrupt();
+        # this wait is only a safety net.
+        result = self.connection.call_tool(self.name, arguments, budget=self.timeout * 2 + 10)
+        text = result_text(result)
+        if getattr(result, "is_error", getattr(result, "isError", False)):
+            raise ToolFailed(text or "the server reported an error without a message")
+        return text
+
+    def interrupt(self, worker: threading.Thread) -> bool:
+        """The caller's time-out cancels the request (the SDK tells the server)."""
+        return self.connection.cancel(worker.ident)
+
+
+def result_text(result: Any) -> str:
+    """The text blocks of a result joined by newlines; structured content as JSON when there is no text."""
+    parts = [block.text for block in getattr(result, "content", None) or [] if getattr(block, "type", "") == "text"]
+    if parts:
+        return "\n".join(parts)
+    structured = getattr(result, "structured_content", getattr(result, "structuredContent", None))
+    if structured is not None:
+        return json.dumps(structured, sort_keys=True)
+    kinds = sorted({str(getattr(block, "type", "?")) for block in getattr(result, "content", None) or []})
+    return f"[{', '.join(kinds)} content]" if kinds else ""
+
+
+_OPEN: "weakref.WeakSet[McpConnection]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Stop every server this process started (stdio servers would also stop when our pipes close)."""
+    for connection in list(_OPEN):
+        connection.close()
+
+
+def tool_context(connection: McpConnection, tools: list[McpTool]) -> str:
+    """The server's own instructions when it gives some, else a line naming the server and its tools."""
+    if connection.instructions:
+        return connection.instructions
+    names = ", ".join(t.name for t in tools) or "none"
+    return f"Tools from the MCP server {connection.spec.label}: {names}."
+
+
+def load_mcp_resource(command: Optional[str] = None, url: Optional[str] = None, cwd: Optional[str] = None,
+                      env: Optional[dict[str, Any]] = None, timeout: float = DEFAULT_TIMEOUT,
+                      start_timeout: float = START_TIMEOUT, **unknown: Any) -> dict[str, Any]:
+    """``--resource mcp``: connect, list the tools, wrap each (in the server's order)."""
+    if unknown:
+        raise ValueError(f"unknown --resource-arg for mcp: {', '.join(sorted(unknown))} "
+                         "(known: command, url, cwd, env, timeout, start_timeout)")
+    if env is not None and not isinstance(env, dict):
+        raise ValueError('--resource-arg env must be a JSON object, e.g. env=\'{"NAME": "value"}\'')
+    for key, value in (("timeout", timeout), ("start_timeout", start_timeout)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"--resource-arg {key} must be a number of seconds more than 0, not {value!r}")
+    spec = McpServerSpec(command=None if command is None else str(command), url=None if url is None else str(url),
+                         cwd=cwd, env={str(k): str(v) for k, v in (env or {}).items()})
+    connection = McpConnection(spec, start_timeout=float(start_timeout))
+    connection.start()
+    _OPEN.add(connection)
+    tools = [McpTool(connection, info, float(timeout)) for info in connection.tools]
+    return {"tools": tools, "tool_context": tool_context(connection, tools), "connection": connection}

@@ -1,0 +1,107 @@
+"""An MCP server's tools as LiTS tools: listing, schemas, and every failure as an observation."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Iterator
+
+import pytest
+from pydantic import ValidationError
+
+from lits.tools import ToolUnavailable, execute_tool_action
+from lits.tools.mcp import args_model, load_mcp_resource
+
+
+def _call(tools: list[Any], name: str, **args: Any) -> str:
+    return execute_tool_action(json.dumps({"tool": name, "args": args}), tools)
+
+
+@pytest.fixture
+def toy(in_env: dict[str, str], toy_command: str) -> Iterator[dict[str, Any]]:
+    resource = load_mcp_resource(command=toy_command, timeout=1)
+    yield resource
+    resource["connection"].close()
+
+
+def test_the_tools_are_listed_in_the_servers_order_with_their_schemas(toy):
+    tools = toy["tools"]
+    assert [t.name for t in tools] == ["add", "paint", "refuse", "sleep", "flaky", "crash"]
+    add = tools[0].spec()
+    assert add["description"] == "Add two integers."
+    assert add["parameters"]["required"] == ["a"]
+    assert add["parameters"]["properties"]["a"] == {"description": "first addend", "title": "A", "type": "integer"}
+    assert add["parameters"]["properties"]["b"]["default"] == 2
+    assert "add, paint, refuse, sleep, flaky, crash" in toy["tool_context"]
+
+
+def test_arguments_are_checked_against_the_schema_before_the_call(toy):
+    tools = toy["tools"]
+    assert _call(tools, "add", a=1) == "3"
+    assert _call(tools, "paint", color="red", sizes=[1, 2]) == "red 3 none"
+    assert _call(tools, "add", a="x") == ("Invalid arguments for add: a: Input should be a valid integer, "
+                                          "unable to parse string as an integer")
+    assert _call(tools, "paint", color="green", sizes=[1]) == "Invalid arguments for paint: color: Input should be 'red' or 'blue'"
+    assert _call(tools, "add", b=1) == "Invalid arguments for add: a: Field required"
+
+
+def test_a_refused_call_and_a_time_out_become_observations_and_the_server_goes_on(toy):
+    tools = toy["tools"]
+    assert _call(tools, "refuse", reason="no").startswith("Tool refuse failed: ")
+    assert _call(tools, "sleep", seconds=30) == "Tool sleep timed out after 1 s"
+    assert _call(tools, "add", a=40) == "42"
+
+
+def test_a_server_that_dies_is_restarted_once_then_calls_fail_for_good(toy):
+    tools = toy["tools"]
+    assert _call(tools, "flaky") == "recovered"  # died on the first call, answered after the restart
+    with pytest.raises(ToolUnavailable, match=r"MCP server `.*toy_server.py` stopped again after a restart"):
+        _call(tools, "crash")
+    with pytest.raises(ToolUnavailable, match="stopped again after a restart"):
+        _call(tools, "add", a=1)
+
+
+def test_the_mapeval_server_serves_the_in_process_tools_unchanged(in_env):
+    from lits_mapeval.dataset import load_mapeval_sql_resource
+
+    local = load_mapeval_sql_resource()
+    served = load_mcp_resource(command="lits-mapeval serve-mcp")
+    try:
+        assert [t.spec() for t in served["tools"]] == [t.spec() for t in local["tools"]]
+        assert json.dumps([t.spec() for t in served["tools"]]) == json.dumps([t.spec() for t in local["tools"]])
+        assert served["tool_context"] == local["tool_context"]
+        for name, args in (("list_tables", {}), ("describe_table", {"table": "places"}),
+                           ("query_sql", {"query": "SELECT name FROM places ORDER BY name LIMIT 3"}),
+                           ("query_sql", {"query": "DELETE FROM places"}), ("describe_table", {"tabel": "x"})):
+            assert _call(served["tools"], name, **args) == _call(local["tools"], name, **args)
+    finally:
+        served["connection"].close()
+
+
+def test_a_server_that_cannot_start_is_one_line_naming_it(in_env):
+    with pytest.raises(ValueError, match=r"^MCP server `\S+ -m no_such_mcp_module` could not be started: .*"
+                                         r"No module named no_such_mcp_module$"):
+        load_mcp_resource(command=f"{sys.executable} -m no_such_mcp_module")
+    with pytest.raises(ValueError, match="could not be started: .*No such file"):
+        load_mcp_resource(command="/nonexistent/mcp-server")
+
+
+def test_without_the_sdk_the_error_says_how_to_install_it(monkeypatch, toy_command):
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    with pytest.raises(ValueError, match=r"pip install 'lits-core\[mcp\]'"):
+        load_mcp_resource(command=toy_command)
+
+
+def test_a_json_schema_becomes_a_pydantic_model_keyed_by_the_json_names():
+    model = args_model("t", {"type": "object", "required": ["model_config", "kind"], "properties": {
+        "model_config": {"type": "string", "description": "a name pydantic reserves"},
+        "kind": {"enum": ["a", "b"]},
+        "limit": {"type": ["integer", "null"], "default": 5},
+        "tags": {"type": "array", "items": {"type": "string"}}}})
+    value = model.model_validate({"model_config": "x", "kind": "b", "tags": ["t"]})
+    assert value.model_dump(by_alias=True) == {"model_config": "x", "kind": "b", "limit": 5, "tags": ["t"]}
+    assert model.model_fields["field_0"].description == "a name pydantic reserves"
+    with pytest.raises(ValidationError):
+        model.model_validate({"model_config": "x", "kind": "c"})
+    with pytest.raises(ValidationError):
+        model.model_validate({"model_config": "x", "kind": "a", "tags": [1]})
