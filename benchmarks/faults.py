@@ -46,7 +46,9 @@ def one_rate(upstream: str, rate: float, args: argparse.Namespace, run: Path) ->
                    "--dataset-arg", "steps=2,4,6", "--limit", str(args.instances),
                    "--search-arg", "n_iterations=10", "--search-arg", "early_stop=false",
                    "--model", "bench", "--base-url", proxy.base_url, "--concurrency", str(args.concurrency),
-                   "--read-timeout", str(args.read_timeout), "--save-dir", str(run)]
+                   "--save-dir", str(run)]
+        if args.read_timeout > 0:
+            command += ["--read-timeout", str(args.read_timeout)]
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True)
         wall = time.perf_counter() - started
@@ -64,7 +66,8 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=10)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per server reply")
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--read-timeout", type=float, default=1.0, help="what a hang costs (lits --read-timeout)")
+    parser.add_argument("--read-timeout", type=float, default=1.0,
+                        help="what a hang costs (lits --read-timeout; 0: lits's default, the learned patience)")
     parser.add_argument("--hang", type=float, default=5.0, help="how long the proxy holds a hung request")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")

@@ -84,6 +84,15 @@ def test_a_reply_slower_than_the_learned_read_timeout_still_arrives(upstream, qu
     assert model.fault_stats()["retries"] == 1  # one short attempt, then the full read timeout
 
 
+def test_a_request_for_far_more_tokens_does_not_inherit_the_patience_of_short_ones(upstream, quick_model):
+    model = quick_model(upstream.base_url, read_timeout=5.0, patience_floor=0.3)
+    for p in PROMPTS[:8]:
+        model.complete(p, max_tokens=8)
+    upstream.latency = 0.8  # a long answer takes longer than any short one did
+    assert model.complete("question 99", max_tokens=512).text == "reply to 99"
+    assert model.fault_stats()["retries"] == 0
+
+
 def test_an_empty_reply_that_finished_is_an_answer_not_a_fault(quick_model):
     with FakeOpenAIServer(responder=lambda prompt, body: "\nmore") as srv:
         assert quick_model(srv.base_url).complete("x", stop=["\n"]).text == ""

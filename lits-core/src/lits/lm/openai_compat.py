@@ -36,6 +36,7 @@ from lits.lm.retry import (
     RetryTransport,
     attempts_of,
     is_permanent_body,
+    request_work,
 )
 from lits.secrets import has_userinfo, redact_text, redact_url
 
@@ -80,7 +81,7 @@ class OpenAICompatibleModel(LanguageModel):
         retry_max_wait: float = 20.0,
         connect_budget: float = 10.0,
         adaptive_read_timeout: bool = True,
-        patience_floor: float = 10.0,
+        patience_floor: float = 1.0,
         concurrency: int = 1,
         price_in: float = 0.0,
         price_out: float = 0.0,
@@ -263,7 +264,9 @@ class OpenAICompatibleModel(LanguageModel):
     # -- HTTP ------------------------------------------------------------------
     def _post(self, path: str, body: dict[str, Any], *, attempts: Optional[int] = None) -> dict[str, Any]:
         try:
-            extensions = {"lits_max_attempts": attempts} if attempts else None
+            extensions: dict[str, Any] = {"lits_work": request_work(body)}
+            if attempts:
+                extensions["lits_max_attempts"] = attempts
             response = self.client.post(path, json=body, extensions=extensions)
         except httpx.TransportError as exc:
             never = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)) and not self._transport.server_answered

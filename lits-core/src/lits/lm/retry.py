@@ -11,10 +11,11 @@ context that is too long) returns at once.
 
 Every attempt's connect/read timeouts are clipped to what is left of the
 budget, so a hanging server cannot stretch a call past it.  The read timeout
-is also learned (:class:`Patience`): once a few replies have come back, a first
-attempt waits a few times the slowest recent reply (at least
-``patience_floor``), so a hang costs seconds; a retry after a timeout waits
-the full read timeout, so a reply that is merely slow still arrives.  A refused
+is also learned (:class:`Patience`): once a few replies of the same size of
+work have come back, a first attempt waits a few times the slowest recent one
+(at least ``patience_floor``), so a hang costs seconds; a retry after a
+timeout waits the full read timeout, so a reply that is merely slow still
+arrives.  A refused
 connection before the server has ever answered is most likely a wrong URL and
 gets only ``connect_budget``; once the server has answered, it is a restart
 and gets the full budget.  :class:`FaultStats` counts retries and seconds
@@ -28,7 +29,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Hashable, Mapping, Optional
 
 import httpx
 import tenacity
@@ -62,28 +63,37 @@ class RetryPolicy:
     connect_budget: float = 10.0
     max_attempts: Optional[int] = None
     adaptive_read_timeout: bool = True
-    patience_floor: float = 10.0
+    patience_floor: float = 1.0
     patience_factor: float = 4.0
 
 
-class Patience:
-    """A read timeout learned per endpoint from how long recent replies took.
+def request_work(body: Mapping[str, Any]) -> int:
+    """A request's size class for :class:`Patience`: tokens it may generate (all choices, all prompts),
+    rounded up to a power of two, so a 500-token answer never inherits the patience of 8-token ones."""
+    prompts = body.get("prompt")
+    count = len(prompts) if isinstance(prompts, list) else 1
+    tokens = int(body.get("max_tokens") or 1) * int(body.get("n") or 1) * count
+    return 1 << max(0, tokens - 1).bit_length()
 
-    None until ``warmup`` replies were seen; then ``factor`` x the slowest of
-    the last ``window`` replies, never below ``floor``.  Thread-safe.
+
+class Patience:
+    """A read timeout learned per endpoint and size of work from how long recent replies took.
+
+    None until ``warmup`` replies of that kind were seen; then ``factor`` x the
+    slowest of the last ``window`` of them, never below ``floor``.  Thread-safe.
     """
 
     def __init__(self, floor: float, factor: float, warmup: int = 8, window: int = 64) -> None:
         self.floor, self.factor, self.warmup = floor, factor, warmup
-        self._seen: dict[str, deque[float]] = {}
+        self._seen: dict[Hashable, deque[float]] = {}
         self._window = window
         self._lock = threading.Lock()
 
-    def observe(self, endpoint: str, seconds: float) -> None:
+    def observe(self, endpoint: Hashable, seconds: float) -> None:
         with self._lock:
             self._seen.setdefault(endpoint, deque(maxlen=self._window)).append(seconds)
 
-    def read_timeout(self, endpoint: str) -> Optional[float]:
+    def read_timeout(self, endpoint: Hashable) -> Optional[float]:
         with self._lock:
             seen = self._seen.get(endpoint)
             if seen is None or len(seen) < self.warmup:
@@ -155,6 +165,8 @@ class _Call:
         self.attempt_started = self.start
         self.delays: dict[int, float] = {}
         self.timed_out = False  # after one read timeout, wait the full read timeout
+        #: What patience is learned over: the endpoint and the size of the work asked for.
+        self.kind: Hashable = (request.url.path, request.extensions.get("lits_work", 1))
 
     def remaining(self) -> float:
         return self.policy.budget - (time.monotonic() - self.start)
@@ -164,7 +176,7 @@ class _Call:
         self.attempt_started = time.monotonic()
         left = max(0.05, self.remaining())
         timeouts = dict(self.timeouts)
-        learned = self.transport.patience.read_timeout(self.request.url.path)
+        learned = self.transport.patience.read_timeout(self.kind)
         if learned is not None and self.policy.adaptive_read_timeout and not self.timed_out:
             read = timeouts.get("read")
             timeouts["read"] = learned if read is None else min(learned, read)
@@ -189,7 +201,7 @@ class _Call:
             if reason:
                 raise TransientReply(response, reason)
         if 200 <= status < 300:
-            self.transport.patience.observe(self.request.url.path, time.monotonic() - self.attempt_started)
+            self.transport.patience.observe(self.kind, time.monotonic() - self.attempt_started)
         return response
 
     def delay(self, state: tenacity.RetryCallState) -> float:
