@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from lits.registry import register_dataset, register_resource
 from lits_mapeval.database import build_database
-from lits_mapeval.questions import generate_questions
+from lits_mapeval.pg_url import is_postgres_url
+from lits_mapeval.questions import generate_questions, generate_questions_from
 
 if TYPE_CHECKING:  # the tools (and pydantic) load only when a run asks for them
-    from lits_mapeval.sql_tools import ReadOnlyDatabase
+    from lits_mapeval.sql_tools import Database
 from lits_mapeval.validation import check_items
 
 NOTES = (
@@ -23,7 +24,7 @@ NOTES = (
 )
 
 
-def tool_context(database: ReadOnlyDatabase) -> str:
+def tool_context(database: Database) -> str:
     """Tables and columns read from the database itself, so the context cannot drift from the schema."""
     tables = "; ".join(f"{t}({', '.join(database.columns(t))})" for t in database.tables())
     return f"The map database has these tables (columns): {tables}.\n{NOTES}"
@@ -71,7 +72,8 @@ def evaluate(example: dict[str, Any], final_answer: Any) -> dict[str, Any]:
 @register_dataset("mapeval-sql", task_type="tool_use", evaluate=evaluate)
 def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed: int = 0, per_class: int = 2,
                      **kwargs: Any) -> list[dict[str, Any]]:
-    """Questions generated from the plugin's city, or a MapEval JSON file (``path``) with its ``db``."""
+    """Questions generated from the plugin's city, or a MapEval JSON file (``path``) with its ``db`` (a SQLite
+    file or a ``postgresql://user@host:port/name`` URL)."""
     if kwargs:
         raise ValueError(f"unknown mapeval-sql dataset argument(s): {', '.join(sorted(kwargs))} "
                          "(known: path, db, seed, per_class)")
@@ -86,6 +88,19 @@ def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed:
         if not isinstance(items, list):
             raise ValueError(f"{file} is not a MapEval JSON file: expected a list of questions")
         check_items(items, str(file))
+    elif is_postgres_url(db):
+        from lits_mapeval.pg_database import ReadOnlyPostgres
+
+        database = ReadOnlyPostgres(str(db))
+        try:
+            items = generate_questions_from(database.question_rows(), seed=int(seed), per_class=int(per_class))
+        except Exception as exc:  # e.g. a database without the city's tables
+            raise ValueError(f"cannot generate questions from {database.url}: {' '.join(str(exc).split())[:200]} "
+                             "(build the city with `lits-mapeval build-db --to URL`, or pass path=QUESTIONS.json)"
+                             ) from None
+        finally:
+            database.close()
+        check_items(items, f"the questions generated for seed {seed} from {database.url}")
     else:
         items = generate_questions(_database(db, seed), seed=int(seed), per_class=int(per_class))
         check_items(items, f"the questions generated for seed {seed}")
@@ -106,5 +121,10 @@ def _database(db: Optional[str], seed: int) -> Path:
 def load_mapeval_sql_resource(db: Optional[str] = None, seed: int = 0, **kwargs: Any) -> dict[str, Any]:
     from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
 
-    database = ReadOnlyDatabase(_database(db, seed))
+    if is_postgres_url(db):
+        from lits_mapeval.pg_database import ReadOnlyPostgres
+
+        database: Database = ReadOnlyPostgres(str(db))
+    else:
+        database = ReadOnlyDatabase(_database(db, seed))
     return {"tools": make_tools(database), "tool_context": tool_context(database)}

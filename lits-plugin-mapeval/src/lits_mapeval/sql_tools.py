@@ -18,7 +18,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ClassVar, Iterator, Optional
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Optional, Protocol, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -29,6 +29,41 @@ from lits_mapeval.sql_guard import MAX_MEMORY_MB, MAX_SQL_CHARS, MAX_VALUE_BYTES
 def _one_line(text: str, limit: int = 300) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def render_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_rows: int, max_chars: int,
+                show: Callable[[Any], str] = str) -> str:
+    """A header and rows read one at a time; only ``max_rows`` rows and about ``max_chars`` characters are kept
+    (the same text whatever the backend)."""
+    lines = [" | ".join(str(c) for c in columns)]
+    size, seen = len(lines[0]), 0
+    for row in rows:
+        seen += 1
+        if seen > max_rows:
+            break
+        if size <= max_chars:
+            line = " | ".join(show(v)[: max_chars + 1] for v in row)
+            lines.append(line)
+            size += len(line) + 1
+    text = "\n".join(lines)
+    notes = []
+    if seen > max_rows:
+        notes.append(f"[only the first {max_rows} rows are shown]")
+    if len(text) > max_chars:
+        text = text[:max_chars]
+        notes.append("[output truncated]")
+    return "\n".join([text, *notes]) if notes else text
+
+
+class Database(Protocol):
+    """What the tools need from a read-only database (SQLite here, PostgreSQL in :mod:`lits_mapeval.pg_database`)."""
+
+    def query(self, sql: str) -> str: ...
+    def tables(self) -> list[str]: ...
+    def columns(self, table: str) -> list[str]: ...
+    def describe(self, table: str) -> str: ...
+    def interrupt(self, thread_id: Optional[int]) -> bool: ...
+    def close(self) -> None: ...
 
 
 class ReadOnlyDatabase:
@@ -92,25 +127,7 @@ class ReadOnlyDatabase:
             cursor.close()  # resets the statement: a half-read result holds no shared lock
 
     def _render(self, cursor: sqlite3.Cursor) -> str:
-        """Rows read one at a time; only ``max_rows`` rows and about ``max_chars`` characters are kept."""
-        lines = [" | ".join(str(d[0]) for d in cursor.description or [])]
-        size, seen = len(lines[0]), 0
-        for row in cursor:
-            seen += 1
-            if seen > self.max_rows:
-                break
-            if size <= self.max_chars:
-                line = " | ".join(str(v)[: self.max_chars + 1] for v in row)
-                lines.append(line)
-                size += len(line) + 1
-        text = "\n".join(lines)
-        notes = []
-        if seen > self.max_rows:
-            notes.append(f"[only the first {self.max_rows} rows are shown]")
-        if len(text) > self.max_chars:
-            text = text[: self.max_chars]
-            notes.append("[output truncated]")
-        return "\n".join([text, *notes]) if notes else text
+        return render_rows([d[0] for d in cursor.description or []], cursor, self.max_rows, self.max_chars)
 
     def _explain(self, exc: sqlite3.Error, late: bool) -> str:
         message = str(exc)
@@ -209,6 +226,11 @@ class ReadOnlyDatabase:
         with self._session() as conn:
             return [r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))]
 
+    def describe(self, table: str) -> str:
+        """Columns and declared types of ``table`` (a known table)."""
+        quoted = table.replace("'", "''")
+        return self.query(f"SELECT name, type FROM pragma_table_info('{quoted}')")
+
     def close(self) -> None:
         self._conn.close()
         self._guard.close()
@@ -229,7 +251,7 @@ class QueryArg(BaseModel):
 class DatabaseTool(BaseTool):
     """A tool bound to the read-only database (``db=...`` at construction)."""
 
-    db: ReadOnlyDatabase
+    db: Database
 
     def interrupt(self, worker: threading.Thread) -> bool:
         """The caller's time-out stops this call's query instead of leaving it running."""
@@ -254,8 +276,7 @@ class DescribeTableTool(DatabaseTool):
         tables = self.db.tables()
         if table not in tables:
             return _one_line(f"No table {table!r}; tables: {', '.join(tables)}")
-        quoted = table.replace("'", "''")
-        return self.db.query(f"SELECT name, type FROM pragma_table_info('{quoted}')")
+        return self.db.describe(table)
 
 
 class QuerySQLTool(DatabaseTool):
@@ -267,5 +288,5 @@ class QuerySQLTool(DatabaseTool):
         return self.db.query(query)
 
 
-def make_tools(db: ReadOnlyDatabase) -> list[BaseTool]:
+def make_tools(db: Database) -> list[BaseTool]:
     return [ListTablesTool(db=db), DescribeTableTool(db=db), QuerySQLTool(db=db)]

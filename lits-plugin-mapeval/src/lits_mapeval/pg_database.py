@@ -1,0 +1,262 @@
+"""MapEval-SQL over PostgreSQL (psycopg 3): the same tools, the same guarantees as over SQLite.
+
+* The URL may not hold a password (it would reach ``config.json`` and logs): libpq reads it from
+  ``PGPASSWORD`` or ``~/.pgpass``. Every message names the URL as ``postgresql://user@host:port/name``.
+* Every session starts with ``default_transaction_read_only=on`` and ``statement_timeout`` = the time budget;
+  every query runs in a READ ONLY transaction that is rolled back afterwards.
+* :mod:`lits_mapeval.pg_guard` refuses what those do not stop (file, large-object and ``dblink`` functions,
+  ``COPY``, ``SET ROLE``...) before anything is sent; connecting as a superuser prints a one-line warning.
+* The query runs as a subquery: first with ``LIMIT 0`` to learn its columns, then with long values cut on the
+  server and ``max_rows + 1`` rows at most, so a huge value or result never crosses the wire.
+* Rows are rendered as SQLite's are (``render_rows``): numerics (from ``avg``, ``round``, ``x / 60.0``, REAL in
+  SQLite) print as floats, booleans as 1/0, so equal values give equal observations. Columns without a name
+  differ: PostgreSQL calls ``count(*)`` "count" where SQLite repeats the expression.
+* Connections come from a small pool (one per worker); the caller's time-out cancels the running query.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from decimal import Decimal
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
+
+from lits_mapeval import pg_guard
+from lits_mapeval.pg_url import safe_url
+from lits_mapeval.sql_guard import MAX_VALUE_BYTES
+from lits_mapeval.sql_tools import _one_line, render_rows
+
+POOL_SIZE = 4
+"""Connections at most: one per worker of a run (``--concurrency``); more workers wait for one."""
+CONNECT_TIMEOUT_S = 10
+SUPERUSER_TEMP_FILE_LIMIT = "256MB"
+# Result types kept as they are (bounded in size, rendered like SQLite's numbers); others are cut to text.
+_NUMERIC_TYPES = {"int2", "int4", "int8", "float4", "float8", "numeric", "bool", "oid"}
+SQLITE_TYPES = {"text": "TEXT", "character varying": "TEXT", "character": "TEXT", "double precision": "REAL",
+                "real": "REAL", "bigint": "INTEGER", "integer": "INTEGER", "smallint": "INTEGER", "bytea": "BLOB"}
+_warned: set[str] = set()
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of a driver error, without libpq's 'connection failed:' framing."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return _one_line(text.removeprefix("connection failed: "))
+
+
+def show(value: Any) -> str:
+    """A value as SQLite's row text shows the equal value."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, Decimal):  # numeric comes from avg, round, x / 60.0...: REAL in SQLite
+        return str(float(value))
+    if isinstance(value, memoryview):
+        return str(bytes(value))
+    return str(value)
+
+
+class ReadOnlyPostgres:
+    """The read-only database the tools use, on a PostgreSQL server (interface of ``ReadOnlyDatabase``)."""
+
+    def __init__(self, url: str, time_budget: float = 2.0, max_rows: int = 50, max_chars: int = 4000,
+                 max_value_bytes: int = MAX_VALUE_BYTES, max_wait: Optional[float] = None,
+                 pool_size: int = POOL_SIZE) -> None:
+        self.url = safe_url(url)
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise ValueError("MapEval-SQL on PostgreSQL needs psycopg 3: pip install "
+                             "'lits-plugin-mapeval[postgresql]'") from None
+        self.time_budget, self.max_rows, self.max_chars = time_budget, max_rows, max_chars
+        self.max_value_bytes = max_value_bytes
+        self.max_wait = 5 * time_budget if max_wait is None else max_wait
+        options = f"-c default_transaction_read_only=on -c statement_timeout={int(time_budget * 1000)}"
+        self._kwargs = {"options": options, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "lits-mapeval"}
+        try:  # a plain connection first: a server that is down or refuses us is one line now, not a pool time-out
+            with psycopg.connect(url, **self._kwargs) as probe:
+                self.superuser = probe.info.parameter_status("is_superuser") == "on"
+        except psycopg.Error as exc:
+            raise ValueError(f"cannot connect to PostgreSQL at {self.url}: {_reason(exc)}") from None
+        if self.superuser:  # a superuser may set what a role cannot: cap the temp files a sort or scan may write
+            self._kwargs["options"] += f" -c temp_file_limit={SUPERUSER_TEMP_FILE_LIMIT}"
+        if self.superuser and self.url not in _warned:
+            _warned.add(self.url)
+            print(f"lits: warning: MapEval-SQL is connected to {self.url} as a superuser; only the refusal list "
+                  "stands between the model's SQL and the server: use a read-only role (see the plugin README)",
+                  file=sys.stderr)
+        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs=self._kwargs,
+                                    configure=self._configure, open=True, name="lits-mapeval")
+        self._state = threading.Lock()
+        self._running: dict[int, Any] = {}  # thread id -> the connection running its query
+        self._waiting: set[int] = set()
+        self._cancelled: set[int] = set()  # threads whose caller gave up (waiting or running)
+
+    @staticmethod
+    def _configure(conn: Any) -> None:
+        conn.autocommit = False
+        conn.read_only = True  # psycopg opens every transaction with BEGIN READ ONLY
+
+    # -- running one query -------------------------------------------------------------------------------
+
+    def query(self, sql: str) -> str:
+        """Run one read query; always returns text (rows, a note or a one-line reason)."""
+        import psycopg
+
+        refused = pg_guard.refusal(sql)
+        if refused:
+            return f"SQL error: {refused}"
+        body = sql.strip().rstrip(";").rstrip()
+        started = time.monotonic()
+        try:
+            with self._connection() as conn:
+                try:
+                    return self._run(conn, body, started)
+                except psycopg.errors.QueryCanceled:
+                    if threading.get_ident() in self._cancelled:
+                        return "Query stopped: the tool call was cancelled"
+                    return f"Query stopped: it ran longer than the {self.time_budget:g} s budget"
+                except psycopg.Error as exc:
+                    primary = getattr(getattr(exc, "diag", None), "message_primary", None)
+                    return f"SQL error: {_one_line(primary or _reason(exc))}"
+                finally:
+                    self._end_transaction(conn)
+        except TimeoutError as exc:
+            return f"Query stopped: {exc}"
+
+    def _run(self, conn: Any, body: str, started: float) -> str:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM (\n{body}\n) AS lits_query LIMIT 0")
+            columns = [(d.name, d.type_code) for d in cur.description or []]
+            names = [self._type_name(conn, oid) for _, oid in columns]
+            left_ms = max(1, int((self.time_budget - (time.monotonic() - started)) * 1000))
+            cur.execute(f"SET LOCAL statement_timeout = {left_ms}")
+            aliases = f"({', '.join(f'c{k}' for k in range(len(columns)))})" if columns else ""
+            picks = ", ".join(f"c{k}" if t in _NUMERIC_TYPES else f"left(c{k}::text, {self.max_value_bytes + 1})"
+                              for k, t in enumerate(names))
+            cur.execute(f"SELECT {picks} FROM (\n{body}\n) AS lits_query{aliases} LIMIT {self.max_rows + 1}")
+            return render_rows([name for name, _ in columns], cur, self.max_rows, self.max_chars, show)
+
+    @staticmethod
+    def _type_name(conn: Any, oid: int) -> str:
+        info = conn.adapters.types.get(oid)
+        return info.name if info is not None else "unknown"
+
+    def _end_transaction(self, conn: Any) -> None:
+        """Nothing outlives a call: the READ ONLY transaction is rolled back (a broken connection is dropped)."""
+        try:
+            conn.rollback()
+        except Exception:
+            pass
+
+    # -- the pool and interruption ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A pooled connection for this thread, waited for at most ``max_wait`` s and not once the caller gave up."""
+        from psycopg_pool import PoolTimeout
+
+        me = threading.get_ident()
+        give_up = time.monotonic() + self.max_wait
+        with self._state:
+            self._waiting.add(me)
+        conn = None
+        try:
+            while conn is None:
+                with self._state:
+                    if me in self._cancelled:
+                        raise TimeoutError("the tool call was cancelled")
+                if time.monotonic() >= give_up:
+                    raise TimeoutError(f"the database was busy with other queries for {self.max_wait:g} s")
+                try:
+                    conn = self._pool.getconn(timeout=0.1)
+                except PoolTimeout:
+                    continue
+            with self._state:
+                self._waiting.discard(me)
+                self._running[me] = conn
+            yield conn
+        finally:
+            with self._state:
+                self._waiting.discard(me)
+                self._running.pop(me, None)
+                self._cancelled.discard(me)
+            if conn is not None:
+                self._pool.putconn(conn)
+
+    def interrupt(self, thread_id: Optional[int]) -> bool:
+        """Cancel the query run by ``thread_id`` (or make it give up waiting); True when it will end promptly."""
+        with self._state:
+            if thread_id is None:
+                return False
+            conn = self._running.get(thread_id)
+            if conn is None and thread_id not in self._waiting:
+                return False
+            self._cancelled.add(thread_id)
+        if conn is not None:
+            try:
+                conn.cancel_safe(timeout=1.0)
+            except Exception:
+                return False
+        return True
+
+    # -- fixed queries ----------------------------------------------------------------------------------------
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._connection() as conn:
+            try:
+                return conn.execute(sql, params).fetchall()
+            finally:
+                self._end_transaction(conn)
+
+    def tables(self) -> list[str]:
+        return [r[0] for r in self._rows(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() "
+            "AND table_type = 'BASE TABLE' ORDER BY table_name COLLATE \"C\"")]
+
+    def columns(self, table: str) -> list[str]:
+        """Column names of ``table`` in schema order (empty for an unknown table)."""
+        return [r[0] for r in self._rows(
+            "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = %s ORDER BY ordinal_position", (table,))]
+
+    def describe(self, table: str) -> str:
+        """Columns and types of ``table``, with SQLite's type names, as the SQLite tool shows them."""
+        rows = self._rows("SELECT column_name::text, data_type::text FROM information_schema.columns "
+                          "WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position",
+                          (table,))
+        typed = [(name, SQLITE_TYPES.get(kind, kind.upper())) for name, kind in rows]
+        return render_rows(["name", "type"], typed, self.max_rows, self.max_chars)
+
+    def question_rows(self) -> "QmarkConnection":
+        """A connection-like object for :func:`lits_mapeval.questions.generate_questions_from`."""
+        return QmarkConnection(self)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class QmarkConnection:
+    """``execute(sql, params)`` with SQLite's ``?`` placeholders, returning rows with ``fetchone``/``fetchall``:
+    the part of ``sqlite3.Connection`` the question generator uses, over the pool."""
+
+    def __init__(self, db: ReadOnlyPostgres) -> None:
+        self._db = db
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> "_Rows":
+        return _Rows(self._db._rows(sql.replace("?", "%s"), tuple(params)))
+
+
+class _Rows:
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+        self._rows = rows
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return list(self._rows)
+
+    def fetchone(self) -> Optional[tuple[Any, ...]]:
+        return self._rows[0] if self._rows else None
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self._rows)

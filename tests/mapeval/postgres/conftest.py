@@ -1,0 +1,156 @@
+"""A real PostgreSQL server for the MapEval-SQL tests: Debian's binaries, initdb + pg_ctl in a temp dir.
+
+The server runs as the ``postgres`` system user (initdb refuses root) on a free loopback port, with its
+socket in the temp dir; it is stopped (``pg_ctl stop -m immediate``) and removed at the end, also when a
+test or the set-up fails. Roles: ``postgres`` (superuser), ``builder`` (owns the ``city`` database, no
+superuser) and ``reader`` (password-authenticated, SELECT only, ``default_transaction_read_only``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+START_TIMEOUT_S = 30
+READER_PASSWORD = "reader-secret"
+SEED = 3
+
+
+@dataclass(frozen=True)
+class PgServer:
+    port: int
+    socket_dir: Path
+
+    def url(self, user: str, database: str = "city") -> str:
+        return f"postgresql://{user}@127.0.0.1:{self.port}/{database}"
+
+    @property
+    def reader_url(self) -> str:
+        return self.url("reader")
+
+    @property
+    def superuser_url(self) -> str:
+        return self.url("postgres")
+
+    @property
+    def builder_url(self) -> str:
+        return self.url("builder")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _as_postgres(*args: str, timeout: float = START_TIMEOUT_S) -> None:
+    done = subprocess.run(["runuser", "-u", "postgres", "--", *args], capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:2])} failed: {done.stderr.strip() or done.stdout.strip()}")
+
+
+def _grant_reader(server: PgServer) -> None:
+    """The read-only role the README documents: CONNECT, USAGE, SELECT, read-only by default."""
+    import psycopg
+
+    with psycopg.connect(server.url("postgres", "postgres"), autocommit=True) as conn:
+        conn.execute("CREATE ROLE builder LOGIN")
+        conn.execute(f"CREATE ROLE reader LOGIN PASSWORD '{READER_PASSWORD}'")
+        conn.execute("ALTER ROLE reader SET default_transaction_read_only = on")
+        conn.execute("ALTER ROLE reader SET temp_file_limit = '256MB'")
+        conn.execute("CREATE DATABASE city OWNER builder")
+    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+        conn.execute("REVOKE ALL ON DATABASE city FROM PUBLIC")
+        conn.execute("GRANT CONNECT ON DATABASE city TO reader")
+        conn.execute("GRANT USAGE ON SCHEMA public TO reader")
+        conn.execute("ALTER DEFAULT PRIVILEGES FOR ROLE builder IN SCHEMA public GRANT SELECT ON TABLES TO reader")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"PostgreSQL 15 binaries not found in {PG_BIN}: apt-get install postgresql")
+    root = Path(tempfile.mkdtemp(prefix="lits-pg-"))
+    shutil.chown(root, "postgres", "postgres")
+    data, log = root / "data", root / "server.log"
+    server = PgServer(port=_free_port(), socket_dir=root)
+    started = False
+    try:
+        _as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync",
+                     "--encoding=UTF8", "--locale=C.UTF-8")
+        (data / "pg_hba.conf").write_text(
+            "local all all trust\n"
+            "host all reader 127.0.0.1/32 scram-sha-256\n"
+            "host all all 127.0.0.1/32 trust\n")
+        options = (f"-c listen_addresses=127.0.0.1 -c port={server.port} -c unix_socket_directories={root} "
+                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+        started = True
+        _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w",
+                     "-t", str(START_TIMEOUT_S), "start", timeout=START_TIMEOUT_S + 5)
+        _grant_reader(server)
+        yield server
+    finally:
+        if started:
+            subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(data),
+                            "-m", "immediate", "stop"], capture_output=True, timeout=30)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def reader_env() -> dict[str, str]:
+    """The environment of a process that connects as ``reader``: the password only in PGPASSWORD."""
+    return {**os.environ, "PGPASSWORD": READER_PASSWORD}
+
+
+def build_db(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``lits-mapeval build-db ...`` in a subprocess."""
+    return subprocess.run([sys.executable, "-m", "lits_mapeval.cli", "build-db", *args], capture_output=True,
+                          text=True, timeout=60, env=env)
+
+
+@pytest.fixture(scope="session")
+def pg_city(pg_server: PgServer) -> str:
+    """The city for SEED, built by ``lits-mapeval build-db`` into PostgreSQL; the reader's URL."""
+    done = build_db("--to", pg_server.builder_url, "--seed", str(SEED), "--grant-select-to", "reader")
+    assert done.returncode == 0, done.stderr
+    return pg_server.reader_url
+
+
+@pytest.fixture(scope="session")
+def sqlite_city(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same city built by ``lits-mapeval build-db`` into a SQLite file."""
+    path = tmp_path_factory.mktemp("sqlite-city") / "city.sqlite"
+    done = build_db("--to", str(path), "--seed", str(SEED))
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+@pytest.fixture
+def reader_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process connects as ``reader`` with the password from PGPASSWORD only."""
+    monkeypatch.setenv("PGPASSWORD", READER_PASSWORD)
+
+
+CITY_TABLES = ("places", "nearby", "distances", "directions")
+
+
+def table_checksums(server: PgServer) -> dict[str, str]:
+    """The list of tables and the md5 of each city table's rows in a fixed order (read as the superuser)."""
+    import psycopg
+
+    with psycopg.connect(server.superuser_url, autocommit=True) as conn:
+        tables = conn.execute("SELECT string_agg(schemaname || '.' || tablename, ',' ORDER BY 1) FROM pg_tables "
+                              "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')").fetchone()[0]
+        return {"tables": tables} | {t: conn.execute(f"SELECT md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '')) "
+                                f"FROM {t} AS r").fetchone()[0] for t in CITY_TABLES}
