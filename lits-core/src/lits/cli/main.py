@@ -65,7 +65,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--resume", action="store_true",
                    help="continue the run in --save-dir; finished instances are not redone. Only "
                         "operational flags may be given again (--concurrency, --base-url, --cache, "
-                        "--no-cache, --call-budget, --read-timeout, prices); the rest come from the run")
+                        "--no-cache, --call-budget, --read-timeout, prices, --executor, --ray-address); the rest "
+                        "come from the run")
+    g.add_argument("--executor", choices=["local", "ray"], default=None,
+                   help="where instances run: 'local' (threads of this process, the default) or 'ray' (tasks "
+                        "on a Ray cluster; needs lits-core[ray], and LiTS and the run's plugins on every node)")
+    g.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="with --executor ray: the cluster to join, 'auto' (the running one) or HOST:PORT "
+                        "(default: start a local Ray instance for this run)")
     g.add_argument("--policy", default=None, help="registered policy name (default: by dataset, else generic)")
     g.add_argument("--transition", default=None, help="registered transition name (default: the dataset's)")
 

@@ -28,12 +28,15 @@ DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react", "language_gr
 
 
 def run_command(args: argparse.Namespace, mode: str) -> int:
-    from lits.components.factory import create_components
     from lits.registry import get_registration, infer_task_type
     from lits.runs.provenance import environment, model_record
     from lits.runs.runner import run_instances
 
     run_dir, settings = resumed_settings(args, mode) if args.resume else new_settings(args, mode)
+    if settings["executor"] == "ray":
+        from lits.runs.ray_executor import require_ray
+
+        require_ray()
     dataset = settings["dataset"]
     try:
         get_registration("dataset", dataset)
@@ -53,12 +56,7 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     control = RunControl()
     outcome = RunOutcome()
     try:
-        components = create_components(
-            dataset, model, policy=settings["policy"], transition=settings["transition"],
-            reward=settings.get("reward"), n_actions=getattr(config, "n_actions", 1),
-            temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
-            resource=settings.get("resource"), resource_options=settings.get("resource_args") or {},
-            framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config))
+        components = build_components(settings, model, config, task_type)
         settings[f"{mode}_args"] = config.model_dump()
         settings["model_info"] = model_record(model, settings["concurrency"])
         settings["environment"] = environment()
@@ -69,9 +67,16 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
         stats = _ProcessStats(run_dir, model, components)
         make_agent = _agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name)
         with control.handling_sigint():
-            outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
-                                    concurrency=settings["concurrency"], resume=args.resume, control=control,
-                                    after_instance=stats.save)
+            if settings["executor"] == "ray":
+                from lits.runs.ray_executor import RayExecutor
+
+                executor = RayExecutor(settings, run_dir, mode)
+                stats = executor.stats  # type: ignore[assignment]
+                outcome = executor.run(selected, resume=args.resume, control=control)
+            else:
+                outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
+                                        concurrency=settings["concurrency"], resume=args.resume,
+                                        control=control, after_instance=stats.save)
             return _finish(run_dir, mode, settings, outcome, stats, len(selected))
     finally:
         control.close()
@@ -114,6 +119,18 @@ def _make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
         return config_class(**values)
     except Exception as exc:
         raise UserError(f"{reg.name}: {describe(exc)}") from None
+
+
+def build_components(settings: dict[str, Any], model: Any, config: Any, task_type: str) -> Any:
+    """The run's components from its settings: the same for an in-process run and every Ray worker."""
+    from lits.components.factory import create_components
+
+    return create_components(
+        settings["dataset"], model, policy=settings["policy"], transition=settings["transition"],
+        reward=settings.get("reward"), n_actions=getattr(config, "n_actions", 1),
+        temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
+        resource=settings.get("resource"), resource_options=settings.get("resource_args") or {},
+        framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config))
 
 
 def _depth_limit(task_type: str, config: Any) -> dict[str, Any]:

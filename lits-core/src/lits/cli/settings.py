@@ -46,6 +46,7 @@ MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
 OPERATIONAL: tuple[tuple[str, str], ...] = (
     ("concurrency", "concurrency"), ("base_url", "base_url"), ("call_budget", "call_budget"),
     ("read_timeout", "read_timeout"), ("price_in", "price_in"), ("price_out", "price_out"),
+    ("executor", "executor"), ("ray_address", "ray_address"),
 )
 
 
@@ -68,6 +69,12 @@ def _positive(value: Optional[float], flag: str) -> Optional[float]:
     if value is not None and value <= 0:
         raise UserError(f"{flag} must be more than 0 seconds")
     return value
+
+
+def _ray_address(executor: Optional[str], address: Optional[str]) -> Optional[str]:
+    if address is not None and executor != "ray":
+        raise UserError("--ray-address needs --executor ray")
+    return address
 
 
 def new_settings(args: argparse.Namespace, mode: str) -> tuple[RunDir, dict[str, Any]]:
@@ -96,6 +103,8 @@ def new_settings(args: argparse.Namespace, mode: str) -> tuple[RunDir, dict[str,
         "price_out": args.price_out or 0.0,
         "cache": args.cache,
         "no_cache": bool(args.no_cache),
+        "executor": args.executor or "local",
+        "ray_address": _ray_address(args.executor, args.ray_address),
         "lits_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -135,6 +144,9 @@ def resumed_settings(args: argparse.Namespace, mode: str) -> tuple[RunDir, dict[
     if args.no_cache and not saved.get("no_cache"):
         changed["no_cache"] = True
     settings = {**saved, **changed}
+    settings["executor"] = settings.get("executor") or "local"
+    if settings["executor"] == "local":  # an address means nothing to an in-process run
+        settings["ray_address"] = _ray_address(args.executor, args.ray_address)
     settings["model"] = model_spec(saved.get("model"))
     settings["concurrency"] = settings.get("concurrency") or default_concurrency(settings["model"])
     settings["offset"] = settings.get("offset") or 0

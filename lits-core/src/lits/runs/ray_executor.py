@@ -1,0 +1,320 @@
+"""``--executor ray``: the same run with its instances spread over a Ray cluster.
+
+Each instance is a Ray actor task on one of the run's workers (one per CPU of
+the cluster, several instances at once on threads).  A worker builds the
+run's components from the run's settings with the in-process code, so
+plugins must be installed on every node.  Nothing assumes a shared
+filesystem: a worker sends back what the instance wrote (result, tree,
+path, timings, journal), its inference records and its log lines, and the
+driver writes them into the run dir with the usual atomic writers, the result
+last.  One coordinator actor on the driver's node holds the ``--concurrency``
+slots for the whole cluster and serves the run's response cache.
+
+A worker that dies is restarted by Ray and its instances run again (Ray's
+task retries); their paid calls come from the cache.  The run says which
+instances that were, and counts them in ``retried_instances``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Iterator, Optional, TextIO
+
+from lits.cli.errors import UserError
+from lits.runs.artifacts import RunDir
+from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
+from lits.runs.runner import RETRY_ROUNDS, STOP_GRACE, Item, Progress, RunOutcome, _RunLog
+from lits.structures.base import atomic_write_text
+
+#: A worker process that dies is restarted this often, and its instances run again as often.
+WORKER_RESTARTS = 3
+#: Environment variables a worker on another node needs (plugin lists, server keys, retry waits).
+FORWARDED_ENV = ("LITS_", "OPENAI_")
+
+
+def require_ray() -> None:
+    """One line, before anything is loaded, when Ray is not installed."""
+    if importlib.util.find_spec("ray") is None:
+        raise UserError("--executor ray needs Ray: install it with pip install 'lits-core[ray]'")
+
+
+@contextlib.contextmanager
+def ray_session(address: Optional[str]) -> Iterator[None]:
+    """Join the cluster at ``address`` ("auto": the running one), or start a local instance for this run.
+
+    A Ray already initialized in this process (a test, a benchmark) is used as it is.
+    """
+    import ray
+
+    if ray.is_initialized():
+        yield
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                               "logging_level": logging.ERROR, "runtime_env": {"env_vars": env} if env else None}
+    temp: Optional[str] = None
+    if address:
+        options["address"] = address
+    else:  # a short path: Ray's sockets live under it
+        temp = tempfile.mkdtemp(prefix="lits-ray-", dir="/tmp")
+        options["_temp_dir"] = temp
+    quiet = logging.getLogger("ray")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        ray.init(**options)
+    except Exception as exc:
+        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+        first = " ".join(str(exc).split())[:300]
+        raise UserError(f"cannot start or join {where}: {first}") from None
+    finally:
+        quiet.setLevel(level)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+class ClusterStats:
+    """The run's ``stats/process-N.json`` for a Ray run: the workers' counters merged, calls in flight."""
+
+    def __init__(self, run_dir: RunDir) -> None:
+        from lits.runs.stats import ProcessStats
+
+        self.run_dir = run_dir
+        self.relative = ProcessStats(run_dir.root).relative
+        self.started = time.perf_counter()
+        self.snapshots: dict[str, tuple[Any, Any]] = {}  # by worker incarnation: the latest counters
+        self.busy_area = 0.0
+
+    def save(self, seconds: Optional[float] = None) -> None:
+        from lits.runs.stats import merge_counts
+
+        payload = {
+            "pid": os.getpid(),
+            "seconds": round(time.perf_counter() - self.started if seconds is None else seconds, 3),
+            "busy_area": round(self.busy_area, 3),
+            "policy_stats": merge_counts([p for p, _ in self.snapshots.values()]),
+            "faults": merge_counts([f for _, f in self.snapshots.values()])
+            or {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0},
+            "ray_workers": sorted(self.snapshots),
+        }
+        with contextlib.suppress(OSError):  # counters are not results
+            self.run_dir.write_json(self.relative, payload)
+
+
+class RayExecutor:
+    """Runs a run's instances on Ray workers and writes what they send back into the run dir."""
+
+    def __init__(self, settings: dict[str, Any], run_dir: RunDir, mode: str) -> None:
+        self.settings, self.run_dir, self.mode = settings, run_dir, mode
+        self.stats = ClusterStats(run_dir)
+        self.outcome = RunOutcome()
+        self.submitted: dict[int, int] = {}
+        self.replaced = 0
+
+    def run(self, examples: list[Item], *, resume: bool, control: RunControl,
+            progress_stream: TextIO = sys.stderr, grace: float = STOP_GRACE) -> RunOutcome:
+        """Every example not already finished, failed ones retried after the rest, until done or stopped."""
+        run_dir, outcome = self.run_dir, self.outcome
+        done = run_dir.done() if resume else set()
+        todo = [(i, ex) for i, ex in examples if i not in done]
+        outcome.skipped = sorted(i for i, _ in examples if i in done)
+        if resume:
+            run_dir.repair_inference_log()
+        self.log = _RunLog(Path(run_dir.inference_log_path))
+        self.progress = Progress(len(todo), self.log, progress_stream)
+        self.execution = run_dir.logger()
+        self.control, self.stream = control, progress_stream
+        self.execution.info("%s on Ray: %d instances to run, %d already done", self.mode, len(todo),
+                            len(outcome.skipped))
+        started = time.perf_counter()
+        try:
+            with ray_session(self.settings.get("ray_address")), self.progress:
+                self._start()
+                pending, first = todo, {idx: resume for idx, _ in todo}
+                for round_number in range(RETRY_ROUNDS + 1):
+                    if not pending or control.stopping:
+                        break
+                    if round_number:
+                        print(f"lits: retrying {len(pending)} failed instance(s) from their journals "
+                              f"(round {round_number} of {RETRY_ROUNDS})", file=progress_stream, flush=True)
+                        self.progress.retrying(len(pending))
+                    resume_of = first if round_number == 0 else {idx: True for idx, _ in pending}
+                    outcome.stragglers = self._round(pending, resume_of, grace)
+                    pending = [item for item in pending if item[0] in outcome.failed]
+                self._finish_cluster()
+        finally:
+            outcome.seconds = time.perf_counter() - started
+            with contextlib.suppress(OSError):
+                self.log.close()
+            run_dir.close_logger(self.execution)
+        started_ids = set(self.submitted)
+        outcome.not_started = sorted(idx for idx, _ in todo if idx not in started_ids)
+        outcome.interrupted = sorted(set(outcome.interrupted) - set(outcome.finished))
+        outcome.attempts = {i: n for i, n in sorted(outcome.attempts.items()) if n > 1}
+        outcome.finished.sort()
+        outcome.failed = dict(sorted(outcome.failed.items()))
+        outcome.stop_reason, outcome.stop_message = control.reason, control.message
+        return outcome
+
+    # -- the cluster -------------------------------------------------------------
+    def _start(self) -> None:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from lits.runs.ray_actors import RunCoordinator
+
+        settings = self.settings
+        cache = None if settings.get("no_cache") else str(settings.get("cache") or self.run_dir.root / "cache.sqlite")
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+        self.coordinator_name = f"lits-coordinator-{os.getpid()}-{time.time_ns()}"
+        self.coordinator = RunCoordinator.options(name=self.coordinator_name, scheduling_strategy=here).remote(
+            settings["concurrency"], cache)
+        count = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.per_worker = max(1, math.ceil(settings["concurrency"] / count))
+        self.workers = [self._new_worker(f"w{i}") for i in range(count)]
+        self.execution.info("Ray: %d workers, %d instances at once each, %d calls in flight in all", count,
+                            self.per_worker, settings["concurrency"])
+
+    def _new_worker(self, name: str) -> Any:
+        from lits.runs.ray_actors import InstanceWorker
+
+        return InstanceWorker.options(  # type: ignore[attr-defined]
+            max_concurrency=self.per_worker + 1, max_restarts=WORKER_RESTARTS, max_task_retries=WORKER_RESTARTS,
+            scheduling_strategy="SPREAD").remote(name, self.settings, self.mode, self.coordinator_name)
+
+    def _finish_cluster(self) -> None:
+        """Count Ray's retries, take the last counters, let the workers clean up."""
+        import ray
+
+        counts: dict[int, int] = ray.get(self.coordinator.start_counts.remote())
+        again = sorted(idx for idx, n in counts.items() if n > self.submitted.get(idx, 0))
+        for idx in again:
+            self.outcome.attempts[idx] = self.outcome.attempts.get(idx, 0) + counts[idx] - self.submitted[idx]
+        if again:
+            listed = ", ".join(map(str, again[:10])) + (" ..." if len(again) > 10 else "")
+            print(f"lits: a Ray worker died; {len(again)} instance(s) ran again on a restarted worker "
+                  f"({listed}); their paid calls came from the cache", file=self.stream, flush=True)
+            self.execution.warning("Ray task retries after a worker died: instances %s", again)
+        self.stats.busy_area = float(ray.get(self.coordinator.busy_area.remote()))
+        with contextlib.suppress(Exception):
+            ray.get([w.shutdown.remote() for w in self.workers] + [self.coordinator.close.remote()], timeout=10)
+
+    # -- one round -----------------------------------------------------------------
+    def _round(self, items: list[Item], resume: dict[int, bool], grace: float) -> int:
+        """Run ``items`` on the workers, ``per_worker`` at a time each; returns how many were abandoned."""
+        import ray
+
+        queue = deque(items)
+        inflight: dict[Any, tuple[int, int]] = {}
+        load = [0] * len(self.workers)
+        stop_sent = False
+        while queue or inflight:
+            if not self.control.stopping:
+                while queue and min(load) < self.per_worker:
+                    slot = load.index(min(load))
+                    idx, example = queue.popleft()
+                    files = self._journal_files(idx) if resume[idx] else {}
+                    ref = self.workers[slot].run.remote(idx, example, resume[idx], files)
+                    inflight[ref] = (idx, slot)
+                    load[slot] += 1
+                    self.submitted[idx] = self.submitted.get(idx, 0) + 1
+                    self.outcome.attempts[idx] = self.outcome.attempts.get(idx, 0) + 1
+            elif not stop_sent:  # calls not yet started raise CallsStopped in the workers
+                self.coordinator.stop.remote()
+                stop_sent = True
+            if not inflight:
+                break
+            stopped_at = self.control.stopped_at
+            if stopped_at is not None and time.monotonic() - stopped_at > grace:
+                self.outcome.interrupted.extend(idx for idx, _ in inflight.values())
+                return len(inflight)
+            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.2)
+            for ref in ready:
+                idx, slot = inflight.pop(ref)
+                load[slot] -= 1
+                try:
+                    out = ray.get(ref)
+                except ray.exceptions.RayError as exc:  # the worker died more often than Ray retries
+                    self._worker_lost(idx, slot, exc)
+                    continue
+                self._take(out)
+        return 0
+
+    def _worker_lost(self, idx: int, slot: int, exc: Exception) -> None:
+        message = f"its Ray worker died ({' '.join(str(exc).split())[:200]})"
+        self.execution.error("instance %d: %s", idx, message)
+        self.outcome.failed[idx] = message
+        self.progress.update(None)
+        self.replaced += 1
+        self.workers[slot] = self._new_worker(f"w{slot}r{self.replaced}")
+
+    def _journal_files(self, idx: int) -> dict[str, bytes]:
+        """The instance's checkpoints on the driver, for a worker to continue from."""
+        folder = self.run_dir.checkpoints
+        return {f"checkpoints/{p.name}": p.read_bytes() for p in sorted(folder.glob(f"{idx}.*"))
+                if p.name.split(".")[0] == str(idx) and not p.name.endswith(".tmp")} if folder.is_dir() else {}
+
+    def _take(self, out: dict[str, Any]) -> None:
+        """Write what a worker sent for one instance; the result file last (it marks the instance done)."""
+        from lits.observability import InferenceRecord
+
+        idx, status = int(out["idx"]), out["status"]
+        if status == "setup":
+            raise UserError(str(out["error"]))
+        for line in out["log"]:
+            self.execution.info("[ray %s] %s", out["worker"], line)
+        self.stats.snapshots[out["worker"]] = (out["policy_stats"], out["faults"])
+        files: dict[str, bytes] = out["files"]
+        try:
+            for record in out["records"]:
+                self.log.add(InferenceRecord(**record))
+            for relative in sorted(files, key=lambda r: r.startswith("results/")):
+                atomic_write_text(self.run_dir.root / relative, files[relative].decode("utf-8"))
+        except OSError as exc:
+            problem = resource_problem(exc, str(self.run_dir.root)) or f"cannot write the run dir ({exc})"
+            self.control.stop(RESOURCE, problem)
+            self.outcome.interrupted.append(idx)
+            return
+        outcome = self.outcome
+        if status == "finished":
+            outcome.finished.append(idx)
+            outcome.failed.pop(idx, None)
+            self.control.succeeded()
+            solved = json.loads(files[f"results/{idx}.json"])["eval"]["solved"]
+            self.progress.update(solved)
+            self.stats.save()
+        elif status == "interrupted":
+            outcome.interrupted.append(idx)
+        else:
+            self._failed(idx, str(out["error"]), out.get("error_kind", "other"))
+
+    def _failed(self, idx: int, message: str, kind: str) -> None:
+        if kind == "resource":
+            self.control.stop(RESOURCE, message)
+            self.outcome.interrupted.append(idx)
+            return
+        self.outcome.failed[idx] = message
+        self.progress.update(None)
+        if kind == "unreachable":
+            self.control.stop(BREAKER, f"stopped: the model server was never reached ({message}); check "
+                                       "--base-url and that the server runs")
+            return
+        self.control.failed(" ".join(message.split())[:300], server=kind == "model",
+                            log=str(self.run_dir.root / "execution.log"))
