@@ -158,7 +158,7 @@
     var i = Math.min(Math.floor(t), PALETTE.length - 2), f = t - i, a = PALETTE[i], b = PALETTE[i + 1];
     return "rgb(" + Math.round(a[0] + f * (b[0] - a[0])) + "," + Math.round(a[1] + f * (b[1] - a[1])) + "," + Math.round(a[2] + f * (b[2] - a[2])) + ")";
   }
-  var DEFAULT_VISIBLE = 1500, COLW = 170, ROWH = 22, R = 6;
+  var DEFAULT_VISIBLE = 1500, COLW = 240, ROWH = 22, R = 6;
 
   function TreeView(idx) {
     var tree = DATA.trees[idx], inst = DATA.instances.filter(function (r) { return String(r.idx) === String(idx); })[0] || {};

@@ -1,0 +1,107 @@
+"""What a person would check in the browser: headless Debian Chromium opens report.html of real runs.
+
+Screenshots land in test-artifacts/ at the repository root.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from tests.view.conftest import Page, journal_nodes
+
+
+def test_the_tree_page_draws_every_node_of_the_search_tree(page: Page, runs: dict[str, Path],
+                                                            written: Callable[[str], Path]) -> None:
+    tab = page.open(written("blocksworld-mcts"), "#/tree/1")
+    canvas = tab.locator("#tree-canvas")
+    expected = len(journal_nodes(runs["blocksworld-mcts"], 1))
+    assert canvas.get_attribute("data-node-count") == str(expected)
+    assert canvas.get_attribute("data-visible-count") == str(expected)  # a small tree is drawn whole
+    assert int(canvas.get_attribute("data-drawn-count") or 0) > 0
+    page.screenshot("tree-blocksworld-mcts")
+
+
+def test_clicking_a_node_shows_its_details_and_model_calls(page: Page, written: Callable[[str], Path]) -> None:
+    tab = page.open(written("blocksworld-mcts"), "#/tree/0")
+    node_id = tab.evaluate("litsView.tree.nodes.find(n => n.depth === 1 && n.visits > 0).id")
+    spot = tab.evaluate(f"litsView.tree.screenPos({node_id})")
+    tab.mouse.click(spot["x"], spot["y"])
+    assert tab.locator("#details-title").inner_text() == f"node {node_id}"
+    details = tab.locator("#details").inner_text()
+    for field in ("fast reward", "reward", "visits", "Q", "depth", "action", "Model calls"):
+        assert field in details
+    assert tab.locator("#node-calls tr").count() > 1  # header + the calls that expanded this node
+    page.screenshot("tree-node-details")
+
+
+def test_the_selected_path_is_marked(page: Page, runs: dict[str, Path], written: Callable[[str], Path]) -> None:
+    tab = page.open(written("blocksworld-bfs"), "#/tree/0")
+    path = [n["id"] for n in json.loads((runs["blocksworld-bfs"] / "paths" / "0.json").read_text())]
+    assert tab.evaluate("litsView.tree.pathIds()") == sorted(path)
+    spot = tab.evaluate(f"litsView.tree.screenPos({path[-1]})")
+    tab.mouse.click(spot["x"], spot["y"])
+    assert "on the selected path" in tab.locator("#details").inner_text()
+
+
+def test_the_run_page_lists_the_instances_and_links_to_their_trees(page: Page, written: Callable[[str], Path],
+                                                                    reports: dict[str, dict[str, Any]]) -> None:
+    tab = page.open(written("mapeval-mcts"))
+    rows = tab.locator("#instances tr[data-idx]")
+    assert rows.count() == len(reports["mapeval-mcts"]["instances"])
+    assert "accuracy" in tab.locator("#run-cards").inner_text()
+    assert tab.locator(".chart svg").count() >= 3  # calls and tokens by component, phase, depth; in flight
+    page.screenshot("run-page-mapeval")
+    rows.first.locator("a").click()
+    tab.wait_for_function("window.litsView.page === 'tree' && document.querySelector('#tree-canvas')")
+    assert tab.locator("#tree-canvas").get_attribute("data-node-count") == str(
+        reports["mapeval-mcts"]["instances"][0]["nodes"])
+
+
+def test_a_chain_run_is_drawn_as_a_path(page: Page, runs: dict[str, Path], written: Callable[[str], Path]) -> None:
+    tab = page.open(written("math500-cot"), "#/tree/0")
+    steps = json.loads((runs["math500-cot"] / "results" / "0.json").read_text())["final_state"]["steps"]
+    assert tab.locator("#tree-canvas").get_attribute("data-node-count") == str(len(steps) + 1)
+    assert tab.evaluate("litsView.tree.pathIds().length") == len(steps) + 1
+    tab.evaluate("litsView.tree.select(1)")
+    assert "step 1" in tab.locator("#details-title").inner_text()
+    page.screenshot("tree-math500-chain")
+
+
+def test_stepping_back_through_iterations_shows_the_tree_as_it_was(page: Page, written: Callable[[str], Path]) -> None:
+    tab = page.open(written("blocksworld-mcts"), "#/tree/1")
+    last = int(tab.locator("#iteration").get_attribute("max") or 0)
+    assert last >= 2
+    tab.locator("#iteration").fill("1")  # after the first iteration
+    assert tab.evaluate("litsView.tree.valueOf(0, 'visits')") == 1
+    drawn_then = int(tab.locator("#tree-canvas").get_attribute("data-drawn-count") or 0)
+    tab.locator("#iteration").fill(str(last))
+    assert tab.evaluate("litsView.tree.valueOf(0, 'visits')") == last
+    assert int(tab.locator("#tree-canvas").get_attribute("data-drawn-count") or 0) > drawn_then
+
+
+def test_every_domain_s_pages_open_without_errors(page: Page, written: Callable[[str], Path],
+                                                  reports: dict[str, dict[str, Any]]) -> None:
+    for name in ("crosswords-mcts", "mapeval-react", "gsm8k-rap", "blocksworld-chain"):
+        page.open(written(name))
+        for idx in reports[name]["trees"]:
+            tab = page.open(written(name), f"#/tree/{idx}")
+            assert tab.locator("#tree-canvas").get_attribute("data-node-count") == str(
+                len(reports[name]["trees"][idx]["nodes"]))
+
+
+def test_a_large_tree_opens_collapsed_around_the_selected_path(page: Page, tmp_path: Path) -> None:
+    from tests.view.synthetic import write_synthetic_run
+
+    from lits.view.html import write_report
+
+    run = write_synthetic_run(tmp_path / "large", nodes=4000)
+    tab = page.open(write_report(run), "#/tree/0")
+    canvas = tab.locator("#tree-canvas")
+    assert canvas.get_attribute("data-node-count") == "4000"
+    visible = int(canvas.get_attribute("data-visible-count") or 0)
+    assert 0 < visible <= 1500 + 50
+    assert tab.evaluate("litsView.tree.pathIds().every(id => litsView.tree.screenPos(id) !== null)")
+    tab.get_by_role("button", name="expand all").click()
+    assert canvas.get_attribute("data-visible-count") == "4000"

@@ -1,0 +1,96 @@
+"""``lits view``: the page file, its embedded data, bad input, and ``--serve``."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from tests.view.conftest import lits
+
+DATA_BLOCK = re.compile(r'<script id="lits-data" type="application/json">(.*?)</script>', re.S)
+
+
+def embedded(page: str) -> Any:
+    match = DATA_BLOCK.search(page)
+    assert match, "the page embeds its data"
+    return json.loads(match.group(1))
+
+
+def test_the_page_is_one_file_that_fetches_nothing(written: Callable[[str], Path]) -> None:
+    page = written("blocksworld-mcts").read_text(encoding="utf-8")
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in page
+
+
+def test_the_page_embeds_the_report_of_the_run(written: Callable[[str], Path],
+                                                reports: dict[str, dict[str, Any]]) -> None:
+    data = embedded(written("mapeval-react").read_text(encoding="utf-8"))
+    expected = reports["mapeval-react"]
+    assert data["instances"] == expected["instances"]
+    assert data["trees"].keys() == expected["trees"].keys()
+
+
+def test_text_from_the_run_cannot_close_the_data_script(runs: dict[str, Path], tmp_path: Path) -> None:
+    from lits.view.html import write_report
+
+    run = tmp_path / "hostile"
+    shutil.copytree(runs["blocksworld-chain"], run)
+    result = json.loads((run / "results" / "0.json").read_text())
+    hostile = "</script><script>window.pwned=1</script><!-- \u2028 & __CSS__"
+    result["query"] = hostile
+    (run / "results" / "0.json").write_text(json.dumps(result))
+    page = write_report(run).read_text(encoding="utf-8")
+    assert "<script>window.pwned" not in page
+    assert embedded(page)["instances"][0]["query"] == " ".join(hostile.split())
+
+
+def test_out_writes_the_page_elsewhere(runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "pages" / "mine.html"
+    result = lits("view", str(runs["gsm8k-rap"]), "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert out.is_file() and str(out) in result.stdout
+
+
+@pytest.mark.parametrize("target", ["missing", "empty"])
+def test_a_bad_run_dir_is_one_line_and_exit_2(target: str, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = lits("view", str(tmp_path / target), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("lits: error: ") and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_answers_on_loopback_rereads_the_run_and_stops_on_ctrl_c(runs: dict[str, Path],
+                                                                        tmp_path: Path) -> None:
+    run = tmp_path / "live"
+    shutil.copytree(runs["blocksworld-mcts"], run)
+    proc = subprocess.Popen([sys.executable, "-m", "lits", "view", str(run), "--serve", "--port", "0", "--no-open"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # wrote .../report.html
+        line = proc.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert url, line
+        first = embedded(urllib.request.urlopen(url.group(0), timeout=10).read().decode("utf-8"))
+        assert first["run"]["finished"] == 2
+        (run / "results" / "1.json").unlink()  # the run changes: the next load must show it
+        second = embedded(urllib.request.urlopen(url.group(0), timeout=10).read().decode("utf-8"))
+        assert second["run"]["finished"] == 1 and second["run"]["running"] == 1
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+        assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
