@@ -356,16 +356,20 @@ class BaseTreeSearch(ABC):
         With ``checkpoint_every`` > 1 only every n-th iteration is written; the
         changes in between are carried to the next line, never lost.
         """
-        if self._journal is None:
+        journal = self._journal
+        if journal is None:
             return
-        every = max(1, getattr(self.config, "checkpoint_every", 1))
-        if iteration % every and not force:
+        every = getattr(self.config, "checkpoint_every", 1)
+        if every > 1 and iteration % every and not force:
             return
-        nodes = sorted(self._dirty.values(), key=lambda n: n.id)
+        # Once the tree stops growing, most checkpoints carry only a backed-up leaf: keep that path cheap.
+        nodes = sorted(self._dirty.values(), key=_node_id) if self._dirty else ()
         proposals = self._take_proposals()
-        self.proposals.extend(proposals)
-        self._journal.append(iteration, self._next_id, self.stats, nodes, self._paths, proposals)
-        self._dirty = {}
+        if proposals:
+            self.proposals.extend(proposals)
+        journal.append(iteration, self._next_id, self.stats, nodes, self._paths, proposals)
+        if nodes:
+            self._dirty = {}
         self._paths = []
 
     def _take_proposals(self) -> list[tuple[str, bool]]:
@@ -388,3 +392,7 @@ class BaseTreeSearch(ABC):
 
     def _replay_backup(self, path: list[SearchNode]) -> None:
         self.backup_values(path)
+
+
+def _node_id(node: SearchNode) -> int:
+    return node.id

@@ -63,9 +63,11 @@ class TreeJournal:
         """
         for node in nodes:  # as they are now: the search goes on changing them
             self._nodes[node.id] = _flat(node, skip=VISIT_FIELDS)
-        self._paths.extend(paths)
-        self._proposals.extend(proposals)
-        self._counters = (iteration, next_id, dict(stats))
+        if paths:
+            self._paths.extend(paths)
+        if proposals:
+            self._proposals.extend(proposals)
+        self._counters = (iteration, next_id, stats.copy())
         if time.monotonic() - self._written >= FLUSH_SECONDS:
             self.flush()
 
