@@ -4,22 +4,32 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import pytest
 from pydantic import ValidationError
 
 from lits.tools import ToolUnavailable, execute_tool_action
 from lits.tools.mcp import args_model, load_mcp_resource
+from tests.mcp.conftest import TOY
 
 
-def _call(tools: list[Any], name: str, **args: Any) -> str:
-    return execute_tool_action(json.dumps({"tool": name, "args": args}), tools)
+def _call(tools: list[Any], name: str, timeout: Optional[float] = None, **args: Any) -> str:
+    return execute_tool_action(json.dumps({"tool": name, "args": args}), tools, timeout)
+
+
+@pytest.fixture(scope="module")
+def toy() -> Iterator[dict[str, Any]]:
+    """One toy server for the tests that leave it running."""
+    resource = load_mcp_resource(command=f"{sys.executable} {TOY}", timeout=20)
+    yield resource
+    resource["connection"].close()
 
 
 @pytest.fixture
-def toy(in_env: dict[str, str], toy_command: str) -> Iterator[dict[str, Any]]:
-    resource = load_mcp_resource(command=toy_command, timeout=1)
+def fresh_toy(in_env: dict[str, str], toy_command: str) -> Iterator[dict[str, Any]]:
+    """A toy server of its own, for a test that kills it."""
+    resource = load_mcp_resource(command=toy_command, timeout=20)
     yield resource
     resource["connection"].close()
 
@@ -48,12 +58,12 @@ def test_arguments_are_checked_against_the_schema_before_the_call(toy):
 def test_a_refused_call_and_a_time_out_become_observations_and_the_server_goes_on(toy):
     tools = toy["tools"]
     assert _call(tools, "refuse", reason="no").startswith("Tool refuse failed: ")
-    assert _call(tools, "sleep", seconds=30) == "Tool sleep timed out after 1 s"
+    assert _call(tools, "sleep", timeout=1, seconds=3) == "Tool sleep timed out after 1 s"
     assert _call(tools, "add", a=40) == "42"
 
 
-def test_a_server_that_dies_is_restarted_once_then_calls_fail_for_good(toy):
-    tools = toy["tools"]
+def test_a_server_that_dies_is_restarted_once_then_calls_fail_for_good(fresh_toy):
+    tools = fresh_toy["tools"]
     assert _call(tools, "flaky") == "recovered"  # died on the first call, answered after the restart
     with pytest.raises(ToolUnavailable, match=r"MCP server `.*toy_server.py` stopped again after a restart"):
         _call(tools, "crash")
