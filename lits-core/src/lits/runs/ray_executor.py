@@ -90,6 +90,29 @@ def ray_session(address: Optional[str]) -> Iterator[None]:
             shutil.rmtree(temp, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def ray_errors_to(log: logging.Logger) -> Iterator[None]:
+    """Ray prints its workers' errors (a task retried after a worker died: a traceback) on stderr; here
+    they go to the run's execution.log, and the run says what happened in one line of its own."""
+    try:
+        import ray._private.worker as ray_worker
+
+        printer = ray_worker.print_to_stdstream
+    except (ImportError, AttributeError):  # another Ray: its messages stay on stderr
+        yield
+        return
+
+    def to_log(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        for line in data.get("lines", []):
+            log.warning("ray: %s", line)
+
+    ray_worker.print_to_stdstream = to_log
+    try:
+        yield
+    finally:
+        ray_worker.print_to_stdstream = printer
+
+
 class ClusterStats:
     """The run's ``stats/process-N.json`` for a Ray run: the workers' counters merged, calls in flight."""
 
@@ -145,7 +168,7 @@ class RayExecutor:
                             len(outcome.skipped))
         started = time.perf_counter()
         try:
-            with ray_session(self.settings.get("ray_address")), self.progress:
+            with ray_session(self.settings.get("ray_address")), ray_errors_to(self.execution), self.progress:
                 self._start()
                 pending, first = todo, {idx: resume for idx, _ in todo}
                 for round_number in range(RETRY_ROUNDS + 1):
@@ -181,7 +204,8 @@ class RayExecutor:
         from lits.runs.ray_actors import RunCoordinator
 
         settings = self.settings
-        cache = None if settings.get("no_cache") else str(settings.get("cache") or self.run_dir.root / "cache.sqlite")
+        cache = None if settings.get("no_cache") else str(  # absolute: the coordinator has its own cwd
+            Path(settings.get("cache") or self.run_dir.root / "cache.sqlite").resolve())
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
         self.coordinator_name = f"lits-coordinator-{os.getpid()}-{time.time_ns()}"
         self.coordinator = RunCoordinator.options(name=self.coordinator_name, scheduling_strategy=here).remote(

@@ -1,0 +1,145 @@
+"""Fixtures for running the same search in this process and on Ray: a shared local Ray, process trees."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from lits.testing.scripted import listed_actions
+
+#: What a search found, by file: the bytes that must not depend on where instances ran.
+OUTPUTS = ("results", "paths", "terminal_nodes")
+#: eval_results.json fields that are wall-clock measurements by design.
+TIMINGS = {"seconds_per_instance", "seconds", "run_seconds", "calls_in_flight_avg"}
+#: A test cluster on loopback needs no tokens; nothing of Ray's reports usage.
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def first_listed_action(prompt: str, body: dict[str, Any]) -> str:
+    """A weak but obedient model: the first valid action listed, else Yes."""
+    listed = listed_actions(prompt)
+    return listed[0] if listed else "Yes"
+
+
+def outputs(run: Path) -> dict[str, bytes]:
+    return {f"{sub}/{p.name}": p.read_bytes() for sub in OUTPUTS if (run / sub).is_dir()
+            for p in sorted((run / sub).iterdir())}
+
+
+def _drop_timings(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_timings(v) for k, v in value.items() if k not in TIMINGS}
+    return value
+
+
+def eval_without_timings(run: Path) -> dict[str, Any]:
+    return _drop_timings(json.loads((run / "eval_results.json").read_text()))  # type: ignore[no-any-return]
+
+
+def records_per_instance(run: Path) -> dict[int, int]:
+    """Inference records (paid or cached) per instance."""
+    counts: dict[int, int] = {}
+    for line in (run / "inference.jsonl").read_text().splitlines():
+        idx = json.loads(line)["context"].get("instance")
+        counts[idx] = counts.get(idx, 0) + 1
+    return counts
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """One local Ray instance with 2 CPUs (so 2 workers) for the whole module: ray.init costs seconds."""
+    import ray
+
+    for key, value in RAY_ENV.items():
+        os.environ.setdefault(key, value)
+    temp = tempfile.mkdtemp(prefix="lits-rt-", dir="/tmp")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+             _temp_dir=temp)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture
+def lits_here(tmp_path: Path) -> Callable[..., int]:
+    """``lits ARGS`` in this process (it uses the module's Ray when one is initialized)."""
+    from lits.cli.main import main
+
+    def run(*args: str) -> int:
+        cwd = os.getcwd()
+        os.chdir(tmp_path)
+        try:
+            return main(list(args))
+        finally:
+            os.chdir(cwd)
+
+    return run
+
+
+def lits_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``python -m lits ARGS`` as its own process, output to files in ``cwd``."""
+    full_env = {**os.environ, **RAY_ENV, **(env or {})}
+    return subprocess.Popen([sys.executable, "-m", "lits", *args], cwd=cwd, env=full_env, text=True,
+                            stdout=open(cwd / "stdout.txt", "w"), stderr=open(cwd / "stderr.txt", "w"))
+
+
+def _parents() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(name))
+    return children
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it."""
+    children = _parents()
+    todo, out = [pid], []
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(children.get(current, []))
+    return out
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def kill_all(pids: list[int]) -> None:
+    """SIGKILL exactly these processes (never by name: other tests' Ray instances must live)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)

@@ -1,0 +1,113 @@
+"""``--executor ray`` on a local Ray with 2 workers finds what the in-process run finds, byte for byte."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from lits.testing.server import FakeOpenAIServer
+from tests.ray.conftest import eval_without_timings, first_listed_action, outputs, records_per_instance
+
+pytestmark = pytest.mark.usefixtures("local_ray")
+
+SCRIPTED = ["--model", "scripted", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4", "--limit", "4"]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(responder=first_listed_action, latency=0.01) as srv:
+        yield srv
+
+
+def test_scripted_search_on_ray_equals_in_process(lits_here: Callable[..., int], tmp_path: Path) -> None:
+    assert lits_here("search", *SCRIPTED, "--save-dir", "here") == 0
+    assert lits_here("search", *SCRIPTED, "--save-dir", "ray", "--executor", "ray") == 0
+    here, ray = tmp_path / "here", tmp_path / "ray"
+    assert outputs(ray) == outputs(here) and len(outputs(here)) == 12
+    assert eval_without_timings(ray) == eval_without_timings(here)
+    assert records_per_instance(ray) == records_per_instance(here)
+    assert json.loads((ray / "config.json").read_text())["executor"] == "ray"
+
+
+def test_server_search_on_ray_equals_in_process(lits_here: Callable[..., int], tmp_path: Path,
+                                                server: FakeOpenAIServer) -> None:
+    args = ["--model", "m", "--base-url", server.base_url, "--dataset", "blocksworld", "--dataset-arg",
+            "steps=2,4", "--limit", "4", "--concurrency", "3", "--search-arg", "n_iterations=4"]
+    assert lits_here("search", *args, "--save-dir", "here") == 0
+    assert lits_here("search", *args, "--save-dir", "ray", "--executor", "ray") == 0
+    here, ray = tmp_path / "here", tmp_path / "ray"
+    assert outputs(ray) == outputs(here)
+    assert eval_without_timings(ray) == eval_without_timings(here)
+
+
+def test_calls_in_flight_across_workers_stay_within_concurrency(lits_here: Callable[..., int],
+                                                                server: FakeOpenAIServer) -> None:
+    """Two workers, each running instances at once, share the one bound of --concurrency."""
+    server.latency = 0.03
+    assert lits_here("search", "--model", "m", "--base-url", server.base_url, "--dataset", "blocksworld",
+                     "--dataset-arg", "steps=2", "--limit", "4", "--concurrency", "2", "--search-arg",
+                     "n_iterations=3", "--save-dir", "ray", "--executor", "ray") == 0
+    assert server.max_in_flight == 2
+
+
+@pytest.mark.parametrize("dataset", ["crosswords", "mapeval-sql", "math500"])  # blocksworld: above
+def test_every_other_shipped_domain_runs_on_ray(lits_here: Callable[..., int], tmp_path: Path, dataset: str) -> None:
+    args = ["--model", "scripted", "--dataset", dataset, "--limit", "2", "--search-arg", "n_iterations=3"]
+    assert lits_here("search", *args, "--save-dir", "here") == 0
+    assert lits_here("search", *args, "--save-dir", "ray", "--executor", "ray") == 0
+    assert len(list((tmp_path / "ray" / "results").iterdir())) == 2
+    assert outputs(tmp_path / "ray") == outputs(tmp_path / "here")
+
+
+def test_resume_on_ray_redoes_only_unfinished_instances(lits_here: Callable[..., int], tmp_path: Path) -> None:
+    """An in-process run resumed with --executor ray (an operational flag) redoes only what is missing."""
+    assert lits_here("search", *SCRIPTED, "--save-dir", "whole") == 0
+    assert lits_here("search", *SCRIPTED, "--save-dir", "part") == 0
+    part = tmp_path / "part"
+    (part / "results" / "2.json").unlink()
+    (part / "checkpoints" / "2.journal.jsonl").unlink()  # else its finished tree is replayed without a call
+    before = records_per_instance(part)
+    assert lits_here("search", "--resume", "--save-dir", "part", "--executor", "ray") == 0
+    assert outputs(part) == outputs(tmp_path / "whole")
+    after = records_per_instance(part)
+    assert {idx: after[idx] - before[idx] for idx in after if after[idx] != before[idx]} == {2: before[2]}
+    config = json.loads((part / "config.json").read_text())
+    assert config["executor"] == "ray" and config["resumed"][-1]["changed"] == {"executor": "ray"}
+
+
+def test_ray_address_without_ray_executor_is_one_line(lits_here: Callable[..., int],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert lits_here("search", *SCRIPTED, "--ray-address", "auto") == 2
+    assert capsys.readouterr().err.strip() == "lits: error: --ray-address needs --executor ray"
+
+
+def test_missing_ray_names_the_extra(lits_here: Callable[..., int], capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    assert lits_here("search", *SCRIPTED, "--executor", "ray") == 2
+    assert capsys.readouterr().err.strip() == (
+        "lits: error: --executor ray needs Ray: install it with pip install 'lits-core[ray]'")
+
+
+def test_worker_without_the_plugin_says_install_it_on_every_node() -> None:
+    """A worker that cannot find a registered name answers with one line, not a dead actor."""
+    import ray
+
+    from lits.runs.ray_actors import InstanceWorker, RunCoordinator
+
+    coordinator = RunCoordinator.options(name="test-coordinator-missing-plugin").remote(1, None)
+    settings = {"dataset": "no-such-dataset", "search": "mcts", "search_args": {}, "concurrency": 1,
+                "model": "scripted", "base_url": None, "api": None, "no_cache": True}
+    worker = InstanceWorker.remote("w0", settings, "search", "test-coordinator-missing-plugin")
+    out = ray.get(worker.run.remote(0, {"query": "q"}, False, {}), timeout=60)
+    assert out["status"] == "setup"
+    assert "no-such-dataset" in out["error"]
+    assert "installed on every node of the cluster" in out["error"]
+    ray.kill(worker)
+    ray.kill(coordinator)
