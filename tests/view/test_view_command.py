@@ -54,6 +54,13 @@ def test_text_from_the_run_cannot_close_the_data_script(runs: dict[str, Path], t
     assert embedded(page)["instances"][0]["query"] == " ".join(hostile.split())
 
 
+def test_nan_rewards_are_embedded_as_null() -> None:
+    from lits.view.html import embed_json
+
+    assert json.loads(embed_json({"reward": float("nan"), "q": [float("inf"), 0.5]})) == {"reward": None,
+                                                                                           "q": [None, 0.5]}
+
+
 def test_out_writes_the_page_elsewhere(runs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "pages" / "mine.html"
     result = lits("view", str(runs["gsm8k-rap"]), "--out", str(out), cwd=tmp_path)

@@ -30,7 +30,10 @@ def embed_json(data: Any) -> str:
     ``<``, ``>`` and ``&`` become ``\\u003c`` and friends (JSON.parse reads them
     back unchanged), as do the two line separators JavaScript once treated as newlines.
     """
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
+    except ValueError:  # NaN or infinity somewhere (a reward model may return them): JSON has neither
+        text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
     for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)
@@ -46,7 +49,7 @@ def render_report(report: dict[str, Any]) -> str:
         "__GENERATED__": html.escape(f"read {generated}"),
         "__CSS__": _static("view.css"),
         "__JS__": _static("view.js").replace("</script", "<\\/script"),
-        "__DATA__": embed_json(_finite(report)),
+        "__DATA__": embed_json(report),
     }
     # one pass: a value (a run named __CSS__, a state holding __DATA__) is never scanned again
     return re.sub("|".join(parts), lambda m: parts[m.group(0)], page)

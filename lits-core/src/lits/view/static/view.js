@@ -293,8 +293,15 @@
       var rect = canvas.getBoundingClientRect(), maxX = 0, maxY = 0;
       visible.forEach(function (i) { if (px[i] > maxX) maxX = px[i]; if (py[i] > maxY) maxY = py[i]; });
       var sx = (rect.width - 240) / Math.max(maxX, 1), sy = (rect.height - 40) / Math.max(maxY, 1);
-      self.scale = Math.max(0.02, Math.min(1.5, Math.min(sx, sy)));
+      self.scale = Math.max(0.001, Math.min(1.5, Math.min(sx, sy)));
       self.tx = 20; self.ty = 20 + Math.max(0, (rect.height - 40 - maxY * self.scale) / 2);
+    }
+
+    function initialView() {  // the whole tree if it is readable so, else a readable band around the root
+      fit();
+      if (self.scale >= 0.5 || !n) return;
+      var rect = canvas.getBoundingClientRect();
+      self.scale = 0.7; self.tx = 20; self.ty = rect.height / 2 - py[0] * self.scale;  // the root, readable
     }
 
     function draw() {
@@ -337,7 +344,7 @@
         if (node.terminal && node.on_path && inst.solved) { ctx.beginPath(); ctx.arc(x, y, r + 4, 0, 2 * Math.PI); ctx.lineWidth = 2; ctx.strokeStyle = "#2b8a3e"; ctx.stroke(); }
         if (node.error) { ctx.beginPath(); ctx.moveTo(x - r, y - r); ctx.lineTo(x + r, y + r); ctx.moveTo(x + r, y - r); ctx.lineTo(x - r, y + r); ctx.lineWidth = 2; ctx.strokeStyle = "#c92a2a"; ctx.stroke(); }
         if (i === self.selected) { ctx.beginPath(); ctx.arc(x, y, r + 7, 0, 2 * Math.PI); ctx.lineWidth = 2; ctx.strokeStyle = "#1d2330"; ctx.stroke(); }
-        if (self.collapsed[i] && kids[i].length) { ctx.fillStyle = "#1d2330"; ctx.fillText("+" + descendants(i), x + r + 3, y - 9); }
+        if (labels && self.collapsed[i] && kids[i].length) { ctx.fillStyle = "#1d2330"; ctx.fillText("+" + descendants(i), x + r + 3, y - 9); }
         if (labels) {
           var text = node.label.length > maxChars ? node.label.slice(0, Math.max(1, maxChars - 1)) + "…" : node.label;
           ctx.lineWidth = 3; ctx.strokeStyle = "rgba(252,252,253,0.9)"; ctx.strokeText(text, x + r + 4, y);
@@ -424,7 +431,7 @@
     canvas.addEventListener("wheel", function (e) {
       e.preventDefault();
       var rect = canvas.getBoundingClientRect(), mx = e.clientX - rect.left, my = e.clientY - rect.top;
-      var f = Math.exp(-e.deltaY * 0.0015), s = Math.max(0.02, Math.min(4, self.scale * f));
+      var f = Math.exp(-e.deltaY * 0.0015), s = Math.max(0.001, Math.min(4, self.scale * f));
       self.tx = mx - (mx - self.tx) * s / self.scale; self.ty = my - (my - self.ty) * s / self.scale; self.scale = s; draw();
     }, { passive: false });
     var onResize = function () { if (api.tree !== self) { window.removeEventListener("resize", onResize); return; } resize(); draw(); };
@@ -445,7 +452,7 @@
     self.toggle = function (id) { toggle(byId[id]); };
 
     api.tree = self;
-    resize(); layout(); fit(); draw();
+    resize(); layout(); initialView(); draw();
     return self;
   }
 
