@@ -52,3 +52,24 @@ def test_resume_reuses_cached_answers_for_the_interrupted_instance(tmp_path):
                                capture_output=True, text=True)
         assert again.returncode == 0, again.stderr
         assert len(srv.requests) == paid
+
+
+def test_a_killed_process_keeps_its_counters_up_to_a_few_seconds_before_the_kill(tmp_path):
+    """Statistics are saved while instances run, not only when one finishes."""
+    run = tmp_path / "run"
+    with FakeOpenAIServer(responder=first_listed_action, latency=0.05) as srv:
+        args = ["search", "--dataset", "blocksworld", "--dataset-arg", "steps=4", "--limit", "1",
+                "--model", "m", "--base-url", srv.base_url, "--search-arg", "n_iterations=200",
+                "--search-arg", "early_stop=false", "--concurrency", "1", "--save-dir", str(run)]
+        proc = subprocess.Popen([sys.executable, "-m", "lits", *args], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env={**os.environ, "LITS_STATS_EVERY": "0.2"})
+        deadline = time.time() + 60
+        while len(srv.requests) < 20 and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not (run / "results" / "0.json").exists()  # killed mid-instance
+    saved = json.loads((run / "stats" / "process-1.json").read_text())
+    assert saved["seconds"] > 0 and saved["busy_area"] > 0
+    assert saved["policy_stats"]["outputs"] > 0

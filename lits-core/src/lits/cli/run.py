@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import os
 import sys
+import threading
 import time
 import warnings
 from typing import Any, Iterator
@@ -74,9 +75,10 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
                 stats = executor.stats  # type: ignore[assignment]
                 outcome = executor.run(selected, resume=args.resume, control=control)
             else:
-                outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
-                                        concurrency=settings["concurrency"], resume=args.resume,
-                                        control=control, after_instance=stats.save)
+                with stats.saved_periodically():
+                    outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
+                                            concurrency=settings["concurrency"], resume=args.resume,
+                                            control=control, after_instance=stats.save)
             return _finish(run_dir, mode, settings, outcome, stats, len(selected))
     finally:
         control.close()
@@ -191,7 +193,8 @@ def _agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir
 
 
 class _ProcessStats:
-    """This process's counters in ``stats/process-N.json``, rewritten after each instance."""
+    """This process's counters in ``stats/process-N.json``, rewritten after each instance and every
+    few seconds, so a process killed with SIGKILL loses at most those seconds of counts."""
 
     def __init__(self, run_dir: RunDir, model: Any, components: Any) -> None:
         from lits.runs.stats import ProcessStats
@@ -199,6 +202,24 @@ class _ProcessStats:
         self.run_dir, self.model, self.components = run_dir, model, components
         self.relative = ProcessStats(run_dir.root).relative
         self.started = time.perf_counter()
+        self._lock = threading.Lock()  # an older snapshot must never replace a newer one
+
+    @contextlib.contextmanager
+    def saved_periodically(self) -> Iterator[None]:
+        every = float(os.environ.get("LITS_STATS_EVERY") or 5.0)
+        stop = threading.Event()
+
+        def loop() -> None:
+            while not stop.wait(every):
+                self.save()
+
+        thread = threading.Thread(target=loop, name="lits-stats", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def save(self, seconds: float | None = None) -> None:
         as_dict = getattr(getattr(self.components.policy, "stats", None), "as_dict", None)
@@ -209,8 +230,8 @@ class _ProcessStats:
             "policy_stats": as_dict() if as_dict is not None else None,
             "faults": self.model.fault_stats(),
         }
-        with contextlib.suppress(OSError):  # counters are not results: a full disk is reported elsewhere
-            self.run_dir.write_json(self.relative, payload)
+        with self._lock, contextlib.suppress(OSError):  # counters are not results: a full disk is
+            self.run_dir.write_json(self.relative, payload)  # reported elsewhere
 
 
 def _finish(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: RunOutcome,
