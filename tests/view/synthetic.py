@@ -7,14 +7,14 @@ import random
 from pathlib import Path
 
 from lits.agents.tree.journal import TreeJournal
-from lits.structures.node import MCTSNode
+from lits.structures.node import MCTSNode, SearchNode
 
 
 def write_synthetic_run(root: Path, nodes: int = 10_000, branching: int = 4, seed: int = 0) -> Path:
     """A finished one-instance MCTS run dir whose tree has ``nodes`` nodes (no model calls)."""
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
-    tree = [MCTSNode(id=0)]
+    tree: list[SearchNode] = [MCTSNode(id=0)]
     frontier = [tree[0]]
     while len(tree) < nodes:
         parent = frontier.pop(0)

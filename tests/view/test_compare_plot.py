@@ -22,7 +22,7 @@ def test_the_svg_has_one_point_per_run_in_each_panel_and_labelled_axes(runs: dic
     assert result.returncode == 0, result.stderr
     assert "accuracy" in result.stdout and f"wrote {out}" in result.stdout  # the table is still printed
     root = ET.parse(out).getroot()
-    panels = {g.get("id"): g for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("points-")}
+    panels = {str(g.get("id")): g for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("points-")}
     assert sorted(panels) == ["points-calls", "points-cost", "points-seconds", "points-tokens"]
     for group in panels.values():
         assert len(list(group.iter(f"{SVG}use"))) == len(COMPARED)

@@ -43,14 +43,15 @@ def test_mcts_visits_and_q_agree_with_the_search_s_own_replay(runs: dict[str, Pa
                                                              reports: dict[str, dict[str, Any]]) -> None:
     from lits.agents.tree.journal import TreeJournal
     from lits.agents.tree.mcts import backpropagate
+    from lits.structures.node import MCTSNode
 
     run = runs["blocksworld-mcts"]
     for idx, tree in reports["blocksworld-mcts"]["trees"].items():
         copy = run.parent / f"replay-{idx}.journal.jsonl"  # replay may repair a file: never the run's own
         shutil.copyfile(run / "checkpoints" / f"{idx}.journal.jsonl", copy)
-        replayed = TreeJournal(copy).replay(lambda path: backpropagate(path, "mean"))
+        replayed = TreeJournal(copy).replay(lambda path: backpropagate(path, "mean"))  # type: ignore[arg-type]
         assert replayed is not None
-        truth = {n.id: (n.visits, n.Q) for n in replayed[0].iter_tree()}
+        truth = {n.id: (n.visits, n.Q) for n in replayed[0].iter_tree() if isinstance(n, MCTSNode)}
         for node in tree["nodes"]:
             visits, q = truth[node["id"]]
             assert node["visits"] == visits

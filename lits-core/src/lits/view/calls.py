@@ -133,8 +133,8 @@ def attribute_calls(tree: dict[str, Any], calls: list[dict[str, Any]]) -> dict[i
     if tree["kind"] == "chain":
         for i, call in enumerate(calls):
             depth = (call.get("context") or {}).get("depth")
-            target = depth + 1 if isinstance(depth, int) and depth + 1 in nodes else 0
-            out.setdefault(target, []).append(i)
+            step = depth + 1 if isinstance(depth, int) and depth + 1 in nodes else 0
+            out.setdefault(step, []).append(i)
         return out
     paths = [_path_ids(nodes, leaf) for leaf in tree["paths"]]
     parents = {n["parent"] for n in tree["nodes"] if n["parent"] is not None}
@@ -147,14 +147,14 @@ def attribute_calls(tree: dict[str, Any], calls: list[dict[str, Any]]) -> dict[i
     for i, call in enumerate(calls):
         ctx = call.get("context") or {}
         depth, iteration = ctx.get("depth"), ctx.get("iteration")
-        target: Optional[list[int]] = None
+        owners: Optional[list[int]] = None
         if paths and isinstance(iteration, int) and isinstance(depth, int) and iteration < len(paths):
             path = paths[iteration]
-            target = [path[depth]] if depth < len(path) else None
+            owners = [path[depth]] if depth < len(path) else None
         elif isinstance(depth, int):
-            target = expanded.get(depth) or every.get(depth)
-            target = target if target and len(target) <= SHARED_MAX else None
-        for node_id in target or [0]:
+            owners = expanded.get(depth) or every.get(depth)
+            owners = owners if owners and len(owners) <= SHARED_MAX else None
+        for node_id in owners or [0]:
             out.setdefault(node_id, []).append(i)
     return out
 
