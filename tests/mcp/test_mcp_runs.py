@@ -158,3 +158,20 @@ def test_the_react_chain_runs_over_mcp_on_the_embedded_model(env, tmp_path):
     first = json.loads((tmp_path / "run" / "results" / "0.json").read_text())["final_state"]["steps"][0]
     assert json.loads(first["action"]["text"])["tool"] in ("list_tables", "describe_table", "query_sql")
     assert first["observation"] and not first["observation"].startswith(("Invalid", "Unknown tool", "Tool "))
+
+
+def test_resource_is_refused_for_a_dataset_that_is_not_tool_use(env, tmp_path):
+    result = lits(env, "chain", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted", "--save-dir",
+                  str(tmp_path / "run"), *MAPEVAL_MCP)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "lits: error: --resource gives tools to tool-use datasets; 'blocksworld' is env_grounded"]
+
+
+def test_serve_mcp_refuses_to_listen_beyond_loopback():
+    result = subprocess.run([str(Path(sys.executable).parent / "lits-mapeval"), "serve-mcp", "--http", "--host",
+                             "0.0.0.0"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "lits-mapeval: error: --host 0.0.0.0 is not a loopback address: the tools are served without "
+        "authentication, so only 127.0.0.1, localhost or ::1 are allowed"]

@@ -72,7 +72,7 @@ def create_components(
     resource named ``resource`` (called with ``resource_options``), e.g. ``mcp``."""
     task_type = infer_task_type(dataset)
     if resource and task_type != "tool_use":
-        raise ValueError(f"--resource gives tools to tool-use datasets; {dataset!r} is a {task_type} dataset")
+        raise ValueError(f"--resource gives tools to tool-use datasets; {dataset!r} is {task_type}")
     if framework:
         bundle = get_search_framework(framework, task_type)
         policy, transition, reward = policy or bundle.policy, transition or bundle.transition, reward or bundle.reward_model

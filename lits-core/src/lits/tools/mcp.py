@@ -93,7 +93,7 @@ class McpTool(BaseTool):
     description: ClassVar[str]
 
     def __init__(self, connection: McpConnection, info: Any, timeout: float) -> None:
-        schema = dict(getattr(info, "input_schema", None) or getattr(info, "inputSchema", None) or {})
+        schema = dict(info.input_schema or {})
         super().__init__(connection=connection, name=info.name, description=info.description or "",
                          input_schema=schema, args_schema=args_model(info.name, schema), timeout=timeout)
 
@@ -111,7 +111,7 @@ class McpTool(BaseTool):
         # this wait is only a safety net.
         result = self.connection.call_tool(self.name, arguments, budget=self.timeout * 2 + 10)
         text = result_text(result)
-        if getattr(result, "is_error", getattr(result, "isError", False)):
+        if result.is_error:
             raise ToolFailed(text or "the server reported an error without a message")
         return text
 
@@ -125,7 +125,7 @@ def result_text(result: Any) -> str:
     parts = [block.text for block in getattr(result, "content", None) or [] if getattr(block, "type", "") == "text"]
     if parts:
         return "\n".join(parts)
-    structured = getattr(result, "structured_content", getattr(result, "structuredContent", None))
+    structured = getattr(result, "structured_content", None)
     if structured is not None:
         return json.dumps(structured, sort_keys=True)
     kinds = sorted({str(getattr(block, "type", "?")) for block in getattr(result, "content", None) or []})

@@ -139,10 +139,12 @@ class McpConnection:
         stop_box.set_result(stop)
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = (await stack.enter_async_context(self._transport()))[:2]
+                read, write = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(self.mcp.ClientSession(read, write))
                 init = await session.initialize()
                 tools = await self._list_tools(session)
+                if [t.name for t in tools] != [t.name for t in await self._list_tools(session)]:
+                    tools.sort(key=lambda t: t.name)  # an unstable order would make runs differ: use the names'
                 ready.set_result((tools, getattr(init, "instructions", None), session))
                 await stop.wait()
         except BaseException as exc:
@@ -157,23 +159,19 @@ class McpConnection:
             params = self.mcp.StdioServerParameters(command=argv[0], args=argv[1:], cwd=self.spec.cwd,
                                                     env=server_environment(self.spec.env))
             return self.mcp.stdio_client(params, errlog=self._errlog)
-        from mcp.client import streamable_http
+        from mcp.client.streamable_http import streamable_http_client
 
-        connect = getattr(streamable_http, "streamable_http_client", None) or streamable_http.streamablehttp_client
-        return connect(self.spec.url)
+        return streamable_http_client(self.spec.url)
 
-    @staticmethod
-    async def _list_tools(session: Any) -> list[Any]:
+    async def _list_tools(self, session: Any) -> list[Any]:
         """Every page of the listing, in the server's order."""
         tools: list[Any] = []
-        cursor = None
+        page = await session.list_tools()
         for _ in range(100):  # a server that pages forever cannot hang the start
-            params = None if cursor is None else {"cursor": cursor}
-            page = await (session.list_tools() if params is None else session.list_tools(params=params))
             tools.extend(page.tools)
-            cursor = getattr(page, "next_cursor", None) or getattr(page, "nextCursor", None)
-            if not cursor:
+            if not page.next_cursor:
                 break
+            page = await session.list_tools(params=self.mcp.types.PaginatedRequestParams(cursor=page.next_cursor))
         return tools
 
     def _why(self, exc: BaseException) -> str:
