@@ -124,7 +124,8 @@ class McpConnection:
                              "of starting") from None
         except Exception as exc:
             self._discard()  # first: the server's stderr is complete once it has stopped
-            raise ValueError(f"MCP server {self.spec.label} could not be started: {self._why(exc)}") from None
+            failed = "could not be started" if self.spec.command else "could not be reached"
+            raise ValueError(f"MCP server {self.spec.label} {failed}: {self._why(exc)}") from None
         finally:
             if self._errlog is not None and self._holder is None:
                 self._close_errlog()
