@@ -72,7 +72,9 @@ class ReadOnlyPostgres:
         self.time_budget, self.max_rows, self.max_chars = time_budget, max_rows, max_chars
         self.max_value_bytes = max_value_bytes
         self.max_wait = 5 * time_budget if max_wait is None else max_wait
-        options = f"-c default_transaction_read_only=on -c statement_timeout={int(time_budget * 1000)}"
+        # standard_conforming_strings: backslashes in '...' are literal, as pg_guard's lexer reads them
+        options = (f"-c default_transaction_read_only=on -c statement_timeout={int(time_budget * 1000)} "
+                   "-c standard_conforming_strings=on")
         self._kwargs = {"options": options, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "lits-mapeval"}
         try:  # a plain connection first: a server that is down or refuses us is one line now, not a pool time-out
             with psycopg.connect(url, **self._kwargs) as probe:
@@ -107,7 +109,7 @@ class ReadOnlyPostgres:
         refused = pg_guard.refusal(sql)
         if refused:
             return f"SQL error: {refused}"
-        body = sql.strip().rstrip(";").rstrip()
+        body = pg_guard.statement_body(sql)
         started = time.monotonic()
         try:
             with self._connection() as conn:
@@ -127,7 +129,8 @@ class ReadOnlyPostgres:
 
     def _run(self, conn: Any, body: str, started: float) -> str:
         with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM (\n{body}\n) AS lits_query LIMIT 0")
+            # binary=True: the extended query protocol, which cannot carry a second statement
+            cur.execute(f"SELECT * FROM (\n{body}\n) AS lits_query LIMIT 0", binary=True)
             columns = [(d.name, d.type_code) for d in cur.description or []]
             names = [self._type_name(conn, oid) for _, oid in columns]
             left_ms = max(1, int((self.time_budget - (time.monotonic() - started)) * 1000))
@@ -135,13 +138,14 @@ class ReadOnlyPostgres:
             aliases = f"({', '.join(f'c{k}' for k in range(len(columns)))})" if columns else ""
             picks = ", ".join(f"c{k}" if t in _NUMERIC_TYPES else f"left(c{k}::text, {self.max_value_bytes + 1})"
                               for k, t in enumerate(names))
-            cur.execute(f"SELECT {picks} FROM (\n{body}\n) AS lits_query{aliases} LIMIT {self.max_rows + 1}")
+            cur.execute(f"SELECT {picks} FROM (\n{body}\n) AS lits_query{aliases} LIMIT {self.max_rows + 1}",
+                        binary=True)
             return render_rows([name for name, _ in columns], cur, self.max_rows, self.max_chars, show)
 
     @staticmethod
     def _type_name(conn: Any, oid: int) -> str:
         info = conn.adapters.types.get(oid)
-        return info.name if info is not None else "unknown"
+        return info.name if info is not None and info.oid == oid else "other"  # arrays share their element's info
 
     def _end_transaction(self, conn: Any) -> None:
         """Nothing outlives a call: the READ ONLY transaction is rolled back (a broken connection is dropped)."""

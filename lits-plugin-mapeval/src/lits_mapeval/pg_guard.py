@@ -35,10 +35,11 @@ REFUSED_FUNCTIONS = re.compile(
 DATA_MODIFYING = re.compile(r"\b(insert|update|delete|merge|truncate)\b")
 
 
-def _lex(sql: str) -> tuple[str, Optional[str]]:
+def _lex(sql: str) -> tuple[str, Optional[str], Optional[int]]:
     """The statement with literals blanked and comments removed (quoted identifiers kept, unquoted), or a
-    reason it cannot be checked."""
+    reason it cannot be checked; and where its first top-level semicolon is."""
     out: list[str] = []
+    semicolon: Optional[int] = None
     i, n = 0, len(sql)
     while i < n:
         ch = sql[i]
@@ -56,10 +57,10 @@ def _lex(sql: str) -> tuple[str, Optional[str]]:
                 else:
                     i += 1
             if depth:
-                return "", "a comment is not closed"
+                return "", "a comment is not closed", None
             out.append(" ")
         elif ch in "uU" and sql.startswith("&", i + 1):
-            return "", "U& (Unicode-escaped) strings and identifiers are not accepted"
+            return "", "U& (Unicode-escaped) strings and identifiers are not accepted", None
         elif ch == "'":
             escapes = i > 0 and sql[i - 1] in "eE" and (i < 2 or not (sql[i - 2].isalnum() or sql[i - 2] == "_"))
             i += 1
@@ -74,7 +75,7 @@ def _lex(sql: str) -> tuple[str, Optional[str]]:
                 else:
                     i += 1
             if i >= n:
-                return "", "a string literal is not closed"
+                return "", "a string literal is not closed", None
             i += 1
             out.append("''")
         elif ch == '"':
@@ -82,7 +83,7 @@ def _lex(sql: str) -> tuple[str, Optional[str]]:
             while end >= 0 and sql.startswith('""', end):
                 end = sql.find('"', end + 2)
             if end < 0:
-                return "", "a quoted identifier is not closed"
+                return "", "a quoted identifier is not closed", None
             out.append(" " + sql[i + 1:end].replace('""', '"') + " ")
             i = end + 1
         elif ch == "$" and (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_")):
@@ -93,20 +94,22 @@ def _lex(sql: str) -> tuple[str, Optional[str]]:
                 continue
             end = sql.find(tag.group(0), i + len(tag.group(0)))
             if end < 0:
-                return "", "a dollar-quoted string is not closed"
+                return "", "a dollar-quoted string is not closed", None
             i = end + len(tag.group(0))
             out.append("''")
         else:
+            if ch == ";" and semicolon is None:
+                semicolon = i
             out.append(ch)
             i += 1
-    return "".join(out), None
+    return "".join(out), None, semicolon
 
 
 def refusal(sql: str) -> Optional[str]:
     """Why ``sql`` may not be sent (one line), or None for a single read query."""
     if len(sql) > MAX_SQL_CHARS:
         return f"the statement is longer than {MAX_SQL_CHARS} characters"
-    code, problem = _lex(sql)
+    code, problem, _ = _lex(sql)
     if problem:
         return problem
     code = code.lower().strip().rstrip(";").rstrip()
@@ -145,3 +148,9 @@ def refusal(sql: str) -> Optional[str]:
     if re.search(r"\binto\b", code):
         return "SELECT INTO is refused (the database is read-only)"
     return None
+
+
+def statement_body(sql: str) -> str:
+    """An accepted statement without its closing semicolon (and whatever comment follows it)."""
+    _, _, semicolon = _lex(sql)
+    return (sql if semicolon is None else sql[:semicolon]).strip()

@@ -61,20 +61,21 @@ def _as_postgres(*args: str, timeout: float = START_TIMEOUT_S) -> None:
 
 
 def _grant_reader(server: PgServer) -> None:
-    """The read-only role the README documents: CONNECT, USAGE, SELECT, read-only by default."""
+    """The roles: ``builder`` owns the database; ``reader`` is the read-only role the plugin README documents."""
     import psycopg
 
     with psycopg.connect(server.url("postgres", "postgres"), autocommit=True) as conn:
         conn.execute("CREATE ROLE builder LOGIN")
+        conn.execute("CREATE DATABASE city OWNER builder")
         conn.execute(f"CREATE ROLE reader LOGIN PASSWORD '{READER_PASSWORD}'")
         conn.execute("ALTER ROLE reader SET default_transaction_read_only = on")
         conn.execute("ALTER ROLE reader SET temp_file_limit = '256MB'")
-        conn.execute("CREATE DATABASE city OWNER builder")
-    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
         conn.execute("REVOKE ALL ON DATABASE city FROM PUBLIC")
         conn.execute("GRANT CONNECT ON DATABASE city TO reader")
+    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
         conn.execute("GRANT USAGE ON SCHEMA public TO reader")
-        conn.execute("ALTER DEFAULT PRIVILEGES FOR ROLE builder IN SCHEMA public GRANT SELECT ON TABLES TO reader")
+        # SELECT on the tables: `build-db --grant-select-to reader` (the pg_city fixture)
 
 
 @pytest.fixture(scope="session")
