@@ -21,7 +21,7 @@ import threading
 import time
 from decimal import Decimal
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 from lits_mapeval import pg_guard
 from lits_mapeval.pg_url import safe_url
@@ -75,7 +75,7 @@ class ReadOnlyPostgres:
         # standard_conforming_strings: backslashes in '...' are literal, as pg_guard's lexer reads them
         options = (f"-c default_transaction_read_only=on -c statement_timeout={int(time_budget * 1000)} "
                    "-c standard_conforming_strings=on")
-        self._kwargs = {"options": options, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "lits-mapeval"}
+        self._kwargs: dict[str, Any] = {"options": options, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "lits-mapeval"}
         try:  # a plain connection first: a server that is down or refuses us is one line now, not a pool time-out
             with psycopg.connect(url, **self._kwargs) as probe:
                 self.superuser = probe.info.parameter_status("is_superuser") == "on"
@@ -233,7 +233,7 @@ class ReadOnlyPostgres:
         typed = [(name, SQLITE_TYPES.get(kind, kind.upper())) for name, kind in rows]
         return render_rows(["name", "type"], typed, self.max_rows, self.max_chars)
 
-    def question_rows(self) -> "QmarkConnection":
+    def question_rows(self) -> QmarkConnection:
         """A connection-like object for :func:`lits_mapeval.questions.generate_questions_from`."""
         return QmarkConnection(self)
 
@@ -248,7 +248,7 @@ class QmarkConnection:
     def __init__(self, db: ReadOnlyPostgres) -> None:
         self._db = db
 
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> "_Rows":
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
         return _Rows(self._db._rows(sql.replace("?", "%s"), tuple(params)))
 
 

@@ -128,6 +128,7 @@ def test_every_query_runs_in_a_read_only_transaction_under_the_time_budget(pg_to
                                    "current_setting('default_transaction_read_only') AS session, "
                                    "current_setting('statement_timeout') AS timeout")
     header, row = observation.splitlines()
+    assert header == "tx | session | timeout"
     tx, session, timeout = row.split(" | ")
     assert (tx, session) == ("on", "on")
     assert timeout.endswith("ms") and 0 < int(timeout.removesuffix("ms")) <= BUDGET * 1000
