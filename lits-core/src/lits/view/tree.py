@@ -63,28 +63,40 @@ def text_of(value: Any, limit: int = DETAIL_CHARS) -> str:
     """A readable one-string form of an action, step or state (type tags dropped)."""
     if value is None:
         return ""
-    if isinstance(value, str):
-        text = value
-    elif isinstance(value, dict) and set(value) - {"__type__"} == {"text"}:
-        text = str(value["text"])
-    else:
-        text = json.dumps(_untyped(value), ensure_ascii=False, indent=1)
+    text = "\n".join(_readable(value, 0))
     return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
-def _untyped(value: Any) -> Any:
+def _readable(value: Any, indent: int) -> list[str]:
+    """``key: value`` lines (nested by indent) instead of JSON: states are read by people here."""
+    pad = "  " * indent
     if isinstance(value, dict):
-        return {k: _untyped(v) for k, v in value.items() if k != "__type__"}
+        fields = {k: v for k, v in value.items() if k != "__type__" and v not in (None, "", [], {})}
+        if set(fields) == {"text"}:
+            return [pad + str(fields["text"])]
+        lines: list[str] = []
+        for key, item in fields.items():
+            if isinstance(item, (dict, list)):
+                inner = _readable(item, indent + 1)
+                if len(inner) == 1:
+                    lines.append(f"{pad}{key}: {inner[0].strip()}")
+                else:
+                    lines += [f"{pad}{key}:", *inner]
+            else:
+                lines.append(f"{pad}{key}: {item}")
+        return lines
     if isinstance(value, list):
-        return [_untyped(v) for v in value]
-    return value
+        if all(not isinstance(v, (dict, list)) for v in value):
+            return [pad + json.dumps(value, ensure_ascii=False)]
+        return [line for i, item in enumerate(value) for line in [f"{pad}- [{i}]", *_readable(item, indent + 1)]]
+    return [pad + str(value)]
 
 
 def own_state(state: Any) -> Any:
     """The part of a state this node added: its last step (earlier steps belong to its ancestors)."""
     if isinstance(state, dict) and isinstance(state.get("steps"), list) and state["steps"]:
         rest = {k: v for k, v in state.items() if k not in ("steps", "__type__")}
-        shown: dict[str, Any] = {"last_step": state["steps"][-1], "steps": len(state["steps"])}
+        shown: dict[str, Any] = {f"step {len(state['steps'])} (this node's)": state["steps"][-1]}
         return {**shown, **{k: v for k, v in rest.items() if not isinstance(v, (dict, list)) or len(str(v)) < 400}}
     return state
 
