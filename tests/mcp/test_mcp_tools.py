@@ -115,3 +115,8 @@ def test_a_json_schema_becomes_a_pydantic_model_keyed_by_the_json_names():
         model.model_validate({"model_config": "x", "kind": "c"})
     with pytest.raises(ValidationError):
         model.model_validate({"model_config": "x", "kind": "a", "tags": [1]})
+
+
+def test_a_server_that_never_answers_is_given_up_after_the_start_timeout(in_env):
+    with pytest.raises(ValueError, match=r"^MCP server `.*` did not answer within 1 s of starting$"):
+        load_mcp_resource(command=f"{sys.executable} -c 'import time; time.sleep(60)'", start_timeout=1)

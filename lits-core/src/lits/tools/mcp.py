@@ -66,7 +66,8 @@ def args_model(tool_name: str, schema: dict[str, Any]) -> type[BaseModel]:
     """A pydantic model for a tool's JSON input schema: types, required fields, defaults, descriptions.
 
     Fields are keyed by their JSON names (aliases), so any property name works, even ``model_config``."""
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    raw = schema.get("properties")
+    properties: dict[str, Any] = raw if isinstance(raw, dict) else {}
     required = set(schema.get("required") or [])
     fields: dict[str, Any] = {}
     for index, (name, prop) in enumerate(properties.items()):
@@ -81,7 +82,7 @@ def args_model(tool_name: str, schema: dict[str, Any]) -> type[BaseModel]:
             default = prop.get("default")
             annotation = Optional[annotation]
         fields[f"field_{index}"] = (annotation, Field(default, **options))
-    extra = "forbid" if schema.get("additionalProperties") is False else "ignore"
+    extra: Literal["forbid", "ignore"] = "forbid" if schema.get("additionalProperties") is False else "ignore"
     return create_model(  # type: ignore[call-overload,no-any-return]
         f"{tool_name}_args", __config__=ConfigDict(extra=extra, populate_by_name=False), **fields)
 
@@ -91,6 +92,8 @@ class McpTool(BaseTool):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    connection: McpConnection
+    input_schema: dict[str, Any]
 
     def __init__(self, connection: McpConnection, info: Any, timeout: float) -> None:
         schema = dict(info.input_schema or {})

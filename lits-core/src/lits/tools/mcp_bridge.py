@@ -91,7 +91,8 @@ class McpConnection:
         self._session: Any = None
         self._lost: Optional[str] = None  # why the server is gone for good
         self._stop: Optional[asyncio.Event] = None
-        self._holder: Optional[asyncio.Future[Any]] = None
+        self._holder: Optional[Future[Any]] = None
+        self._finished = threading.Event()  # the holder task has left the SDK's context managers
         self._errlog: Any = None
         self._lock = threading.Lock()  # one restart at a time
         self._generation = 0
@@ -114,25 +115,27 @@ class McpConnection:
         ready: Future[Any] = Future()
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8") if self.spec.command else None
         stop_box: Future[asyncio.Event] = Future()
-        self._holder = asyncio.run_coroutine_threadsafe(self._hold(ready, stop_box), self._loop)  # type: ignore[assignment]
+        self._finished = finished = threading.Event()
+        self._holder = asyncio.run_coroutine_threadsafe(self._hold(ready, stop_box, finished), self._loop)
         self._stop = stop_box.result(self.start_timeout)
         try:
             tools, instructions, session = ready.result(self.start_timeout)
         except FutureTimeout:
+            self._holder.cancel()  # stuck before the session was up: stopping it cannot wait for a reply
             self._discard()
+            self._close_errlog()
             raise ValueError(f"MCP server {self.spec.label} did not answer within {self.start_timeout:g} s "
                              "of starting") from None
         except Exception as exc:
             self._discard()  # first: the server's stderr is complete once it has stopped
+            why = self._why(exc)
+            self._close_errlog()
             failed = "could not be started" if self.spec.command else "could not be reached"
-            raise ValueError(f"MCP server {self.spec.label} {failed}: {self._why(exc)}") from None
-        finally:
-            if self._errlog is not None and self._holder is None:
-                self._close_errlog()
+            raise ValueError(f"MCP server {self.spec.label} {failed}: {why}") from None
         self._session, self.tools, self.instructions = session, tools, instructions
         self._generation += 1
 
-    async def _hold(self, ready: Future[Any], stop_box: Future[asyncio.Event]) -> None:
+    async def _hold(self, ready: Future[Any], stop_box: Future[asyncio.Event], finished: threading.Event) -> None:
         """Open the transport and session, report the tool list, then keep both open until told to stop.
 
         The same task enters and leaves the SDK's context managers (anyio requires it)."""
@@ -153,6 +156,8 @@ class McpConnection:
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
             if not isinstance(exc, Exception):
                 raise
+        finally:
+            finished.set()
 
     def _transport(self) -> Any:
         if self.spec.command:
@@ -162,7 +167,7 @@ class McpConnection:
             return self.mcp.stdio_client(params, errlog=self._errlog)
         from mcp.client.streamable_http import streamable_http_client
 
-        return streamable_http_client(self.spec.url)
+        return streamable_http_client(str(self.spec.url))
 
     async def _list_tools(self, session: Any) -> list[Any]:
         """Every page of the listing, in the server's order."""
@@ -201,14 +206,9 @@ class McpConnection:
             self._loop.call_soon_threadsafe(stop.set)
         if holder is None:
             return
-        try:
-            holder.result(3)
-        except FutureTimeout:  # stuck before the session was up: cancel it (the SDK then stops the process)
+        if not self._finished.wait(3):  # stuck: cancel it (the SDK then stops the process, in bounded time)
             holder.cancel()
-            with contextlib.suppress(Exception):
-                holder.result(10)
-        except Exception:
-            pass
+            self._finished.wait(10)
 
     def _close_errlog(self) -> None:
         if self._errlog is not None:
