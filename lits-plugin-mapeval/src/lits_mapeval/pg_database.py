@@ -75,7 +75,8 @@ class ReadOnlyPostgres:
         # standard_conforming_strings: backslashes in '...' are literal, as pg_guard's lexer reads them
         options = (f"-c default_transaction_read_only=on -c statement_timeout={int(time_budget * 1000)} "
                    "-c standard_conforming_strings=on")
-        self._kwargs: dict[str, Any] = {"options": options, "connect_timeout": CONNECT_TIMEOUT_S, "application_name": "lits-mapeval"}
+        self._kwargs: dict[str, Any] = {"options": options, "connect_timeout": CONNECT_TIMEOUT_S,
+                                        "application_name": "lits-mapeval"}
         try:  # a plain connection first: a server that is down or refuses us is one line now, not a pool time-out
             with psycopg.connect(url, **self._kwargs) as probe:
                 self.superuser = probe.info.parameter_status("is_superuser") == "on"
@@ -191,18 +192,18 @@ class ReadOnlyPostgres:
 
     def interrupt(self, thread_id: Optional[int]) -> bool:
         """Cancel the query run by ``thread_id`` (or make it give up waiting); True when it will end promptly."""
-        with self._state:
+        with self._state:  # held while cancelling, so the connection cannot go back to the pool meanwhile
             if thread_id is None:
                 return False
             conn = self._running.get(thread_id)
             if conn is None and thread_id not in self._waiting:
                 return False
             self._cancelled.add(thread_id)
-        if conn is not None:
-            try:
-                conn.cancel_safe(timeout=1.0)
-            except Exception:
-                return False
+            if conn is not None:
+                try:
+                    conn.cancel_safe(timeout=1.0)
+                except Exception:
+                    return False
         return True
 
     # -- fixed queries ----------------------------------------------------------------------------------------

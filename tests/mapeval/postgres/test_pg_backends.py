@@ -96,6 +96,25 @@ def test_the_callers_time_out_cancels_the_running_query_and_the_next_one_answers
         database.close()
 
 
+def test_a_worker_waiting_for_a_connection_gives_up_with_its_callers_time_out(pg_city, reader_password):
+    database = ReadOnlyPostgres(pg_city, time_budget=1.0, pool_size=1)  # one connection, held by a runaway query
+    tools = make_tools(database)
+    try:
+        runaway = threading.Thread(target=_call, args=(tools, "query_sql"), kwargs={"query": ENDLESS})
+        runaway.start()
+        for _ in range(500):  # until the runaway query holds the connection (5 s at most)
+            if database._running:
+                break
+            threading.Event().wait(0.01)
+        assert _call(tools, "query_sql", timeout=0.3, query="SELECT 1 AS one") == "Tool query_sql timed out after 0.3 s"
+        assert len([t for t in threading.enumerate() if t.name == "tool-query_sql"]) == 1  # the waiter is gone
+        runaway.join(10)
+        assert not runaway.is_alive()
+        assert _call(tools, "query_sql", query="SELECT count(*) AS n FROM places") == "n\n24"
+    finally:
+        database.close()
+
+
 def test_workers_share_a_small_pool_one_connection_each(pg_city, reader_password):
     database = ReadOnlyPostgres(pg_city, pool_size=2)
     tools = make_tools(database)
