@@ -1,8 +1,8 @@
 """A real PostgreSQL server for the MapEval-SQL tests: Debian's binaries, initdb + pg_ctl in a temp dir.
 
-The server runs as the ``postgres`` system user (initdb refuses root) on a free loopback port, with its
-socket in the temp dir; it is stopped (``pg_ctl stop -m immediate``) and removed at the end, also when a
-test or the set-up fails. Roles: ``postgres`` (superuser), ``builder`` (owns the ``city`` database, no
+The server runs on a free loopback port, with its socket in the temp dir, as the ``postgres`` system user
+when the tests run as root (initdb refuses root); it is stopped (``pg_ctl stop -m immediate``) and removed
+at the end, also when a test or the set-up fails. Roles: ``postgres`` (superuser), ``builder`` (owns the ``city`` database, no
 superuser) and ``reader`` (password-authenticated, SELECT only, ``default_transaction_read_only``).
 """
 
@@ -53,9 +53,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _as_server_user(*args: str, timeout: float = START_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Run a server binary as ``postgres`` when we are root (initdb refuses root), else as ourselves."""
+    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    return subprocess.run([*prefix, *args], capture_output=True, text=True, timeout=timeout)
+
+
 def _as_postgres(*args: str, timeout: float = START_TIMEOUT_S) -> None:
-    done = subprocess.run(["runuser", "-u", "postgres", "--", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    done = _as_server_user(*args, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args[:2])} failed: {done.stderr.strip() or done.stdout.strip()}")
 
@@ -83,7 +88,8 @@ def pg_server() -> Iterator[PgServer]:
     if not (PG_BIN / "initdb").exists():
         pytest.skip(f"PostgreSQL 15 binaries not found in {PG_BIN}: apt-get install postgresql")
     root = Path(tempfile.mkdtemp(prefix="lits-pg-"))
-    shutil.chown(root, "postgres", "postgres")
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres", "postgres")
     data, log = root / "data", root / "server.log"
     server = PgServer(port=_free_port(), socket_dir=root)
     started = False
@@ -103,8 +109,7 @@ def pg_server() -> Iterator[PgServer]:
         yield server
     finally:
         if started:
-            subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(data),
-                            "-m", "immediate", "stop"], capture_output=True, timeout=30)
+            _as_server_user(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop", timeout=30)
         shutil.rmtree(root, ignore_errors=True)
 
 
