@@ -10,8 +10,13 @@ from lits.agents.tree.journal import TreeJournal
 from lits.structures.node import MCTSNode, SearchNode
 
 
-def write_synthetic_run(root: Path, nodes: int = 10_000, branching: int = 4, seed: int = 0) -> Path:
-    """A finished one-instance MCTS run dir whose tree has ``nodes`` nodes (no model calls)."""
+def write_synthetic_run(root: Path, nodes: int = 10_000, branching: int = 4, seed: int = 0,
+                        invalid: tuple[int, ...] = (), proposals: tuple[tuple[str, bool], ...] = ()) -> Path:
+    """A finished one-instance MCTS run dir whose tree has ``nodes`` nodes (no model calls).
+
+    Nodes in ``invalid`` get a step with an error (an illegal move); ``proposals``
+    are the policy's sampled actions with their duplicate flags.
+    """
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     tree: list[SearchNode] = [MCTSNode(id=0)]
@@ -22,13 +27,15 @@ def write_synthetic_run(root: Path, nodes: int = 10_000, branching: int = 4, see
             child = parent.add_child(MCTSNode(id=len(tree), action=f"step {len(tree)}"))
             child.fast_reward, child.reward = rng.random(), rng.random()
             child.state = {"text": f"state after step {child.id}"}
+            if child.id in invalid:
+                child.step = {"action": child.action, "error": "that move is not allowed here"}
             tree.append(child)
             frontier.append(child)
     leaves = [n for n in tree if not n.children]
     paths = [rng.choice(leaves).id for _ in range(200)]
     best = max(leaves, key=lambda n: (n.reward, -n.id)).path()
     journal = TreeJournal(root / "checkpoints" / "0.journal.jsonl")
-    journal.append(len(paths), len(tree), {"nodes": len(tree)}, tree, paths)
+    journal.append(len(paths), len(tree), {"nodes": len(tree)}, tree, paths, list(proposals))
     journal.close()
     _json(root / "config.json", {"command": "search", "dataset": "synthetic", "search": "mcts", "model": "none",
                                  "search_args": {"aggregate": "mean", "n_iterations": len(paths)}})

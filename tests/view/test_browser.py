@@ -105,3 +105,51 @@ def test_a_large_tree_opens_collapsed_around_the_selected_path(page: Page, tmp_p
     assert tab.evaluate("litsView.tree.pathIds().every(id => litsView.tree.screenPos(id) !== null)")
     tab.get_by_role("button", name="expand all").click()
     assert canvas.get_attribute("data-visible-count") == "4000"
+
+
+def test_invalid_steps_and_duplicate_proposals_are_visible(page: Page, tmp_path: Path) -> None:
+    from tests.view.synthetic import write_synthetic_run
+
+    from lits.view.html import write_report
+
+    run = write_synthetic_run(tmp_path / "marks", nodes=30, invalid=(7,),
+                              proposals=(("step 1", False), ("step 1", True), ("step 2", False)))
+    tab = page.open(write_report(run), "#/tree/0")
+    cards = tab.locator(".cards").inner_text()
+    assert "1 / 3" in cards and "duplicate proposals" in cards and "invalid steps" in cards
+    tab.locator("#proposals").evaluate("t => t.closest('details').open = true")
+    assert tab.locator("#proposals tr.dup").count() == 1
+    spot = tab.evaluate("litsView.tree.screenPos(7)")
+    tab.mouse.click(spot["x"], spot["y"])
+    details = tab.locator("#details").inner_text()
+    assert "invalid step" in details and "that move is not allowed here" in details
+
+
+def test_a_reload_comes_back_to_the_selected_node(page: Page, written: Callable[[str], Path]) -> None:
+    tab = page.open(written("blocksworld-mcts"), "#/tree/0")
+    tab.evaluate("litsView.tree.select(2)")
+    assert tab.evaluate("location.hash") == "#/tree/0/node/2"
+    tab.reload()
+    tab.wait_for_function("window.litsView.page === 'tree' && window.litsView.tree.selected >= 0")
+    assert tab.locator("#details-title").inner_text() == "node 2"
+
+
+def test_the_served_page_draws_the_run_and_offers_to_re_read_it(page: Page, runs: dict[str, Path]) -> None:
+    import threading
+
+    from lits.view.serve import make_server
+
+    server = make_server(runs["gsm8k-rap"], 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        tab = page.page
+        tab.goto(f"http://127.0.0.1:{server.server_address[1]}/#/tree/0")
+        tab.wait_for_function("document.querySelector('#tree-canvas') && "
+                              "document.querySelector('#tree-canvas').dataset.rendered === '1'")
+        assert tab.locator("#auto-refresh").count() == 1
+        assert int(tab.locator("#tree-canvas").get_attribute("data-node-count") or 0) > 1
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

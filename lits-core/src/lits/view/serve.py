@@ -25,7 +25,12 @@ def page_handler(run_root: Path) -> type[http.server.BaseHTTPRequestHandler]:
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            if self.path.split("?", 1)[0] not in ("/", "/index.html", "/report.html"):
+            path = self.path.split("?", 1)[0]
+            if path == "/favicon.ico":  # browsers ask; the page has no icon
+                self.send_response(204)
+                self.end_headers()
+                return
+            if path not in ("/", "/index.html", "/report.html"):
                 self.send_error(404, "only / is served")
                 return
             try:

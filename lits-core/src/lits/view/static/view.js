@@ -271,6 +271,7 @@
     toolbar.appendChild(el("button", { text: "collapse to path", onclick: function () {
       nodes.forEach(function (x, i) { self.collapsed[i] = kids[i].length && !x.on_path ? 1 : 0; }); layout(); fit(); draw(); } }));
     toolbar.appendChild(el("span", { cls: "muted", text: "drag to pan · wheel to zoom · click a node for details · double-click to collapse/expand" }));
+    toolbar.appendChild(el("span", { cls: "muted", id: "marks", text: "■ terminal · orange: selected path · green ring: solved · red ✕: invalid step · hollow: proposed, never visited · +N: collapsed" }));
     app.appendChild(toolbar);
     var canvas = el("canvas", { id: "tree-canvas", "data-node-count": String(n) });
     var details = el("aside", { id: "details" }, el("p", { cls: "muted", text: "Click a node to see its state, action, rewards and model calls." }));
@@ -370,6 +371,7 @@
     function showDetails(i) {
       self.selected = i; clear(details);
       if (i < 0) return;
+      if (history.replaceState) history.replaceState(null, "", "#/tree/" + idx + "/node/" + nodes[i].id);  // a reload comes back here
       var node = nodes[i], tags = el("div");
       if (node.on_path) tags.appendChild(el("span", { cls: "tag path", text: "on the selected path" }));
       if (node.terminal) tags.appendChild(el("span", { cls: "tag " + (node.on_path && inst.solved ? "good" : ""), text: node.on_path && inst.solved ? "terminal · solved" : "terminal" }));
@@ -456,19 +458,33 @@
     return self;
   }
 
-  function showTree(idx) {
+  function showTree(idx, nodeId) {
     api.page = "tree"; api.drawnAt = null;
     clear(crumbs);
     crumbs.appendChild(el("a", { href: "#/", text: DATA.run.name })); crumbs.appendChild(el("span", { text: " / instance " + idx }));
     if (!DATA.trees[idx]) { clear(app); app.appendChild(el("p", { text: "Instance " + idx + " has no tree yet." })); return; }
-    TreeView(idx);
+    var view = TreeView(idx);
+    if (nodeId !== undefined) view.select(Number(nodeId));
   }
 
   function route() {
-    var m = location.hash.match(/^#\/tree\/(\d+)/);
+    var m = location.hash.match(/^#\/tree\/(\d+)(?:\/node\/(\d+))?/);
     window.scrollTo(0, 0);
-    if (m) showTree(m[1]); else showRun();
+    if (m) showTree(m[1], m[2]); else showRun();
+  }
+
+  // served by `lits view --serve`: each load re-reads the run, so a running search can refresh itself
+  function autoRefresh() {
+    if (location.protocol.indexOf("http") !== 0) return;
+    var key = "lits-auto-refresh", box = el("input", { type: "checkbox", id: "auto-refresh" });
+    box.checked = sessionStorage.getItem(key) === "1";
+    var timer = null;
+    function arm() { if (timer) clearTimeout(timer); timer = box.checked ? setTimeout(function () { location.reload(); }, 5000) : null; }
+    box.addEventListener("change", function () { sessionStorage.setItem(key, box.checked ? "1" : "0"); arm(); });
+    document.getElementById("top").insertBefore(el("label", { cls: "muted" }, box, " re-read the run every 5 s"), document.getElementById("generated"));
+    arm();
   }
   window.addEventListener("hashchange", route);
+  autoRefresh();
   route();
 })();
