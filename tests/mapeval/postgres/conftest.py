@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -83,10 +84,9 @@ def _grant_reader(server: PgServer) -> None:
         # SELECT on the tables: `build-db --grant-select-to reader` (the pg_city fixture)
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
-    if not (PG_BIN / "initdb").exists():
-        pytest.skip(f"PostgreSQL 15 binaries not found in {PG_BIN}: apt-get install postgresql")
+@contextmanager
+def running_postgres() -> Iterator[PgServer]:
+    """A fresh server with the roles and the empty ``city`` database; stopped and removed on exit."""
     root = Path(tempfile.mkdtemp(prefix="lits-pg-"))
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
@@ -111,6 +111,14 @@ def pg_server() -> Iterator[PgServer]:
         if started:
             _as_server_user(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop", timeout=30)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"PostgreSQL 15 binaries not found in {PG_BIN}: apt-get install postgresql")
+    with running_postgres() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
