@@ -49,7 +49,7 @@ def test_calls_in_flight_across_workers_stay_within_concurrency(lits_here: Calla
     server.latency = 0.03
     assert lits_here("search", "--model", "m", "--base-url", server.base_url, "--dataset", "blocksworld",
                      "--dataset-arg", "steps=2", "--limit", "4", "--concurrency", "2", "--search-arg",
-                     "n_iterations=3", "--save-dir", "ray", "--executor", "ray") == 0
+                     "n_iterations=2", "--save-dir", "ray", "--executor", "ray") == 0
     assert server.max_in_flight == 2
 
 

@@ -1,0 +1,99 @@
+"""A Ray run survives a dead worker, and a killed driver's run resumes to what an uninterrupted run finds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from lits.testing.server import FakeOpenAIServer
+from tests.ray.conftest import (command_line, first_listed_action, kill_all, lits_process, outputs, process_tree,
+                                records_per_instance, wait_for)
+
+ARGS = ["search", "--model", "m", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4", "--limit", "5",
+        "--concurrency", "2", "--search-arg", "n_iterations=5"]
+INSTANCES = 5
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(responder=first_listed_action, latency=0.015) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same run in this process, from start to end."""
+    from lits.cli.main import main
+
+    run = tmp_path_factory.mktemp("uninterrupted") / "run"
+    assert main([*ARGS, "--base-url", server.base_url, "--save-dir", str(run)]) == 0
+    return run
+
+
+def _results(run: Path) -> int:
+    folder = run / "results"
+    return len(list(folder.glob("*.json"))) if folder.is_dir() else 0
+
+
+def _stop(proc: subprocess.Popen[str], tree: list[int]) -> None:
+    """Whatever of this run is still alive: only processes of its own tree that still look like it."""
+    kill_all([pid for pid in tree if any(word in command_line(pid) for word in ("ray", "lits"))])
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=30)
+
+
+def test_killed_worker_loses_no_instance_and_counts_no_call_twice(
+        server: FakeOpenAIServer, uninterrupted: Path, tmp_path: Path) -> None:
+    run = tmp_path / "ray"
+    proc = lits_process(*ARGS, "--base-url", server.base_url, "--executor", "ray", "--save-dir", "ray",
+                        cwd=tmp_path)
+    tree: list[int] = []
+    try:
+        wait_for(lambda: _results(run) >= 1 or proc.poll() is not None, TIMEOUT, "the first result")
+        tree = process_tree(proc.pid)
+        workers = [pid for pid in tree if "InstanceWorker" in command_line(pid)]
+        assert workers and _results(run) < INSTANCES, "no worker busy with an instance to kill"
+        kill_all(workers[:1])
+        code = proc.wait(timeout=TIMEOUT)
+    finally:
+        _stop(proc, tree)
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert code == 0, stderr
+    assert outputs(run) == outputs(uninterrupted)
+    assert records_per_instance(run) == records_per_instance(uninterrupted)
+    summary = json.loads((run / "eval_results.json").read_text())
+    assert summary["instances"] == INSTANCES and summary["failed"] == 0
+    assert summary["retried_instances"], "the run does not say which instances ran again"
+    assert "ran again on a restarted worker" in stderr
+
+
+def test_resume_after_the_driver_is_killed_equals_an_uninterrupted_run(
+        server: FakeOpenAIServer, uninterrupted: Path, tmp_path: Path) -> None:
+    run = tmp_path / "ray"
+    proc = lits_process(*ARGS, "--base-url", server.base_url, "--executor", "ray", "--save-dir", "ray",
+                        cwd=tmp_path)
+    tree: list[int] = []
+    try:
+        wait_for(lambda: _results(run) >= 1 or proc.poll() is not None, TIMEOUT, "the first result")
+        tree = process_tree(proc.pid)
+        kill_all([proc.pid])  # SIGKILL: no handler, no summary
+        proc.wait(timeout=30)
+    finally:
+        _stop(proc, tree)  # the Ray instance it started
+    assert 1 <= _results(run) < INSTANCES
+    resumed = lits_process("search", "--resume", "--save-dir", "ray", cwd=tmp_path)
+    tree = []
+    try:
+        code = resumed.wait(timeout=TIMEOUT)
+    finally:
+        _stop(resumed, process_tree(resumed.pid) if resumed.poll() is None else [])
+    assert code == 0, (tmp_path / "stderr.txt").read_text()
+    assert outputs(run) == outputs(uninterrupted)
+    assert records_per_instance(run) == records_per_instance(uninterrupted)
+    assert json.loads((run / "eval_results.json").read_text())["instances"] == INSTANCES
