@@ -141,6 +141,21 @@ def test_a_url_with_a_password_is_refused_in_one_line_without_the_password(pg_se
         ReadOnlyPostgres(f"postgresql://reader@127.0.0.1:{pg_server.port}/city?password=hunter2")
 
 
+def test_the_password_can_come_from_a_pgpass_file(pg_server: PgServer, pg_city, tmp_path, monkeypatch):
+    from tests.mapeval.postgres.conftest import READER_PASSWORD
+
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"127.0.0.1:{pg_server.port}:city:reader:{READER_PASSWORD}\n")
+    passfile.chmod(0o600)
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    database = ReadOnlyPostgres(pg_city)
+    try:
+        assert database.query("SELECT count(*) AS n FROM places") == "n\n24"
+    finally:
+        database.close()
+
+
 def _connect_error(url: str) -> str:
     with pytest.raises(ValueError) as caught:
         ReadOnlyPostgres(url)
