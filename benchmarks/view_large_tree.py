@@ -55,7 +55,7 @@ def measure(report: Path, repeats: int) -> dict[str, Any]:
         for _ in range(repeats):
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("pageerror", lambda e, seen=errors: seen.append(str(e)))
             start = time.perf_counter()
             page.goto(report.resolve().as_uri() + "#/tree/0")
             page.wait_for_function(READY, timeout=120_000)

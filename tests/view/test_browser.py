@@ -91,12 +91,11 @@ def test_every_domain_s_pages_open_without_errors(page: Page, written: Callable[
                 len(reports[name]["trees"][idx]["nodes"]))
 
 
-def test_a_large_tree_opens_collapsed_around_the_selected_path(page: Page, tmp_path: Path) -> None:
-    from tests.view.synthetic import write_synthetic_run
-
+def test_a_large_tree_opens_collapsed_around_the_selected_path(page: Page, tmp_path: Path,
+                                                               synthetic_run: Callable[..., Path]) -> None:
     from lits.view.html import write_report
 
-    run = write_synthetic_run(tmp_path / "large", nodes=4000)
+    run = synthetic_run(tmp_path / "large", nodes=4000)
     tab = page.open(write_report(run), "#/tree/0")
     canvas = tab.locator("#tree-canvas")
     assert canvas.get_attribute("data-node-count") == "4000"
@@ -107,12 +106,11 @@ def test_a_large_tree_opens_collapsed_around_the_selected_path(page: Page, tmp_p
     assert canvas.get_attribute("data-visible-count") == "4000"
 
 
-def test_invalid_steps_and_duplicate_proposals_are_visible(page: Page, tmp_path: Path) -> None:
-    from tests.view.synthetic import write_synthetic_run
-
+def test_invalid_steps_and_duplicate_proposals_are_visible(page: Page, tmp_path: Path,
+                                                           synthetic_run: Callable[..., Path]) -> None:
     from lits.view.html import write_report
 
-    run = write_synthetic_run(tmp_path / "marks", nodes=30, invalid=(7,),
+    run = synthetic_run(tmp_path / "marks", nodes=30, invalid=(7,),
                               proposals=(("step 1", False), ("step 1", True), ("step 2", False)))
     tab = page.open(write_report(run), "#/tree/0")
     cards = tab.locator(".cards").inner_text()

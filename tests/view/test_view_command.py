@@ -16,7 +16,7 @@ import pytest
 
 from tests.view.conftest import lits
 
-DATA_BLOCK = re.compile(r'<script id="lits-data" type="application/json">(.*?)</script>', re.S)
+DATA_BLOCK = re.compile(r'<script id="lits-data" type="application/json">(.*?)</script>', re.DOTALL)
 
 
 def embedded(page: str) -> Any:

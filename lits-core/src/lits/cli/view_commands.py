@@ -8,7 +8,7 @@ from pathlib import Path
 from lits.cli.errors import UserError
 
 
-def add_view_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_view_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("view", help="write the run's page (report.html): tree viewer, costs, instances")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run's save dir (finished or still running)")
     p.add_argument("--out", default=None, metavar="FILE", help="where to write the page (default RUN_DIR/report.html)")

@@ -7,9 +7,10 @@ mailed); the script is the package's own (``static/view.js``), no library.
 from __future__ import annotations
 
 import html
-import re
 import json
-from datetime import datetime, timezone
+import math
+import re
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ def embed_json(data: Any) -> str:
 def render_report(report: dict[str, Any]) -> str:
     """The page for ``report`` (see :func:`lits.view.model.build_report`)."""
     page = _static("page.html")
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = {
         "__TITLE__": html.escape(str(report["run"]["name"])),
         "__GENERATED__": html.escape(f"read {generated}"),
@@ -57,7 +58,7 @@ def render_report(report: dict[str, Any]) -> str:
 
 def _finite(value: Any) -> Any:
     """NaN and infinities (a reward model may return them) as null: JSON has no such numbers."""
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}

@@ -12,8 +12,15 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from lits.view.calls import (CALL_FIELDS, attribute_calls, call_row, calls_by_instance, cost_pictures,
-                             read_calls, totals)
+from lits.view.calls import (
+    CALL_FIELDS,
+    attribute_calls,
+    call_row,
+    calls_by_instance,
+    cost_pictures,
+    read_calls,
+    totals,
+)
 from lits.view.tree import chain_tree, search_tree
 
 #: Characters of a query shown in the instance table.

@@ -24,7 +24,7 @@ def page_handler(run_root: Path) -> type[http.server.BaseHTTPRequestHandler]:
     """A handler that answers ``/`` with a freshly built page and anything else with 404."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/favicon.ico":  # browsers ask; the page has no icon
                 self.send_response(204)
@@ -35,7 +35,7 @@ def page_handler(run_root: Path) -> type[http.server.BaseHTTPRequestHandler]:
                 return
             try:
                 body = render_report(build_report(run_root)).encode("utf-8")
-            except Exception as exc:  # the run vanished or is unreadable: say so in the page
+            except Exception as exc:  # noqa: BLE001 - the run vanished or is unreadable: say so in the page
                 self.send_error(500, f"cannot read the run: {exc}")
                 return
             self.send_response(200)
