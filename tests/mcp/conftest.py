@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -48,8 +49,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def mapeval_http_url(cache_dir: Path) -> Iterator[str]:
+@contextlib.contextmanager
+def serve_mapeval_http(cache_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`lits-mapeval serve-mcp --http` on a free loopback port; up within 20 s, killed at the end."""
     port = _free_port()
     server = subprocess.Popen([str(BIN / "lits-mapeval"), "serve-mcp", "--http", "--port", str(port)],
@@ -65,11 +66,13 @@ def mapeval_http_url(cache_dir: Path) -> Iterator[str]:
                 break
             except OSError:
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", server
     finally:
-        server.terminate()
-        try:
-            server.wait(5)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(5)
+        server.kill()
+        server.wait(10)
+
+
+@pytest.fixture(scope="module")
+def mapeval_http_url(cache_dir: Path) -> Iterator[str]:
+    with serve_mapeval_http(cache_dir) as (url, _):
+        yield url

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from lits.tools import ToolUnavailable, execute_tool_action
 from lits.tools.mcp import args_model, load_mcp_resource
-from tests.mcp.conftest import TOY
+from tests.mcp.conftest import TOY, serve_mapeval_http
 
 
 def _call(tools: list[Any], name: str, timeout: Optional[float] = None, **args: Any) -> str:
@@ -69,6 +69,18 @@ def test_a_server_that_dies_is_restarted_once_then_calls_fail_for_good(fresh_toy
         _call(tools, "crash")
     with pytest.raises(ToolUnavailable, match="stopped again after a restart"):
         _call(tools, "add", a=1)
+
+
+def test_an_http_server_that_goes_away_is_reconnected_once_then_the_call_fails_in_one_line(cache_dir):
+    with serve_mapeval_http(cache_dir) as (url, server):
+        resource = load_mcp_resource(url=url)
+        assert _call(resource["tools"], "list_tables") == "directions, distances, nearby, places"
+        server.kill()
+        server.wait(10)
+        with pytest.raises(ToolUnavailable, match=rf"^MCP server {url} stopped \(.*\), and then could not be "
+                                                   "reached: "):
+            _call(resource["tools"], "list_tables")
+        resource["connection"].close()
 
 
 def test_the_mapeval_server_serves_the_in_process_tools_unchanged(in_env):

@@ -285,7 +285,8 @@ class McpConnection:
             try:
                 self._connect()
             except ValueError as exc:
-                self._give_up(f"MCP server {self.spec.label} stopped ({why}) and could not be restarted: {exc}")
+                again = str(exc).removeprefix(f"MCP server {self.spec.label} ")
+                self._give_up(f"MCP server {self.spec.label} stopped ({why}), and then {again}")
             if [t.name for t in self.tools] != names:
                 self._discard()
                 self._give_up(f"MCP server {self.spec.label} came back with other tools after a restart")
