@@ -5,8 +5,11 @@ The server-side guarantees (a READ ONLY transaction on a session with
 only) stop writes. This check is the refusal list for what they do not stop,
 chiefly on a superuser connection: file and program access (``COPY``,
 ``pg_read_file``, ``pg_ls_dir``, large objects), other servers (``dblink``),
-changing the session (``SET ROLE``, ``set_config``), extensions, and anything
-that is not a single SELECT / WITH / VALUES / TABLE statement.
+changing the session or the server (``SET ROLE``, ``set_config``,
+``pg_terminate_backend``, ``pg_stat_reset``), credentials (``pg_authid``),
+extensions, and anything that is not a single SELECT / WITH / VALUES / TABLE
+statement. Names are matched anywhere outside literals and comments, also
+inside double quotes, so a column that happens to share one is refused too.
 
 The statement is lexed (comments, string and dollar quoting, quoted
 identifiers), so the query can then be wrapped as a subquery safely: a
@@ -26,12 +29,19 @@ WRITES = {"insert", "update", "delete", "merge", "truncate", "drop", "alter", "c
           "reindex", "cluster", "refresh", "comment", "lock", "import", "call", "do", "prepare", "execute",
           "listen", "notify", "load", "discard", "reset", "begin", "start", "commit", "rollback", "end",
           "savepoint", "release", "abort", "checkpoint", "security", "declare", "fetch", "move", "close"}
-REFUSED_FUNCTIONS = re.compile(
-    r"\b(pg_read_file|pg_read_binary_file|pg_ls_\w+|pg_stat_file|pg_file_\w+|lo_\w+|loread|lowrite|dblink\w*"
+REFUSED_NAMES = re.compile(
+    # server files and programs, large objects, other servers
+    r"\b(pg_read_file|pg_read_binary_file|pg_ls_\w+|pg_stat_file|pg_file_\w+|pg_current_logfile|lo_\w+|loread"
+    r"|lowrite|dblink\w*"
+    # the session, other sessions and the server (some are allowed in a read-only transaction)
     r"|set_config|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|pg_promote"
-    r"|pg_switch_wal|pg_create_\w+|pg_drop_replication_slot|pg_logical_\w+|pg_replication_\w+|pg_advisory\w*"
-    r"|pg_try_advisory\w*|query_to_xml\w*|cursor_to_xml\w*|pg_import_system_collations|pg_current_logfile"
-    r"|pg_log_backend_memory_contexts|pg_sleep_until)\b")
+    r"|pg_switch_wal|pg_wal_\w+|pg_backup_\w+|pg_start_backup|pg_stop_backup|pg_create_\w+|pg_copy_\w+"
+    r"|pg_drop_replication_slot|pg_logical_\w+|pg_replication_\w+|pg_stat_reset\w*|pg_advisory\w*"
+    r"|pg_try_advisory\w*|pg_import_system_collations|pg_log_backend_memory_contexts|pg_sleep_until"
+    # SQL run from a string
+    r"|query_to_xml\w*|cursor_to_xml\w*"
+    # credentials a superuser could read
+    r"|pg_authid|pg_shadow|pg_user_mappings|pg_hba_file_rules|pg_ident_file_mappings)\b")
 DATA_MODIFYING = re.compile(r"\b(insert|update|delete|merge|truncate)\b")
 
 
@@ -140,9 +150,10 @@ def refusal(sql: str) -> Optional[str]:
     if first not in READ_STATEMENTS:
         kind = "writes are refused" if first in WRITES else "only SELECT, WITH, VALUES or TABLE is accepted"
         return f"{first.upper()}: {kind} (the database is read-only)"
-    function = REFUSED_FUNCTIONS.search(code)
-    if function:
-        return f"{function.group(1)}() is refused (no server files, large objects, other servers or session changes)"
+    name = REFUSED_NAMES.search(code)
+    if name:
+        return (f"{name.group(1)} is refused (no server files, large objects, other servers, credentials or "
+                "session changes)")
     if first == "with" and DATA_MODIFYING.search(code):
         return "a data-modifying WITH is refused (the database is read-only)"
     if re.search(r"\binto\b", code):

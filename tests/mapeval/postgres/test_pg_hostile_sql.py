@@ -78,6 +78,9 @@ POSTGRES_OWN: dict[str, tuple[str, str]] = {
     "select_for_update": ("SELECT * FROM places FOR UPDATE", REFUSED),
     "lock_table": ("LOCK TABLE places", REFUSED),
     "terminate_the_other_backends": ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity", REFUSED),
+    "password_hashes": ("SELECT rolname, rolpassword FROM pg_authid", REFUSED),
+    "reset_the_statistics": ("SELECT pg_stat_reset()", REFUSED),
+    "an_advisory_lock_held_past_the_call": ("SELECT pg_advisory_lock(1)", REFUSED),
     "a_10_MB_value_is_cut_on_the_server": ("SELECT repeat('x', 10000000)", ROWS),
 }
 CATALOGUE = SHARED_WITH_SQLITE | POSTGRES_OWN
