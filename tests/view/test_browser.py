@@ -151,3 +151,27 @@ def test_the_served_page_draws_the_run_and_offers_to_re_read_it(page: Page, runs
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def test_double_click_collapses_wheel_zooms_and_drag_pans(page: Page, written: Callable[[str], Path]) -> None:
+    tab = page.open(written("blocksworld-mcts"), "#/tree/1")
+    canvas = tab.locator("#tree-canvas")
+    root = tab.evaluate("litsView.tree.screenPos(0)")
+    tab.mouse.dblclick(root["x"], root["y"])
+    assert canvas.get_attribute("data-visible-count") == "1"
+    stays = tab.evaluate("litsView.tree.screenPos(0)")  # the collapsed node keeps its place on screen
+    assert abs(stays["x"] - root["x"]) < 0.5 and abs(stays["y"] - root["y"]) < 0.5
+    tab.mouse.dblclick(root["x"], root["y"])
+    assert canvas.get_attribute("data-visible-count") == canvas.get_attribute("data-node-count")
+    box = canvas.bounding_box()
+    assert box is not None
+    before = tab.evaluate("[litsView.tree.scale, litsView.tree.tx, litsView.tree.ty]")
+    tab.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    tab.mouse.wheel(0, -400)
+    assert tab.evaluate("litsView.tree.scale") > before[0]
+    moved_from = tab.evaluate("[litsView.tree.tx, litsView.tree.ty]")
+    tab.mouse.down()
+    tab.mouse.move(box["x"] + box["width"] / 2 + 80, box["y"] + box["height"] / 2 + 40, steps=4)
+    tab.mouse.up()
+    after = tab.evaluate("[litsView.tree.tx, litsView.tree.ty]")
+    assert after[0] == moved_from[0] + 80 and after[1] == moved_from[1] + 40

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -101,3 +102,39 @@ def test_serve_answers_on_loopback_rereads_the_run_and_stops_on_ctrl_c(runs: dic
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_search_that_is_still_running_can_be_viewed(tmp_path: Path) -> None:
+    import time
+
+    from lits.testing.scripted import listed_actions
+    from lits.testing.server import FakeOpenAIServer
+    from lits.view.model import build_report
+
+    def first_listed(prompt: str, body: dict[str, Any]) -> str:
+        listed = listed_actions(prompt)
+        return listed[0] if listed else "Yes"
+
+    run = tmp_path / "live-search"
+    with FakeOpenAIServer(responder=first_listed, latency=0.05) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lits", "search", "--dataset", "blocksworld", "--limit", "1", "--model", "fake",
+             "--base-url", server.base_url, "--no-cache", "--search-arg", "n_iterations=40",
+             "--search-arg", "early_stop=false", "--save-dir", str(run)],
+            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+        try:
+            journal = run / "checkpoints" / "0.journal.jsonl"
+            deadline = time.monotonic() + 60
+            while not (journal.is_file() and journal.stat().st_size) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            report = build_report(run)
+            viewed = lits("view", str(run), cwd=tmp_path)
+            still_running = proc.poll() is None
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+    assert still_running, "the search finished before it could be looked at"
+    assert [r["status"] for r in report["instances"]] == ["running"]
+    assert report["run"]["summary"] is None and report["trees"]["0"]["nodes"][0]["id"] == 0
+    assert viewed.returncode == 0, viewed.stderr

@@ -418,7 +418,13 @@
       } else details.appendChild(el("p", { cls: "muted", text: "No model call is recorded for this node (a deterministic step, a cached call or a node only proposed)." }));
       draw();
     }
-    function toggle(i) { if (!kids[i].length) return; self.collapsed[i] = self.collapsed[i] ? 0 : 1; layout(); draw(); if (self.selected === i) showDetails(i); }
+    function toggle(i) {  // the node stays where it is on screen; its subtree closes or opens around it
+      if (!kids[i].length) return;
+      var x = px[i], y = py[i];
+      self.collapsed[i] = self.collapsed[i] ? 0 : 1; layout();
+      self.tx += (x - px[i]) * self.scale; self.ty += (y - py[i]) * self.scale;
+      draw(); if (self.selected === i) showDetails(i);
+    }
 
     // ---- interaction ----
     var drag = null;
