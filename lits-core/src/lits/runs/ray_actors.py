@@ -159,16 +159,32 @@ class SharedLimiter:
 
 
 class SharedCache:
-    """The run's response cache, served by the coordinator from the driver's disk."""
+    """The run's response cache, served by the coordinator from the driver's disk.
+
+    A store is sent without waiting for it (a worker's calls reach the
+    coordinator in order); what this worker stored or fetched is kept here too,
+    so asking again costs no round trip.
+    """
 
     def __init__(self, coordinator: Any) -> None:
         self.coordinator = coordinator
+        self.known: dict[str, Any] = {}
+        self.lock = threading.Lock()
 
     def get(self, key: str) -> Any:
-        return ray.get(self.coordinator.cache_get.remote(key))
+        with self.lock:
+            if key in self.known:
+                return self.known[key]
+        value = ray.get(self.coordinator.cache_get.remote(key))
+        if value is not None:
+            with self.lock:
+                self.known[key] = value
+        return value
 
     def put(self, key: str, value: Any) -> None:
-        ray.get(self.coordinator.cache_put.remote(key, value))
+        with self.lock:
+            self.known[key] = value
+        self.coordinator.cache_put.remote(key, value)
 
     def close(self) -> None:
         pass
