@@ -151,6 +151,19 @@ def test_a_running_instance_is_shown_from_its_journal_which_is_left_untouched(ru
     assert journal.read_bytes() == before
 
 
+def test_without_its_journal_a_search_instance_shows_its_selected_path(runs: dict[str, Path],
+                                                                         tmp_path: Path) -> None:
+    from lits.view.model import build_report
+
+    run = tmp_path / "no-journal"
+    shutil.copytree(runs["blocksworld-mcts"], run)
+    (run / "checkpoints" / "0.journal.jsonl").unlink()
+    tree = build_report(run)["trees"]["0"]
+    path = [n["id"] for n in json.loads((run / "paths" / "0.json").read_text())]
+    assert tree["path_only"] and [n["id"] for n in tree["nodes"]] == path
+    assert [n["parent"] for n in tree["nodes"]] == [None, *path[:-1]]
+
+
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
     from lits.view.model import NotARunError, build_report
 

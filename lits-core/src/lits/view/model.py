@@ -21,7 +21,7 @@ from lits.view.calls import (
     read_calls,
     totals,
 )
-from lits.view.tree import chain_tree, search_tree
+from lits.view.tree import chain_tree, path_only_tree, search_tree
 
 #: Characters of a query shown in the instance table.
 QUERY_CHARS = 160
@@ -107,12 +107,14 @@ def instance_tree(root: Path, idx: int, command: str, config: dict[str, Any],
         state = result.get("final_state") if result else (read_json(root / "checkpoints" / f"{idx}.json") or {}).get(
             "state")
         return chain_tree(state) if state is not None else None
-    selected = [int(n["id"]) for n in read_json(root / "paths" / f"{idx}.json") or [] if isinstance(n, dict)]
+    path = [n for n in read_json(root / "paths" / f"{idx}.json") or [] if isinstance(n, dict) and "id" in n]
+    selected = [int(n["id"]) for n in path]
     terminal = {int(n["id"]) for n in read_json(root / "terminal_nodes" / f"{idx}.json") or []
                 if isinstance(n, dict)}
     search = str(config.get("search") or "mcts")
     aggregate = str((config.get("search_args") or {}).get("aggregate") or "mean")
-    return search_tree(root / "checkpoints" / f"{idx}.journal.jsonl", search, aggregate, selected, terminal)
+    tree = search_tree(root / "checkpoints" / f"{idx}.journal.jsonl", search, aggregate, selected, terminal)
+    return tree if tree is not None or not path else path_only_tree(path, terminal)
 
 
 def instance_row(idx: int, result: Optional[dict[str, Any]], tree: Optional[dict[str, Any]],

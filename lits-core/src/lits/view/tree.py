@@ -224,6 +224,21 @@ def _num(value: Any) -> Optional[float]:
     return round(float(value), 4) if isinstance(value, (int, float)) else None
 
 
+def path_only_tree(path: list[dict[str, Any]], terminal_ids: set[int]) -> dict[str, Any]:
+    """The selected path alone, for a finished search whose journal was deleted (paths/ survives)."""
+    rows, parent = [], None
+    for flat in path:
+        node_id = int(flat["id"])
+        visits = flat.get("visits")
+        cum = flat.get("cum_rewards")
+        q = sum(cum) / len(cum) if isinstance(cum, list) and cum else None
+        rows.append(node_row(node_id, parent, flat, visits=visits if isinstance(visits, int) else None, q=q,
+                             born=0, on_path=True, terminal=bool(flat.get("is_terminal")) or node_id in terminal_ids))
+        parent = node_id
+    return {"kind": "search", "nodes": rows, "paths": [], "selected": [r["id"] for r in rows], "iterations": 0,
+            "stats": {}, "proposals": [], "aggregate": None, "compact": True, "path_only": True}
+
+
 def chain_tree(final_state: Any, init: Any = None) -> dict[str, Any]:
     """A chain run as a path: the start, then one node per step."""
     steps = final_state.get("steps") if isinstance(final_state, dict) else None

@@ -241,6 +241,7 @@
     app.appendChild(el("h1", null, "Instance " + idx + (inst.id ? " · " + inst.id : "") + " ",
       el("span", { cls: "tag " + (inst.solved ? "good" : inst.solved === false ? "bad" : "path"), text: solvedTag })));
     app.appendChild(el("div", { cls: "muted", text: inst.query || "" }));
+    if (tree.path_only) app.appendChild(el("p", { cls: "dup", id: "path-only", text: "This instance's journal (checkpoints/) is gone: only its selected path (paths/) is drawn." }));
     var info = el("div", { cls: "cards" }, card("kind", tree.kind === "chain" ? "chain (one path)" : DATA.run.method),
       card("nodes", fmt(n)), card("stopped", fmt(inst.stopped)), card("iterations", fmt(inst.iterations)),
       card("calls", fmt(inst.calls)), card("tokens", fmt(inst.tokens)));
