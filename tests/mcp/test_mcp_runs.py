@@ -153,7 +153,7 @@ def test_a_server_command_that_does_not_start_is_one_line_and_exit_2(env, tmp_pa
 @pytest.mark.slow
 def test_the_react_chain_runs_over_mcp_on_the_embedded_model(env, tmp_path):
     result = lits(env, "chain", "--dataset", "mapeval-sql", "--limit", "1", "--model", "local",
-                  "--save-dir", str(tmp_path / "run"), *MAPEVAL_MCP)
+                  "--chain-arg", "max_steps=1", "--save-dir", str(tmp_path / "run"), *MAPEVAL_MCP)
     assert result.returncode == 0, result.stderr
     first = json.loads((tmp_path / "run" / "results" / "0.json").read_text())["final_state"]["steps"][0]
     assert json.loads(first["action"]["text"])["tool"] in ("list_tables", "describe_table", "query_sql")
