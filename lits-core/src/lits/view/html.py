@@ -21,8 +21,21 @@ from lits.view.model import build_report
 REPORT_NAME = "report.html"
 
 
-def _static(name: str) -> str:
-    return resources.files("lits.view").joinpath("static", name).read_text(encoding="utf-8")
+#: The viewer's script, in order: parts of one function body (they share its scope, nothing is global
+#: but ``window.litsView``, the hook scripts and tests use).
+SCRIPT_PARTS = ("base.js", "charts.js", "run_page.js", "tree_view.js", "app.js")
+SCRIPT_HEAD = ("/* LiTS run viewer: a run page and a tree page per instance, drawn from the JSON embedded in this "
+               "file.\n   Plain JavaScript (lits/view/static/js), canvas for trees and SVG for charts: nothing is "
+               "fetched, nothing is third-party. */\n(function () {\n  \"use strict\";\n")
+
+
+def _static(*name: str) -> str:
+    return resources.files("lits.view").joinpath("static", *name).read_text(encoding="utf-8")
+
+
+def script() -> str:
+    """The page's JavaScript: the parts of static/js/ inside one function."""
+    return SCRIPT_HEAD + "".join(_static("js", part) for part in SCRIPT_PARTS) + "})();\n"
 
 
 def embed_json(data: Any) -> str:
@@ -49,7 +62,7 @@ def render_report(report: dict[str, Any]) -> str:
         "__TITLE__": html.escape(str(report["run"]["name"])),
         "__GENERATED__": html.escape(f"read {generated}"),
         "__CSS__": _static("view.css"),
-        "__JS__": _static("view.js").replace("</script", "<\\/script"),
+        "__JS__": script().replace("</script", "<\\/script"),
         "__DATA__": embed_json(report),
     }
     # one pass: a value (a run named __CSS__, a state holding __DATA__) is never scanned again

@@ -1,0 +1,55 @@
+/* The run page: totals, instances, cost pictures, metrics, configuration. */
+  // ---------- run page ----------
+  function showRun() {
+    api.page = "run"; api.tree = null;
+    var run = DATA.run, s = run.summary || {};
+    clear(app); clear(crumbs);
+    crumbs.appendChild(el("span", { text: run.name }));
+    app.appendChild(el("h1", null, run.method + " · " + run.dataset + " · " + run.model));
+    app.appendChild(el("div", { cls: "muted", text: run.dir }));
+    var acc = s.accuracy !== undefined ? s.accuracy : (run.finished ? run.solved / run.finished : null);
+    var inf = run.inference;
+    var cards = el("div", { cls: "cards", id: "run-cards" },
+      card("accuracy" + (run.running ? " (so far)" : ""), pct(acc)),
+      card("instances", run.finished + (run.running ? " + " + run.running + " running" : "")),
+      card("solved", fmt(run.solved)), card("calls", fmt(inf.calls) + (inf.cache_hits ? " (+" + fmt(inf.cache_hits) + " cached)" : "")),
+      card("tokens in / out", fmt(inf.tokens_in) + " / " + fmt(inf.tokens_out)),
+      card("model seconds", fmt(inf.seconds, 2)), card("cost", "$" + fmt(inf.cost, 4)));
+    if (s.run_seconds !== undefined) cards.appendChild(card("run seconds", fmt(s.run_seconds, 2)));
+    if (s.calls_in_flight_avg !== undefined && s.calls_in_flight_avg !== null) cards.appendChild(card("calls in flight (avg)", fmt(s.calls_in_flight_avg, 2)));
+    app.appendChild(cards);
+
+    app.appendChild(el("h2", { text: "Instances" }));
+    var table = el("table", { id: "instances" });
+    var head = ["#", "id", "query", "status", "solved", "answer", "stopped", "iterations", "nodes", "calls", "tokens", "seconds"];
+    table.appendChild(el("tr", null, head.map(function (x) { return el("th", { text: x }); }).reduce(function (f, n) { f.appendChild(n); return f; }, document.createDocumentFragment())));
+    DATA.instances.forEach(function (r) {
+      var link = r.has_tree ? el("a", { href: "#/tree/" + r.idx, text: String(r.idx) }) : String(r.idx);
+      var solved = r.solved === null ? el("span", { cls: "run", text: "…" }) : el("span", { cls: r.solved ? "yes" : "no", text: r.solved ? "yes" : "no" });
+      var tr = el("tr", { "data-idx": r.idx }, el("td", null, link), el("td", { text: r.id || "" }), el("td", { text: r.query }),
+        el("td", { cls: r.status === "running" ? "run" : "", text: r.status }), el("td", null, solved), el("td", { text: fmt(r.answer) }),
+        el("td", { text: fmt(r.stopped) }), el("td", { cls: "num", text: fmt(r.iterations) }), el("td", { cls: "num", text: fmt(r.nodes) }),
+        el("td", { cls: "num", text: fmt(r.calls) }), el("td", { cls: "num", text: fmt(r.tokens) }), el("td", { cls: "num", text: fmt(r.seconds, 2) }));
+      table.appendChild(tr);
+    });
+    app.appendChild(table);
+
+    app.appendChild(el("h2", { text: "Cost" }));
+    app.appendChild(costSection(DATA.costs));
+
+    if (run.summary) {
+      app.appendChild(el("h2", { text: "Metrics" }));
+      var flat = {}, nested = el("div", { cls: "grid2" });
+      Object.keys(s).forEach(function (k) {
+        if (k === "config") return;
+        if (s[k] !== null && typeof s[k] === "object" && !Array.isArray(s[k])) nested.appendChild(el("div", null, el("h3", { text: k }), kvTable(s[k])));
+        else flat[k] = s[k];
+      });
+      app.appendChild(el("div", { cls: "grid2" }, el("div", null, kvTable(flat)), nested));
+    }
+    app.appendChild(el("h2", { text: "Configuration" }));
+    var config = Object.assign({}, run.config); var env = config.environment; delete config.environment;
+    app.appendChild(kvTable(config));
+    if (env) app.appendChild(el("details", null, el("summary", { text: "environment" }), el("pre", { text: JSON.stringify(env, null, 1) })));
+    api.rendered = true;
+  }
