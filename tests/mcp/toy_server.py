@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 server = MCPServer("toy")
@@ -27,8 +28,8 @@ def paint(color: Literal["red", "blue"], sizes: list[int], note: str = "none") -
 
 @server.tool()
 def refuse(reason: str) -> str:
-    """Always refuses."""
-    raise ValueError(reason)
+    """Always refuses (an isError result carrying the reason)."""
+    raise ToolError(reason)
 
 
 @server.tool()
