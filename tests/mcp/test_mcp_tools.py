@@ -132,3 +132,12 @@ def test_a_json_schema_becomes_a_pydantic_model_keyed_by_the_json_names():
 def test_a_server_that_never_answers_is_given_up_after_the_start_timeout(in_env):
     with pytest.raises(ValueError, match=r"^MCP server `.*` did not answer within 1 s of starting$"):
         load_mcp_resource(command=f"{sys.executable} -c 'import time; time.sleep(60)'", start_timeout=1)
+
+
+def test_every_page_of_the_listing_is_read_and_an_unstable_order_falls_back_to_the_names():
+    resource = load_mcp_resource(command=f"{sys.executable} {TOY.with_name('paged_server.py')}")
+    try:
+        assert [t.name for t in resource["tools"]] == ["alpha", "mid", "zeta"]
+        assert _call(resource["tools"], "mid") == "mid ok"
+    finally:
+        resource["connection"].close()
