@@ -175,3 +175,10 @@ def test_serve_mcp_refuses_to_listen_beyond_loopback():
     assert result.stderr.strip().splitlines() == [
         "lits-mapeval: error: --host 0.0.0.0 is not a loopback address: the tools are served without "
         "authentication, so only 127.0.0.1, localhost or ::1 are allowed"]
+
+
+def test_a_resource_arg_without_a_resource_is_one_line(env, tmp_path):
+    result = lits(env, "chain", "--dataset", "mapeval-sql", "--model", "scripted", "--save-dir",
+                  str(tmp_path / "run"), "--resource-arg", "command=lits-mapeval serve-mcp")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["lits: error: --resource-arg needs --resource NAME (e.g. --resource mcp)"]

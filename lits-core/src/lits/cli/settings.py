@@ -108,6 +108,8 @@ def new_settings(args: argparse.Namespace, mode: str) -> tuple[RunDir, dict[str,
         "lits_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
+    if settings["resource_args"] and not settings["resource"]:
+        raise UserError("--resource-arg needs --resource NAME (e.g. --resource mcp)")
     if mode == "search":
         settings.update(search=args.search, reward=args.reward, search_framework=args.search_framework,
                         search_args=parse_pairs(args.search_arg, "--search-arg"))
