@@ -107,9 +107,15 @@ def _query(tools: list[BaseTool], sql: str) -> str:
     return execute_tool_action(json.dumps({"tool": "query_sql", "args": {"query": sql}}), tools)
 
 
+@pytest.fixture(scope="module")
+def pristine(pg_server: PgServer, pg_city: str) -> dict[str, str]:
+    """The tables and their checksums before any hostile statement."""
+    return table_checksums(pg_server)
+
+
 @pytest.mark.parametrize("sql, starts", list(CATALOGUE.values()), ids=list(CATALOGUE))
-def test_hostile_sql_is_one_observation_line_and_every_table_checksum_is_unchanged(pg_server, pg_tools, sql, starts):
-    before = table_checksums(pg_server)
+def test_hostile_sql_is_one_observation_line_and_every_table_checksum_is_unchanged(pg_server, pristine, pg_tools,
+                                                                                    sql, starts):
     observation = _query(pg_tools, sql)
     if starts:
         assert observation.startswith(tuple(f"{s}: " for s in starts.split("|"))), observation[:300]
@@ -117,7 +123,7 @@ def test_hostile_sql_is_one_observation_line_and_every_table_checksum_is_unchang
     else:
         assert len(observation) <= 4000 + 100 and not observation.startswith(("SQL error", "Query stopped")), \
             observation[:300]
-    assert table_checksums(pg_server) == before
+    assert table_checksums(pg_server) == pristine
     assert not Path(PROOF).exists()
 
 

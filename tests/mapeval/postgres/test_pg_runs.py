@@ -111,16 +111,11 @@ def test_the_same_run_gives_the_same_answers_on_sqlite_and_postgresql(tmp_path, 
     config = json.loads((tmp_path / "postgres" / "config.json").read_text())
     assert config["dataset_args"]["db"] == pg_city
     assert READER_PASSWORD not in _run_dir_text(tmp_path / "postgres")
-
-
-def test_lits_eval_rejudges_a_postgresql_run_from_its_save_dir(tmp_path, env, pg_city):
-    assert _run(tmp_path / "run", pg_city, "chain", env=env).returncode == 0
-    before = json.loads((tmp_path / "run" / "eval_results.json").read_text())
-    done = subprocess.run([sys.executable, "-m", "lits", "eval", "--save-dir", str(tmp_path / "run")],
-                          capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    after = json.loads((tmp_path / "run" / "eval_results.json").read_text())
-    assert after["accuracy"] == before["accuracy"] == 1.0
+    if command == ["chain"]:  # `lits eval` re-judges the run from its save dir (it reconnects to the server)
+        done = subprocess.run([sys.executable, "-m", "lits", "eval", "--save-dir", str(tmp_path / "postgres")],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert json.loads((tmp_path / "postgres" / "eval_results.json").read_text())["accuracy"] == 1.0
 
 
 def test_a_url_with_a_password_is_refused_in_one_line_and_never_reaches_the_run_dir(tmp_path, env,
