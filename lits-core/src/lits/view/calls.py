@@ -12,7 +12,7 @@ CURVE_POINTS = 2000
 SHARED_MAX = 64
 #: Fields of one call in the page, in this order (rows are lists: 10,000 calls stay small).
 CALL_FIELDS = ("time", "seconds", "component", "phase", "depth", "iteration", "tokens_in", "tokens_out",
-               "cached", "cost", "prompt", "reply")
+               "cached", "cost", "prompt", "reply", "kind")
 
 
 def read_calls(path: Path) -> list[dict[str, Any]]:
@@ -39,7 +39,7 @@ def call_row(record: dict[str, Any]) -> list[Any]:
     return [round(float(record.get("time") or 0.0), 4), round(float(record.get("seconds") or 0.0), 5),
             ctx.get("component"), ctx.get("phase"), ctx.get("depth"), ctx.get("iteration"),
             int(record.get("tokens_in") or 0), int(record.get("tokens_out") or 0), bool(record.get("cached")),
-            float(record.get("cost") or 0.0), record.get("prompt"), record.get("reply")]
+            float(record.get("cost") or 0.0), record.get("prompt"), record.get("reply"), record.get("kind")]
 
 
 def totals(calls: list[dict[str, Any]]) -> dict[str, Any]:

@@ -254,7 +254,7 @@
           el("th", { cls: "num", text: "in" }), el("th", { cls: "num", text: "out" }), el("th", { cls: "num", text: "ms" }), el("th", { cls: "num", text: "at s" })));
         mine.forEach(function (ci) {
           var c = tree.calls[ci], rec = {}; F.forEach(function (f, j) { rec[f] = c[j]; });
-          table.appendChild(el("tr", null, el("td", { text: fmt(rec.component) + (rec.cached ? " (cached)" : "") + (shared[ci] > 1 ? " ·shared×" + shared[ci] : "") }),
+          table.appendChild(el("tr", null, el("td", { text: fmt(rec.component) + (rec.kind && rec.kind !== "generate" ? " · " + rec.kind : "") + (rec.cached ? " (cached)" : "") + (shared[ci] > 1 ? " ·shared×" + shared[ci] : "") }),
             el("td", { text: fmt(rec.phase) }), el("td", { text: fmt(rec.iteration) }), el("td", { cls: "num", text: fmt(rec.tokens_in) }),
             el("td", { cls: "num", text: fmt(rec.tokens_out) }), el("td", { cls: "num", text: (1000 * rec.seconds).toFixed(1) }),
             el("td", { cls: "num", text: (rec.time - rec.seconds - t0).toFixed(2) })));
