@@ -42,6 +42,7 @@ REFUSED_NAMES = re.compile(
     r"|query_to_xml\w*|cursor_to_xml\w*"
     # credentials a superuser could read
     r"|pg_authid|pg_shadow|pg_user_mappings|pg_hba_file_rules|pg_ident_file_mappings)\b")
+IDENTIFIER_START, IDENTIFIER_END = "\x00", "\x01"  # brackets a quoted identifier's text in the lexed statement
 DATA_MODIFYING = re.compile(r"\b(insert|update|delete|merge|truncate)\b")
 
 
@@ -94,7 +95,7 @@ def _lex(sql: str) -> tuple[str, Optional[str], Optional[int]]:
                 end = sql.find('"', end + 2)
             if end < 0:
                 return "", "a quoted identifier is not closed", None
-            out.append(" " + sql[i + 1:end].replace('""', '"') + " ")
+            out.append(IDENTIFIER_START + sql[i + 1:end].replace('""', '"') + IDENTIFIER_END)
             i = end + 1
         elif ch == "$" and (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_")):
             tag = re.match(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$", sql[i:])
@@ -119,14 +120,20 @@ def refusal(sql: str) -> Optional[str]:
     """Why ``sql`` may not be sent (one line), or None for a single read query."""
     if len(sql) > MAX_SQL_CHARS:
         return f"the statement is longer than {MAX_SQL_CHARS} characters"
+    if IDENTIFIER_START in sql or IDENTIFIER_END in sql:
+        return "control characters \\x00 and \\x01 are not accepted"
     code, problem, _ = _lex(sql)
     if problem:
         return problem
     code = code.lower().strip().rstrip(";").rstrip()
-    if ";" in code:
+    # structure: quoted identifiers are opaque (their parentheses and semicolons are not the server's);
+    # names: their text is kept, so "pg_read_file"(...) is still found
+    structure = re.sub(f"{IDENTIFIER_START}[^{IDENTIFIER_END}]*{IDENTIFIER_END}", " x ", code)
+    code = code.replace(IDENTIFIER_START, " ").replace(IDENTIFIER_END, " ")
+    if ";" in structure:
         return "send one statement per call"
     depth = 0
-    for ch in code:
+    for ch in structure:
         depth += (ch == "(") - (ch == ")")
         if depth < 0:
             return "a parenthesis is closed that was never opened"

@@ -33,6 +33,8 @@ SAME_ON_BOTH = [
     "SELECT types, count(*) AS n FROM places GROUP BY types ORDER BY types",
     "SELECT instruction FROM directions WHERE origin_id = 'P000' ORDER BY step_no",
     "SELECT name FROM places WHERE name LIKE 'M%' ORDER BY name",
+    'SELECT "name" AS "the (name); -- x" FROM places WHERE name = \'Maple Hotel\'; -- done',
+    "SELECT 'it''s; ok' AS quoted /* ; */",
     "SELECT name, price_level IS NULL AS unknown FROM places ORDER BY place_id LIMIT 3",
 ]
 
