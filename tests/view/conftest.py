@@ -72,6 +72,7 @@ def browser() -> Iterator[Any]:
 
     if find_chromium() is None:
         pytest.skip(f"no Chromium: {INSTALL_HINT}")
+    pytest.importorskip("playwright.sync_api", reason="Playwright is missing: pip install -r requirements-dev.txt")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
