@@ -10,7 +10,9 @@ the fixed cost of a run (workers start and build the components: a
 2-instance run of the scripted model), and the coordinator's round trips per
 model call (a call slot taken and given back, a cache lookup and store).  A
 second pass on the same cache shows a cache served by the driver answers
-every worker (0 paid calls).
+every worker (0 paid calls); the same two passes with per-worker caches
+(``LITS_RAY_CACHE=worker``: each worker seeded with the run's cache, its new
+entries merged back with each instance) measure the alternative.
 
     python benchmarks/ray_executor.py [--instances 30] [--latency 0.1] [--concurrency 32] [--workers 2,4]
         [--out FILE]
@@ -27,8 +29,9 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from lits.testing.server import obedient_server_process
 
@@ -92,11 +95,12 @@ def fixed_cost(root: Path) -> float:
 
 def coordinator_round_trips(root: Path, calls: int = 300) -> dict[str, float]:
     """Milliseconds per model call spent with the coordinator, measured from a worker-like actor."""
-    import ray
-
     from lits.runs.ray_actors import RunCoordinator, SharedCache, SharedLimiter
 
-    coordinator = RunCoordinator.options(name="bench-coordinator").remote(32, str(root / "rt.sqlite"))
+    import ray
+
+    options = RunCoordinator.options  # type: ignore[attr-defined]
+    coordinator = options(name="bench-coordinator").remote(32, str(root / "rt.sqlite"))
 
     @ray.remote(num_cpus=0)
     def probe(n: int) -> dict[str, float]:
@@ -127,6 +131,19 @@ def coordinator_round_trips(root: Path, calls: int = 300) -> dict[str, float]:
     figures["in_process_cache_ms"] = round(1000 * (time.perf_counter() - started) / calls, 3)
     local.close()
     return figures
+
+
+def per_worker_cache(base_url: str, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The alternative to the driver's cache: each worker its own, seeded and merged back per instance."""
+    os.environ["LITS_RAY_CACHE"] = "worker"
+    try:
+        first = p1_pass(base_url, work / "own", args.instances, args.concurrency, "ray", work / "own.sqlite")
+        again = p1_pass(base_url, work / "own-again", args.instances, args.concurrency, "ray", work / "own.sqlite")
+    finally:
+        del os.environ["LITS_RAY_CACHE"]
+    first["second_pass_from_cache"] = {k: again[k] for k in ("wall_s", "paid_calls", "cache_hits")}
+    print("per_worker_cache", json.dumps(first), flush=True)
+    return first
 
 
 def main() -> None:
@@ -160,6 +177,7 @@ def main() -> None:
                                                                                  "cache_hits")}
                     if workers == 2:
                         report["coordinator_per_call"] = coordinator_round_trips(work)
+                        report["per_worker_cache_2_workers"] = per_worker_cache(base_url, work, args)
                     report[name] = figures
                     print(name, json.dumps(figures), flush=True)
     finally:

@@ -11,11 +11,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
-
 from lits.testing.scripted import listed_actions
 
 #: What a search found, by file: the bytes that must not depend on where instances ran.

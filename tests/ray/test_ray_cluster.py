@@ -11,14 +11,23 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
-
 from lits.testing.server import FakeOpenAIServer
-from tests.ray.conftest import (RAY_ENV, eval_without_timings, first_listed_action, kill_all, lits_process,
-                                outputs, process_tree, records_per_instance, wait_for)
+
+from tests.ray.conftest import (
+    RAY_ENV,
+    eval_without_timings,
+    first_listed_action,
+    kill_all,
+    lits_process,
+    outputs,
+    process_tree,
+    records_per_instance,
+    wait_for,
+)
 
 READY = "block forever"  # what `ray start --block` prints once the node is up
 

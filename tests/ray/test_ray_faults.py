@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from lits.testing.server import FakeOpenAIServer
-from tests.ray.conftest import (command_line, first_listed_action, kill_all, lits_process, outputs, process_tree,
-                                records_per_instance, wait_for)
+
+from tests.ray.conftest import (
+    command_line,
+    first_listed_action,
+    kill_all,
+    lits_process,
+    outputs,
+    process_tree,
+    records_per_instance,
+    wait_for,
+)
 
 ARGS = ["search", "--model", "m", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4", "--limit", "5",
         "--concurrency", "2", "--search-arg", "n_iterations=5"]

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
-
 from lits.testing.server import FakeOpenAIServer
-from tests.ray.conftest import eval_without_timings, first_listed_action, outputs, records_per_instance
+
+from tests.ray.conftest import (
+    eval_without_timings,
+    first_listed_action,
+    outputs,
+    records_per_instance,
+)
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 
@@ -97,14 +102,15 @@ def test_missing_ray_names_the_extra(lits_here: Callable[..., int], capsys: pyte
 
 def test_worker_without_the_plugin_says_install_it_on_every_node() -> None:
     """A worker that cannot find a registered name answers with one line, not a dead actor."""
-    import ray
-
     from lits.runs.ray_actors import InstanceWorker, RunCoordinator
 
-    coordinator = RunCoordinator.options(name="test-coordinator-missing-plugin").remote(1, None)
+    import ray
+
+    name = "test-coordinator-missing-plugin"
+    coordinator = RunCoordinator.options(name=name).remote(1, None)  # type: ignore[attr-defined]
     settings = {"dataset": "no-such-dataset", "search": "mcts", "search_args": {}, "concurrency": 1,
                 "model": "scripted", "base_url": None, "api": None, "no_cache": True}
-    worker = InstanceWorker.remote("w0", settings, "search", "test-coordinator-missing-plugin")
+    worker = InstanceWorker.remote("w0", settings, "search", name)  # type: ignore[attr-defined]
     out = ray.get(worker.run.remote(0, {"query": "q"}, False, {}), timeout=60)
     assert out["status"] == "setup"
     assert "no-such-dataset" in out["error"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import json
 import logging
 import os
 import shutil
@@ -26,11 +27,11 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import ray
-
 from lits.lm.base import CallsStopped, ModelError, ServerUnreachable
+from lits.lm.cache import ResponseCache
 from lits.observability import InferenceLog, InferenceRecord, collecting, current_context
 
 #: Files an instance leaves in its (scratch) run dir, by folder.
@@ -41,14 +42,14 @@ INSTANCE_FOLDERS = ("checkpoints", "terminal_nodes", "paths", "timings", "result
 class RunCoordinator:
     """Global call slots, the response cache and instance start counts (an async actor: waiting is cheap)."""
 
-    def __init__(self, limit: int, cache_path: Optional[str]) -> None:
+    def __init__(self, limit: int, cache_path: str | None) -> None:
         from lits.lm.cache import ResponseCache
 
         self.limit = max(1, limit)
         self.free = self.limit
         self.waiting: list[tuple[float, int]] = []  # heap of (priority, arrival), as CallLimiter
         self.arrivals = 0
-        self.cond: Optional[asyncio.Condition] = None
+        self.cond: asyncio.Condition | None = None
         self.held: dict[str, int] = {}  # slots held, by worker incarnation
         self.dead: set[str] = set()
         self.stopping = False
@@ -129,6 +130,18 @@ class RunCoordinator:
         if self.cache is not None:
             self.cache.put(key, value)
 
+    def cache_put_many(self, entries: list[tuple[str, Any]]) -> None:
+        for key, value in entries:
+            self.cache_put(key, value)
+
+    def cache_dump(self) -> list[tuple[str, Any]]:
+        """Every entry (to seed a worker's own cache: the per-worker variant the benchmark measures)."""
+        if self.cache is None:
+            return []
+        with self.cache._lock:
+            rows = self.cache._conn.execute("SELECT key, value FROM responses").fetchall()
+        return [(key, json.loads(value)) for key, value in rows]
+
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
@@ -144,7 +157,7 @@ class SharedLimiter:
     def limit(self) -> int:
         return self._limit
 
-    def __enter__(self) -> "SharedLimiter":
+    def __enter__(self) -> SharedLimiter:
         instance = current_context().get("instance")
         priority = float(instance) if isinstance(instance, int) else float("inf")
         if not ray.get(self.coordinator.acquire.remote(priority, self.holder)):
@@ -190,6 +203,27 @@ class SharedCache:
         pass
 
 
+class WorkerCache(ResponseCache):
+    """The per-worker variant (``LITS_RAY_CACHE=worker``, for the benchmark): a SQLite file of the worker's
+    own, seeded with the run's cache; what it stores goes back to the driver with each instance."""
+
+    def __init__(self, path: Path, seed: list[tuple[str, Any]]) -> None:
+        super().__init__(path)
+        for key, value in seed:
+            super().put(key, value)
+        self.fresh: list[tuple[str, Any]] = []
+
+    def put(self, key: str, value: Any) -> None:
+        super().put(key, value)
+        with self._lock:
+            self.fresh.append((key, value))
+
+    def take_fresh(self) -> list[tuple[str, Any]]:
+        with self._lock:
+            fresh, self.fresh = self.fresh, []
+        return fresh
+
+
 class _Lines(logging.Handler):
     """Keeps the execution-log lines of each instance (by thread) to send them to the driver."""
 
@@ -220,7 +254,11 @@ class _Built:
         config = cli_run._make_config(agent_reg, agent_args, mode)
         self.model = cli_run._create_model(settings)
         self.model.limiter = SharedLimiter(coordinator, holder, settings["concurrency"])  # type: ignore[assignment]
-        if not settings.get("no_cache"):
+        self.own_cache: WorkerCache | None = None
+        if not settings.get("no_cache") and settings.get("ray_cache") == "worker":
+            self.own_cache = WorkerCache(root / "cache.sqlite", ray.get(coordinator.cache_dump.remote()))
+            self.model.use_cache(self.own_cache)
+        elif not settings.get("no_cache"):
             self.model.use_cache(SharedCache(coordinator))  # type: ignore[arg-type]
         self.components = cli_run.build_components(settings, self.model, config, task_type)
         self.run_dir = RunDir(root).create()
@@ -246,12 +284,12 @@ class InstanceWorker:
         self.coordinator = ray.get_actor(coordinator)  # by name: a handle argument would pin the actor's restarts
         self.incarnation = f"{name}#{os.getpid()}@{ray.get_runtime_context().get_node_id()[:8]}"
         ray.get(self.coordinator.joined.remote(name, self.incarnation))
-        self.root = Path(tempfile.mkdtemp(prefix=f"lits-{name}-"))
-        self.built: Optional[_Built] = None
-        self.build_error: Optional[str] = None
-        self.lock = threading.Lock()
+        self.root: Path = Path(tempfile.mkdtemp(prefix=f"lits-{name}-"))
+        self.built: _Built | None = None
+        self.build_error: str | None = None
+        self.lock: threading.Lock = threading.Lock()
 
-    def _build(self) -> Optional[_Built]:
+    def _build(self) -> _Built | None:
         with self.lock:
             if self.built is None and self.build_error is None:
                 try:
@@ -299,7 +337,8 @@ class InstanceWorker:
         return {"idx": idx, "status": status, "error": error, "error_kind": _error_kind(built, idx),
                 "files": self._take_files(built.run_dir.root, idx), "records": self._take_records(built, idx),
                 "log": list(built.lines.local.lines), "worker": self.incarnation,
-                "policy_stats": _policy_stats(built), "faults": built.model.fault_stats()}
+                "policy_stats": _policy_stats(built), "faults": built.model.fault_stats(),
+                "cache_entries": built.own_cache.take_fresh() if built.own_cache is not None else []}
 
     def _take_files(self, root: Path, idx: int) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
@@ -323,7 +362,7 @@ class InstanceWorker:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _policy_stats(built: _Built) -> Optional[dict[str, Any]]:
+def _policy_stats(built: _Built) -> dict[str, Any] | None:
     as_dict = getattr(getattr(built.components.policy, "stats", None), "as_dict", None)
     return as_dict() if as_dict is not None else None
 
@@ -359,5 +398,12 @@ def record_from_dict(data: dict[str, Any]) -> InferenceRecord:
     return InferenceRecord(**data)
 
 
-__all__ = ["RunCoordinator", "InstanceWorker", "SharedLimiter", "SharedCache", "record_from_dict",
-           "ModelError", "ServerUnreachable"]
+__all__ = [
+    "InstanceWorker",
+    "ModelError",
+    "RunCoordinator",
+    "ServerUnreachable",
+    "SharedCache",
+    "SharedLimiter",
+    "record_from_dict",
+]

@@ -28,8 +28,9 @@ import sys
 import tempfile
 import time
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional, TextIO
+from typing import Any, TextIO
 
 from lits.cli.errors import UserError
 from lits.runs.artifacts import RunDir
@@ -50,7 +51,7 @@ def require_ray() -> None:
 
 
 @contextlib.contextmanager
-def ray_session(address: Optional[str]) -> Iterator[None]:
+def ray_session(address: str | None) -> Iterator[None]:
     """Join the cluster at ``address`` ("auto": the running one), or start a local instance for this run.
 
     A Ray already initialized in this process (a test, a benchmark) is used as it is.
@@ -64,7 +65,7 @@ def ray_session(address: Optional[str]) -> Iterator[None]:
     env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                "logging_level": logging.ERROR, "runtime_env": {"env_vars": env} if env else None}
-    temp: Optional[str] = None
+    temp: str | None = None
     if address:
         options["address"] = address
     else:  # a short path: Ray's sockets live under it
@@ -125,7 +126,7 @@ class ClusterStats:
         self.snapshots: dict[str, tuple[Any, Any]] = {}  # by worker incarnation: the latest counters
         self.busy_area = 0.0
 
-    def save(self, seconds: Optional[float] = None) -> None:
+    def save(self, seconds: float | None = None) -> None:
         from lits.runs.stats import merge_counts
 
         payload = {
@@ -145,6 +146,9 @@ class RayExecutor:
     """Runs a run's instances on Ray workers and writes what they send back into the run dir."""
 
     def __init__(self, settings: dict[str, Any], run_dir: RunDir, mode: str) -> None:
+        #: "driver": one cache the coordinator serves (the default); "worker": each worker's own, merged
+        #: back per instance -- only to measure the alternative (docs/benchmarks.md).
+        settings = {**settings, "ray_cache": os.environ.get("LITS_RAY_CACHE", "driver")}
         self.settings, self.run_dir, self.mode = settings, run_dir, mode
         self.stats = ClusterStats(run_dir)
         self.outcome = RunOutcome()
@@ -198,9 +202,9 @@ class RayExecutor:
 
     # -- the cluster -------------------------------------------------------------
     def _start(self) -> None:
-        import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        import ray
         from lits.runs.ray_actors import RunCoordinator
 
         settings = self.settings
@@ -208,7 +212,8 @@ class RayExecutor:
             Path(settings.get("cache") or self.run_dir.root / "cache.sqlite").resolve())
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
         self.coordinator_name = f"lits-coordinator-{os.getpid()}-{time.time_ns()}"
-        self.coordinator = RunCoordinator.options(name=self.coordinator_name, scheduling_strategy=here).remote(
+        options = RunCoordinator.options  # type: ignore[attr-defined]
+        self.coordinator = options(name=self.coordinator_name, scheduling_strategy=here).remote(
             settings["concurrency"], cache)
         count = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.per_worker = max(1, math.ceil(settings["concurrency"] / count))
@@ -305,6 +310,8 @@ class RayExecutor:
         for line in out["log"]:
             self.execution.info("[ray %s] %s", out["worker"], line)
         self.stats.snapshots[out["worker"]] = (out["policy_stats"], out["faults"])
+        if out.get("cache_entries"):
+            self.coordinator.cache_put_many.remote(out["cache_entries"])
         files: dict[str, bytes] = out["files"]
         try:
             for record in out["records"]:
