@@ -20,6 +20,7 @@ def test_the_tree_page_draws_every_node_of_the_search_tree(page: Page, runs: dic
     assert canvas.get_attribute("data-node-count") == str(expected)
     assert canvas.get_attribute("data-visible-count") == str(expected)  # a small tree is drawn whole
     assert int(canvas.get_attribute("data-drawn-count") or 0) > 0
+    assert tab.evaluate("litsView.tree.nodes.every(n => litsView.tree.isShown(n.id))")
     page.screenshot("tree-blocksworld-mcts")
 
 
@@ -64,6 +65,9 @@ def test_a_chain_run_is_drawn_as_a_path(page: Page, runs: dict[str, Path], writt
     steps = json.loads((runs["math500-cot"] / "results" / "0.json").read_text())["final_state"]["steps"]
     assert tab.locator("#tree-canvas").get_attribute("data-node-count") == str(len(steps) + 1)
     assert tab.evaluate("litsView.tree.pathIds().length") == len(steps) + 1
+    assert tab.evaluate("litsView.tree.nodes.every(n => litsView.tree.isShown(n.id))")  # the whole chain, not its start
+    tab.locator("#iteration").fill("2")  # stepping back: the chain after its second step
+    assert tab.evaluate("litsView.tree.nodes.filter(n => litsView.tree.isShown(n.id)).length") == 3
     tab.evaluate("litsView.tree.select(1)")
     assert "step 1" in tab.locator("#details-title").inner_text()
     page.screenshot("tree-math500-chain")
@@ -89,6 +93,7 @@ def test_every_domain_s_pages_open_without_errors(page: Page, written: Callable[
             tab = page.open(written(name), f"#/tree/{idx}")
             assert tab.locator("#tree-canvas").get_attribute("data-node-count") == str(
                 len(reports[name]["trees"][idx]["nodes"]))
+            assert tab.evaluate("litsView.tree.nodes.every(n => litsView.tree.isShown(n.id))"), (name, idx)
 
 
 def test_a_large_tree_opens_collapsed_around_the_selected_path(page: Page, tmp_path: Path,

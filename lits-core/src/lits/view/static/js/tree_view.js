@@ -15,7 +15,8 @@
     var parentIx = nodes.map(function (node) { return node.parent === null || byId[node.parent] === undefined ? -1 : byId[node.parent]; });
     parentIx.forEach(function (p, i) { if (p >= 0) kids[p].push(i); });
     var hasVisits = tree.paths.length > 0;
-    var maxIter = tree.kind === "search" ? Math.max(tree.iterations, tree.paths.length, 0) : 0;
+    // the slider's range: search iterations, or a chain's steps; every node exists at the end of it
+    var maxIter = nodes.reduce(function (m, x) { return Math.max(m, x.born); }, Math.max(tree.iterations, tree.paths.length, 0));
     var self = { idx: idx, tree: tree, nodes: nodes, iteration: maxIter, metric: hasVisits ? "q" : (nodes.some(function (x) { return x.score !== undefined; }) ? "score" : "reward"),
       collapsed: new Uint8Array(n), scale: 1, tx: 20, ty: 20, selected: -1 };
     var shared = {};
@@ -113,7 +114,7 @@
       var slider = el("input", { type: "range", id: "iteration", min: "0", max: String(maxIter), value: String(maxIter) });
       var sliderLabel = el("span", { id: "iteration-label" });
       slider.addEventListener("input", function () { self.iteration = Number(slider.value); draw(); });
-      toolbar.appendChild(el("label", { text: "after iteration" })); toolbar.appendChild(slider); toolbar.appendChild(sliderLabel);
+      toolbar.appendChild(el("label", { text: tree.kind === "chain" ? "after step" : "after iteration" })); toolbar.appendChild(slider); toolbar.appendChild(sliderLabel);
     }
     toolbar.appendChild(el("button", { text: "fit", onclick: function () { fit(); draw(); } }));
     toolbar.appendChild(el("button", { text: "expand all", onclick: function () { self.collapsed.fill(0); layout(); draw(); } }));
@@ -303,6 +304,7 @@
       if (i === undefined || visible.indexOf(i) < 0) return null;
       return { x: rect.left + px[i] * self.scale + self.tx, y: rect.top + py[i] * self.scale + self.ty };
     };
+    self.isShown = function (id) { var i = byId[id]; return i !== undefined && visible.indexOf(i) >= 0 && alive(i); };
     self.select = function (id) { var i = byId[id]; if (i !== undefined) showDetails(i); };
     self.setIteration = function (t) { self.iteration = t; if (slider) slider.value = String(t); draw(); };
     self.valueOf = function (id, metric) { return value(byId[id], metric); };
