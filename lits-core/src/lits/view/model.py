@@ -133,13 +133,20 @@ def instance_row(idx: int, result: Optional[dict[str, Any]], tree: Optional[dict
         "solved": bool(evaluation.get("solved")) if result else None,
         "answer": evaluation.get("answer"),
         "stopped": (result or {}).get("stopped"),
-        "iterations": (result or {}).get("iterations") if result else (tree or {}).get("iterations"),
+        "iterations": _iterations(result, tree),
         "nodes": len(tree["nodes"]) if tree else 0,
         "calls": spent["calls"],
         "tokens": spent["tokens_in"] + spent["tokens_out"],
         "seconds": timing.get("seconds"),
         "has_tree": tree is not None,
     }
+
+
+def _iterations(result: Optional[dict[str, Any]], tree: Optional[dict[str, Any]]) -> Optional[int]:
+    """The search's iterations, or a chain's steps (a chain's result has no iteration count)."""
+    if result and result.get("iterations") is not None:
+        return int(result["iterations"])
+    return int(tree["iterations"]) if tree else None
 
 
 def _short(text: str) -> str:

@@ -21,7 +21,7 @@
 
     app.appendChild(el("h2", { text: "Instances" }));
     var table = el("table", { id: "instances" });
-    var head = ["#", "id", "query", "status", "solved", "answer", "stopped", "iterations", "nodes", "calls", "tokens", "seconds"];
+    var head = ["#", "id", "query", "status", "solved", "answer", "stopped", "iterations / steps", "nodes", "calls", "tokens", "seconds"];
     table.appendChild(el("tr", null, head.map(function (x) { return el("th", { text: x }); }).reduce(function (f, n) { f.appendChild(n); return f; }, document.createDocumentFragment())));
     DATA.instances.forEach(function (r) {
       var link = r.has_tree ? el("a", { href: "#/tree/" + r.idx, text: String(r.idx) }) : String(r.idx);
