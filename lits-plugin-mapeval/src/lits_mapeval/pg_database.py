@@ -6,8 +6,9 @@
   every query runs in a READ ONLY transaction that is rolled back afterwards.
 * :mod:`lits_mapeval.pg_guard` refuses what those do not stop (file, large-object and ``dblink`` functions,
   ``COPY``, ``SET ROLE``...) before anything is sent; connecting as a superuser prints a one-line warning.
-* The query runs as a subquery: first with ``LIMIT 0`` to learn its columns, then with long values cut on the
-  server and ``max_rows + 1`` rows at most, so a huge value or result never crosses the wire.
+* The statement is first parsed alone by the server (nothing runs) to learn its columns, then run as a
+  subquery with long values cut on the server and ``max_rows + 1`` rows at most, so a huge value or result
+  never crosses the wire.
 * Rows are rendered as SQLite's are (``render_rows``): numerics (from ``avg``, ``round``, ``x / 60.0``, REAL in
   SQLite) print as floats, booleans as 1/0, so equal values give equal observations. Columns without a name
   differ: PostgreSQL calls ``count(*)`` "count" where SQLite repeats the expression.
@@ -129,19 +130,37 @@ class ReadOnlyPostgres:
             return f"Query stopped: {exc}"
 
     def _run(self, conn: Any, body: str, started: float) -> str:
+        columns = self._describe(conn, body)
+        names = [self._type_name(conn, oid) for _, oid in columns]
         with conn.cursor() as cur:
-            # binary=True: the extended query protocol, which cannot carry a second statement
-            cur.execute(f"SELECT * FROM (\n{body}\n) AS lits_query LIMIT 0", binary=True)
-            columns = [(d.name, d.type_code) for d in cur.description or []]
-            names = [self._type_name(conn, oid) for _, oid in columns]
             left_ms = max(1, int((self.time_budget - (time.monotonic() - started)) * 1000))
+            # opens the READ ONLY transaction
             cur.execute(f"SET LOCAL statement_timeout = {left_ms}")
             aliases = f"({', '.join(f'c{k}' for k in range(len(columns)))})" if columns else ""
             picks = ", ".join(f"c{k}" if t in _NUMERIC_TYPES else f"left(c{k}::text, {self.max_value_bytes + 1})"
                               for k, t in enumerate(names))
+            # binary=True: the extended query protocol, which cannot carry a second statement
             cur.execute(f"SELECT {picks} FROM (\n{body}\n) AS lits_query{aliases} LIMIT {self.max_rows + 1}",
                         binary=True)
             return render_rows([name for name, _ in columns], cur, self.max_rows, self.max_chars, show)
+
+    @staticmethod
+    def _describe(conn: Any, body: str) -> list[tuple[str, int]]:
+        """The statement's result columns (name, type oid), from the server's parser alone: nothing runs.
+
+        A statement the server parses on its own has its parentheses, literals and comments closed in the
+        server's own reading, so it cannot break out of the subquery it is then wrapped in, whatever the
+        guard's lexer made of it."""
+        from psycopg import errors, pq
+
+        encoding = conn.info.encoding
+        parsed = conn.pgconn.prepare(b"", body.encode(encoding))
+        if parsed.status != pq.ExecStatus.COMMAND_OK:
+            raise errors.error_from_result(parsed, encoding=encoding)
+        described = conn.pgconn.describe_prepared(b"")
+        if described.status != pq.ExecStatus.COMMAND_OK:
+            raise errors.error_from_result(described, encoding=encoding)
+        return [(described.fname(k).decode(encoding), described.ftype(k)) for k in range(described.nfields)]
 
     @staticmethod
     def _type_name(conn: Any, oid: int) -> str:

@@ -42,8 +42,15 @@ REFUSED_NAMES = re.compile(
     r"|query_to_xml\w*|cursor_to_xml\w*"
     # credentials a superuser could read
     r"|pg_authid|pg_shadow|pg_user_mappings|pg_hba_file_rules|pg_ident_file_mappings)\b")
+DOLLAR_TAG = re.compile(r"\$((?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z_0-9]|[^\x00-\x7f])*)?\$")
+"""PostgreSQL's dollar-quote delimiter: any non-ASCII character counts as a letter."""
 IDENTIFIER_START, IDENTIFIER_END = "\x00", "\x01"  # brackets a quoted identifier's text in the lexed statement
 DATA_MODIFYING = re.compile(r"\b(insert|update|delete|merge|truncate)\b")
+
+
+def _identifier_char(ch: str) -> bool:
+    """Whether ``ch`` continues an identifier for PostgreSQL (so a ``$`` after it starts no dollar quote)."""
+    return ch.isalnum() or ch in "_$" or ord(ch) > 127
 
 
 def _lex(sql: str) -> tuple[str, Optional[str], Optional[int]]:
@@ -97,8 +104,8 @@ def _lex(sql: str) -> tuple[str, Optional[str], Optional[int]]:
                 return "", "a quoted identifier is not closed", None
             out.append(IDENTIFIER_START + sql[i + 1:end].replace('""', '"') + IDENTIFIER_END)
             i = end + 1
-        elif ch == "$" and (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_")):
-            tag = re.match(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$", sql[i:])
+        elif ch == "$" and (i == 0 or not _identifier_char(sql[i - 1])):
+            tag = DOLLAR_TAG.match(sql, i)
             if tag is None:
                 out.append(ch)
                 i += 1

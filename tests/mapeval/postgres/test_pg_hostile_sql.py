@@ -72,6 +72,9 @@ POSTGRES_OWN: dict[str, tuple[str, str]] = {
     "query_to_xml_runs_a_string": ("SELECT query_to_xml('DELETE FROM places RETURNING 1', true, true, '')", REFUSED),
     "breaking_out_of_the_subquery": ("SELECT 1) AS x; DELETE FROM places; SELECT (1", REFUSED),
     "breaking_out_through_quoted_parentheses": ('SELECT 1 AS "(" ) AS x UNION ALL (SELECT 2 AS ")"', REFUSED),
+    "breaking_out_through_a_dollar_quote_the_guard_does_not_know": (
+        "SELECT $é$($é$ AS c0) AS x UNION ALL SELECT * FROM (SELECT repeat('x', 30000000) AS c0, $é$)$é$ AS b",
+        REFUSED),
     "an_unclosed_comment": ("SELECT 1 /* ", REFUSED),
     "an_unclosed_dollar_quote": ("SELECT $q$ x", REFUSED),
     "a_unicode_escaped_identifier": ('SELECT U&"pg\\005fread_file"(\'/etc/passwd\')', REFUSED),
