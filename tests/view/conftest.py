@@ -103,6 +103,13 @@ class Page:
             self.page.wait_for_function("window.litsView && window.litsView.rendered === true", timeout=15000)
         return self.page
 
+    def click_node(self, node_id: int) -> None:
+        """Bring the node to the middle of the canvas and click it, as a person would."""
+        self.page.evaluate(f"litsView.tree.centerOn({node_id})")
+        spot = self.page.evaluate(f"litsView.tree.screenPos({node_id})")
+        assert spot is not None, f"node {node_id} is not laid out"
+        self.page.mouse.click(spot["x"], spot["y"])
+
     def screenshot(self, name: str) -> Path:
         ARTIFACTS.mkdir(exist_ok=True)
         path = ARTIFACTS / f"{name}.png"

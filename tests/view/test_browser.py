@@ -27,8 +27,7 @@ def test_the_tree_page_draws_every_node_of_the_search_tree(page: Page, runs: dic
 def test_clicking_a_node_shows_its_details_and_model_calls(page: Page, written: Callable[[str], Path]) -> None:
     tab = page.open(written("blocksworld-mcts"), "#/tree/0")
     node_id = tab.evaluate("litsView.tree.nodes.find(n => n.depth === 1 && n.visits > 0).id")
-    spot = tab.evaluate(f"litsView.tree.screenPos({node_id})")
-    tab.mouse.click(spot["x"], spot["y"])
+    page.click_node(node_id)
     assert tab.locator("#details-title").inner_text() == f"node {node_id}"
     details = tab.locator("#details").inner_text()
     for field in ("fast reward", "reward", "visits", "Q", "depth", "action", "Model calls"):
@@ -41,8 +40,7 @@ def test_the_selected_path_is_marked(page: Page, runs: dict[str, Path], written:
     tab = page.open(written("blocksworld-bfs"), "#/tree/0")
     path = [n["id"] for n in json.loads((runs["blocksworld-bfs"] / "paths" / "0.json").read_text())]
     assert tab.evaluate("litsView.tree.pathIds()") == sorted(path)
-    spot = tab.evaluate(f"litsView.tree.screenPos({path[-1]})")
-    tab.mouse.click(spot["x"], spot["y"])
+    page.click_node(path[-1])
     assert "on the selected path" in tab.locator("#details").inner_text()
 
 
@@ -122,8 +120,7 @@ def test_invalid_steps_and_duplicate_proposals_are_visible(page: Page, tmp_path:
     assert "1 / 3" in cards and "duplicate proposals" in cards and "invalid steps" in cards
     tab.locator("#proposals").evaluate("t => t.closest('details').open = true")
     assert tab.locator("#proposals tr.dup").count() == 1
-    spot = tab.evaluate("litsView.tree.screenPos(7)")
-    tab.mouse.click(spot["x"], spot["y"])
+    page.click_node(7)
     details = tab.locator("#details").inner_text()
     assert "invalid step" in details and "that move is not allowed here" in details
 

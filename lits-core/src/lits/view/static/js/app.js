@@ -5,7 +5,7 @@
     crumbs.appendChild(el("a", { href: "#/", text: DATA.run.name })); crumbs.appendChild(el("span", { text: " / instance " + idx }));
     if (!DATA.trees[idx]) { clear(app); app.appendChild(el("p", { text: "Instance " + idx + " has no tree yet." })); return; }
     var view = TreeView(idx);
-    if (nodeId !== undefined) view.select(Number(nodeId));
+    if (nodeId !== undefined) { view.centerOn(Number(nodeId)); view.select(Number(nodeId)); }
   }
 
   function route() {

@@ -304,6 +304,11 @@
       if (i === undefined || visible.indexOf(i) < 0) return null;
       return { x: rect.left + px[i] * self.scale + self.tx, y: rect.top + py[i] * self.scale + self.ty };
     };
+    self.centerOn = function (id) {  // pan so the node is in the middle of the canvas
+      var i = byId[id], rect = canvas.getBoundingClientRect();
+      if (i === undefined || visible.indexOf(i) < 0) return;
+      self.tx = rect.width / 2 - px[i] * self.scale; self.ty = rect.height / 2 - py[i] * self.scale; draw();
+    };
     self.isShown = function (id) { var i = byId[id]; return i !== undefined && visible.indexOf(i) >= 0 && alive(i); };
     self.select = function (id) { var i = byId[id]; if (i !== undefined) showDetails(i); };
     self.setIteration = function (t) { self.iteration = t; if (slider) slider.value = String(t); draw(); };
