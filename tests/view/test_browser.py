@@ -83,6 +83,19 @@ def test_stepping_back_through_iterations_shows_the_tree_as_it_was(page: Page, w
     assert int(tab.locator("#tree-canvas").get_attribute("data-drawn-count") or 0) > drawn_then
 
 
+def test_a_run_without_instances_yet_opens_without_errors(page: Page, runs: dict[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    from lits.view.html import write_report
+
+    run = tmp_path / "starting"
+    run.mkdir()
+    shutil.copyfile(runs["blocksworld-bfs"] / "config.json", run / "config.json")
+    tab = page.open(write_report(run))
+    assert tab.locator("#instances tr[data-idx]").count() == 0
+    assert "no calls recorded" in tab.locator("main").inner_text()
+
+
 def test_every_domain_s_pages_open_without_errors(page: Page, written: Callable[[str], Path],
                                                   reports: dict[str, dict[str, Any]]) -> None:
     for name in ("crosswords-mcts", "mapeval-react", "gsm8k-rap", "blocksworld-chain"):

@@ -164,6 +164,16 @@ def test_without_its_journal_a_search_instance_shows_its_selected_path(runs: dic
     assert [n["parent"] for n in tree["nodes"]] == [None, *path[:-1]]
 
 
+def test_a_run_that_has_only_just_started_has_a_page(runs: dict[str, Path], tmp_path: Path) -> None:
+    from lits.view.html import write_report
+
+    run = tmp_path / "starting"
+    run.mkdir()
+    shutil.copyfile(runs["blocksworld-mcts"] / "config.json", run / "config.json")
+    page = write_report(run).read_text(encoding="utf-8")
+    assert '"instances":[]' in page and '"summary":null' in page
+
+
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
     from lits.view.model import NotARunError, build_report
 
