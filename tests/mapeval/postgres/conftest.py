@@ -8,13 +8,13 @@ superuser) and ``reader`` (password-authenticated, SELECT only, ``default_transa
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -127,10 +127,21 @@ def reader_env() -> dict[str, str]:
     return {**os.environ, "PGPASSWORD": READER_PASSWORD}
 
 
-def build_db(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``lits-mapeval build-db ...`` in a subprocess."""
-    return subprocess.run([sys.executable, "-m", "lits_mapeval.cli", "build-db", *args], capture_output=True,
-                          text=True, timeout=60, env=env)
+@dataclass(frozen=True)
+class Finished:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def build_db(*args: str) -> Finished:
+    """``lits-mapeval build-db ...`` (the command's entry point, in this process)."""
+    from lits_mapeval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["build-db", *args])
+    return Finished(code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="session")
