@@ -77,6 +77,9 @@ def test_stepping_back_through_iterations_shows_the_tree_as_it_was(page: Page, w
     assert last >= 2
     tab.locator("#iteration").fill("1")  # after the first iteration
     assert tab.evaluate("litsView.tree.valueOf(0, 'visits')") == 1
+    first_leaf = tab.evaluate("litsView.tree.tree.paths[0]")
+    rollout = tab.evaluate("litsView.tree.rolloutIds")
+    assert first_leaf in rollout and 0 in rollout  # that iteration's rollout, root to leaf, is drawn
     drawn_then = int(tab.locator("#tree-canvas").get_attribute("data-drawn-count") or 0)
     tab.locator("#iteration").fill(str(last))
     assert tab.evaluate("litsView.tree.valueOf(0, 'visits')") == last

@@ -155,6 +155,19 @@
       self.scale = 0.7; self.tx = 20; self.ty = rect.height / 2 - py[0] * self.scale;  // the root, readable
     }
 
+    // visits span orders of magnitude (the root has them all): a log scale keeps the rest apart
+    function shade(v, lo, hi, metric) {
+      if (!(hi > lo)) return 0.5;
+      if (metric === "visits") return Math.log(1 + v - lo) / Math.log(1 + hi - lo);
+      return (v - lo) / (hi - lo);
+    }
+    // the rollout of the iteration the slider stands at (MCTS): the path that iteration backed up
+    function rolloutOf(t) {
+      var on = {}, i = t >= 1 && t <= tree.paths.length ? byId[tree.paths[t - 1]] : undefined;
+      while (i !== undefined && i >= 0) { on[i] = true; i = parentIx[i]; }
+      return on;
+    }
+
     function draw() {
       var rect = canvas.getBoundingClientRect(), W = rect.width, H = rect.height, s = self.scale;
       ctx.clearRect(0, 0, W, H);
@@ -162,7 +175,8 @@
       for (k = 0; k < visible.length; k++) { i = visible[k]; if (!alive(i)) continue; var v = value(i, metric); if (v !== null) { if (v < lo) lo = v; if (v > hi) hi = v; } }
       if (lo === Infinity) { lo = 0; hi = 1; }
       document.getElementById("legend-min").textContent = fmt(lo); document.getElementById("legend-max").textContent = fmt(hi);
-      if (maxIter > 0) document.getElementById("iteration-label").textContent = self.iteration + " / " + maxIter;
+      if (maxIter > 0) document.getElementById("iteration-label").textContent = self.iteration + " / " + maxIter +
+        (self.iteration < maxIter && self.iteration >= 1 && self.iteration <= tree.paths.length ? " · dashed blue: iteration " + self.iteration + "'s rollout" : "");
       function sx(x) { return x * s + self.tx; } function sy(y) { return y * s + self.ty; }
       function inView(x, y) { return x > -200 && x < W + 50 && y > -20 && y < H + 20; }
       // edges: ordinary ones in one stroke, the selected path over them
@@ -179,6 +193,15 @@
       ctx.lineWidth = 3; ctx.strokeStyle = "#e8590c"; ctx.beginPath();
       pathEdges.forEach(function (e) { ctx.moveTo(e[0], e[1]); ctx.bezierCurveTo((e[0] + e[2]) / 2, e[1], (e[0] + e[2]) / 2, e[3], e[2], e[3]); });
       ctx.stroke();
+      var rollout = self.iteration < maxIter ? rolloutOf(self.iteration) : {};  // stepping: show that iteration's rollout
+      ctx.lineWidth = 2; ctx.strokeStyle = "#1c7ed6"; ctx.setLineDash([6, 4]); ctx.beginPath();
+      for (k = 0; k < visible.length; k++) {
+        i = visible[k]; var q = parentIx[i]; if (q < 0 || !rollout[i]) continue;
+        var a0 = sx(px[q]), b0 = sy(py[q]), a1 = sx(px[i]), b1 = sy(py[i]);
+        ctx.moveTo(a0, b0); ctx.bezierCurveTo((a0 + a1) / 2, b0, (a0 + a1) / 2, b1, a1, b1);
+      }
+      ctx.stroke(); ctx.setLineDash([]);
+      self.rolloutIds = Object.keys(rollout).map(function (j) { return nodes[Number(j)].id; }).sort(function (a, b) { return a - b; });
       var r = Math.max(2, Math.min(R, R * s * 1.5)), labels = s > 0.45, drawn = 0;
       var maxChars = Math.floor((COLW * s - 2 * r - 10) / 6.5);
       ctx.font = "12px system-ui, sans-serif"; ctx.textBaseline = "middle";
@@ -187,7 +210,7 @@
         var x = sx(px[i]), y = sy(py[i]); if (!inView(x, y)) continue;
         drawn++;
         var node = nodes[i], val = value(i, metric);
-        var fill = !node.materialized ? "#ffffff" : val === null ? "#c8ccd2" : ramp(hi > lo ? (val - lo) / (hi - lo) : 0.5);
+        var fill = !node.materialized ? "#ffffff" : val === null ? "#c8ccd2" : ramp(shade(val, lo, hi, metric));
         ctx.beginPath();
         if (node.terminal) ctx.rect(x - r, y - r, 2 * r, 2 * r); else ctx.arc(x, y, r, 0, 2 * Math.PI);
         ctx.fillStyle = fill; ctx.fill();
