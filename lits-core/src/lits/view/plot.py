@@ -49,12 +49,12 @@ def compare_figure(rows: list[dict[str, Any]]) -> Any:
     FigureCanvasAgg(fig)
     methods = sorted({str(r["method"]) for r in rows})
     colours = {m: f"C{i % 10}" for i, m in enumerate(methods)}
-    for ax, (key, label) in zip(fig.subplots(2, 2).flat, SPEND_AXES):
+    for ax, (key, label) in zip(fig.subplots(2, 2).flat, SPEND_AXES, strict=True):
         xs = [spend(r, key) for r in rows]
         ys = [100.0 * float(r.get("accuracy") or 0.0) for r in rows]
         points = ax.scatter(xs, ys, c=[colours[str(r["method"])] for r in rows], s=46, zorder=3)
         points.set_gid(f"points-{key}")
-        for x, y, row in zip(xs, ys, rows):
+        for x, y, row in zip(xs, ys, rows, strict=True):
             ax.annotate(str(row["method"]), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
         ax.set_xlabel(label)
         ax.set_ylabel(ACCURACY_LABEL)
