@@ -93,3 +93,18 @@ def test_results_do_not_depend_on_the_concurrency(lits_cmd, server_args, tmp_pat
 def test_no_cache_leaves_no_cache_file(lits_cmd, server_args, tmp_path):
     assert lits_cmd("chain", *server_args, "--no-cache", "--save-dir", "run").returncode == 0
     assert not (tmp_path / "run" / "cache.sqlite").exists()
+
+
+def test_log_prompts_records_each_calls_prompt_and_reply(lits_cmd, server_args, tmp_path):
+    result = lits_cmd("chain", *server_args, "--limit", "1", "--log-prompts", "--save-dir", "run")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in (tmp_path / "run" / "inference.jsonl").read_text().splitlines()]
+    generated = [r for r in lines if r["kind"] == "generate"]
+    assert generated and all(r["prompt"] and isinstance(r["reply"], list) for r in generated)
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["log_prompts"] is True
+
+
+def test_prompts_are_not_logged_by_default(lits_cmd, server_args, tmp_path):
+    assert lits_cmd("chain", *server_args, "--limit", "1", "--save-dir", "run").returncode == 0
+    lines = [json.loads(line) for line in (tmp_path / "run" / "inference.jsonl").read_text().splitlines()]
+    assert lines and not any("prompt" in r or "reply" in r for r in lines)

@@ -25,7 +25,7 @@ RUNS: dict[str, list[str]] = {
     "blocksworld-chain": ["chain", "--dataset", "blocksworld", "--limit", "1"],
     "crosswords-mcts": ["search", "--dataset", "crosswords", "--limit", "1"],
     "mapeval-mcts": ["search", "--dataset", "mapeval-sql", "--limit", "1"],
-    "mapeval-react": ["chain", "--dataset", "mapeval-sql", "--limit", "1"],
+    "mapeval-react": ["chain", "--dataset", "mapeval-sql", "--limit", "1", "--log-prompts"],
     "gsm8k-rap": ["search", "--dataset", "gsm8k", "--search-framework", "rap", "--limit", "1"],
     "math500-cot": ["chain", "--dataset", "math500", "--limit", "1"],
 }

@@ -71,6 +71,17 @@ def test_a_chain_run_is_drawn_as_a_path(page: Page, runs: dict[str, Path], writt
     page.screenshot("tree-math500-chain")
 
 
+def test_a_steps_prompt_and_reply_are_shown_when_the_run_logged_them(page: Page,
+                                                                     written: Callable[[str], Path]) -> None:
+    tab = page.open(written("mapeval-react"), "#/tree/0")
+    tab.evaluate("litsView.tree.select(1)")
+    calls = tab.locator("#node-calls")
+    calls.locator("summary", has_text="prompt and reply").first.click()
+    shown = calls.inner_text()
+    assert "PROMPT" in shown and "REPLY" in shown
+    page.screenshot("tree-mapeval-prompt-and-reply")
+
+
 def test_stepping_back_through_iterations_shows_the_tree_as_it_was(page: Page, written: Callable[[str], Path]) -> None:
     tab = page.open(written("blocksworld-mcts"), "#/tree/1")
     last = int(tab.locator("#iteration").get_attribute("max") or 0)

@@ -48,12 +48,19 @@ class InferenceRecord:
     cached: bool = False
     time: float = field(default_factory=time.time)
     context: dict[str, Any] = field(default_factory=dict)
+    #: With ``--log-prompts``: what was asked (text or chat messages) and what came back
+    #: (completion texts; scored continuations with their log-probabilities).
+    prompt: Any = None
+    reply: Any = None
 
     def as_dict(self) -> dict[str, Any]:
         """The JSONL line's fields (``dataclasses.asdict`` deep-copies, which costs per call)."""
-        return {"model": self.model, "kind": self.kind, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
-                "seconds": self.seconds, "cost": self.cost, "cached": self.cached, "time": self.time,
-                "context": self.context}
+        out = {"model": self.model, "kind": self.kind, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
+               "seconds": self.seconds, "cost": self.cost, "cached": self.cached, "time": self.time,
+               "context": self.context}
+        if self.prompt is not None:
+            out["prompt"], out["reply"] = self.prompt, self.reply
+        return out
 
 
 class InferenceLog:

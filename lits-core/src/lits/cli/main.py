@@ -55,6 +55,9 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                         "share one between runs to never pay twice for a call (keyed on the model name "
                         "and request, not the server's address)")
     g.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    g.add_argument("--log-prompts", action="store_true", default=None,
+                   help="also record each call's prompt and reply in inference.jsonl (shown by `lits view`; "
+                        "makes the log many times larger)")
     g.add_argument("--price-in", type=float, default=None, help="price per 1M input tokens (default 0)")
     g.add_argument("--price-out", type=float, default=None, help="price per 1M output tokens (default 0)")
 
@@ -65,8 +68,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--resume", action="store_true",
                    help="continue the run in --save-dir; finished instances are not redone. Only "
                         "operational flags may be given again (--concurrency, --base-url, --cache, "
-                        "--no-cache, --call-budget, --read-timeout, prices, --executor, --ray-address); the rest "
-                        "come from the run")
+                        "--no-cache, --call-budget, --read-timeout, prices, --log-prompts, --executor, "
+                        "--ray-address); the rest come from the run")
     g.add_argument("--executor", choices=["local", "ray"], default=None,
                    help="where instances run: 'local' (threads of this process, the default) or 'ray' (tasks "
                         "on a Ray cluster; needs lits-core[ray], and LiTS and the run's plugins on every node)")

@@ -170,11 +170,13 @@ def _create_model(settings: dict[str, Any]) -> Any:
 
     extra = {k: settings[k] for k in ("call_budget", "read_timeout") if settings.get(k) is not None}
     try:
-        return create_model(settings["model"], base_url=settings["base_url"], api=settings["api"],
-                            concurrency=settings["concurrency"], price_in=settings.get("price_in") or 0.0,
-                            price_out=settings.get("price_out") or 0.0, **extra)
+        model = create_model(settings["model"], base_url=settings["base_url"], api=settings["api"],
+                             concurrency=settings["concurrency"], price_in=settings.get("price_in") or 0.0,
+                             price_out=settings.get("price_out") or 0.0, **extra)
     except ValueError as exc:
         raise UserError(describe(exc)) from None
+    model.log_prompts = bool(settings.get("log_prompts"))
+    return model
 
 
 def _agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir, mode: str, name: str) -> Any:

@@ -46,7 +46,7 @@ MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
 OPERATIONAL: tuple[tuple[str, str], ...] = (
     ("concurrency", "concurrency"), ("base_url", "base_url"), ("call_budget", "call_budget"),
     ("read_timeout", "read_timeout"), ("price_in", "price_in"), ("price_out", "price_out"),
-    ("executor", "executor"), ("ray_address", "ray_address"),
+    ("executor", "executor"), ("ray_address", "ray_address"), ("log_prompts", "log_prompts"),
 )
 
 
@@ -101,6 +101,7 @@ def new_settings(args: argparse.Namespace, mode: str) -> tuple[RunDir, dict[str,
         "read_timeout": _positive(args.read_timeout, "--read-timeout"),
         "price_in": args.price_in or 0.0,
         "price_out": args.price_out or 0.0,
+        "log_prompts": bool(args.log_prompts),
         "cache": args.cache,
         "no_cache": bool(args.no_cache),
         "executor": args.executor or "local",

@@ -221,6 +221,9 @@ class LanguageModel(ABC):
 
     def __init__(self, *, concurrency: int = 1) -> None:
         self.limiter = CallLimiter(concurrency)
+        #: Record each call's prompt and reply in the inference log (``--log-prompts``; off by
+        #: default: prompts repeat the whole state and make the log many times larger).
+        self.log_prompts = False
         #: Optional persistent cache; see :meth:`use_cache`.
         self.cache: ResponseCache | None = None
         # Scores are deterministic, so policy and reward model share them.
@@ -259,7 +262,8 @@ class LanguageModel(ABC):
             found = [self.cache.get(k) for k in keys]
             missing = [i for i, hit in enumerate(found) if hit is None]
             if len(missing) < params.n:
-                self._record_raw("generate", 0, 0, 0.0, cached=True)
+                hits = [v["text"] for v in found if v is not None] if self.log_prompts else None
+                self._record_raw("generate", 0, 0, 0.0, cached=True, prompt=prompt, reply=hits)
             if missing:
                 fresh = self._paid_generate(prompt, dataclasses.replace(params, n=len(missing)))
                 for i, completion in zip(missing, fresh):
@@ -284,7 +288,7 @@ class LanguageModel(ABC):
         with self.limiter:
             check_calls_allowed()  # a call that queued for a slot must not start once the run stops
             outs = self._generate(prompt, params)
-        self._record("generate", outs, time.perf_counter() - start)
+        self._record("generate", outs, time.perf_counter() - start, prompt=prompt)
         return outs
 
     def use_cache(self, cache: ResponseCache | None) -> None:
@@ -322,7 +326,7 @@ class LanguageModel(ABC):
             stored = {c: self.cache.get(self._key("loglikelihood", prompt, c, 0)) for c in missing}
             hits = {c: v for c, v in stored.items() if v is not None}
             if hits:
-                self._record_raw("loglikelihood", 0, 0, 0.0, cached=True)
+                self._record_raw("loglikelihood", 0, 0, 0.0, cached=True, prompt=prompt, reply=hits)
                 with self._scores_lock:
                     self._scores.update({(prompt, c): float(v) for c, v in hits.items()})
                 missing = [c for c in missing if c not in hits]
@@ -332,7 +336,8 @@ class LanguageModel(ABC):
             with self.limiter:
                 check_calls_allowed()
                 scores, tokens_in = self._loglikelihood(prompt, missing)
-            self._record_raw("loglikelihood", tokens_in, 0, time.perf_counter() - start)
+            self._record_raw("loglikelihood", tokens_in, 0, time.perf_counter() - start, prompt=prompt,
+                             reply=dict(zip(missing, scores)))
             with self._scores_lock:
                 self._scores.update({(prompt, c): s for c, s in zip(missing, scores)})
             if self.cache is not None:
@@ -362,16 +367,18 @@ class LanguageModel(ABC):
         return {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0}
 
     # -- logging --------------------------------------------------------
-    def _record(self, kind: str, outs: Sequence[Completion], seconds: float) -> None:
+    def _record(self, kind: str, outs: Sequence[Completion], seconds: float, prompt: Any = None) -> None:
         # Each completion carries the prompt tokens billed for it (0 when shared).
         tokens_in = sum(c.tokens_in for c in outs)
         tokens_out = sum(c.tokens_out for c in outs)
-        self._record_raw(kind, tokens_in, tokens_out, seconds)
+        self._record_raw(kind, tokens_in, tokens_out, seconds, prompt=prompt, reply=[c.text for c in outs])
 
     def _record_raw(
-        self, kind: str, tokens_in: int, tokens_out: int, seconds: float, *, cached: bool = False
+        self, kind: str, tokens_in: int, tokens_out: int, seconds: float, *, cached: bool = False,
+        prompt: Any = None, reply: Any = None,
     ) -> None:
         cost = (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
+        logged = self.log_prompts and prompt is not None
         record_call(
             InferenceRecord(
                 model=self.name,
@@ -381,8 +388,15 @@ class LanguageModel(ABC):
                 seconds=seconds,
                 cost=cost,
                 cached=cached,
+                prompt=_plain(prompt) if logged else None,
+                reply=reply if logged else None,
             )
         )
+
+
+def _plain(prompt: Any) -> Any:
+    """A prompt as JSON can hold it: text, or the chat messages as plain dicts."""
+    return prompt if isinstance(prompt, str) else [dict(m) for m in prompt]
 
 
 def _completion_to_json(c: Completion) -> dict[str, Any]:
