@@ -8,7 +8,7 @@ import pytest
 def _one_line_error(result) -> str:
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
-    lines = [l for l in result.stderr.splitlines() if l.startswith("lits: error:")]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("lits: error:")]
     assert len(lines) == 1, result.stderr
     return lines[0]
 
