@@ -18,6 +18,11 @@ from typing import Any
 import pytest
 from lits.testing.scripted import listed_actions
 
+# Imported now, while sys.stderr is the session's: their defaults (stream=sys.stderr) are bound at import,
+# and a test that captures output with capsys must not leave them a stream that is closed afterwards.
+import lits.cli.run  # noqa: F401
+import lits.runs.runner  # noqa: F401
+
 #: What a search found, by file: the bytes that must not depend on where instances ran.
 OUTPUTS = ("results", "paths", "terminal_nodes")
 #: eval_results.json fields that are wall-clock measurements by design.
@@ -33,8 +38,9 @@ def first_listed_action(prompt: str, body: dict[str, Any]) -> str:
 
 
 def outputs(run: Path) -> dict[str, bytes]:
+    """By file; a ``.NAME.tmp`` left by a kill mid-write is not an output (the atomic rename never ran)."""
     return {f"{sub}/{p.name}": p.read_bytes() for sub in OUTPUTS if (run / sub).is_dir()
-            for p in sorted((run / sub).iterdir())}
+            for p in sorted((run / sub).iterdir()) if not p.name.startswith(".")}
 
 
 def _drop_timings(value: Any) -> Any:

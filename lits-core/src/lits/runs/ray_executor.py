@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -67,6 +68,7 @@ def ray_session(address: str | None) -> Iterator[None]:
                                "logging_level": logging.ERROR, "runtime_env": {"env_vars": env} if env else None}
     temp: str | None = None
     if address:
+        _check_reachable(address)
         options["address"] = address
     else:  # a short path: Ray's sockets live under it
         temp = tempfile.mkdtemp(prefix="lits-ray-", dir="/tmp")
@@ -114,6 +116,18 @@ def ray_errors_to(log: logging.Logger) -> Iterator[None]:
         ray_worker.print_to_stdstream = printer
 
 
+def _check_reachable(address: str) -> None:
+    """A HOST:PORT nobody listens on is one line at once (Ray itself retries for minutes)."""
+    host, _, port = address.split("://")[-1].rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto", or a form Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise UserError(f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it with "
+                        "`ray start --head` or check --ray-address") from None
+
+
 class ClusterStats:
     """The run's ``stats/process-N.json`` for a Ray run: the workers' counters merged, calls in flight."""
 
@@ -156,8 +170,9 @@ class RayExecutor:
         self.replaced = 0
 
     def run(self, examples: list[Item], *, resume: bool, control: RunControl,
-            progress_stream: TextIO = sys.stderr, grace: float = STOP_GRACE) -> RunOutcome:
+            progress_stream: TextIO | None = None, grace: float = STOP_GRACE) -> RunOutcome:
         """Every example not already finished, failed ones retried after the rest, until done or stopped."""
+        progress_stream = progress_stream or sys.stderr  # now, not at import: tests swap sys.stderr
         run_dir, outcome = self.run_dir, self.outcome
         done = run_dir.done() if resume else set()
         todo = [(i, ex) for i, ex in examples if i not in done]
@@ -244,6 +259,9 @@ class RayExecutor:
         self.stats.busy_area = float(ray.get(self.coordinator.busy_area.remote()))
         with contextlib.suppress(Exception):
             ray.get([w.shutdown.remote() for w in self.workers] + [self.coordinator.close.remote()], timeout=10)
+        for actor in [*self.workers, self.coordinator]:  # their CPUs are free for the next run at once
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
 
     # -- one round -----------------------------------------------------------------
     def _round(self, items: list[Item], resume: dict[int, bool], grace: float) -> int:
@@ -314,10 +332,13 @@ class RayExecutor:
             self.coordinator.cache_put_many.remote(out["cache_entries"])
         files: dict[str, bytes] = out["files"]
         try:
-            for record in out["records"]:
-                self.log.add(InferenceRecord(**record))
-            for relative in sorted(files, key=lambda r: r.startswith("results/")):
+            result = f"results/{idx}.json"
+            for relative in sorted(set(files) - {result}):
                 atomic_write_text(self.run_dir.root / relative, files[relative].decode("utf-8"))
+            for record in out["records"]:  # just before the result: a kill between them is a short window
+                self.log.add(InferenceRecord(**record))
+            if result in files:
+                atomic_write_text(self.run_dir.root / result, files[result].decode("utf-8"))
         except OSError as exc:
             problem = resource_problem(exc, str(self.run_dir.root)) or f"cannot write the run dir ({exc})"
             self.control.stop(RESOURCE, problem)
