@@ -188,7 +188,7 @@ class RayExecutor:
         started = time.perf_counter()
         try:
             with ray_session(self.settings.get("ray_address")), ray_errors_to(self.execution), self.progress:
-                self._start()
+                self._start(len(todo))
                 pending, first = todo, {idx: resume for idx, _ in todo}
                 for round_number in range(RETRY_ROUNDS + 1):
                     if not pending or control.stopping:
@@ -216,7 +216,7 @@ class RayExecutor:
         return outcome
 
     # -- the cluster -------------------------------------------------------------
-    def _start(self) -> None:
+    def _start(self, instances: int) -> None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         import ray
@@ -230,7 +230,7 @@ class RayExecutor:
         options = RunCoordinator.options  # type: ignore[attr-defined]
         self.coordinator = options(name=self.coordinator_name, scheduling_strategy=here).remote(
             settings["concurrency"], cache)
-        count = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        count = max(1, min(int(ray.cluster_resources().get("CPU", 1)), instances))  # one per CPU
         self.per_worker = max(1, math.ceil(settings["concurrency"] / count))
         self.workers = [self._new_worker(f"w{i}") for i in range(count)]
         self.execution.info("Ray: %d workers, %d instances at once each, %d calls in flight in all", count,
