@@ -15,7 +15,7 @@ every worker (0 paid calls); the same two passes with per-worker caches
 entries merged back with each instance) measure the alternative.
 
     python benchmarks/ray_executor.py [--instances 30] [--latency 0.1] [--concurrency 32] [--workers 2,4]
-        [--out FILE]
+        [--rounds 3] [--out FILE]
 """
 
 from __future__ import annotations
@@ -146,42 +146,65 @@ def per_worker_cache(base_url: str, work: Path, args: argparse.Namespace) -> dic
     return first
 
 
+def one_round(base_url: str, work: Path, args: argparse.Namespace, first: bool) -> dict[str, Any]:
+    """Every pass once, one after another (a machine shared with other work changes speed over minutes)."""
+    out: dict[str, Any] = {}
+    local = out["in_process"] = p1_pass(base_url, work / "local", args.instances, args.concurrency, "local",
+                                        work / "local.sqlite")
+    print("in_process", json.dumps(local), flush=True)
+    for workers in (int(w) for w in args.workers.split(",")):
+        with local_ray(workers) as init_s:
+            name = f"ray_{workers}_workers"
+            figures = p1_pass(base_url, work / name, args.instances, args.concurrency, "ray",
+                              work / f"{name}.sqlite")
+            figures["ray_init_s"] = round(init_s, 2)
+            figures["overhead_per_instance_s"] = round((figures["wall_s"] - local["wall_s"]) / args.instances, 3)
+            figures["fixed_cost_s"] = fixed_cost(work / f"{name}-fixed")
+            again = p1_pass(base_url, work / f"{name}-again", args.instances, args.concurrency, "ray",
+                            work / f"{name}.sqlite")
+            figures["second_pass_from_cache"] = {k: again[k] for k in ("wall_s", "paid_calls", "cache_hits")}
+            if workers == 2:
+                if first:
+                    out["coordinator_per_call"] = coordinator_round_trips(work)
+                own = out["per_worker_cache_2_workers"] = per_worker_cache(base_url, work, args)
+                own["overhead_per_instance_s"] = round((own["wall_s"] - local["wall_s"]) / args.instances, 3)
+            out[name] = figures
+            print(name, json.dumps(figures), flush=True)
+    for path in work.iterdir():  # the next round starts from empty caches and save dirs
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return out
+
+
+def median_round(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per pass, the round whose wall time is the median (its other figures come with it)."""
+    out: dict[str, Any] = {}
+    for name in rounds[0]:
+        if "wall_s" not in rounds[0][name]:
+            out[name] = rounds[0][name]
+            continue
+        ordered = sorted((r[name] for r in rounds), key=lambda f: f["wall_s"])
+        out[name] = {**ordered[len(ordered) // 2], "walls_s": sorted(f["wall_s"] for f in ordered)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=30)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--workers", default="2,4", help="Ray workers (CPUs of the local Ray) per pass")
+    parser.add_argument("--rounds", type=int, default=3, help="every pass this often; the median is reported")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lits-bench-ray-"))
     report: dict[str, Any] = {"instances": args.instances, "latency_s": args.latency,
-                              "concurrency": args.concurrency, "cpus": os.cpu_count()}
+                              "concurrency": args.concurrency, "cpus": os.cpu_count(), "rounds": args.rounds}
     try:
         with obedient_server_process(args.latency) as base_url:
-            local = report["in_process"] = p1_pass(base_url, work / "local", args.instances, args.concurrency,
-                                                   "local", work / "local.sqlite")
-            print("in_process", json.dumps(local), flush=True)
-            for workers in (int(w) for w in args.workers.split(",")):
-                with local_ray(workers) as init_s:
-                    name = f"ray_{workers}_workers"
-                    figures = p1_pass(base_url, work / name, args.instances, args.concurrency, "ray",
-                                      work / f"{name}.sqlite")
-                    figures["ray_init_s"] = round(init_s, 2)
-                    figures["overhead_per_instance_s"] = round((figures["wall_s"] - local["wall_s"])
-                                                               / args.instances, 3)
-                    figures["fixed_cost_s"] = fixed_cost(work / f"{name}-fixed")
-                    again = p1_pass(base_url, work / f"{name}-again", args.instances, args.concurrency, "ray",
-                                    work / f"{name}.sqlite")
-                    figures["second_pass_from_cache"] = {k: again[k] for k in ("wall_s", "paid_calls",
-                                                                                 "cache_hits")}
-                    if workers == 2:
-                        report["coordinator_per_call"] = coordinator_round_trips(work)
-                        report["per_worker_cache_2_workers"] = per_worker_cache(base_url, work, args)
-                    report[name] = figures
-                    print(name, json.dumps(figures), flush=True)
+            rounds = [one_round(base_url, work, args, first=i == 0) for i in range(args.rounds)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    report.update(median_round(rounds))
     text = json.dumps(report, indent=1)
     print(text)
     if args.out:
