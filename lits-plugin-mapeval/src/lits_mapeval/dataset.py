@@ -27,7 +27,7 @@ NOTES = (
 def tool_context(database: Database) -> str:
     """Tables and columns read from the database itself, so the context cannot drift from the schema."""
     tables = "; ".join(f"{t}({', '.join(database.columns(t))})" for t in database.tables())
-    return f"The map database has these tables (columns): {tables}.\n{NOTES}"
+    return f"The map database is {database.dialect}, with these tables (columns): {tables}.\n{NOTES}"
 
 
 def default_db(seed: int = 0) -> Path:

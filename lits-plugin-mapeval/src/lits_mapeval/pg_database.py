@@ -60,6 +60,8 @@ def show(value: Any) -> str:
 class ReadOnlyPostgres:
     """The read-only database the tools use, on a PostgreSQL server (interface of ``ReadOnlyDatabase``)."""
 
+    dialect = "PostgreSQL"
+
     def __init__(self, url: str, time_budget: float = 2.0, max_rows: int = 50, max_chars: int = 4000,
                  max_value_bytes: int = MAX_VALUE_BYTES, max_wait: Optional[float] = None,
                  pool_size: int = POOL_SIZE) -> None:

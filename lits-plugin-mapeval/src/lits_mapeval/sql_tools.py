@@ -58,6 +58,9 @@ def render_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_rows:
 class Database(Protocol):
     """What the tools need from a read-only database (SQLite here, PostgreSQL in :mod:`lits_mapeval.pg_database`)."""
 
+    #: The SQL dialect queries must be written in, told to the model in the tool context.
+    dialect: str
+
     def query(self, sql: str) -> str: ...
     def tables(self) -> list[str]: ...
     def columns(self, table: str) -> list[str]: ...
@@ -68,6 +71,8 @@ class Database(Protocol):
 
 class ReadOnlyDatabase:
     """One read-only connection, shared by tool calls (serialized by a lock, waited for a bounded time)."""
+
+    dialect = "SQLite"
 
     def __init__(self, path: str | Path, time_budget: float = 2.0, max_rows: int = 50, max_chars: int = 4000,
                  max_value_bytes: int = MAX_VALUE_BYTES, max_memory_mb: int = MAX_MEMORY_MB,
@@ -245,7 +250,7 @@ class TableArg(BaseModel):
 
 
 class QueryArg(BaseModel):
-    query: str = Field(description="one SQLite SELECT statement")
+    query: str = Field(description="one SELECT statement in the database's SQL dialect")
 
 
 class DatabaseTool(BaseTool):

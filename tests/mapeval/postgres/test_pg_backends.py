@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from lits.tools import BaseTool, execute_tool_action
-from lits_mapeval.dataset import load_mapeval_sql
+from lits_mapeval.dataset import load_mapeval_sql, tool_context
 from lits_mapeval.pg_database import ReadOnlyPostgres
 from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
 from tests.mapeval.postgres.conftest import CITY_TABLES, SEED, PgServer, _free_port, build_db
@@ -85,6 +85,13 @@ def test_the_same_query_gives_the_same_observation_on_both_backends(both, sql):
 def test_the_schema_tools_give_the_same_observation_on_both_backends(both, tool, args):
     lite, pg = both
     assert _call(pg, tool, **args) == _call(lite, tool, **args)
+
+
+def test_the_tool_context_tells_the_model_which_sql_dialect_to_write(both):
+    lite, pg = (tools[0].db for tools in both)  # type: ignore[attr-defined]
+    assert tool_context(lite).startswith("The map database is SQLite, with these tables")
+    assert tool_context(pg).startswith("The map database is PostgreSQL, with these tables")
+    assert tool_context(lite).split(", with", 1)[1] == tool_context(pg).split(", with", 1)[1]
 
 
 def test_the_callers_time_out_cancels_the_running_query_and_the_next_one_answers(pg_city, reader_password):
