@@ -95,7 +95,8 @@ def test_missing_ray_names_the_extra(lits_here: Callable[..., int], capsys: pyte
 
 def test_worker_without_the_plugin_says_install_it_on_every_node() -> None:
     """A worker that cannot find a registered name answers with one line, not a dead actor."""
-    from lits.runs.ray_actors import InstanceWorker, RunCoordinator
+    from lits.runs.ray_actors import RunCoordinator
+    from lits.runs.ray_worker import InstanceWorker
 
     import ray
 

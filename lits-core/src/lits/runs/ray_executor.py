@@ -167,7 +167,6 @@ class RayExecutor:
         self.stats = ClusterStats(run_dir)
         self.outcome = RunOutcome()
         self.submitted: dict[int, int] = {}
-        self.replaced = 0
 
     def run(self, examples: list[Item], *, resume: bool, control: RunControl,
             progress_stream: TextIO | None = None, grace: float = STOP_GRACE) -> RunOutcome:
@@ -237,7 +236,7 @@ class RayExecutor:
                             self.per_worker, settings["concurrency"])
 
     def _new_worker(self, name: str) -> Any:
-        from lits.runs.ray_actors import InstanceWorker
+        from lits.runs.ray_worker import InstanceWorker
 
         return InstanceWorker.options(  # type: ignore[attr-defined]
             max_concurrency=self.per_worker + 1, max_restarts=WORKER_RESTARTS, max_task_retries=WORKER_RESTARTS,
@@ -309,8 +308,7 @@ class RayExecutor:
         self.execution.error("instance %d: %s", idx, message)
         self.outcome.failed[idx] = message
         self.progress.update(None)
-        self.replaced += 1
-        self.workers[slot] = self._new_worker(f"w{slot}r{self.replaced}")
+        self.workers[slot] = self._new_worker(f"w{slot}")  # the same name: the slots of the dead one are freed
 
     def _journal_files(self, idx: int) -> dict[str, bytes]:
         """The instance's checkpoints on the driver, for a worker to continue from."""
