@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,6 +66,8 @@ def _stop(proc: subprocess.Popen[str], tree: list[int]) -> None:
     if proc.poll() is None:
         proc.kill()
     proc.wait(timeout=30)
+    for scratch in Path(tempfile.gettempdir()).glob(f"lits-*-{proc.pid}-*"):  # its Ray's and workers' dirs
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_killed_worker_loses_no_instance_and_counts_no_call_twice(

@@ -71,7 +71,7 @@ def ray_session(address: str | None) -> Iterator[None]:
         _check_reachable(address)
         options["address"] = address
     else:  # a short path: Ray's sockets live under it
-        temp = tempfile.mkdtemp(prefix="lits-ray-", dir="/tmp")
+        temp = tempfile.mkdtemp(prefix=f"lits-ray-{os.getpid()}-", dir="/tmp")
         options["_temp_dir"] = temp
     quiet = logging.getLogger("ray")
     level = quiet.level
@@ -225,7 +225,7 @@ class RayExecutor:
         cache = None if settings.get("no_cache") else str(  # absolute: the coordinator has its own cwd
             Path(settings.get("cache") or self.run_dir.root / "cache.sqlite").resolve())
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
-        self.coordinator_name = f"lits-coordinator-{os.getpid()}-{time.time_ns()}"
+        self.coordinator_name = f"lits-run-{os.getpid()}-{time.time_ns()}"  # also names the workers' scratch
         options = RunCoordinator.options  # type: ignore[attr-defined]
         self.coordinator = options(name=self.coordinator_name, scheduling_strategy=here).remote(
             settings["concurrency"], cache)

@@ -109,7 +109,7 @@ class InstanceWorker:
         self.coordinator = ray.get_actor(coordinator)  # by name: a handle argument would pin the actor's restarts
         self.incarnation = f"{name}#{os.getpid()}@{ray.get_runtime_context().get_node_id()[:8]}"
         ray.get(self.coordinator.joined.remote(name, self.incarnation))
-        self.root: Path = Path(tempfile.mkdtemp(prefix=f"lits-{name}-"))
+        self.root: Path = Path(tempfile.mkdtemp(prefix=f"{coordinator}-{name}-"))  # lits-run-PID-...
         self.built: _Built | None = None
         self.build_error: str | None = None
         self.lock: threading.Lock = threading.Lock()
