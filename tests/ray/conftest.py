@@ -67,16 +67,17 @@ def local_ray() -> Iterator[None]:
     """One local Ray instance with 2 CPUs (so 2 workers) for the whole module: ray.init costs seconds."""
     import ray
 
-    for key, value in RAY_ENV.items():
-        os.environ.setdefault(key, value)
     temp = tempfile.mkdtemp(prefix="lits-rt-", dir="/tmp")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-             _temp_dir=temp)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in RAY_ENV.items():
+            patch.setenv(key, value)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                 _temp_dir=temp)
+        try:
+            yield
+        finally:
+            ray.shutdown()
+            shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture
