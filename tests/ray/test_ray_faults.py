@@ -79,7 +79,7 @@ def test_killed_worker_loses_no_instance_and_counts_no_call_twice(
     try:
         wait_for(lambda: _results(run) >= 1 or proc.poll() is not None, TIMEOUT, "the first result")
         tree = process_tree(proc.pid)
-        workers = [pid for pid in tree if "InstanceWorker" in command_line(pid)]
+        workers = [pid for pid in tree if command_line(pid).startswith("ray::InstanceWorker.run")]  # busy
         assert workers and _results(run) < INSTANCES, "no worker busy with an instance to kill"
         kill_all(workers[:1])
         code = proc.wait(timeout=TIMEOUT)
