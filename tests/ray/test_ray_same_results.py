@@ -60,6 +60,15 @@ def test_every_other_shipped_domain_runs_on_ray(lits_here: Callable[..., int], t
     assert outputs(tmp_path / "ray") == outputs(tmp_path / "here")
 
 
+def test_chain_on_ray_equals_in_process(lits_here: Callable[..., int], tmp_path: Path) -> None:
+    args = ["chain", "--model", "scripted", "--dataset", "blocksworld", "--limit", "3"]
+    assert lits_here(*args, "--save-dir", "here") == 0
+    assert lits_here(*args, "--save-dir", "ray", "--executor", "ray") == 0
+    assert outputs(tmp_path / "ray") == outputs(tmp_path / "here")
+    assert sorted(p.name for p in (tmp_path / "ray" / "checkpoints").iterdir()) == ["0.json", "1.json", "2.json"]
+    assert eval_without_timings(tmp_path / "ray") == eval_without_timings(tmp_path / "here")
+
+
 def test_resume_on_ray_redoes_only_unfinished_instances(lits_here: Callable[..., int], tmp_path: Path) -> None:
     """An in-process run resumed with --executor ray (an operational flag) redoes only what is missing."""
     assert lits_here("search", *SCRIPTED, "--save-dir", "whole") == 0
