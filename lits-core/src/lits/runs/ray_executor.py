@@ -128,6 +128,15 @@ def _check_reachable(address: str) -> None:
                         "`ray start --head` or check --ray-address") from None
 
 
+def worker_homes(nodes: list[dict[str, Any]]) -> list[str]:
+    """One worker per CPU of each live node, taking the nodes in turn (few instances still spread)."""
+    cpus = {n["NodeID"]: int(n.get("Resources", {}).get("CPU", 0)) for n in nodes if n.get("Alive")}
+    homes: list[str] = []
+    for turn in range(max(cpus.values(), default=0)):
+        homes.extend(node for node, count in sorted(cpus.items()) if count > turn)
+    return homes or [str(nodes[0]["NodeID"])]
+
+
 class ClusterStats:
     """The run's ``stats/process-N.json`` for a Ray run: the workers' counters merged, calls in flight."""
 
@@ -229,18 +238,25 @@ class RayExecutor:
         options = RunCoordinator.options  # type: ignore[attr-defined]
         self.coordinator = options(name=self.coordinator_name, scheduling_strategy=here).remote(
             settings["concurrency"], cache)
-        count = max(1, min(int(ray.cluster_resources().get("CPU", 1)), instances))  # one per CPU
+        self.homes = worker_homes(ray.nodes())[:max(1, instances)]
+        count = len(self.homes)
         self.per_worker = max(1, math.ceil(settings["concurrency"] / count))
-        self.workers = [self._new_worker(f"w{i}") for i in range(count)]
+        self.workers = [self._new_worker(i) for i in range(count)]
         self.execution.info("Ray: %d workers, %d instances at once each, %d calls in flight in all", count,
                             self.per_worker, settings["concurrency"])
 
-    def _new_worker(self, name: str) -> Any:
+    def _new_worker(self, slot: int) -> Any:
+        """Worker ``slot`` on its home node; it holds no CPU, so a worker whose node is lost restarts on
+        any node left (one that held a CPU would wait for a free one forever)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
         from lits.runs.ray_worker import InstanceWorker
 
+        home = NodeAffinitySchedulingStrategy(node_id=self.homes[slot], soft=True)
         return InstanceWorker.options(  # type: ignore[attr-defined]
-            max_concurrency=self.per_worker + 1, max_restarts=WORKER_RESTARTS, max_task_retries=WORKER_RESTARTS,
-            scheduling_strategy="SPREAD").remote(name, self.settings, self.mode, self.coordinator_name)
+            num_cpus=0, max_concurrency=self.per_worker + 1, max_restarts=WORKER_RESTARTS,
+            max_task_retries=WORKER_RESTARTS, scheduling_strategy=home,
+        ).remote(f"w{slot}", self.settings, self.mode, self.coordinator_name)
 
     def _finish_cluster(self) -> None:
         """Count Ray's retries, take the last counters, let the workers clean up."""
@@ -308,7 +324,7 @@ class RayExecutor:
         self.execution.error("instance %d: %s", idx, message)
         self.outcome.failed[idx] = message
         self.progress.update(None)
-        self.workers[slot] = self._new_worker(f"w{slot}")  # the same name: the slots of the dead one are freed
+        self.workers[slot] = self._new_worker(slot)  # the same name: the slots of the dead one are freed
 
     def _journal_files(self, idx: int) -> dict[str, bytes]:
         """The instance's checkpoints on the driver, for a worker to continue from."""
