@@ -18,11 +18,6 @@ from typing import Any
 import pytest
 from lits.testing.scripted import listed_actions
 
-# Imported now, while sys.stderr is the session's: their defaults (stream=sys.stderr) are bound at import,
-# and a test that captures output with capsys must not leave them a stream that is closed afterwards.
-import lits.cli.run  # noqa: F401
-import lits.runs.runner  # noqa: F401
-
 #: What a search found, by file: the bytes that must not depend on where instances ran.
 OUTPUTS = ("results", "paths", "terminal_nodes")
 #: eval_results.json fields that are wall-clock measurements by design.

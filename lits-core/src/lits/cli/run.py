@@ -24,9 +24,7 @@ from lits.cli.settings import new_settings, resumed_settings
 from lits.runs.artifacts import RunDir
 from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
 from lits.runs.runner import RunOutcome
-
-DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react", "language_grounded": "cot"}
-
+from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_model, make_config
 
 def run_command(args: argparse.Namespace, mode: str) -> int:
     from lits.registry import get_registration, infer_task_type
@@ -44,8 +42,8 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     except KeyError as exc:
         raise UserError(describe(exc)) from None
     task_type = infer_task_type(dataset)
-    agent_reg, agent_args = _agent(settings, mode, task_type)
-    config = _make_config(agent_reg, agent_args, mode)
+    agent_reg, agent_args = agent_registration(settings, mode, task_type)
+    config = make_config(agent_reg, agent_args, mode)
     selected = _select(dataset, settings)
     if args.resume:
         run_dir.read_results(mode)  # a damaged result file is reported now, not after the run
@@ -53,7 +51,7 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     with _resource_errors(run_dir, mode):
         run_dir.create()
     cache = _open_cache(run_dir, settings)
-    model = _create_model(settings)
+    model = create_run_model(settings)
     control = RunControl()
     outcome = RunOutcome()
     try:
@@ -66,7 +64,7 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
         model.use_cache(cache)
         print(f"lits: {mode} {dataset} with model {model.name} -> {run_dir.root}", file=sys.stderr)
         stats = _ProcessStats(run_dir, model, components)
-        make_agent = _agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name)
+        make_agent = agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name)
         with control.handling_sigint():
             if settings["executor"] == "ray":
                 from lits.runs.ray_executor import RayExecutor
@@ -86,61 +84,6 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
             model.close()
             if cache is not None:
                 cache.close()
-
-
-def _agent(settings: dict[str, Any], mode: str, task_type: str) -> tuple[Any, dict[str, Any]]:
-    from lits.registry import get_registration, get_search_framework
-
-    if mode == "search":
-        name = settings.get("search_framework")
-        framework = get_search_framework(name, task_type) if name else None
-        settings["search"] = settings.get("search") or (framework.search if framework else "mcts")
-        args = {**(framework.search_args if framework else {}), **settings["search_args"]}
-        return get_registration("search", settings["search"]), args
-    if not settings.get("chain") and task_type not in DEFAULT_CHAINS:
-        raise UserError(f"no default chain agent for {task_type} tasks; pass --chain NAME")
-    settings["chain"] = settings.get("chain") or DEFAULT_CHAINS[task_type]
-    return get_registration("chain", settings["chain"]), settings["chain_args"]
-
-
-def _make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
-    config_class = reg.meta.get("config_class")
-    if config_class is None:
-        from lits.agents import ChainConfig, TreeSearchConfig
-
-        config_class = TreeSearchConfig if mode == "search" else ChainConfig
-    known = list(getattr(config_class, "model_fields", {}))
-    unknown = [key for key in values if known and key not in known]
-    if unknown:
-        from lits.store import unknown_name_message
-
-        flag = "--search-arg" if mode == "search" else "--chain-arg"
-        raise UserError(f"{reg.name}: " + unknown_name_message(f"{flag} setting", unknown[0], known)
-                        .replace("; registered:", "; its settings:"))
-    try:
-        return config_class(**values)
-    except Exception as exc:
-        raise UserError(f"{reg.name}: {describe(exc)}") from None
-
-
-def build_components(settings: dict[str, Any], model: Any, config: Any, task_type: str) -> Any:
-    """The run's components from its settings: the same for an in-process run and every Ray worker."""
-    from lits.components.factory import create_components
-
-    return create_components(
-        settings["dataset"], model, policy=settings["policy"], transition=settings["transition"],
-        reward=settings.get("reward"), n_actions=getattr(config, "n_actions", 1),
-        temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
-        resource=settings.get("resource"), resource_options=settings.get("resource_args") or {},
-        framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config))
-
-
-def _depth_limit(task_type: str, config: Any) -> dict[str, Any]:
-    """Language-grounded policies ask for the final answer at the agent's depth limit."""
-    if task_type != "language_grounded":
-        return {}
-    limit = getattr(config, "max_depth", None) or getattr(config, "max_steps", None)
-    return {"max_depth": limit} if limit else {}
 
 
 def _select(dataset: str, settings: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
@@ -163,35 +106,6 @@ def _open_cache(run_dir: RunDir, settings: dict[str, Any]) -> Any:
         return ResponseCache(settings.get("cache") or run_dir.root / "cache.sqlite")
     except CacheError as exc:
         raise UserError(str(exc)) from None
-
-
-def _create_model(settings: dict[str, Any]) -> Any:
-    from lits.lm.factory import create_model
-
-    extra = {k: settings[k] for k in ("call_budget", "read_timeout") if settings.get(k) is not None}
-    try:
-        model = create_model(settings["model"], base_url=settings["base_url"], api=settings["api"],
-                             concurrency=settings["concurrency"], price_in=settings.get("price_in") or 0.0,
-                             price_out=settings.get("price_out") or 0.0, **extra)
-    except ValueError as exc:
-        raise UserError(describe(exc)) from None
-    model.log_prompts = bool(settings.get("log_prompts"))
-    return model
-
-
-def _agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir, mode: str, name: str) -> Any:
-    """Agents that tag their calls with the name they are registered under, not their class name."""
-    def make_agent() -> Any:
-        if mode == "search":
-            agent = agent_cls(config, components.policy, components.transition,
-                              components.reward_model, checkpoint_dir=run_dir.checkpoints)
-            agent.search_name = name
-        else:
-            agent = agent_cls(config, components.policy, components.transition, checkpoint_dir=run_dir.checkpoints)
-            agent.chain_name = name
-        return agent
-
-    return make_agent
 
 
 class _ProcessStats:

@@ -86,9 +86,9 @@ class RunControl:
     the run (a server down for good should not burn the whole dataset).
     """
 
-    def __init__(self, *, breaker: int = BREAKER_LIMIT, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, *, breaker: int = BREAKER_LIMIT, stream: Optional[TextIO] = None) -> None:
         self.breaker = breaker
-        self.stream = stream
+        self.stream = stream or sys.stderr  # looked up now: a default bound at import outlives a swapped stderr
         self.reason: Optional[str] = None
         self.message = ""
         self.stopped_at: Optional[float] = None

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from lits.cli.errors import UserError
+from lits.errors import UserError
 from lits.runs.artifacts import RunDir
 from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
 from lits.runs.runner import RETRY_ROUNDS, STOP_GRACE, Item, Progress, RunOutcome, _RunLog

@@ -67,17 +67,17 @@ class _Built:
     """What a worker builds once from the run's settings."""
 
     def __init__(self, settings: dict[str, Any], mode: str, coordinator: Any, holder: str, root: Path) -> None:
-        from lits.cli import run as cli_run
         from lits.registry import infer_task_type
         from lits.runs.artifacts import RunDir
         from lits.runs.control import RunControl
         from lits.runs.runner import Progress, _Runner
+        from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_model, make_config
 
         settings = dict(settings)
         task_type = infer_task_type(settings["dataset"])
-        agent_reg, agent_args = cli_run._agent(settings, mode, task_type)
-        config = cli_run._make_config(agent_reg, agent_args, mode)
-        self.model = cli_run._create_model(settings)
+        agent_reg, agent_args = agent_registration(settings, mode, task_type)
+        config = make_config(agent_reg, agent_args, mode)
+        self.model = create_run_model(settings)
         self.model.limiter = SharedLimiter(coordinator, holder, settings["concurrency"])  # type: ignore[assignment]
         self.own_cache: WorkerCache | None = None
         if not settings.get("no_cache") and settings.get("ray_cache") == "worker":
@@ -85,10 +85,9 @@ class _Built:
             self.model.use_cache(self.own_cache)
         elif not settings.get("no_cache"):
             self.model.use_cache(SharedCache(coordinator))  # type: ignore[arg-type]
-        self.components = cli_run.build_components(settings, self.model, config, task_type)
+        self.components = build_components(settings, self.model, config, task_type)
         self.run_dir = RunDir(root).create()
-        make_agent = cli_run._agent_factory(agent_reg.obj, config, self.components, self.run_dir, mode,
-                                            agent_reg.name)
+        make_agent = agent_factory(agent_reg.obj, config, self.components, self.run_dir, mode, agent_reg.name)
         self.log = InferenceLog()
         self._collecting = collecting(self.log)
         self._collecting.__enter__()  # for the worker's life: every call of every instance lands here

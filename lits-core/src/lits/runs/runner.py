@@ -41,10 +41,10 @@ Item = tuple[int, dict[str, Any]]
 class Progress:
     """A status line per finished instance, and every ``every`` seconds while one runs."""
 
-    def __init__(self, total: int, log: InferenceLog, stream: TextIO = sys.stderr, every: float = 15.0) -> None:
+    def __init__(self, total: int, log: InferenceLog, stream: Optional[TextIO] = None, every: float = 15.0) -> None:
         self.total = total
         self.log = log
-        self.stream = stream
+        self.stream = stream or sys.stderr  # looked up now: a default bound at import outlives a swapped stderr
         self.start = time.perf_counter()
         self.done = self.solved = self.failed = 0
         self.lock = threading.Lock()
@@ -236,13 +236,14 @@ def run_instances(
     mode: str,
     concurrency: int = 1,
     resume: bool = False,
-    progress_stream: TextIO = sys.stderr,
+    progress_stream: Optional[TextIO] = None,
     control: Optional[RunControl] = None,
     retry_rounds: int = RETRY_ROUNDS,
     grace: float = STOP_GRACE,
     after_instance: Optional[Callable[[], None]] = None,
 ) -> RunOutcome:
     """Run every example not already finished, retrying failed ones, until done or stopped."""
+    progress_stream = progress_stream or sys.stderr
     control = control or RunControl(stream=progress_stream)
     done = run_dir.done() if resume else set()
     todo = [(i, ex) for i, ex in examples if i not in done]

@@ -1,0 +1,103 @@
+"""A run's parts from its settings: model, agent config, components and agents.
+
+One home for both the CLI (:mod:`lits.cli.run`) and every Ray worker
+(:mod:`lits.runs.ray_worker`), so a worker builds exactly what a local run builds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from lits.errors import UserError, one_line
+from lits.runs.artifacts import RunDir
+
+#: The chain a task type runs when ``--chain`` is not given.
+DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react", "language_grounded": "cot"}
+
+
+def agent_registration(settings: dict[str, Any], mode: str, task_type: str) -> tuple[Any, dict[str, Any]]:
+    """The registered search or chain to run and its settings (fills in the defaults it chose)."""
+    from lits.registry import get_registration, get_search_framework
+
+    if mode == "search":
+        name = settings.get("search_framework")
+        framework = get_search_framework(name, task_type) if name else None
+        settings["search"] = settings.get("search") or (framework.search if framework else "mcts")
+        args = {**(framework.search_args if framework else {}), **settings["search_args"]}
+        return get_registration("search", settings["search"]), args
+    if not settings.get("chain") and task_type not in DEFAULT_CHAINS:
+        raise UserError(f"no default chain agent for {task_type} tasks; pass --chain NAME")
+    settings["chain"] = settings.get("chain") or DEFAULT_CHAINS[task_type]
+    return get_registration("chain", settings["chain"]), settings["chain_args"]
+
+
+def make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
+    """The agent's config from ``--search-arg``/``--chain-arg`` values; an unknown key suggests the closest."""
+    config_class = reg.meta.get("config_class")
+    if config_class is None:
+        from lits.agents import ChainConfig, TreeSearchConfig
+
+        config_class = TreeSearchConfig if mode == "search" else ChainConfig
+    known = list(getattr(config_class, "model_fields", {}))
+    unknown = [key for key in values if known and key not in known]
+    if unknown:
+        from lits.store import unknown_name_message
+
+        flag = "--search-arg" if mode == "search" else "--chain-arg"
+        raise UserError(f"{reg.name}: " + unknown_name_message(f"{flag} setting", unknown[0], known)
+                        .replace("; registered:", "; its settings:"))
+    try:
+        return config_class(**values)
+    except Exception as exc:
+        raise UserError(f"{reg.name}: {one_line(exc)}") from None
+
+
+def create_run_model(settings: dict[str, Any]) -> Any:
+    """The run's language model as its settings describe it (backend, server, bounds, prices)."""
+    from lits.lm.factory import create_model
+
+    extra = {k: settings[k] for k in ("call_budget", "read_timeout") if settings.get(k) is not None}
+    try:
+        model = create_model(settings["model"], base_url=settings["base_url"], api=settings["api"],
+                             concurrency=settings["concurrency"], price_in=settings.get("price_in") or 0.0,
+                             price_out=settings.get("price_out") or 0.0, **extra)
+    except ValueError as exc:
+        raise UserError(one_line(exc)) from None
+    model.log_prompts = bool(settings.get("log_prompts"))
+    return model
+
+
+def build_components(settings: dict[str, Any], model: Any, config: Any, task_type: str) -> Any:
+    """The run's components from its settings."""
+    from lits.components.factory import create_components
+
+    return create_components(
+        settings["dataset"], model, policy=settings["policy"], transition=settings["transition"],
+        reward=settings.get("reward"), n_actions=getattr(config, "n_actions", 1),
+        temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
+        resource=settings.get("resource"), resource_options=settings.get("resource_args") or {},
+        framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config))
+
+
+def _depth_limit(task_type: str, config: Any) -> dict[str, Any]:
+    """Language-grounded policies ask for the final answer at the agent's depth limit."""
+    if task_type != "language_grounded":
+        return {}
+    limit = getattr(config, "max_depth", None) or getattr(config, "max_steps", None)
+    return {"max_depth": limit} if limit else {}
+
+
+def agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir, mode: str,
+                  name: str) -> Callable[[], Any]:
+    """Agents that tag their calls with the name they are registered under, not their class name."""
+    def make_agent() -> Any:
+        if mode == "search":
+            agent = agent_cls(config, components.policy, components.transition,
+                              components.reward_model, checkpoint_dir=run_dir.checkpoints)
+            agent.search_name = name
+        else:
+            agent = agent_cls(config, components.policy, components.transition, checkpoint_dir=run_dir.checkpoints)
+            agent.chain_name = name
+        return agent
+
+    return make_agent
