@@ -15,10 +15,9 @@ is also learned (:class:`Patience`): once a few replies of the same size of
 work have come back, a first attempt waits a few times the slowest recent one
 (at least ``patience_floor``), so a hang costs seconds; a retry after a
 timeout waits the full read timeout, so a reply that is merely slow still
-arrives.  A refused
-connection before the server has ever answered is most likely a wrong URL and
-gets only ``connect_budget``; once the server has answered, it is a restart
-and gets the full budget.  :class:`FaultStats` counts retries and seconds
+arrives.  A refused connection before the server has ever answered is most
+likely a wrong URL and gets only ``connect_budget``; once the server has
+answered, it is a restart and gets the full budget.  :class:`FaultStats` counts retries and seconds
 lost, for the run summary.
 """
 
