@@ -36,7 +36,7 @@ from typing import Any, TextIO
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir
 from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
-from lits.runs.runner import RETRY_ROUNDS, STOP_GRACE, Item, Progress, RunOutcome, _RunLog
+from lits.runs.runner import RETRY_ROUNDS, STOP_GRACE, Item, Progress, RunOutcome, _RunLog, in_rounds, settle
 from lits.structures.base import atomic_write_text
 
 #: A worker process that dies is restarted this often, and its instances run again as often.
@@ -197,17 +197,8 @@ class RayExecutor:
         try:
             with ray_session(self.settings.get("ray_address")), ray_errors_to(self.execution), self.progress:
                 self._start(len(todo))
-                pending, first = todo, {idx: resume for idx, _ in todo}
-                for round_number in range(RETRY_ROUNDS + 1):
-                    if not pending or control.stopping:
-                        break
-                    if round_number:
-                        print(f"lits: retrying {len(pending)} failed instance(s) from their journals "
-                              f"(round {round_number} of {RETRY_ROUNDS})", file=progress_stream, flush=True)
-                        self.progress.retrying(len(pending))
-                    resume_of = first if round_number == 0 else {idx: True for idx, _ in pending}
-                    outcome.stragglers = self._round(pending, resume_of, grace)
-                    pending = [item for item in pending if item[0] in outcome.failed]
+                in_rounds(todo, resume, RETRY_ROUNDS, outcome, control, self.progress, progress_stream,
+                          lambda pending, resume_of: self._round(pending, resume_of, grace))
                 self._finish_cluster()
         finally:
             outcome.seconds = time.perf_counter() - started
@@ -216,11 +207,7 @@ class RayExecutor:
             run_dir.close_logger(self.execution)
         started_ids = set(self.submitted)
         outcome.not_started = sorted(idx for idx, _ in todo if idx not in started_ids)
-        outcome.interrupted = sorted(set(outcome.interrupted) - set(outcome.finished))
-        outcome.attempts = {i: n for i, n in sorted(outcome.attempts.items()) if n > 1}
-        outcome.finished.sort()
-        outcome.failed = dict(sorted(outcome.failed.items()))
-        outcome.stop_reason, outcome.stop_message = control.reason, control.message
+        settle(outcome, control)
         return outcome
 
     # -- the cluster -------------------------------------------------------------

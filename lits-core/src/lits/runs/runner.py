@@ -227,6 +227,35 @@ class _Runner:
         return sorted(idx for idx, _ in todo if idx not in self._started)
 
 
+def in_rounds(todo: list[Item], resume: bool, rounds: int, outcome: RunOutcome, control: RunControl,
+              progress: Progress, stream: TextIO, run_round: Callable[[list[Item], dict[int, bool]], int],
+              before_retry: Optional[Callable[[list[Item]], None]] = None) -> None:
+    """Run ``todo``, then the instances that failed again from their journals, up to ``rounds`` times more
+    (in-process and on Ray alike); ``run_round`` returns how many instances it abandoned."""
+    pending, first = todo, {idx: resume for idx, _ in todo}
+    for round_number in range(rounds + 1):
+        if not pending or control.stopping:
+            break
+        if round_number:
+            print(f"lits: retrying {len(pending)} failed instance(s) from their journals "
+                  f"(round {round_number} of {rounds})", file=stream, flush=True)
+            progress.retrying(len(pending))
+            if before_retry is not None:
+                before_retry(pending)
+        resume_of = first if round_number == 0 else {idx: True for idx, _ in pending}
+        outcome.stragglers = run_round(pending, resume_of)
+        pending = [item for item in pending if item[0] in outcome.failed]
+
+
+def settle(outcome: RunOutcome, control: RunControl) -> None:
+    """Put a finished run's outcome in order and say why it stopped."""
+    outcome.interrupted = sorted(set(outcome.interrupted) - set(outcome.finished))
+    outcome.attempts = {i: n for i, n in sorted(outcome.attempts.items()) if n > 1}
+    outcome.finished.sort()
+    outcome.failed = dict(sorted(outcome.failed.items()))
+    outcome.stop_reason, outcome.stop_message = control.reason, control.message
+
+
 def run_instances(
     make_agent: Callable[[], Any],
     components: Components,
@@ -256,29 +285,19 @@ def run_instances(
     outcome.skipped = sorted(i for i, _ in examples if i in done)
     runner.execution.info("%s: %d instances to run, %d already done", mode, len(todo), len(outcome.skipped))
 
+    def forget_proposals(pending: list[Item]) -> None:
+        for idx, _ in pending:  # what the failed attempt proposed after its last checkpoint
+            take_proposals(components.policy, idx)
+
     started = time.perf_counter()
-    pending, first = todo, {idx: resume for idx, _ in todo}
     with collecting(log), progress, fan_out_width(concurrency):
-        for round_number in range(retry_rounds + 1):
-            if not pending or control.stopping:
-                break
-            if round_number:
-                print(f"lits: retrying {len(pending)} failed instance(s) from their journals "
-                      f"(round {round_number} of {retry_rounds})", file=progress_stream, flush=True)
-                progress.retrying(len(pending))
-                for idx, _ in pending:  # what the failed attempt proposed after its last checkpoint
-                    take_proposals(components.policy, idx)
-            resume_of = first if round_number == 0 else {idx: True for idx, _ in pending}
-            outcome.stragglers = runner.run_round(pending, resume_of, concurrency, grace)
-            pending = [item for item in pending if item[0] in outcome.failed]
+        in_rounds(todo, resume, retry_rounds, outcome, control, progress, progress_stream,
+                  lambda pending, resume_of: runner.run_round(pending, resume_of, concurrency, grace),
+                  before_retry=forget_proposals)
     outcome.seconds = time.perf_counter() - started
     with runner.lock:  # instances still in flight past the grace period may yet change it
         outcome.not_started = runner.not_started(todo)
-        outcome.interrupted = sorted(set(outcome.interrupted) - set(outcome.finished))
-        outcome.attempts = {i: n for i, n in sorted(outcome.attempts.items()) if n > 1}
-        outcome.finished.sort()
-        outcome.failed = dict(sorted(outcome.failed.items()))
-    outcome.stop_reason, outcome.stop_message = control.reason, control.message
+        settle(outcome, control)
     with contextlib.suppress(OSError):  # a write that failed (a full disk) was reported already
         log.close()
     run_dir.close_logger(runner.execution)
