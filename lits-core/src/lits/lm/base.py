@@ -337,7 +337,7 @@ class LanguageModel(ABC):
                 check_calls_allowed()
                 scores, tokens_in = self._loglikelihood(prompt, missing)
             self._record_raw("loglikelihood", tokens_in, 0, time.perf_counter() - start, prompt=prompt,
-                             reply=dict(zip(missing, scores)))
+                             reply=dict(zip(missing, scores)) if self.log_prompts else None)
             with self._scores_lock:
                 self._scores.update({(prompt, c): s for c, s in zip(missing, scores)})
             if self.cache is not None:
@@ -371,7 +371,8 @@ class LanguageModel(ABC):
         # Each completion carries the prompt tokens billed for it (0 when shared).
         tokens_in = sum(c.tokens_in for c in outs)
         tokens_out = sum(c.tokens_out for c in outs)
-        self._record_raw(kind, tokens_in, tokens_out, seconds, prompt=prompt, reply=[c.text for c in outs])
+        reply = [c.text for c in outs] if self.log_prompts else None
+        self._record_raw(kind, tokens_in, tokens_out, seconds, prompt=prompt, reply=reply)
 
     def _record_raw(
         self, kind: str, tokens_in: int, tokens_out: int, seconds: float, *, cached: bool = False,
