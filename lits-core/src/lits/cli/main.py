@@ -81,7 +81,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from lits import __version__
+
     parser = argparse.ArgumentParser(prog="lits", description="LLM reasoning by tree search.")
+    parser.add_argument("--version", action="version", version=f"lits {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("plugins", help="list installed plugins and what they registered")

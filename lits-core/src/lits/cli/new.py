@@ -53,7 +53,16 @@ def tokens_for(kind: str, name: str) -> dict[str, str]:
     dist_prefix, module_prefix = KINDS[kind]
     parts = re.split(r"[-_]", name)
     return {"NAME": name, "DIST": dist_prefix + name, "MODULE": module_prefix + "_".join(parts),
-            "CLASS": "".join(p.capitalize() for p in parts)}
+            "CLASS": "".join(p.capitalize() for p in parts), **core_range()}
+
+
+def core_range() -> dict[str, str]:
+    """The lits-core releases a new plugin declares it works with: this minor version (0.3.x -> >=0.3,<0.4)."""
+    from lits import __version__
+
+    major, minor = (int(part) for part in __version__.split(".")[:2])
+    upper = f"{major + 1}.0" if major else f"0.{minor + 1}"
+    return {"CORE_MIN": f"{major}.{minor}", "CORE_NEXT": upper}
 
 
 def write_distribution(kind: str, name: str, target: Path) -> tuple[dict[str, str], list[Path]]:

@@ -22,7 +22,7 @@ from typing import Any, Optional
 from lits.lm.base import Completion, GenerationParams, LanguageModel, ModelError, Prompt
 
 INSTALL_HINT = (
-    "the embedded model needs llama-cpp-python: pip install -e './lits-core[local]' "
+    "the embedded model needs llama-cpp-python: pip install 'lits-core[local]' "
     "(compiles llama.cpp once, about 5 minutes on 2 cores; pip then caches the wheel)"
 )
 
