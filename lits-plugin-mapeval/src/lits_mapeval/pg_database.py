@@ -13,6 +13,9 @@
   SQLite) print as floats, booleans as 1/0, so equal values give equal observations. Columns without a name
   differ: PostgreSQL calls ``count(*)`` "count" where SQLite repeats the expression.
 * Connections come from a small pool (one per worker); the caller's time-out cancels the running query.
+* A server that is down, unreachable or out of connections is not the model's doing: the tools raise
+  :class:`~lits.tools.ToolUnavailable`, so the instance fails (and is retried, or left to ``--resume``) instead
+  of finishing on a "database was busy" observation. Errors in the model's SQL stay observations.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from decimal import Decimal
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Sequence
 
+from lits.tools import ToolUnavailable
 from lits_mapeval import pg_guard
 from lits_mapeval.pg_url import safe_url
 from lits_mapeval.sql_guard import MAX_VALUE_BYTES
@@ -32,6 +36,10 @@ from lits_mapeval.sql_tools import _one_line, render_rows
 POOL_SIZE = 4
 """Connections at most: one per worker of a run (``--concurrency``); more workers wait for one."""
 CONNECT_TIMEOUT_S = 10
+PROBE_AFTER_S = 1.0
+"""Seconds without a pooled connection after which the server itself is probed (down, or out of connections?)."""
+# SQLSTATEs of a server that shut down, is starting or has no connection slot left: never the model's doing
+_SERVER_GONE = {"57P01", "57P02", "57P03", "53300"}
 SUPERUSER_TEMP_FILE_LIMIT = "256MB"
 # Result types kept as they are (bounded in size, rendered like SQLite's numbers); others are cut to text.
 _NUMERIC_TYPES = {"int2", "int4", "int8", "float4", "float8", "numeric", "bool", "oid"}
@@ -44,6 +52,12 @@ def _reason(exc: BaseException) -> str:
     """The first line of a driver error, without libpq's 'connection failed:' framing."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return _one_line(text.removeprefix("connection failed: "))
+
+
+def _server_lost(conn: Any, exc: BaseException) -> bool:
+    """True when ``exc`` came from the connection or the server, not from the statement."""
+    state = getattr(exc, "sqlstate", None) or ""
+    return bool(conn.broken or conn.closed or state.startswith("08") or state in _SERVER_GONE)
 
 
 def show(value: Any) -> str:
@@ -92,6 +106,7 @@ class ReadOnlyPostgres:
             print(f"lits: warning: MapEval-SQL is connected to {self.url} as a superuser; only the refusal list "
                   "stands between the model's SQL and the server: use a read-only role (see the plugin README)",
                   file=sys.stderr)
+        self._dsn = url
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs=self._kwargs,
                                     configure=self._configure, open=True, name="lits-mapeval")
         self._state = threading.Lock()
@@ -124,6 +139,8 @@ class ReadOnlyPostgres:
                         return "Query stopped: the tool call was cancelled"
                     return f"Query stopped: it ran longer than the {self.time_budget:g} s budget"
                 except psycopg.Error as exc:
+                    if _server_lost(conn, exc):
+                        raise self._unavailable(exc) from None
                     primary = getattr(getattr(exc, "diag", None), "message_primary", None)
                     return f"SQL error: {_one_line(primary or _reason(exc))}"
                 finally:
@@ -169,6 +186,18 @@ class ReadOnlyPostgres:
         info = conn.adapters.types.get(oid)
         return info.name if info is not None and info.oid == oid else "other"  # arrays share their element's info
 
+    def _unavailable(self, exc: BaseException) -> ToolUnavailable:
+        return ToolUnavailable(f"PostgreSQL at {self.url} is unavailable: {_reason(exc)}")
+
+    def _probe(self) -> None:
+        """Raise :class:`ToolUnavailable` when a fresh connection to the server fails (down, unreachable, full)."""
+        import psycopg
+
+        try:
+            psycopg.connect(self._dsn, **{**self._kwargs, "connect_timeout": 2}).close()
+        except psycopg.Error as exc:
+            raise self._unavailable(exc) from None
+
     def _end_transaction(self, conn: Any) -> None:
         """Nothing outlives a call: the READ ONLY transaction is rolled back (a broken connection is dropped)."""
         try:
@@ -188,13 +217,19 @@ class ReadOnlyPostgres:
         with self._state:
             self._waiting.add(me)
         conn = None
+        probe_at = time.monotonic() + PROBE_AFTER_S
         try:
             while conn is None:
                 with self._state:
                     if me in self._cancelled:
                         raise TimeoutError("the tool call was cancelled")
+                    idle = len(self._running) < self._pool.max_size  # no connection busy: the pool cannot connect
                 if time.monotonic() >= give_up:
+                    self._probe()
                     raise TimeoutError(f"the database was busy with other queries for {self.max_wait:g} s")
+                if idle and time.monotonic() >= probe_at:
+                    self._probe()
+                    probe_at = time.monotonic() + PROBE_AFTER_S
                 try:
                     conn = self._pool.getconn(timeout=0.1)
                 except PoolTimeout:
@@ -230,9 +265,15 @@ class ReadOnlyPostgres:
     # -- fixed queries ----------------------------------------------------------------------------------------
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        import psycopg
+
         with self._connection() as conn:
             try:
                 return conn.execute(sql, params).fetchall()
+            except psycopg.Error as exc:
+                if _server_lost(conn, exc):
+                    raise self._unavailable(exc) from None
+                raise
             finally:
                 self._end_transaction(conn)
 

@@ -8,7 +8,9 @@
   ``Connection.interrupt``), never by abandoning a running thread; the tools also stop a query when the
   caller's own time-out fires (:meth:`DatabaseTool.interrupt`),
 * results are read one row at a time and capped in rows and characters, with a note,
-* every failure is one line of text for the model.
+* every failure of the model's SQL is one line of text for the model; a database file that cannot be read
+  (gone, unreadable, a disk error) is not the model's doing and raises :class:`~lits.tools.ToolUnavailable`
+  (the instance fails and is retried or left to ``--resume``), as :class:`Database` backends must.
 """
 
 from __future__ import annotations
@@ -22,8 +24,13 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Optional, Protoc
 
 from pydantic import BaseModel, Field
 
-from lits.tools import BaseTool
+from lits.tools import BaseTool, ToolUnavailable
 from lits_mapeval.sql_guard import MAX_MEMORY_MB, MAX_SQL_CHARS, MAX_VALUE_BYTES, harden
+
+
+# SQLite messages of a file that cannot be read any more: the database's fault, never the model's
+_FILE_LOST = ("disk I/O error", "unable to open database file", "database disk image is malformed",
+              "file is not a database", "closed database")
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -56,7 +63,9 @@ def render_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_rows:
 
 
 class Database(Protocol):
-    """What the tools need from a read-only database (SQLite here, PostgreSQL in :mod:`lits_mapeval.pg_database`)."""
+    """What the tools need from a read-only database (SQLite here, PostgreSQL in :mod:`lits_mapeval.pg_database`).
+
+    Errors of the model's SQL come back as text; a backend that is gone raises :class:`~lits.tools.ToolUnavailable`."""
 
     #: The SQL dialect queries must be written in, told to the model in the tool context.
     dialect: str
@@ -112,6 +121,9 @@ class ReadOnlyDatabase:
             try:
                 return self._run(sql)
             except sqlite3.Error as exc:
+                if any(lost in str(exc) for lost in _FILE_LOST):
+                    raise ToolUnavailable(f"SQLite database {self.path} is unavailable: {_one_line(str(exc))}"
+                                          ) from None
                 return self._explain(exc, timed_out.is_set() or time.monotonic() > deadline)
             except MemoryError:
                 return f"Query stopped: it needed more than the {self.max_memory_mb} MB memory budget"

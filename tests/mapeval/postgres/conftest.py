@@ -84,6 +84,23 @@ def _grant_reader(server: PgServer) -> None:
         # SELECT on the tables: `build-db --grant-select-to reader` (the pg_city fixture)
 
 
+def _options(server: PgServer) -> str:
+    return (f"-c listen_addresses=127.0.0.1 -c port={server.port} -c unix_socket_directories={server.socket_dir} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+
+
+def stop_postgres(server: PgServer) -> None:
+    """Kill the server as a crash or an outage would (``pg_ctl stop -m immediate``)."""
+    _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(server.socket_dir / "data"), "-m", "immediate", "-w", "stop")
+
+
+def start_postgres(server: PgServer) -> None:
+    """Start a stopped server again on its data directory and port."""
+    _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(server.socket_dir / "data"), "-l",
+                 str(server.socket_dir / "server.log"), "-o", _options(server), "-w", "-t", str(START_TIMEOUT_S),
+                 "start", timeout=START_TIMEOUT_S + 5)
+
+
 @contextmanager
 def running_postgres() -> Iterator[PgServer]:
     """A fresh server with the roles and the empty ``city`` database; stopped and removed on exit."""
@@ -100,10 +117,8 @@ def running_postgres() -> Iterator[PgServer]:
             "local all all trust\n"
             "host all reader 127.0.0.1/32 scram-sha-256\n"
             "host all all 127.0.0.1/32 trust\n")
-        options = (f"-c listen_addresses=127.0.0.1 -c port={server.port} -c unix_socket_directories={root} "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
         started = True
-        _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w",
+        _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", _options(server), "-w",
                      "-t", str(START_TIMEOUT_S), "start", timeout=START_TIMEOUT_S + 5)
         _grant_reader(server)
         yield server

@@ -29,6 +29,7 @@ from lits.observability import InferenceLog, InferenceRecord, call_context, coll
 from lits.runs.artifacts import RunDir
 from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
 from lits.runs.records import result_record, take_proposals
+from lits.tools.base import ToolUnavailable
 
 #: Extra rounds for instances that failed, after every other instance ran.
 RETRY_ROUNDS = 2
@@ -191,8 +192,10 @@ class _Runner:
             self.control.stop(BREAKER, f"stopped: the model server was never reached ({exc}); check --base-url "
                                        "and that the server runs")
             return
+        # a tool's backend that is gone (a database down, an MCP server dead) fails like the model server would
         self.control.failed(" ".join(str(exc).split())[:300] or type(exc).__name__,
-                            server=isinstance(exc, ModelError), log=str(self.run_dir.root / "execution.log"))
+                            server=isinstance(exc, (ModelError, ToolUnavailable)),
+                            log=str(self.run_dir.root / "execution.log"))
 
     def run_round(self, items: list[Item], resume: dict[int, bool], width: int, grace: float) -> int:
         """Run ``items`` on up to ``width`` threads; returns how many were still busy when it gave up."""
