@@ -155,3 +155,59 @@ def test_a_fresh_run_does_not_replay_an_old_journal(parts, tmp_path):
     MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
     again = MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path)
     assert again.run("2", 0, EXAMPLE).iterations <= 3 and again.root.visits <= 3
+
+
+def _merged_in_memory(lines: list[str]) -> str:
+    """The compact line as the journal's first, whole-file compaction wrote it: the golden reference."""
+    records = [json.loads(line) for line in lines if line.strip()]
+    nodes: dict[int, dict] = {}
+    merged: dict = {"compact": True, "nodes": [], "paths": [], "proposals": []}
+    for record in records:
+        for flat in record["nodes"]:
+            nodes[int(flat["id"])] = flat
+        merged["paths"].extend(record.get("paths") or [])
+        merged["proposals"].extend(record.get("proposals") or [])
+    merged.update({k: records[-1][k] for k in ("iteration", "next_id", "stats")})
+    merged["nodes"] = [nodes[i] for i in sorted(nodes)]
+    return json.dumps(merged, separators=(",", ":")) + "\n"
+
+
+@pytest.mark.parametrize("search_cls, config", [
+    (MCTS, MCTSConfig(n_iterations=25, early_stop=False, simulate="sample")),
+    (BFS, BFSConfig(beam_width=2, max_depth=4, early_stop=False)),
+], ids=["mcts", "bfs"])
+def test_streamed_compaction_writes_the_bytes_of_the_whole_file_merge(parts, tmp_path, search_cls, config,
+                                                                      monkeypatch):
+    path = tmp_path / "0.journal.jsonl"
+    monkeypatch.setattr(TreeJournal, "compact", lambda self: self.close())  # keep the lines of the run
+    search_cls(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
+    monkeypatch.undo()
+    lines = path.read_text().splitlines()
+    assert len(lines) > 3  # a line per checkpoint, nodes written again as they changed
+    TreeJournal(path).compact()
+    assert path.read_text() == _merged_in_memory(lines)
+    assert not list(tmp_path.glob(".*.tmp"))  # the temporary file was renamed into place
+
+
+def test_a_compacted_journal_replays_to_the_tree_of_its_lines(parts, tmp_path):
+    config = MCTSConfig(n_iterations=12, early_stop=False, simulate="sample")
+    search = MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path)
+    search.run("9", 0, FAR)  # the run compacts its journal when the instance finishes
+    assert (tmp_path / "0.journal.jsonl").read_text().count("\n") == 1
+    root, counters = TreeJournal(tmp_path / "0.journal.jsonl").replay(search.backup_values)
+    assert root.to_dict() == search.root.to_dict() and counters["iteration"] == search.iteration
+
+
+def test_streamed_compaction_keeps_proposals_and_the_latest_node_fields_like_the_whole_file_merge(tmp_path):
+    path = tmp_path / "0.journal.jsonl"
+    lines = [
+        '{"iteration":1,"next_id":2,"stats":{"n":1},"nodes":[{"id":0,"parent":null,"v":0.5},'
+        '{"id":1,"parent":0,"v":"é\\n"}],"paths":[1],"proposals":[["a",true]]}',
+        '{"iteration":2,"next_id":3,"stats":{"n":2},"nodes":[{"id":2,"parent":0,"v":1e-7},{"id":0,"parent":null,'
+        '"v":0.25}],"paths":[2,1],"proposals":[["b",false],["c",true]]}',
+        '{"iteration":3,"next_id":3,"stats":{"n":3},"nodes":[],"paths":[],"proposals":[]}',
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    TreeJournal(path).compact()
+    assert path.read_text() == _merged_in_memory(lines)
+    assert json.loads(path.read_text())["proposals"] == [["a", True], ["b", False], ["c", True]]

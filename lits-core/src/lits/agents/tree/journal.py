@@ -8,20 +8,25 @@ counter, the next node id and the search statistics.  Disk per run grows with
 nodes, not nodes × iterations, and the cost of a checkpoint does not grow with
 the tree.  When an instance finishes, the lines are merged into one.
 
+Compaction and replay read the journal a line at a time: compaction keeps only
+the latest JSON text of each node (never every line's parsed dicts), replay only
+the tree it builds, so neither needs memory for the journal's superseded lines.
+
 A line cut short by a crash is dropped (with a warning) when the journal is
 read, and the file is truncated to its last whole line before more is appended.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
-from lits.structures.base import atomic_write_text
 from lits.structures.node import SearchNode
 from lits.type_registry import deserialize
 
@@ -97,24 +102,32 @@ class TreeJournal:
     def compact(self) -> None:
         """Merge the journal's lines into one (atomically, fsynced): the finished instance's tree.
 
-        Works on the JSON itself, so nothing is serialized again.
+        Streams: each node's latest JSON text is kept (later lines win), the rest of a line is dropped once
+        read, and the merged line is written piece by piece; nothing is serialized from node objects again.
+        The bytes are those of ``json.dumps`` of the merged record with compact separators.
         """
         self.close()
-        records = self._read_records()
-        if len(records) <= 1:
+        nodes: dict[int, str] = {}
+        paths: list[Any] = []
+        proposals: list[str] = []
+        last: Optional[dict[str, Any]] = None
+        count = 0
+        for record in self._records():
+            count += 1
+            for flat in record.pop("nodes"):
+                nodes[int(flat["id"])] = _dumps(flat)
+            paths.extend(record.get("paths") or [])
+            proposals.extend(_dumps(p) for p in record.get("proposals") or [])
+            last = record
+        if count <= 1 or last is None:
             return
-        nodes: dict[int, dict[str, Any]] = {}
-        merged: dict[str, Any] = {"compact": True, "nodes": [], "paths": [], "proposals": []}
-        for record in records:
-            for flat in record["nodes"]:
-                nodes[int(flat["id"])] = flat
-            merged["paths"].extend(record.get("paths") or [])
-            merged["proposals"].extend(record.get("proposals") or [])
-        merged.update({k: records[-1][k] for k in ("iteration", "next_id", "stats")})
-        merged["nodes"] = [nodes[i] for i in sorted(nodes)]
-        text = json.dumps(merged, separators=(",", ":")) + "\n"
-        atomic_write_text(self.path, text)
-        self.bytes_written += len(text)
+        tail = _dumps({k: last[k] for k in ("iteration", "next_id", "stats")})[1:]
+        with _atomic_writer(self.path) as fh:
+            pieces = ['{"compact":true,"nodes":[', ",".join(nodes[i] for i in sorted(nodes)), '],"paths":',
+                      _dumps(paths), ',"proposals":[', ",".join(proposals), "],", tail, "\n"]
+            for piece in pieces:
+                fh.write(piece)
+                self.bytes_written += len(piece)
 
     def close(self) -> None:
         """Write what is pending (a search that raised keeps its last checkpoints) and close."""
@@ -134,12 +147,11 @@ class TreeJournal:
         ``backup(path)`` re-applies the search's backup to each journaled path
         (root to leaf), in the order the search applied them.
         """
-        records = self._read_records()
-        if not records:
-            return None
         nodes: dict[int, SearchNode] = {}
         proposals: list[tuple[str, bool]] = []
-        for record in records:
+        last: Optional[dict[str, Any]] = None
+        for record in self._records():
+            last = record
             proposals.extend((str(a), bool(d)) for a, d in record.get("proposals") or [])
             for flat in record["nodes"]:
                 _apply(nodes, flat)
@@ -149,38 +161,60 @@ class TreeJournal:
             for leaf_id in leaves:
                 assert backup is not None
                 backup(nodes[int(leaf_id)].path())
+        if last is None:
+            return None
         if 0 not in nodes:
             raise JournalError(f"{self.path}: the journal has no root node")
-        last = records[-1]
         return nodes[0], {"iteration": int(last["iteration"]), "next_id": int(last["next_id"]),
                           "stats": dict(last.get("stats") or {}), "proposals": proposals}
 
-    def _read_records(self) -> list[dict[str, Any]]:
+    def _records(self) -> Iterator[dict[str, Any]]:
+        """The journal's records, parsed one line at a time; a torn last line is dropped (and cut off the file)."""
         if not self.exists():
-            return []
-        raw = self.path.read_bytes()
-        lines = raw.split(b"\n")
-        records: list[dict[str, Any]] = []
+            return
         good_bytes = 0
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                good_bytes += len(line) + 1
-                continue
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                if any(rest.strip() for rest in lines[number:]):
-                    raise JournalError(f"{self.path}: line {number} is damaged; the run cannot resume "
-                                       "from this journal (delete it to redo the instance)") from None
-                warnings.warn(f"{self.path}: dropped a torn last line (the run was killed mid-write)",
-                              stacklevel=2)
-                with open(self.path, "r+b") as fh:  # appends must follow a whole line
-                    fh.truncate(min(good_bytes, len(raw)))
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                break
-            good_bytes += len(line) + 1
-        return records
+        torn_at = 0
+        with open(self.path, "rb") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    good_bytes += len(line)
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    if any(rest.strip() for rest in fh):
+                        raise JournalError(f"{self.path}: line {number} is damaged; the run cannot resume "
+                                           "from this journal (delete it to redo the instance)") from None
+                    torn_at = number
+                    break
+                good_bytes += len(line)
+                yield record
+        if torn_at:
+            warnings.warn(f"{self.path}: dropped a torn last line (the run was killed mid-write)", stacklevel=3)
+            with open(self.path, "r+b") as out:  # appends must follow a whole line
+                out.truncate(good_bytes)
+                out.flush()
+                os.fsync(out.fileno())
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+@contextlib.contextmanager
+def _atomic_writer(path: Path) -> Iterator[Any]:
+    """A text file that replaces ``path`` (fsynced) only when the block ends without an error."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _flat(node: SearchNode, skip: tuple[str, ...] = ()) -> dict[str, Any]:
