@@ -123,11 +123,14 @@ class TreeJournal:
             return
         tail = _dumps({k: last[k] for k in ("iteration", "next_id", "stats")})[1:]
         with _atomic_writer(self.path) as fh:
-            pieces = ['{"compact":true,"nodes":[', ",".join(nodes[i] for i in sorted(nodes)), '],"paths":',
-                      _dumps(paths), ',"proposals":[', ",".join(proposals), "],", tail, "\n"]
-            for piece in pieces:
+            def write(piece: str) -> None:
                 fh.write(piece)
                 self.bytes_written += len(piece)
+
+            write('{"compact":true,"nodes":[')
+            for k, node_id in enumerate(sorted(nodes)):  # one node at a time: no second copy of the tree's text
+                write("," + nodes[node_id] if k else nodes[node_id])
+            write('],"paths":' + _dumps(paths) + ',"proposals":[' + ",".join(proposals) + "]," + tail + "\n")
 
     def close(self) -> None:
         """Write what is pending (a search that raised keeps its last checkpoints) and close."""
