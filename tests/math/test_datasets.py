@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import pytest
 
-from lits_math.answers import evaluate_gsm8k, evaluate_math, extract_gsm8k_answer, is_equivalent
+from lits_math.answers import evaluate_gsm8k, evaluate_math, is_equivalent, read_gsm8k_answer
 from lits_math.data import load_gsm8k, load_math500
 from lits_math.problems import LATEX_PROBLEMS, WORD_PROBLEMS
 
@@ -98,7 +98,7 @@ def test_own_answers_are_distinct_so_a_wrong_one_fails(name: str) -> None:
 
 def test_own_word_problems_are_worded_so_the_last_number_is_not_the_answer() -> None:
     """Otherwise a model that repeats the question would be scored as right."""
-    assert all(extract_gsm8k_answer(q) != a for q, a in WORD_PROBLEMS)
+    assert all(read_gsm8k_answer(q) != a for q, a in WORD_PROBLEMS)
 
 
 @pytest.mark.parametrize("name", ["gsm8k", "math500"])

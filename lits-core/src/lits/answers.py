@@ -14,16 +14,25 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 Extractor = Callable[[str], Optional[str]]
 Equivalence = Callable[[str, str], bool]
 
-_STATED = re.compile(r"(?:the\s+(?:final\s+)?answer\s+is\s*:?|final\s+answer\s*:|^answer\s*:)\s*(.+)", re.I | re.M)
+#: The explicit final-answer markers: "The (final) answer is", "Final answer:", a line that starts
+#: "Answer:" (also in Markdown bold, "**Final Answer:**"), and GSM8K's "#### 42".  Nothing else
+#: ends a chain: a step that merely contains a number is an intermediate step.
+_STATED = re.compile(
+    r"(?:the\s+(?:final\s+)?answer\s+is\s*:?"
+    r"|final\s+answer\s*(?:is\s*)?[*_]*\s*:"
+    r"|^[\s>*_-]*(?:final\s+)?answer\s*[*_]*\s*:"
+    r"|^\s*####)[\s*_]*(.+)",
+    re.I | re.M,
+)
 
 
 def extract_stated_answer(text: str) -> Optional[str]:
-    """The answer after "The answer is" / "Final answer:" / a line starting "Answer:" (the last one)."""
+    """The answer after the last final-answer marker ("The answer is", "Final answer:", "#### "...), else None."""
     found = _STATED.findall(str(text or ""))
     if not found:
         return None
     answer = found[-1].strip().splitlines()[0].strip()
-    answer = answer.rstrip(".").strip().strip("$").strip()
+    answer = answer.strip("*_ ").rstrip(".").strip().strip("$").strip().strip("*_ ")
     return answer or None
 
 

@@ -90,10 +90,12 @@ def _looks_bare(text: str) -> bool:
 
 
 def extract_gsm8k_answer(text: str) -> Optional[str]:
-    """GSM8K style: boxed, else the stated answer, else the last number of the text.
+    """GSM8K style, only when the text marks its final answer: boxed, else stated ("The answer is").
 
-    A boxed or stated answer is reduced to what follows its last "=", and when
-    wrapped in words ("18 dollars") to its last number; one without a number is ignored.
+    This decides when a chain or search ends, so a step that merely contains a
+    number ("Carla downloads 200 GB in 1 minute.") is never read as the answer.
+    A marked answer is reduced to what follows its last "=", and when wrapped in
+    words ("18 dollars") to its last number; one without a number is ignored.
     """
     for candidate in (extract_boxed(text), extract_stated_answer(str(text or ""))):
         candidate = (candidate or "").rsplit("=", 1)[-1].strip(" :")
@@ -105,7 +107,16 @@ def extract_gsm8k_answer(text: str) -> Optional[str]:
         number = _last_number(candidate)
         if number is not None:
             return number
-    return _last_number(text)
+    return None
+
+
+def read_gsm8k_answer(text: str) -> Optional[str]:
+    """Scoring a finished solution's text: the marked answer, else its last number.
+
+    Only for judging a final text after the fact (a reference solution, a
+    trajectory cut off at the depth limit); never for deciding that a step ends the chain.
+    """
+    return extract_gsm8k_answer(text) or _last_number(text)
 
 
 def gsm8k_gold(answer_field: str) -> str:
@@ -269,5 +280,5 @@ def evaluate_math(example: dict[str, Any], final_answer: Optional[str]) -> dict[
 def evaluate_gsm8k(example: dict[str, Any], final_answer: Optional[str]) -> dict[str, Any]:
     """Judge a GSM8K final answer: a bare formula as it is, else the GSM8K extractor."""
     text = str(final_answer or "").strip()
-    answer = text if _looks_bare(text) else extract_gsm8k_answer(text)
+    answer = text if _looks_bare(text) else read_gsm8k_answer(text)
     return _judge(answer, example)
