@@ -66,6 +66,18 @@ def test_rewriting_a_filled_slot_marks_it_changed(transition):
     assert parse_board(state.env_state).changed == ["h2"]
 
 
+def test_writing_the_word_a_filled_slot_already_holds_is_rejected(transition):
+    state = play(transition, transition.init_state(), "h2. EMBER")
+    ok, why = transition.validate_action(state.env_state, "h2. ember")
+    assert not ok and "h2 already holds 'EMBER'" in why
+
+
+def test_a_repeated_word_leaves_the_board_unchanged_with_an_error_step(transition):
+    state = play(transition, transition.init_state(), "h2. EMBER")
+    after = play(transition, state, "h2. EMBER")
+    assert after.env_state == state.env_state and "changes nothing" in after[-1].error
+
+
 def test_goal_check_needs_the_answer_and_counts_right_words(transition, puzzle):
     state = play(transition, transition.init_state(), "h1. HEART", "h2. EMBER")
     assert transition.goal_check(puzzle["query"], state.env_state) == (False, 0.0)

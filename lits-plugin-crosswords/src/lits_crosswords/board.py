@@ -95,6 +95,16 @@ def clash(board: Board, slot: str, word: str) -> Optional[str]:
     return None
 
 
+def repeats(board: Board, slot: str, word: str) -> Optional[str]:
+    """Why writing ``word`` into ``slot`` would be a no-op (None when it changes the board).
+
+    Re-writing a filled slot with the word it holds changes nothing, so a chain
+    that proposes it would loop without progress."""
+    if slot in board.filled and board.word(slot) == word:
+        return f"{slot} already holds {word!r}; writing it again changes nothing"
+    return None
+
+
 def place(board: Board, slot: str, word: str) -> Board:
     new = Board(list(board.grid), list(board.filled), list(board.changed))
     was = board.word(slot)

@@ -8,7 +8,7 @@ from typing import Any, Optional
 from lits.components.transition.env_grounded import EnvGroundedTransition
 from lits.registry import register_transition
 from lits.structures.env_grounded import EnvState, EnvStep
-from lits_crosswords.board import SLOTS, Board, cells, clash, parse_action, parse_board, place
+from lits_crosswords.board import SLOTS, Board, cells, clash, parse_action, parse_board, place, repeats
 
 _ANSWER = re.compile(r"^Answer:\s*([A-Za-z]{25})\s*$", re.M)
 
@@ -37,7 +37,8 @@ class CrosswordsTransition(EnvGroundedTransition):
             slot, word = parse_action(action)
         except ValueError as exc:
             return False, str(exc)
-        reason = clash(parse_board(env_state), slot, word)
+        board = parse_board(env_state)
+        reason = repeats(board, slot, word) or clash(board, slot, word)
         return reason is None, reason or ""
 
     @staticmethod
