@@ -12,7 +12,10 @@ slots for the whole cluster and serves the run's response cache.
 
 A worker that dies is restarted by Ray and its instances run again (Ray's
 task retries); their paid calls come from the cache.  The run says which
-instances that were, and counts them in ``retried_instances``.
+instances that were, and counts them in ``retried_instances``.  A lost cluster
+(the driver's node dead, the GCS or the coordinator silent: see
+:mod:`lits.runs.ray_watch`) stops the run within a bounded time with one line
+naming ``--resume``; the instances that finished are kept.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -36,6 +40,7 @@ from typing import Any, TextIO
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir
 from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
+from lits.runs.ray_watch import PING_TIMEOUT, ClusterWatch
 from lits.runs.runner import RETRY_ROUNDS, STOP_GRACE, Item, Progress, RunOutcome, _RunLog, in_rounds, settle
 from lits.structures.base import atomic_write_text
 
@@ -43,6 +48,8 @@ from lits.structures.base import atomic_write_text
 WORKER_RESTARTS = 3
 #: Environment variables a worker on another node needs (plugin lists, server keys, retry waits).
 FORWARDED_ENV = ("LITS_", "OPENAI_")
+#: Seconds ``ray.shutdown`` may take once the cluster is lost (it can wait for a dead raylet).
+SHUTDOWN_TIMEOUT = 20.0
 
 
 def require_ray() -> None:
@@ -87,10 +94,20 @@ def ray_session(address: str | None) -> Iterator[None]:
     try:
         yield
     finally:
-        with contextlib.suppress(Exception):
-            ray.shutdown()
+        _shutdown(ray)
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
+
+
+def _shutdown(ray: Any) -> None:
+    """``ray.shutdown()`` (it stops the processes a local instance started), waited for a bounded time."""
+    def close() -> None:
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+
+    thread = threading.Thread(target=close, name="lits-ray-shutdown", daemon=True)
+    thread.start()
+    thread.join(SHUTDOWN_TIMEOUT)
 
 
 @contextlib.contextmanager
@@ -197,9 +214,13 @@ class RayExecutor:
         try:
             with ray_session(self.settings.get("ray_address")), ray_errors_to(self.execution), self.progress:
                 self._start(len(todo))
-                in_rounds(todo, resume, RETRY_ROUNDS, outcome, control, self.progress, progress_stream,
-                          lambda pending, resume_of: self._round(pending, resume_of, grace))
-                self._finish_cluster()
+                try:
+                    in_rounds(todo, resume, RETRY_ROUNDS, outcome, control, self.progress, progress_stream,
+                              lambda pending, resume_of: self._round(pending, resume_of, grace))
+                finally:
+                    self.watch.stop()
+                if self.watch.lost is None:  # a lost cluster answers nothing: no counts to take
+                    self._finish_cluster()
         finally:
             outcome.seconds = time.perf_counter() - started
             with contextlib.suppress(OSError):
@@ -225,6 +246,7 @@ class RayExecutor:
         options = RunCoordinator.options  # type: ignore[attr-defined]
         self.coordinator = options(name=self.coordinator_name, scheduling_strategy=here).remote(
             settings["concurrency"], cache)
+        self.watch = ClusterWatch(self.coordinator, ray.get_runtime_context().get_node_id()).start()
         self.homes = worker_homes(ray.nodes())[:max(1, instances)]
         count = len(self.homes)
         self.per_worker = max(1, math.ceil(settings["concurrency"] / count))
@@ -249,7 +271,12 @@ class RayExecutor:
         """Count Ray's retries, take the last counters, let the workers clean up."""
         import ray
 
-        counts: dict[int, int] = ray.get(self.coordinator.start_counts.remote())
+        try:  # bounded: a cluster lost since the last check must not hang the run's end
+            counts: dict[int, int] = ray.get(self.coordinator.start_counts.remote(), timeout=PING_TIMEOUT)
+            area = float(ray.get(self.coordinator.busy_area.remote(), timeout=PING_TIMEOUT))
+        except ray.exceptions.RayError as exc:
+            self.execution.warning("Ray: the coordinator did not answer at the end of the run: %s", exc)
+            return
         again = sorted(idx for idx, n in counts.items() if n > self.submitted.get(idx, 0))
         for idx in again:
             self.outcome.attempts[idx] = self.outcome.attempts.get(idx, 0) + counts[idx] - self.submitted[idx]
@@ -258,7 +285,7 @@ class RayExecutor:
             print(f"lits: a Ray worker died; {len(again)} instance(s) ran again on a restarted worker "
                   f"({listed}); their paid calls came from the cache", file=self.stream, flush=True)
             self.execution.warning("Ray task retries after a worker died: instances %s", again)
-        self.stats.busy_area = float(ray.get(self.coordinator.busy_area.remote()))
+        self.stats.busy_area = area
         with contextlib.suppress(Exception):
             ray.get([w.shutdown.remote() for w in self.workers] + [self.coordinator.close.remote()], timeout=10)
         for actor in [*self.workers, self.coordinator]:  # their CPUs are free for the next run at once
@@ -275,6 +302,12 @@ class RayExecutor:
         load = [0] * len(self.workers)
         stop_sent = False
         while queue or inflight:
+            lost = self.watch.lost
+            if lost is not None:  # nothing in flight will come back: stop now, keep what finished
+                self.control.stop(BREAKER, f"stopped: lost the Ray cluster: {lost}; the finished instances "
+                                           "are kept")
+                self.outcome.interrupted.extend(idx for idx, _ in inflight.values())
+                return len(inflight)
             if not self.control.stopping:
                 while queue and min(load) < self.per_worker:
                     slot = load.index(min(load))
