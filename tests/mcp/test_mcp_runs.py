@@ -182,3 +182,42 @@ def test_a_resource_arg_without_a_resource_is_one_line(env, tmp_path):
                   str(tmp_path / "run"), "--resource-arg", "command=lits-mapeval serve-mcp")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == ["lits: error: --resource-arg needs --resource NAME (e.g. --resource mcp)"]
+
+
+def _adder_that_takes_the_server_down(down: Path):
+    """The model calls `add` once per instance; when the second instance starts, the toy server goes down for
+    good (every call kills it, also after its restart) until ``down`` is removed."""
+    questions: list[str] = []
+
+    def reply(prompt: str, body: dict) -> str:
+        question = prompt.rsplit("user: Question: ", 1)[-1].split("\n", 1)[0]
+        if question not in questions:
+            questions.append(question)
+            if len(questions) == 2:
+                down.write_text("down")
+        return _toy_caller("add")(prompt, body)
+
+    return reply
+
+
+def test_an_mcp_server_down_for_good_leaves_its_instances_to_resume(env, tmp_path, toy_command):
+    down = tmp_path / "toy-down"
+    env = {**env, "TOY_DOWN": str(down)}
+    args = ["--dataset", "mapeval-sql", "--limit", "4", "--model", "m", "--concurrency", "1", "--resource", "mcp",
+            "--resource-arg", f"command={toy_command}"]
+    with FakeOpenAIServer(responder=_toy_caller("add")) as server:
+        reference = lits(env, "chain", *args, "--base-url", server.base_url, "--save-dir", str(tmp_path / "ref"))
+    assert reference.returncode == 0, reference.stderr
+
+    run = tmp_path / "run"
+    with FakeOpenAIServer(responder=_adder_that_takes_the_server_down(down)) as server:
+        cut = lits(env, "chain", *args, "--base-url", server.base_url, "--save-dir", str(run))
+    assert cut.returncode == 1, cut.stderr
+    assert sorted(_results(run)) == ["0.json"]
+    assert "stopped again after a restart" in cut.stderr.strip().splitlines()[-1]
+
+    down.unlink()
+    with FakeOpenAIServer(responder=_toy_caller("add")) as server:
+        resumed = lits(env, "chain", "--resume", "--save-dir", str(run), "--base-url", server.base_url)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _results(run) == _results(tmp_path / "ref")

@@ -17,6 +17,9 @@ server = MCPServer("toy")
 @server.tool()
 def add(a: Annotated[int, Field(description="first addend")], b: int = 2) -> str:
     """Add two integers."""
+    down = os.environ.get("TOY_DOWN")  # a test's outage: while this file exists, the server dies on every call
+    if down and Path(down).exists():
+        os._exit(5)
     return str(a + b)
 
 

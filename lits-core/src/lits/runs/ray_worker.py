@@ -23,6 +23,7 @@ from lits.lm.base import ModelError, ServerUnreachable
 from lits.lm.cache import ResponseCache
 from lits.observability import InferenceLog, collecting
 from lits.runs.ray_actors import SharedCache, SharedLimiter
+from lits.tools.base import ToolUnavailable
 
 #: Files an instance leaves in its (scratch) run dir, by folder.
 INSTANCE_FOLDERS = ("checkpoints", "terminal_nodes", "paths", "timings", "results")
@@ -209,7 +210,7 @@ def _worker_runner(base: type) -> type:
 
             problem = resource_problem(exc)
             kind = ("unreachable" if isinstance(exc, ServerUnreachable) else "resource" if problem
-                    else "model" if isinstance(exc, ModelError) else "other")
+                    else "model" if isinstance(exc, (ModelError, ToolUnavailable)) else "other")
             message = problem or f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             self.execution.error("instance %d failed: %s\n%s", idx, message, traceback.format_exc())
             with self.lock:
