@@ -7,7 +7,7 @@ on a copy of that journal: the streamed compaction (``TreeJournal.compact``), th
 compaction (every line json-loaded, kept here as the reference) and a replay (what ``--resume`` does).
 Peak RSS is each child's own high-water mark (VmHWM); "baseline" is a child that only imports lits.
 
-    python benchmarks/journal_memory.py --data ../shared/data/blocksworld [--iterations 20000] [--markdown]
+    python benchmarks/journal_memory.py --data ../shared/data/blocksworld [--iterations 15000] [--markdown]
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def _child(*args: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="../shared/data/blocksworld")
-    parser.add_argument("--iterations", type=int, default=20000)
+    parser.add_argument("--iterations", type=int, default=15000)
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--search-into", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--step", nargs=2, default=None, help=argparse.SUPPRESS)
