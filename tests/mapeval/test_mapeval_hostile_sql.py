@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lits.tools import execute_tool_action
+from lits.tools import ToolUnavailable, execute_tool_action
 from lits_mapeval.database import build_database
 from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
 
@@ -238,3 +238,10 @@ def test_peak_memory_of_the_whole_catalogue_stays_small(tmp_path):
     assert done.returncode == 0, done.stderr
     peak_mb = int(done.stdout.split()[-1]) / 1024
     assert peak_mb < 300, f"peak resident size {peak_mb:.0f} MB"
+
+
+def test_a_database_file_that_cannot_be_read_any_more_makes_the_tool_unavailable(city, db, tools):
+    assert _query(tools, "SELECT no_such_column FROM places").startswith("SQL error: ")  # the model's error
+    city.write_bytes(b"not a database " * 1000)  # the file is replaced under the open connection
+    with pytest.raises(ToolUnavailable, match=rf"^SQLite database {city} is unavailable: "):
+        _query(tools, "SELECT count(*) FROM places")

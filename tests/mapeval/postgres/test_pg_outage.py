@@ -73,7 +73,7 @@ def test_a_database_outage_fails_the_unfinished_instances_and_resume_finishes_th
     last = cut.stderr.strip().splitlines()[-1]
     assert last.startswith("lits: error: stopped after 3 instances failed in a row (PostgreSQL at "
                            f"postgresql://reader@127.0.0.1:{own_pg.port}/city is unavailable")
-    assert "lits chain --resume --save-dir" in last
+    assert "; fix the server, then run `lits chain --resume --save-dir" in last  # like a model server down
     assert "Traceback" not in cut.stderr
 
     start_postgres(own_pg)
