@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
@@ -46,6 +47,9 @@ _NUMERIC_TYPES = {"int2", "int4", "int8", "float4", "float8", "numeric", "bool",
 SQLITE_TYPES = {"text": "TEXT", "character varying": "TEXT", "character": "TEXT", "double precision": "REAL",
                 "real": "REAL", "bigint": "INTEGER", "integer": "INTEGER", "smallint": "INTEGER", "bytea": "BLOB"}
 _warned: set[str] = set()
+# The pool's reconnect warnings (several lines each) would reach stderr through logging's last resort; an
+# unreachable server is reported by the tools instead, in one line.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 
 def _reason(exc: BaseException) -> str:

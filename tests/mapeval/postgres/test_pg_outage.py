@@ -52,32 +52,34 @@ def _lits(save: Path, responder: Callable[[str, dict[str, Any]], str], cache: Pa
           ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LITS_CACHE_DIR": str(cache), "PGPASSWORD": READER_PASSWORD}
     with FakeOpenAIServer(responder=responder) as model:
-        return subprocess.run([sys.executable, "-m", "lits", "chain", *args, "--base-url", model.base_url,
+        return subprocess.run([sys.executable, "-m", "lits", *args, "--base-url", model.base_url,
                                "--save-dir", str(save)], capture_output=True, text=True, env=env, timeout=180)
 
 
 def _new_run(server: PgServer, save: Path, responder: Callable[[str, dict[str, Any]], str],
-             cache: Path) -> subprocess.CompletedProcess[str]:
-    return _lits(save, responder, cache, "--dataset", "mapeval-sql", "--dataset-arg", f"db={server.reader_url}",
+             cache: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
+    return _lits(save, responder, cache, *command, "--dataset", "mapeval-sql", "--dataset-arg", f"db={server.reader_url}",
                  "--dataset-arg", f"seed={SEED}", "--limit", str(LIMIT), "--model", "m", "--concurrency", "1")
 
 
-def test_a_database_outage_fails_the_unfinished_instances_and_resume_finishes_them(tmp_path, own_pg):
-    reference = _new_run(own_pg, tmp_path / "reference", _agent, tmp_path / "cache-reference")
+@pytest.mark.parametrize("command", [["chain"], ["search", "--search-arg", "n_iterations=2",
+                                                 "--search-arg", "n_actions=2"]], ids=["react", "mcts"])
+def test_a_database_outage_fails_the_unfinished_instances_and_resume_finishes_them(tmp_path, own_pg, command):
+    reference = _new_run(own_pg, tmp_path / "reference", _agent, tmp_path / "cache-reference", command)
     assert reference.returncode == 0, reference.stderr
 
     run = tmp_path / "run"
-    cut = _new_run(own_pg, run, _stopping_at_second_question(own_pg), tmp_path / "cache")
+    cut = _new_run(own_pg, run, _stopping_at_second_question(own_pg), tmp_path / "cache", command)
     assert cut.returncode == 1, cut.stderr
     assert sorted(p.name for p in (run / "results").iterdir()) == ["0.json"]
     last = cut.stderr.strip().splitlines()[-1]
     assert last.startswith("lits: error: stopped after 3 instances failed in a row (PostgreSQL at "
                            f"postgresql://reader@127.0.0.1:{own_pg.port}/city is unavailable")
-    assert "; fix the server, then run `lits chain --resume --save-dir" in last  # like a model server down
+    assert f"; fix the server, then run `lits {command[0]} --resume --save-dir" in last  # like a model server
     assert "Traceback" not in cut.stderr
 
     start_postgres(own_pg)
-    resumed = _lits(run, _agent, tmp_path / "cache", "--resume")
+    resumed = _lits(run, _agent, tmp_path / "cache", command[0], "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert _outcome(run) == _outcome(tmp_path / "reference")
     assert sum(r["eval"]["solved"] for r in _outcome(run)) == LIMIT
