@@ -48,7 +48,7 @@ class ClusterWatch:
             return self._dead
         silent = time.monotonic() - self._last_ok
         if silent > self.silent_for:
-            return f"the Ray cluster did not answer for {silent:.0f} s ({self._problem or 'no reply'})"
+            return f"the Ray cluster did not answer for {silent:.0f} s ({self._problem or 'the GCS and the coordinator gave no reply'})"
         return None
 
     def _loop(self) -> None:
