@@ -38,6 +38,7 @@ from lits.lm.retry import (
     is_permanent_body,
     request_work,
 )
+from lits.lm.server_slots import SlotGate, probe_slots
 from lits.secrets import has_userinfo, redact_text, redact_url
 
 #: The first retry waits up to this many seconds (full jitter), each later one twice as long up to
@@ -113,6 +114,9 @@ class OpenAICompatibleModel(LanguageModel):
                                   connect_budget=connect_budget, max_attempts=max_attempts,
                                   adaptive_read_timeout=adaptive_read_timeout, patience_floor=patience_floor)
         self._faults = FaultStats()
+        #: Calls beyond the server's own slots wait here, not in its queue (see :mod:`lits.lm.server_slots`).
+        self.slots = SlotGate()
+        self._headers = headers
         # On the inner transport (httpx ignores Client(limits=...) beside a transport); roomy, since
         # the limiter, not the pool, bounds calls in flight and may be raised later.
         limits = httpx.Limits(max_connections=max(100, concurrency * 2),
@@ -135,8 +139,14 @@ class OpenAICompatibleModel(LanguageModel):
         return redact_text(redact_url(self.base_url), self._secrets)
 
     def fault_stats(self) -> dict[str, float | int]:
-        """Retries, seconds lost to faults and calls given up so far (thread-safe copy)."""
-        return self._faults.snapshot()
+        """Retries, seconds lost to faults and calls given up so far, and calls that waited for a server
+        slot (not faults) (thread-safe copy)."""
+        return {**self._faults.snapshot(), **self.slots.stats()}
+
+    def server_slots(self) -> Optional[int]:
+        """Requests the server works on at once, where it says (asked once; None: unknown)."""
+        self.slots.learn(lambda: probe_slots(self.base_url, self._headers))
+        return self.slots.slots
 
     def identity(self) -> str:
         """What the response cache keys on: the model and endpoint, not the address serving it.
@@ -148,9 +158,10 @@ class OpenAICompatibleModel(LanguageModel):
 
     def describe(self) -> dict[str, Any]:
         timeout = self.client.timeout
+        slots = self.server_slots()
         return {**super().describe(), "base_url": self.display_url, "api": self.api,
                 "call_budget": self.policy.budget, "connect_timeout": timeout.connect,
-                "read_timeout": timeout.read}
+                "read_timeout": timeout.read, "server_slots": slots, "server_slots_from": self.slots.source}
 
     # -- generation ----------------------------------------------------------
     def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
@@ -267,7 +278,9 @@ class OpenAICompatibleModel(LanguageModel):
             extensions: dict[str, Any] = {"lits_work": request_work(body)}
             if attempts:
                 extensions["lits_max_attempts"] = attempts
-            response = self.client.post(path, json=body, extensions=extensions)
+            self.server_slots()
+            with self.slots.slot():
+                response = self.client.post(path, json=body, extensions=extensions)
         except httpx.TransportError as exc:
             never = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)) and not self._transport.server_answered
             kind = ServerUnreachable if never else ModelError

@@ -169,6 +169,9 @@ def format_table(summary: dict[str, Any]) -> str:
     faults = _faults_row(summary.get("faults"))
     if faults is not None:
         rows.append(("server faults", faults))
+    queued = (summary.get("faults") or {}).get("queued_calls")
+    if queued:  # waiting for a busy server's slot is not a fault
+        rows.append(("waited for a server slot", f"{queued} calls, {summary['faults'].get('queued_seconds', 0.0):.1f}s"))
     rows += [(name, value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):
         rows.append(("cost", inf["cost"]))

@@ -51,13 +51,21 @@ class FakeOpenAIServer:
         token_scorer: Optional[TokenScorer] = None,
         echo_supported: bool = True,
         batch_prompts: bool = True,
+        slots: Optional[int] = None,
+        owned_by: Optional[str] = None,
     ) -> None:
+        """``slots``: serve that many requests at once, queueing the rest, and say so at ``/props`` as
+        llama.cpp's server does (None: all at once, no ``/props``).  ``owned_by``: the ``/v1/models`` field
+        (llama-cpp-python's server says "me" and serves one request at a time)."""
         self.responder = responder or (lambda prompt, body: "ok")
         self.latency = latency
         self.ignore_n = ignore_n
         self.token_scorer = token_scorer or (lambda prefix, token: -1.0)
         self.echo_supported = echo_supported
         self.batch_prompts = batch_prompts
+        self.slots = slots
+        self.owned_by = owned_by
+        self._serving = threading.BoundedSemaphore(slots or (1 if owned_by == "me" else 1 << 16))
         self._wants_index = len(inspect.signature(self.responder).parameters) >= 3
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -164,7 +172,10 @@ class FakeOpenAIServer:
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+                    model = {"id": "fake", "object": "model", **({"owned_by": server.owned_by} if server.owned_by else {})}
+                    self._send(200, {"object": "list", "data": [model]})
+                elif self.path.rstrip("/") == "/props" and server.slots:
+                    self._send(200, {"total_slots": server.slots})
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -179,6 +190,8 @@ class FakeOpenAIServer:
                     server.requests.append(body)
                     server.headers.append(dict(self.headers))
                     failure = server._failures.popleft() if server._failures else None
+                server._serving.acquire()  # a server with few slots queues the rest, as llama.cpp does
+                with server._lock:
                     server._in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server._in_flight)
                 try:
@@ -198,6 +211,7 @@ class FakeOpenAIServer:
                 finally:
                     with server._lock:
                         server._in_flight -= 1
+                    server._serving.release()
 
         return Handler
 

@@ -1,0 +1,93 @@
+"""How many requests a model server works on at once, where the server says.
+
+A request sent beyond that waits in the server's queue, where our read
+timeout runs against it and a slow queue looks like a hung server (a retry,
+counted as a fault, that queues again).  Knowing the slots, the client keeps
+the extra calls waiting in its own process instead, where waiting is not a
+fault and is counted apart (:class:`SlotGate`).
+
+Known answers: llama.cpp's ``llama-server`` reports ``total_slots`` at
+``/props``; llama-cpp-python's ``python -m llama_cpp.server`` serves one
+request at a time and names itself ``"owned_by": "me"`` in ``/v1/models``.
+Other servers (vLLM, Ollama, hosted APIs) batch or say nothing: no gate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Callable, Iterator, Mapping, Optional
+
+import httpx
+
+PROBE_TIMEOUT = 2.0
+ProbeFn = Callable[[], tuple[Optional[int], str]]
+
+
+def probe_slots(base_url: str, headers: Mapping[str, str]) -> tuple[Optional[int], str]:
+    """``(slots, how we know)``; ``(None, reason)`` when the server does not say.  Never raises."""
+    root = base_url.rstrip("/")
+    root = root[: -len("/v1")] if root.endswith("/v1") else root
+    try:
+        with httpx.Client(headers=dict(headers), timeout=PROBE_TIMEOUT) as client:
+            props = client.get(f"{root}/props")
+            if props.status_code == 200:
+                total = _int(props.json().get("total_slots"))
+                if total:
+                    return total, "the server's /props (total_slots)"
+            models = client.get(f"{base_url.rstrip('/')}/models")
+            if models.status_code == 200:
+                owners = {str(m.get("owned_by")) for m in models.json().get("data") or [] if isinstance(m, dict)}
+                if owners == {"me"}:
+                    return 1, "llama-cpp-python's server (one request at a time)"
+    except (httpx.HTTPError, ValueError, AttributeError, TypeError):
+        pass
+    return None, "not reported by the server"
+
+
+def _int(value: object) -> Optional[int]:
+    return value if isinstance(value, int) and value > 0 else None
+
+
+class SlotGate:
+    """Lets at most the server's slots of requests out at once; counts the calls that waited and how long."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known = False
+        self._gate: Optional[threading.Semaphore] = None
+        self.slots: Optional[int] = None
+        self.source = "not probed yet"
+        self.queued_calls = 0
+        self.queued_seconds = 0.0
+
+    def learn(self, probe: ProbeFn) -> None:
+        """Ask the server once (the first caller probes; the others wait for its answer)."""
+        with self._lock:
+            if self._known:
+                return
+            self.slots, self.source = probe()
+            self._gate = threading.Semaphore(self.slots) if self.slots else None
+            self._known = True
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        gate = self._gate
+        if gate is None:
+            yield
+            return
+        if not gate.acquire(blocking=False):
+            start = time.monotonic()
+            gate.acquire()
+            with self._lock:
+                self.queued_calls += 1
+                self.queued_seconds += time.monotonic() - start
+        try:
+            yield
+        finally:
+            gate.release()
+
+    def stats(self) -> dict[str, float | int]:
+        with self._lock:
+            return {"queued_calls": self.queued_calls, "queued_seconds": round(self.queued_seconds, 3)}

@@ -1,0 +1,77 @@
+"""A server's slots bound the requests sent to it; waiting for a slot is not a server fault."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from lits.lm.openai_compat import OpenAICompatibleModel
+from lits.lm.server_slots import probe_slots
+from lits.testing.server import FakeOpenAIServer
+
+
+def _reply(prompt: str, body: dict) -> str:
+    return f"reply to {prompt.split()[-1]}"
+
+
+@pytest.fixture
+def one_slot_server() -> Iterator[FakeOpenAIServer]:
+    """Like llama.cpp's server with one slot: one request at a time, the rest queued, /props says so."""
+    with FakeOpenAIServer(responder=_reply, latency=0.15, slots=1) as srv:
+        yield srv
+
+
+def _ask_at_once(model: OpenAICompatibleModel, count: int) -> list[str]:
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return [c.text for c in pool.map(lambda i: model.complete(f"question {i}", max_tokens=4), range(count))]
+
+
+def test_the_slots_a_llama_cpp_server_reports_at_props_are_read() -> None:
+    with FakeOpenAIServer(slots=4) as srv:
+        assert probe_slots(srv.base_url, {}) == (4, "the server's /props (total_slots)")
+
+
+def test_llama_cpp_pythons_server_counts_as_one_slot() -> None:
+    with FakeOpenAIServer(owned_by="me") as srv:
+        assert probe_slots(srv.base_url, {})[0] == 1
+
+
+def test_a_server_that_does_not_say_gets_no_bound() -> None:
+    with FakeOpenAIServer() as srv:
+        assert probe_slots(srv.base_url, {}) == (None, "not reported by the server")
+
+
+def test_an_unreachable_server_is_probed_without_an_error() -> None:
+    assert probe_slots("http://127.0.0.1:9/v1", {})[0] is None
+
+
+def test_calls_beyond_the_slots_wait_in_the_client_and_are_no_faults(one_slot_server: FakeOpenAIServer) -> None:
+    # A read timeout shorter than eight queued requests take: sent at once, the later ones would time out.
+    model = OpenAICompatibleModel("m", one_slot_server.base_url, concurrency=8, read_timeout=0.6,
+                                  retry_base_wait=0.01)
+    try:
+        replies = _ask_at_once(model, 8)
+        stats = model.fault_stats()
+    finally:
+        model.close()
+    assert replies == [f"reply to {i}" for i in range(8)]
+    assert one_slot_server.max_in_flight == 1 and len(one_slot_server.requests) == 8
+    assert stats["retries"] == 0 and stats["failed_calls"] == 0 and stats["queued_calls"] >= 1
+
+
+def test_config_records_the_servers_slots_and_where_they_came_from(one_slot_server, tmp_path: Path) -> None:
+    env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "blocksworld", "--limit", "2",
+                           "--model", "m", "--base-url", one_slot_server.base_url, "--save-dir", "run"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    info = json.loads((tmp_path / "run" / "config.json").read_text())["model_info"]
+    assert (info["server_slots"], info["server_slots_from"]) == (1, "the server's /props (total_slots)")
+    assert json.loads((tmp_path / "run" / "eval_results.json").read_text())["faults"]["retries"] == 0
