@@ -37,12 +37,22 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--model", default=None,
                    help="'local' (embedded Gemma 3 270M, the default), 'scripted' (offline echo for "
-                        "smoke tests), or a model name served at --base-url")
+                        "smoke tests), a .gguf file (llama.cpp in process), or a model name served at --base-url")
     g.add_argument("--base-url", default=None,
                    help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL); "
                         "the key comes only from $OPENAI_API_KEY or $LITS_API_KEY")
     g.add_argument("--api", choices=["chat", "completion"], default=None,
                    help="endpoint to use on the server (default: chat)")
+    for role, short, what in (("policy", "-pm", "the policy"), ("eval", "-em", "the reward model (e.g. a "
+                              "process reward model for --search-framework rest)"),
+                              ("transition", "-tm", "the transition")):
+        g.add_argument(f"--{role}-model", short, default=None, metavar="NAME",
+                       help=f"model for {what} (default: --model); a name, 'local', or a .gguf file")
+        g.add_argument(f"--{role}-base-url", default=None, metavar="URL",
+                       help=f"server of --{role}-model (default: --base-url; may change on --resume)")
+        g.add_argument(f"--{role}-model-arg", action="append", default=[], metavar="K=V",
+                       help="that model's own setting: api=chat|completion, api_key_env=VARNAME (the key is "
+                            "read from that variable, never recorded), temperature, max_tokens, seed (repeatable)")
     g.add_argument("--concurrency", type=int, default=None,
                    help="model calls in flight at once, across instances (default: 16 against a server, "
                         "1 for the embedded or scripted model; recorded in config.json)")
@@ -67,7 +77,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--save-dir", default=None, help="where all run artifacts go (default: runs/NAME-TIME)")
     g.add_argument("--resume", action="store_true",
                    help="continue the run in --save-dir; finished instances are not redone. Only "
-                        "operational flags may be given again (--concurrency, --base-url, --cache, "
+                        "operational flags may be given again (--concurrency, --base-url, --ROLE-base-url, --cache, "
                         "--no-cache, --call-budget, --read-timeout, prices, --log-prompts, --executor, "
                         "--ray-address); the rest come from the run")
     g.add_argument("--executor", choices=["local", "ray"], default=None,

@@ -24,11 +24,12 @@ from lits.cli.settings import new_settings, resumed_settings
 from lits.runs.artifacts import RunDir
 from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
 from lits.runs.runner import RunOutcome
-from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_model, make_config
+from lits.runs.model_specs import describe_models, uses_own_models
+from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_models, distinct_models, make_config
 
 def run_command(args: argparse.Namespace, mode: str) -> int:
     from lits.registry import get_registration, infer_task_type
-    from lits.runs.provenance import environment, model_record
+    from lits.runs.provenance import environment, record_models
     from lits.runs.runner import run_instances
 
     run_dir, settings = resumed_settings(args, mode) if args.resume else new_settings(args, mode)
@@ -51,19 +52,22 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     with _resource_errors(run_dir, mode):
         run_dir.create()
     cache = _open_cache(run_dir, settings)
-    model = create_run_model(settings)
+    models = create_run_models(settings)
+    model = models["policy"]
     control = RunControl()
     outcome = RunOutcome()
     try:
-        components = build_components(settings, model, config, task_type)
+        components = build_components(settings, models, config, task_type)
         settings[f"{mode}_args"] = config.model_dump()
-        settings["model_info"] = model_record(model, settings["concurrency"])
+        record_models(settings, models)
         settings["environment"] = environment()
         with _resource_errors(run_dir, mode):
             run_dir.write_config(settings)
-        model.use_cache(cache)
-        print(f"lits: {mode} {dataset} with model {model.name} -> {run_dir.root}", file=sys.stderr)
-        stats = _ProcessStats(run_dir, model, components)
+        for each in distinct_models(models):
+            each.use_cache(cache)
+        which = f"models {describe_models(settings)}" if uses_own_models(settings) else f"model {model.name}"
+        print(f"lits: {mode} {dataset} with {which} -> {run_dir.root}", file=sys.stderr)
+        stats = _ProcessStats(run_dir, distinct_models(models), components)
         make_agent = agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name)
         with control.handling_sigint():
             if settings["executor"] == "ray":
@@ -81,7 +85,8 @@ def run_command(args: argparse.Namespace, mode: str) -> int:
     finally:
         control.close()
         if not outcome.stragglers:  # a call still in flight holds the model; the process is about to exit
-            model.close()
+            for each in distinct_models(models):
+                each.close()
             if cache is not None:
                 cache.close()
 
@@ -112,10 +117,10 @@ class _ProcessStats:
     """This process's counters in ``stats/process-N.json``, rewritten after each instance and every
     few seconds, so a process killed with SIGKILL loses at most those seconds of counts."""
 
-    def __init__(self, run_dir: RunDir, model: Any, components: Any) -> None:
+    def __init__(self, run_dir: RunDir, models: list[Any], components: Any) -> None:
         from lits.runs.stats import ProcessStats
 
-        self.run_dir, self.model, self.components = run_dir, model, components
+        self.run_dir, self.models, self.components = run_dir, models, components
         self.relative = ProcessStats(run_dir.root).relative
         self.started = time.perf_counter()
         self._lock = threading.Lock()  # an older snapshot must never replace a newer one
@@ -142,12 +147,21 @@ class _ProcessStats:
         payload = {
             "pid": os.getpid(),
             "seconds": round(time.perf_counter() - self.started if seconds is None else seconds, 3),
-            "busy_area": round(self.model.limiter.busy_area(), 3),
+            "busy_area": round(sum(m.limiter.busy_area() for m in self.models), 3),
             "policy_stats": as_dict() if as_dict is not None else None,
-            "faults": self.model.fault_stats(),
+            "faults": _summed([m.fault_stats() for m in self.models]),
         }
         with self._lock, contextlib.suppress(OSError):  # counters are not results: a full disk is
             self.run_dir.write_json(self.relative, payload)  # reported elsewhere
+
+
+def _summed(counts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each counter added up over the run's models."""
+    out: dict[str, Any] = {}
+    for each in counts:
+        for key, value in each.items():
+            out[key] = out.get(key, 0) + value
+    return out
 
 
 def _finish(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: RunOutcome,
@@ -188,7 +202,12 @@ def _finish(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: RunOu
 def format_summary(summary: dict[str, Any]) -> str:
     from lits.runs.evaluation import format_table
 
-    return format_table(summary)
+    table = format_table(summary)
+    if not summary.get("models"):
+        return table
+    first = table.split("\n", 1)[0]
+    width = len(first) - len(first[len("instances"):].lstrip()) - 2
+    return f"{'models':<{width}}  {summary['models']}\n{table}"
 
 
 def _summarize(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: RunOutcome,
@@ -202,6 +221,8 @@ def _summarize(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: Ru
     summary.update(whole_run(run_dir.root))
     summary["stopped"] = outcome.stop_reason
     summary["retried_instances"] = outcome.attempts
+    if uses_own_models(settings):
+        summary["models"] = describe_models(settings)
     write_eval(run_dir, settings, summary)
     return summary
 

@@ -51,7 +51,30 @@ OPERATIONAL: tuple[tuple[str, str], ...] = (
 
 
 def default_concurrency(model: Any) -> int:
-    return 1 if model in (None, "", "local", "scripted") else SERVER_CONCURRENCY
+    from lits.runs.model_specs import is_gguf
+
+    return 1 if model in (None, "", "local", "scripted") or is_gguf(model) else SERVER_CONCURRENCY
+
+
+def _model_names(args: argparse.Namespace) -> list[Any]:
+    """``--model`` and every component's own model name."""
+    from lits.runs.model_specs import ROLES
+
+    return [args.model, *(getattr(args, f"{role}_model", None) for role in ROLES if getattr(args, f"{role}_model", None))]
+
+
+def component_models(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``--policy-model``/``--eval-model``/``--transition-model`` and their base URLs and args gave."""
+    from lits.runs.model_specs import ROLES, check_model_args
+
+    out: dict[str, Any] = {}
+    for role in ROLES:
+        given = {"model": getattr(args, f"{role}_model", None), "base_url": getattr(args, f"{role}_base_url", None),
+                 "args": check_model_args(role, parse_pairs(getattr(args, f"{role}_model_arg", None) or [],
+                                                            f"--{role}-model-arg"))}
+        if given["model"] or given["base_url"] or given["args"]:
+            out[role] = given
+    return out
 
 
 def model_spec(model: Optional[str]) -> str:
@@ -95,8 +118,9 @@ def new_settings(args: argparse.Namespace, mode: str) -> tuple[RunDir, dict[str,
         "model": model_spec(args.model),
         "base_url": args.base_url,
         "api": args.api,
+        "component_models": component_models(args),
         "concurrency": check_concurrency(args.concurrency) if args.concurrency is not None
-        else default_concurrency(args.model),
+        else max(default_concurrency(model) for model in _model_names(args)),
         "call_budget": _positive(args.call_budget, "--call-budget"),
         "read_timeout": _positive(args.read_timeout, "--read-timeout"),
         "price_in": args.price_in or 0.0,
@@ -134,6 +158,9 @@ def resumed_settings(args: argparse.Namespace, mode: str) -> tuple[RunDir, dict[
         raise UserError(f"{run_dir.root} holds a {saved.get('command')} run, not a {mode} run")
     refuse_meaning_changes(args, saved)
     changed: dict[str, Any] = {}
+    models = _resumed_component_models(args, saved.get("component_models") or {})
+    if models != (saved.get("component_models") or {}):
+        changed["component_models"] = models
     for attr, key in OPERATIONAL:
         value = getattr(args, attr, None)
         if value is not None and value != saved.get(key):
@@ -157,6 +184,27 @@ def resumed_settings(args: argparse.Namespace, mode: str) -> tuple[RunDir, dict[
                            {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": changed}]
     check_writable(run_dir.root)
     return run_dir, settings
+
+
+def _resumed_component_models(args: argparse.Namespace, saved: dict[str, Any]) -> dict[str, Any]:
+    """The run's per-component models with what may change on resume: base URLs and ``api_key_env``.
+
+    A component's model name or any other model arg is meaning: a different one is refused."""
+    from lits.runs.model_specs import OPERATIONAL_ARGS
+
+    given = component_models(args)
+    out = {role: {**spec, "args": dict(spec.get("args") or {})} for role, spec in saved.items()}
+    for role, spec in given.items():
+        have = out.setdefault(role, {"model": None, "base_url": None, "args": {}})
+        if spec["model"] and spec["model"] != have.get("model"):
+            _refuse(f"--{role}-model {spec['model']}", have.get("model") or "the run's --model")
+        for key, value in spec["args"].items():
+            if key not in OPERATIONAL_ARGS and have["args"].get(key, _MISSING) != value:
+                _refuse(f"--{role}-model-arg {key}={value}", have["args"].get(key, "unset"))
+            have["args"][key] = value
+        if spec["base_url"]:
+            have["base_url"] = spec["base_url"]
+    return out
 
 
 def refuse_meaning_changes(args: argparse.Namespace, saved: dict[str, Any]) -> None:

@@ -55,6 +55,7 @@ def create_components(
     base_model: LanguageModel,
     *,
     eval_model: Optional[LanguageModel] = None,
+    transition_model: Optional[LanguageModel] = None,
     policy: Optional[str] = None,
     transition: Optional[str] = None,
     reward: Optional[str] = None,
@@ -67,6 +68,9 @@ def create_components(
     resource_options: Optional[dict[str, Any]] = None,
 ) -> Components:
     """Instantiate the components for ``dataset`` (see module docstring).
+
+    ``base_model`` serves the policy, and the reward model and transition unless ``eval_model`` /
+    ``transition_model`` are given (``--eval-model``, ``--transition-model``).
 
     A tool-use dataset's tools come from its own resource (called with ``resource_args``), or from the
     resource named ``resource`` (called with ``resource_options``), e.g. ``mcp``."""
@@ -81,8 +85,8 @@ def create_components(
         return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature,
                          loaded)
     if task_type == "language_grounded":
-        return _language_grounded(dataset, base_model, eval_model, policy, transition, reward, n_actions,
-                                  temperature, policy_kwargs or {})
+        return _language_grounded(dataset, base_model, eval_model, transition_model, policy, transition, reward,
+                                  n_actions, temperature, policy_kwargs or {})
     from lits.components.policy.env_grounded import EnvGroundedPolicy
     from lits.components.reward.env_grounded import EnvGroundedPRM
 
@@ -105,7 +109,7 @@ def create_components(
             **_accepted(policy_cls, domain),
             **(policy_kwargs or {}),
         ),
-        transition=transition_cls(base_model=base_model, task_name=dataset),
+        transition=transition_cls(base_model=transition_model or base_model, task_name=dataset),
         reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset,
                                 **_accepted(reward_cls, domain)),
         task_type=task_type,
@@ -152,7 +156,7 @@ def _load_tools(dataset: str, resource: Optional[str], options: dict[str, Any],
         raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
 
 
-def _language_grounded(dataset: str, base_model: Any, eval_model: Any, policy: Optional[str],
+def _language_grounded(dataset: str, base_model: Any, eval_model: Any, transition_model: Any, policy: Optional[str],
                        transition: Optional[str], reward: Optional[str], n_actions: int,
                        temperature: float, policy_kwargs: dict[str, Any]) -> Components:
     """Chain of thought by default; the dataset supplies answer extraction, equivalence and scoring."""
@@ -169,7 +173,8 @@ def _language_grounded(dataset: str, base_model: Any, eval_model: Any, policy: O
     return Components(
         policy=policy_cls(base_model=base_model, task_name=dataset, n_actions=n_actions, temperature=temperature,
                           **policy_kwargs),
-        transition=transition_cls(base_model=base_model, task_name=dataset, **_accepted(transition_cls, {
+        transition=transition_cls(base_model=transition_model or base_model, task_name=dataset,
+                                  **_accepted(transition_cls, {
             "extract_answer": meta.get("extract_answer") or extract_stated_answer, "equivalent": equivalent})),
         reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset),
         task_type="language_grounded",

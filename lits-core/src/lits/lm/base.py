@@ -224,6 +224,8 @@ class LanguageModel(ABC):
         #: Record each call's prompt and reply in the inference log (``--log-prompts``; off by
         #: default: prompts repeat the whole state and make the log many times larger).
         self.log_prompts = False
+        #: Sampling settings that win over the caller's (``--policy-model-arg temperature=0.2`` etc.).
+        self.sampling: dict[str, Any] = {}
         #: Optional persistent cache; see :meth:`use_cache`.
         self.cache: ResponseCache | None = None
         # Scores are deterministic, so policy and reward model share them.
@@ -255,6 +257,8 @@ class LanguageModel(ABC):
             top_logprobs=top_logprobs,
             seed=seed,
         )
+        if getattr(self, "sampling", None):  # a plugin backend may not call our __init__
+            params = dataclasses.replace(params, **self.sampling)
         if self.cache is None:
             return self._paid_generate(prompt, params)
         keys = [self._key("generate", prompt, params, i) for i in range(params.n)]

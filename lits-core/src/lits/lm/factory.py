@@ -2,11 +2,14 @@
 
 Backends come from the ``register_models`` hook (core registers ``local``,
 ``scripted`` and ``openai``, see :mod:`lits.builtins`); any other name is a
-model served by an OpenAI-compatible server at ``--base-url``.
+model served by an OpenAI-compatible server at ``--base-url``.  A spec ending in
+``.gguf`` without a server is a model file, loaded by the embedded llama.cpp
+backend (:class:`~lits.lm.local.LocalLlamaModel`); nothing is sent anywhere.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional
 
 from lits.lm.base import LanguageModel
@@ -23,12 +26,25 @@ def create_model(
     concurrency: int = 1,
     **options: Any,
 ) -> LanguageModel:
-    """``None``/"local": the embedded model; a registered backend's name; else a server's model name."""
+    """``None``/"local": the embedded model; ``x.gguf``: that file, in process (unless ``base_url``);
+    a registered backend's name; else a server's model name."""
     from lits.registry import list_names, get_registration
 
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     name = spec or "local"
+    if name.lower().endswith(".gguf") and not base_url:
+        return _gguf_model(Path(name).expanduser(), concurrency)
     backend = name if name in list_names("model") else SERVER_BACKEND
     factory = get_registration("model", backend).obj
     return factory(name, base_url=base_url, api=api, concurrency=concurrency, **options)  # type: ignore[no-any-return]
+
+
+def _gguf_model(path: Path, concurrency: int) -> LanguageModel:
+    """A GGUF file on llama.cpp in this process; a missing file is one line, before anything loads."""
+    if not path.is_file():
+        raise ValueError(f"model file {path} not found (a spec ending in .gguf is a local file; "
+                         "give --base-url to use a server's model of that name)")
+    from lits.lm.local import LocalLlamaModel
+
+    return LocalLlamaModel(path, concurrency=concurrency)

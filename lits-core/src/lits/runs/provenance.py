@@ -56,3 +56,19 @@ def model_record(model: Any, concurrency: int) -> dict[str, Any]:
                                                             "name": getattr(model, "name", None)}
     record["concurrency"] = concurrency
     return record
+
+
+def record_models(settings: dict[str, Any], models: dict[str, Any]) -> None:
+    """``model_info`` for ``--model`` (as before) and ``models``: each component's spec and model_info."""
+    from lits.runs.model_specs import ROLES, default_spec, role_spec, spec_key
+
+    default = spec_key(default_spec(settings))
+    settings["models"] = {}
+    for role in ROLES:
+        spec = role_spec(settings, role)
+        info = model_record(models[role], settings["concurrency"])
+        settings["models"][role] = {**spec, "model_info": info}
+        if spec_key(spec) == default:
+            settings["model_info"] = info
+    if all(spec_key(role_spec(settings, role)) != default for role in ROLES):
+        settings.pop("model_info", None)  # no component uses --model

@@ -72,21 +72,27 @@ class _Built:
         from lits.runs.artifacts import RunDir
         from lits.runs.control import RunControl
         from lits.runs.runner import Progress, _Runner
-        from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_model, make_config
+        from lits.runs.setup import (agent_factory, agent_registration, build_components, create_run_models,
+                                      distinct_models, make_config)
 
         settings = dict(settings)
         task_type = infer_task_type(settings["dataset"])
         agent_reg, agent_args = agent_registration(settings, mode, task_type)
         config = make_config(agent_reg, agent_args, mode)
-        self.model = create_run_model(settings)
-        self.model.limiter = SharedLimiter(coordinator, holder, settings["concurrency"])  # type: ignore[assignment]
+        models = create_run_models(settings)  # equal specs share one object, as in a local run
+        self.models = distinct_models(models)
+        self.model = models["policy"]
         self.own_cache: WorkerCache | None = None
+        shared_cache: Any = None
         if not settings.get("no_cache") and settings.get("ray_cache") == "worker":
-            self.own_cache = WorkerCache(root / "cache.sqlite", ray.get(coordinator.cache_dump.remote()))
-            self.model.use_cache(self.own_cache)
+            self.own_cache = shared_cache = WorkerCache(root / "cache.sqlite",
+                                                        ray.get(coordinator.cache_dump.remote()))
         elif not settings.get("no_cache"):
-            self.model.use_cache(SharedCache(coordinator))  # type: ignore[arg-type]
-        self.components = build_components(settings, self.model, config, task_type)
+            shared_cache = SharedCache(coordinator)
+        for model in self.models:  # the cluster's slots and the run's cache, whichever model calls
+            model.limiter = SharedLimiter(coordinator, holder, settings["concurrency"])
+            model.use_cache(shared_cache)
+        self.components = build_components(settings, models, config, task_type)
         self.run_dir = RunDir(root).create()
         make_agent = agent_factory(agent_reg.obj, config, self.components, self.run_dir, mode, agent_reg.name)
         self.log = InferenceLog()
@@ -164,7 +170,7 @@ class InstanceWorker:
         return {"idx": idx, "status": status, "error": error, "error_kind": _error_kind(built, idx),
                 "files": self._take_files(built.run_dir.root, idx), "records": self._take_records(built, idx),
                 "log": list(built.lines.local.lines), "worker": self.incarnation,
-                "policy_stats": _policy_stats(built), "faults": built.model.fault_stats(),
+                "policy_stats": _policy_stats(built), "faults": _summed_faults(built.models),
                 "cache_entries": built.own_cache.take_fresh() if built.own_cache is not None else []}
 
     def _take_files(self, root: Path, idx: int) -> dict[str, bytes]:
@@ -185,7 +191,8 @@ class InstanceWorker:
 
     def shutdown(self) -> None:
         if self.built is not None:
-            self.built.model.close()
+            for model in self.built.models:
+                model.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -219,3 +226,12 @@ def _worker_runner(base: type) -> type:
                 self.outcome.failed[idx] = message
 
     return WorkerRunner
+
+
+def _summed_faults(models: list[Any]) -> dict[str, Any]:
+    """Each fault counter added up over the worker's models."""
+    out: dict[str, Any] = {}
+    for model in models:
+        for key, value in model.fault_stats().items():
+            out[key] = out.get(key, 0) + value
+    return out

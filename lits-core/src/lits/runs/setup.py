@@ -6,7 +6,7 @@ One home for both the CLI (:mod:`lits.cli.run`) and every Ray worker
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from lits.errors import UserError, one_line
 from lits.runs.artifacts import RunDir
@@ -52,27 +52,65 @@ def make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
         raise UserError(f"{reg.name}: {one_line(exc)}") from None
 
 
-def create_run_model(settings: dict[str, Any]) -> Any:
-    """The run's language model as its settings describe it (backend, server, bounds, prices)."""
-    from lits.lm.factory import create_model
+def create_run_model(settings: dict[str, Any], spec: Optional[dict[str, Any]] = None) -> Any:
+    """A language model as the run's settings describe it (backend, server, bounds, prices).
 
+    ``spec`` is one component's model (:func:`lits.runs.model_specs.role_spec`); default: ``--model``."""
+    import os
+
+    from lits.lm.factory import create_model
+    from lits.runs.model_specs import KEY_ENV, SAMPLING_ARGS, default_spec
+
+    spec = spec or default_spec(settings)
+    args = spec.get("args") or {}
     extra = {k: settings[k] for k in ("call_budget", "read_timeout") if settings.get(k) is not None}
+    if args.get(KEY_ENV):  # the key itself is read here and never kept in settings
+        key = os.environ.get(args[KEY_ENV])
+        if not key:
+            raise UserError(f"api_key_env={args[KEY_ENV]} for model {spec['model']}: ${args[KEY_ENV]} is not set")
+        extra["api_key"] = key
     try:
-        model = create_model(settings["model"], base_url=settings["base_url"], api=settings["api"],
+        model = create_model(spec["model"], base_url=spec["base_url"], api=spec["api"],
                              concurrency=settings["concurrency"], price_in=settings.get("price_in") or 0.0,
                              price_out=settings.get("price_out") or 0.0, **extra)
     except ValueError as exc:
         raise UserError(one_line(exc)) from None
     model.log_prompts = bool(settings.get("log_prompts"))
+    model.sampling = {k: v for k, v in args.items() if k in SAMPLING_ARGS}
     return model
 
 
-def build_components(settings: dict[str, Any], model: Any, config: Any, task_type: str) -> Any:
-    """The run's components from its settings."""
+def create_run_models(settings: dict[str, Any]) -> dict[str, Any]:
+    """Each component's model (``policy``, ``eval``, ``transition``); equal specs share one object."""
+    from lits.runs.model_specs import ROLES, role_spec, spec_key
+
+    built: dict[str, Any] = {}
+    models: dict[str, Any] = {}
+    for role in ROLES:
+        spec = role_spec(settings, role)
+        key = spec_key(spec)
+        if key not in built:
+            built[key] = create_run_model(settings, spec)
+        models[role] = built[key]
+    return models
+
+
+def distinct_models(models: dict[str, Any]) -> list[Any]:
+    """Each model object once, in component order."""
+    out: list[Any] = []
+    for model in models.values():
+        if all(model is not seen for seen in out):
+            out.append(model)
+    return out
+
+
+def build_components(settings: dict[str, Any], models: dict[str, Any], config: Any, task_type: str) -> Any:
+    """The run's components from its settings, each calling its own model (see :func:`create_run_models`)."""
     from lits.components.factory import create_components
 
     return create_components(
-        settings["dataset"], model, policy=settings["policy"], transition=settings["transition"],
+        settings["dataset"], models["policy"], eval_model=models["eval"], transition_model=models["transition"],
+        policy=settings["policy"], transition=settings["transition"],
         reward=settings.get("reward"), n_actions=getattr(config, "n_actions", 1),
         temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
         resource=settings.get("resource"), resource_options=settings.get("resource_args") or {},

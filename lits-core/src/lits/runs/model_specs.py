@@ -1,0 +1,105 @@
+"""Which model each component calls: ``--policy-model``, ``--eval-model``, ``--transition-model``.
+
+A run has a default model (``--model``/``--base-url``/``--api``); a component
+given its own model, server or settings uses that spec instead.  Settings keep
+what was given per component under ``component_models``; :func:`role_spec`
+resolves the full spec a component uses.  Components whose specs are equal
+share one model object (one limiter, one cache), see :func:`spec_key`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from lits.errors import UserError
+
+#: The components that call a model, as the flags name them (``eval`` is the reward model).
+ROLES = ("policy", "eval", "transition")
+
+#: ``--ROLE-model-arg`` keys: the endpoint, where the key comes from, and sampling settings
+#: applied to every call of that model (they win over what the component asks for).
+SAMPLING_ARGS: dict[str, type] = {"temperature": float, "max_tokens": int, "seed": int}
+MODEL_ARGS = ("api", "api_key_env", *SAMPLING_ARGS)
+#: ``api_key_env`` as settings hold it: config.json drops every key that looks like a secret
+#: (``api_key...``), and the variable's *name* must survive for ``--resume``.
+KEY_ENV = "key_env"
+#: Model args that may change on ``--resume`` (they do not change what the model answers).
+OPERATIONAL_ARGS = (KEY_ENV,)
+#: Model names served in this process (never at a ``--base-url``).
+IN_PROCESS = ("local", "scripted")
+
+
+def is_gguf(spec: Optional[str]) -> bool:
+    """A model spec naming a GGUF file: loaded by the embedded llama.cpp backend unless a server is given."""
+    return bool(spec) and str(spec).lower().endswith(".gguf")
+
+
+def in_process(spec: str) -> bool:
+    return spec in IN_PROCESS or is_gguf(spec)
+
+
+def check_model_args(role: str, args: dict[str, Any]) -> dict[str, Any]:
+    """``--ROLE-model-arg`` values checked and typed; an unknown key names the closest known one."""
+    from lits.store import unknown_name_message
+
+    flag = f"--{role}-model-arg"
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        if key not in MODEL_ARGS:
+            raise UserError(unknown_name_message(f"{flag} setting", key, list(MODEL_ARGS))
+                            .replace("; registered:", "; its settings:"))
+        if key == "api" and value not in ("chat", "completion"):
+            raise UserError(f"{flag} api must be 'chat' or 'completion', not {value!r}")
+        if key == "api_key_env" and not (isinstance(value, str) and value.isidentifier()):
+            raise UserError(f"{flag} api_key_env names an environment variable, e.g. api_key_env=MY_KEY")
+        if key in SAMPLING_ARGS:
+            kind = SAMPLING_ARGS[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    kind is int and value != int(value)) or value < 0:
+                raise UserError(f"{flag} {key} must be a {'whole ' if kind is int else ''}number of 0 or more, "
+                                f"not {value!r}")
+            value = kind(value)
+        out[KEY_ENV if key == "api_key_env" else key] = value
+    return out
+
+
+def role_spec(settings: dict[str, Any], role: str) -> dict[str, Any]:
+    """The full model spec ``role`` uses: its own flags over the run's ``--model``/``--base-url``/``--api``.
+
+    A component given only a model name keeps the run's ``--base-url`` (one server, several models),
+    unless its model runs in this process (``local``, ``scripted``, a ``.gguf`` file)."""
+    given = (settings.get("component_models") or {}).get(role) or {}
+    model = given.get("model") or settings.get("model") or "local"
+    args = dict(given.get("args") or {})
+    base_url = given.get("base_url")
+    if base_url is None and not (given.get("model") and in_process(model)):
+        base_url = settings.get("base_url")
+    return {"model": model, "base_url": base_url, "api": args.pop("api", None) or settings.get("api"),
+            "args": args}
+
+
+def default_spec(settings: dict[str, Any]) -> dict[str, Any]:
+    return {"model": settings.get("model") or "local", "base_url": settings.get("base_url"),
+            "api": settings.get("api"), "args": {}}
+
+
+def spec_key(spec: dict[str, Any]) -> str:
+    """Equal for specs that must share one model object."""
+    return json.dumps(spec, sort_keys=True, default=str)
+
+
+def describe_models(settings: dict[str, Any]) -> str:
+    """``policy=A eval=B transition=A`` (server shown when a component has its own)."""
+    parts = []
+    for role in ROLES:
+        spec = role_spec(settings, role)
+        where = f"@{spec['base_url']}" if spec["base_url"] and spec["base_url"] != settings.get("base_url") else ""
+        parts.append(f"{role}={spec['model']}{where}")
+    return " ".join(parts)
+
+
+def uses_own_models(settings: dict[str, Any]) -> bool:
+    """True when some component's spec differs from the run's default model."""
+    default = spec_key(default_spec(settings))
+    return any(spec_key(role_spec(settings, role)) != default for role in ROLES)
