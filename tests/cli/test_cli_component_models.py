@@ -163,3 +163,31 @@ def test_gguf_model_spec_loads_the_file_in_process(lits_cmd: Run, tmp_path: Path
     info = config["model_info"]
     assert info["backend"] == "LocalLlamaModel" and info["file"] == "my-model.gguf"
     assert info["sha256"] == file_sha256(gguf) and config["concurrency"] == 1
+
+
+def test_rest_mcts_policy_and_process_reward_model_are_one_command(
+        lits_cmd: Run, server: FakeOpenAIServer, eval_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """ReST-MCTS*: a policy model at one server and a separate process reward model at another."""
+    result = lits_cmd("search", "--dataset", "math500", "--limit", "1", "--search-framework", "rest",
+                      "--search-arg", "n_iterations=1", "--save-dir", "run",
+                      "--model", "policy-A", "--base-url", server.base_url,
+                      "--eval-model", "prm-B", "--eval-base-url", eval_server.base_url)
+    assert result.returncode == 0, result.stderr
+    assert {b["model"] for b in server.requests} == {"policy-A"}
+    assert {b["model"] for b in eval_server.requests} == {"prm-B"}
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["model_info"]["name"] == "policy-A" and config["models"]["eval"]["model_info"]["name"] == "prm-B"
+
+
+def test_viewer_run_page_names_each_components_model(two_server_run: Path, eval_server: FakeOpenAIServer) -> None:
+    from lits.view.model import build_report
+
+    models = build_report(two_server_run)["run"]["models"]
+    assert models.startswith("policy=policy-A@") and f"eval=judge-B@{eval_server.base_url}" in models
+
+
+def test_viewer_shows_no_models_line_for_one_model(lits_cmd: Run, server_args: list[str], tmp_path: Path) -> None:
+    from lits.view.model import build_report
+
+    assert lits_cmd("search", *server_args, "--save-dir", "run").returncode == 0
+    assert build_report(tmp_path / "run")["run"]["models"] is None

@@ -87,7 +87,7 @@ def build_report(root: Path) -> dict[str, Any]:
         "run": {
             "dir": str(root.resolve()), "name": root.resolve().name, "command": command,
             "method": method_label(config), "dataset": config.get("dataset"),
-            "model": config.get("model") or "local", "config": config,
+            "model": config.get("model") or "local", "models": models_line(config), "config": config,
             "summary": summary if isinstance(summary, dict) else None,
             "finished": len(finished), "running": len(instances) - len(finished),
             "solved": sum(1 for r in finished if r["solved"]),
@@ -152,3 +152,10 @@ def _iterations(result: Optional[dict[str, Any]], tree: Optional[dict[str, Any]]
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= QUERY_CHARS else text[: QUERY_CHARS - 1] + "…"
+
+
+def models_line(config: dict[str, Any]) -> str | None:
+    """``policy=A eval=B@URL transition=A`` when a component has its own model or server, else None."""
+    from lits.runs.model_specs import describe_models, uses_own_models
+
+    return describe_models(config) if uses_own_models(config) else None

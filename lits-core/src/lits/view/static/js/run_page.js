@@ -7,6 +7,7 @@
     crumbs.appendChild(el("span", { text: run.name }));
     app.appendChild(el("h1", null, run.method + " · " + run.dataset + " · " + run.model));
     app.appendChild(el("div", { cls: "muted", text: run.dir }));
+    if (run.models) app.appendChild(el("div", { id: "run-models", text: "models: " + run.models }));
     var acc = s.accuracy !== undefined ? s.accuracy : (run.finished ? run.solved / run.finished : null);
     var inf = run.inference;
     var cards = el("div", { cls: "cards", id: "run-cards" },
