@@ -1,4 +1,4 @@
-"""On Ray, each component calls its own model and server, as in a local run."""
+"""On Ray, each component calls its own model and server, as in a local run, within that model's bound."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ pytestmark = pytest.mark.usefixtures("local_ray")
 
 @pytest.fixture
 def policy_server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(responder=first_listed_action) as srv:
+    with FakeOpenAIServer(responder=first_listed_action, latency=0.01) as srv:
         yield srv
 
 
 @pytest.fixture
 def eval_server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(responder=first_listed_action) as srv:
+    with FakeOpenAIServer(responder=first_listed_action, latency=0.01) as srv:
         yield srv
 
 
@@ -33,9 +33,11 @@ def test_per_component_models_on_ray_equal_in_process(lits_here: Callable[..., i
             "--eval-model", "B", "--eval-base-url", eval_server.base_url]
     assert lits_here("search", *args, "--save-dir", "here") == 0
     calls_here = (len(policy_server.requests), len(eval_server.requests))
+    policy_server.max_in_flight = eval_server.max_in_flight = 0
     assert lits_here("search", *args, "--save-dir", "ray", "--executor", "ray", "--no-cache") == 0
     assert {b["model"] for b in policy_server.requests} == {"A"}
     assert {b["model"] for b in eval_server.requests} == {"B"}
     assert len(eval_server.requests) > calls_here[1]  # the workers called the eval server too
+    assert policy_server.max_in_flight <= 2 and eval_server.max_in_flight <= 2  # each model's own bound
     here, ray = tmp_path / "here", tmp_path / "ray"
     assert outputs(ray) == outputs(here)

@@ -2,7 +2,8 @@
 
 The coordinator holds what must be one for the whole cluster: the slots of
 ``--concurrency`` (calls in flight against the server, oldest instance
-first, exactly like :class:`lits.lm.base.CallLimiter`), the response cache
+first, exactly like :class:`lits.lm.base.CallLimiter`; one pool per model when
+components have their own, as each model has its own limiter in a local run), the response cache
 (the run's SQLite file, on the driver's disk) and a count of how often each
 instance started (a count above the driver's submissions is a Ray retry after
 a worker died).  In a worker, :class:`SharedLimiter` and :class:`SharedCache`
@@ -31,11 +32,11 @@ class RunCoordinator:
         from lits.lm.cache import ResponseCache
 
         self.limit = max(1, limit)
-        self.free = self.limit
-        self.waiting: list[tuple[float, int]] = []  # heap of (priority, arrival), as CallLimiter
+        self.free: dict[str, int] = {}  # free slots by pool (a model's spec; "" for the run's one model)
+        self.waiting: dict[str, list[tuple[float, int]]] = {}  # heaps of (priority, arrival), as CallLimiter
         self.arrivals = 0
         self.cond: asyncio.Condition | None = None
-        self.held: dict[str, int] = {}  # slots held, by worker incarnation ("name#pid@node")
+        self.held: dict[tuple[str, str], int] = {}  # slots held, by (pool, worker incarnation "name#pid@node")
         self.current: dict[str, str] = {}  # the live incarnation of each worker name
         self.stopping = False
         self.busy_since = time.perf_counter()
@@ -50,35 +51,37 @@ class RunCoordinator:
 
     def _account(self) -> None:
         now = time.perf_counter()
-        self.area += (self.limit - self.free) * (now - self.busy_since)
+        self.area += sum(self.limit - free for free in self.free.values()) * (now - self.busy_since)
         self.busy_since = now
 
-    async def acquire(self, priority: float, holder: str) -> bool:
-        """Wait for a slot (lowest instance first); False when the run is stopping."""
+    async def acquire(self, priority: float, holder: str, pool: str = "") -> bool:
+        """Wait for a slot of ``pool`` (lowest instance first); False when the run is stopping."""
         cond = self._condition()
         async with cond:
             ticket = (priority, self.arrivals)
             self.arrivals += 1
-            heapq.heappush(self.waiting, ticket)
-            await cond.wait_for(lambda: self.stopping or (self.free > 0 and self.waiting[0] == ticket))
-            self.waiting.remove(ticket)
-            heapq.heapify(self.waiting)
+            waiting = self.waiting.setdefault(pool, [])
+            self.free.setdefault(pool, self.limit)
+            heapq.heappush(waiting, ticket)
+            await cond.wait_for(lambda: self.stopping or (self.free[pool] > 0 and waiting[0] == ticket))
+            waiting.remove(ticket)
+            heapq.heapify(waiting)
             if self.stopping or self.current.get(holder.split("#")[0], holder) != holder:
                 cond.notify_all()  # stopping, or the caller's process was replaced: no slot for it
                 return False
             self._account()
-            self.free -= 1
-            self.held[holder] = self.held.get(holder, 0) + 1
+            self.free[pool] -= 1
+            self.held[pool, holder] = self.held.get((pool, holder), 0) + 1
             cond.notify_all()
             return True
 
-    async def release(self, holder: str) -> None:
+    async def release(self, holder: str, pool: str = "") -> None:
         cond = self._condition()
         async with cond:
-            if self.held.get(holder, 0) > 0:
+            if self.held.get((pool, holder), 0) > 0:
                 self._account()
-                self.held[holder] -= 1
-                self.free += 1
+                self.held[pool, holder] -= 1
+                self.free[pool] += 1
             cond.notify_all()
 
     async def joined(self, name: str, incarnation: str) -> None:
@@ -86,9 +89,9 @@ class RunCoordinator:
         cond = self._condition()
         async with cond:
             self.current[name] = incarnation
-            for holder in [h for h in self.held if h.split("#")[0] == name and h != incarnation]:
+            for pool, holder in [(p, h) for p, h in self.held if h.split("#")[0] == name and h != incarnation]:
                 self._account()
-                self.free += self.held.pop(holder)
+                self.free[pool] += self.held.pop((pool, holder))
             cond.notify_all()
 
     async def stop(self) -> None:
@@ -139,8 +142,8 @@ class RunCoordinator:
 class SharedLimiter:
     """A model's limiter in a worker: the slots are the coordinator's, shared by every worker."""
 
-    def __init__(self, coordinator: Any, holder: str, limit: int) -> None:
-        self.coordinator, self.holder, self._limit = coordinator, holder, limit
+    def __init__(self, coordinator: Any, holder: str, limit: int, pool: str = "") -> None:
+        self.coordinator, self.holder, self._limit, self.pool = coordinator, holder, limit, pool
 
     @property
     def limit(self) -> int:
@@ -149,12 +152,12 @@ class SharedLimiter:
     def __enter__(self) -> SharedLimiter:
         instance = current_context().get("instance")
         priority = float(instance) if isinstance(instance, int) else float("inf")
-        if not ray.get(self.coordinator.acquire.remote(priority, self.holder)):
+        if not ray.get(self.coordinator.acquire.remote(priority, self.holder, self.pool)):
             raise CallsStopped("the run is stopping: no new model calls")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.coordinator.release.remote(self.holder)
+        self.coordinator.release.remote(self.holder, self.pool)
 
     def busy_area(self) -> float:
         return 0.0  # the coordinator integrates calls in flight for the whole cluster

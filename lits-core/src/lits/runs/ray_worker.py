@@ -89,8 +89,8 @@ class _Built:
                                                         ray.get(coordinator.cache_dump.remote()))
         elif not settings.get("no_cache"):
             shared_cache = SharedCache(coordinator)
-        for model in self.models:  # the cluster's slots and the run's cache, whichever model calls
-            model.limiter = SharedLimiter(coordinator, holder, settings["concurrency"])
+        for pool, model in enumerate(self.models):  # each model's slots for the cluster; the run's one cache
+            model.limiter = SharedLimiter(coordinator, holder, settings["concurrency"], str(pool or ""))
             model.use_cache(shared_cache)
         self.components = build_components(settings, models, config, task_type)
         self.run_dir = RunDir(root).create()
