@@ -191,3 +191,17 @@ def test_viewer_shows_no_models_line_for_one_model(lits_cmd: Run, server_args: l
 
     assert lits_cmd("search", *server_args, "--save-dir", "run").returncode == 0
     assert build_report(tmp_path / "run")["run"]["models"] is None
+
+
+def test_model_arg_api_completion_uses_that_endpoint_for_that_model(
+        lits_cmd: Run, two_server_args: list[str], server: FakeOpenAIServer, eval_server: FakeOpenAIServer) -> None:
+    result = lits_cmd("search", *two_server_args, "--eval-model-arg", "api=completion")
+    assert result.returncode == 0, result.stderr
+    assert all("prompt" in body and "messages" not in body for body in eval_server.requests)
+    assert all("messages" in body for body in server.requests)
+
+
+def test_resume_refuses_a_changed_sampling_setting(lits_cmd: Run, two_server_args: list[str]) -> None:
+    assert lits_cmd("search", *two_server_args, "--eval-model-arg", "temperature=0.5").returncode == 0
+    line = one_line_error(lits_cmd("search", "--resume", "--save-dir", "run", "--eval-model-arg", "temperature=0.9"))
+    assert "--eval-model-arg temperature=0.9" in line and "0.5" in line
