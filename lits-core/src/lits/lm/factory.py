@@ -43,8 +43,8 @@ def create_model(
 def _gguf_model(path: Path, concurrency: int) -> LanguageModel:
     """A GGUF file on llama.cpp in this process; a missing file is one line, before anything loads."""
     if not path.is_file():
-        raise ValueError(f"model file {path} not found (a spec ending in .gguf is a local file; "
-                         "give --base-url to use a server's model of that name)")
+        raise ValueError(f"model file {path} not found (without a base URL a spec ending in .gguf is a "
+                         "local file)")
     from lits.lm.local import LocalLlamaModel
 
     return LocalLlamaModel(path, concurrency=concurrency)

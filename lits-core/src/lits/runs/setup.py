@@ -82,15 +82,21 @@ def create_run_model(settings: dict[str, Any], spec: Optional[dict[str, Any]] = 
 
 def create_run_models(settings: dict[str, Any]) -> dict[str, Any]:
     """Each component's model (``policy``, ``eval``, ``transition``); equal specs share one object."""
-    from lits.runs.model_specs import ROLES, role_spec, spec_key
+    from lits.runs.model_specs import ROLES, default_spec, role_spec, spec_key
 
+    default = spec_key(default_spec(settings))
     built: dict[str, Any] = {}
     models: dict[str, Any] = {}
     for role in ROLES:
         spec = role_spec(settings, role)
         key = spec_key(spec)
         if key not in built:
-            built[key] = create_run_model(settings, spec)
+            try:
+                built[key] = create_run_model(settings, spec)
+            except UserError as exc:
+                if key == default:
+                    raise
+                raise UserError(f"the {role} model ({spec['model']}): {exc}") from None
         models[role] = built[key]
     return models
 
