@@ -64,11 +64,17 @@ def record_models(settings: dict[str, Any], models: dict[str, Any]) -> None:
 
     default = spec_key(default_spec(settings))
     settings["models"] = {}
+    used_default = False
+    described: dict[int, dict[str, Any]] = {}  # a shared model is described (and its server asked) once
     for role in ROLES:
         spec = role_spec(settings, role)
-        info = model_record(models[role], settings["concurrency"])
+        model = models[role]
+        if id(model) not in described:
+            described[id(model)] = model_record(model, settings["concurrency"])
+        info = described[id(model)]
         settings["models"][role] = {**spec, "model_info": info}
         if spec_key(spec) == default:
             settings["model_info"] = info
-    if all(spec_key(role_spec(settings, role)) != default for role in ROLES):
+            used_default = True
+    if not used_default:
         settings.pop("model_info", None)  # no component uses --model
