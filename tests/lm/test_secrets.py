@@ -99,3 +99,39 @@ def test_credentials_in_the_cli_base_url_give_one_line_and_are_written_nowhere(r
         "lits: error: --base-url must not carry credentials (user:password@host); "
         "put the key in $OPENAI_API_KEY or $LITS_API_KEY"]
     assert CANARY not in result.stdout + _everything_under(tmp_path)
+
+
+QUERY_KEY = "gw-query-key-5f2e9a1c77"
+
+
+@pytest.mark.parametrize("url, shown", [
+    (f"https://gw.example/v1?api-version=2024-06-01&api-key={QUERY_KEY}",
+     "https://gw.example/v1?api-version=2024-06-01&api-key=***"),
+    (f"https://gw.example/v1?key={QUERY_KEY}", "https://gw.example/v1?key=***"),
+    (f"https://gw.example/v1?access_token={QUERY_KEY}&x=1", "https://gw.example/v1?access_token=***&x=1"),
+    (f"https://store.example/f?sig={QUERY_KEY}", "https://store.example/f?sig=***"),
+])
+def test_credentials_in_a_query_string_are_redacted_and_other_parameters_kept(url, shown):
+    assert redact_text(f"calling {url} failed") == f"calling {shown} failed"
+
+
+def test_a_key_in_the_base_urls_query_reaches_the_server_and_nothing_written(run_lits, tmp_path):
+    with FakeOpenAIServer(responder=lambda prompt, body: "pick up the red block") as server:
+        result = run_lits("chain", "--dataset", "blocksworld", "--limit", "1", "--model", "m",
+                          "--base-url", f"{server.base_url}?api-key={QUERY_KEY}", "--save-dir", "run")
+        assert result.returncode == 0, result.stderr
+        assert run_lits("view", "run").returncode == 0
+    assert server.queries and set(server.queries) == {f"api-key={QUERY_KEY}"}
+    assert (tmp_path / "run" / "report.html").exists()
+    assert QUERY_KEY not in result.stdout + result.stderr + _everything_under(tmp_path / "run")
+    assert "api-key=***" in (tmp_path / "run" / "config.json").read_text()
+
+
+def test_resuming_a_run_whose_base_url_held_a_query_key_asks_for_the_url_again(run_lits, tmp_path):
+    with FakeOpenAIServer(responder=lambda prompt, body: "pick up the red block") as server:
+        first = run_lits("chain", "--dataset", "blocksworld", "--limit", "2", "--model", "m",
+                         "--base-url", f"{server.base_url}?api-key={QUERY_KEY}", "--save-dir", "run")
+        assert first.returncode == 0, first.stderr
+        again = run_lits("chain", "--resume", "--save-dir", "run")
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1
+    assert "key in the URL's query string is never saved with the run, so give --base-url" in again.stderr

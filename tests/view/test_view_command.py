@@ -138,3 +138,30 @@ def test_a_search_that_is_still_running_can_be_viewed(tmp_path: Path) -> None:
     assert [r["status"] for r in report["instances"]] == ["running"]
     assert report["run"]["summary"] is None and report["trees"]["0"]["nodes"][0]["id"] == 0
     assert viewed.returncode == 0, viewed.stderr
+
+
+@pytest.mark.parametrize("host, status", [("evil.example", 421), ("127.0.0.1.evil.example", 421),
+                                          ("localhost", 200), ("127.0.0.1", 200), ("[::1]", 200)])
+def test_serve_answers_only_requests_that_name_it_by_a_loopback_name(runs: dict[str, Path], host: str,
+                                                                     status: int) -> None:
+    """A page elsewhere that re-points its own name at 127.0.0.1 (DNS rebinding) gets no run data."""
+    import http.client
+    import threading
+
+    from lits.view.serve import make_server
+
+    server = make_server(runs["blocksworld-mcts"], 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/", headers={"Host": f"{host}:{port}"})
+        answer = conn.getresponse()
+        body = answer.read().decode("utf-8", errors="replace")
+        conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer.status == status
+    assert ('"finished"' in body) == (status == 200)

@@ -3,8 +3,8 @@
 Servers echo keys in error bodies and users paste ``user:KEY@host`` URLs, so
 every message that may carry text from a server or a URL passes through
 :func:`redact_text` before it reaches stderr, ``execution.log`` or an
-exception: the key values in the environment and any URL userinfo become
-``***``.
+exception: the key values in the environment, any URL userinfo and the values
+of credential-looking query parameters (``?api-key=...``) become ``***``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,22 @@ MASK = "***"
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#'\"<>]*@")
 
 
+# A query parameter whose name says it is a credential (api-key=, key=, token=, sig=, ...): its value.
+_QUERY_SECRET = re.compile(
+    r"(?P<name>[?&;](?:[\w.\-]*(?:key|token|secret|password|passwd|pwd|auth|credential|signature)[\w.\-]*"
+    r"|sig|code|access_token))=(?P<value>[^&#\s'\"<>]+)", re.IGNORECASE)
+
+
+def query_secrets(url: str) -> list[str]:
+    """The values of a URL's credential-looking query parameters (``?api-key=...``)."""
+    return [m.group("value") for m in _QUERY_SECRET.finditer(url) if m.group("value") != MASK]
+
+
+def hides_query_secret(url: str) -> bool:
+    """True when ``url`` is a redacted copy whose credential was replaced by the mask (never saved)."""
+    return any(m.group("value") == MASK for m in _QUERY_SECRET.finditer(url))
+
+
 def secret_values(extra: Iterable[Optional[str]] = ()) -> list[str]:
     """The key values to hide: the environment's keys plus ``extra``, longest first."""
     found = {os.environ.get(name) for name in KEY_ENV_VARS} | set(extra)
@@ -30,8 +46,9 @@ def secret_values(extra: Iterable[Optional[str]] = ()) -> list[str]:
 
 
 def redact_url(url: str) -> str:
-    """``scheme://user:pass@host/...`` -> ``scheme://***@host/...``."""
-    return _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", url)
+    """``scheme://user:pass@host/...?api-key=K`` -> ``scheme://***@host/...?api-key=***``."""
+    url = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", url)
+    return _QUERY_SECRET.sub(lambda m: f"{m.group('name')}={MASK}", url)
 
 
 def has_userinfo(url: str) -> bool:

@@ -39,7 +39,7 @@ from lits.lm.retry import (
     request_work,
 )
 from lits.lm.server_slots import SlotGate, probe_slots
-from lits.secrets import has_userinfo, redact_text, redact_url
+from lits.secrets import has_userinfo, hides_query_secret, query_secrets, redact_text, redact_url
 
 #: The first retry waits up to this many seconds (full jitter), each later one twice as long up to
 #: ``retry_max_wait``: a dropped connection or a 500 is usually gone at once, and a fault on a
@@ -47,6 +47,8 @@ from lits.secrets import has_userinfo, redact_text, redact_url
 #: the server's Retry-After says.  ``LITS_RETRY_BASE_WAIT`` overrides it (tests shorten it further).
 DEFAULT_RETRY_BASE_WAIT = 0.1
 ENV_RETRY_BASE_WAIT = "LITS_RETRY_BASE_WAIT"
+MASKED_QUERY_SECRET = ("--base-url holds a masked credential (=***): a key in the URL's query string is never "
+                       "saved with the run, so give --base-url (or the component's base URL) again")
 CREDENTIALS_IN_URL = ("--base-url must not carry credentials (user:password@host); "
                       "put the key in $OPENAI_API_KEY or $LITS_API_KEY")
 
@@ -96,8 +98,13 @@ class OpenAICompatibleModel(LanguageModel):
             raise ValueError(f"--base-url must start with http:// or https://, got {redact_text(base_url)!r}")
         if call_budget <= 0:
             raise ValueError("call_budget must be positive (seconds)")
+        if hides_query_secret(base_url):
+            raise ValueError(MASKED_QUERY_SECRET)
         self.name = model
-        self.base_url = base_url.rstrip("/")
+        url = httpx.URL(base_url)
+        #: Query parameters of the base URL (an ``?api-key=`` gateways ask for) go with every request.
+        self._query = dict(url.params)
+        self.base_url = str(url.copy_with(query=None)).rstrip("/")
         self.api = api
         self.chat_native = api == "chat"
         self.supports_loglikelihood = api == "completion"
@@ -105,7 +112,7 @@ class OpenAICompatibleModel(LanguageModel):
         self.batch_prompts: Optional[bool] = None
         self.price_in, self.price_out = price_in, price_out
         key = api_key or os.environ.get("OPENAI_API_KEY") or os.environ.get("LITS_API_KEY")
-        self._secrets = (key,)
+        self._secrets = (key, *query_secrets(base_url))
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         read = timeout if timeout is not None else read_timeout
         if retry_base_wait is None:
@@ -128,6 +135,7 @@ class OpenAICompatibleModel(LanguageModel):
         self._transport = transport
         self.client = httpx.Client(
             base_url=self.base_url,
+            params=self._query,
             headers=headers,
             timeout=httpx.Timeout(connect=connect_timeout, read=read, write=read, pool=None),
             transport=transport,
@@ -136,7 +144,8 @@ class OpenAICompatibleModel(LanguageModel):
     @property
     def display_url(self) -> str:
         """The base URL as it may be shown: never with credentials."""
-        return redact_text(redact_url(self.base_url), self._secrets)
+        shown = str(httpx.URL(self.base_url, params=self._query)) if self._query else self.base_url
+        return redact_text(redact_url(shown), self._secrets)
 
     def fault_stats(self) -> dict[str, float | int]:
         """Retries, seconds lost to faults and calls given up so far, and calls that waited for a server
@@ -145,7 +154,7 @@ class OpenAICompatibleModel(LanguageModel):
 
     def server_slots(self) -> Optional[int]:
         """Requests the server works on at once, where it says (asked once; None: unknown)."""
-        self.slots.learn(lambda: probe_slots(self.base_url, self._headers))
+        self.slots.learn(lambda: probe_slots(self.base_url, self._headers, self._query))
         return self.slots.slots
 
     def identity(self) -> str:

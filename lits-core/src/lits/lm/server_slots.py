@@ -25,12 +25,13 @@ PROBE_TIMEOUT = 2.0
 ProbeFn = Callable[[], tuple[Optional[int], str]]
 
 
-def probe_slots(base_url: str, headers: Mapping[str, str]) -> tuple[Optional[int], str]:
+def probe_slots(base_url: str, headers: Mapping[str, str],
+                params: Optional[Mapping[str, str]] = None) -> tuple[Optional[int], str]:
     """``(slots, how we know)``; ``(None, reason)`` when the server does not say.  Never raises."""
     root = base_url.rstrip("/")
     root = root[: -len("/v1")] if root.endswith("/v1") else root
     try:
-        with httpx.Client(headers=dict(headers), timeout=PROBE_TIMEOUT) as client:
+        with httpx.Client(headers=dict(headers), params=dict(params or {}), timeout=PROBE_TIMEOUT) as client:
             props = client.get(f"{root}/props")
             if props.status_code == 200:
                 total = _int(props.json().get("total_slots"))

@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from lits.secrets import redact_url
 from lits.structures.base import atomic_write_text
 
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
@@ -42,7 +43,7 @@ def redact(config: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, dict):
             value = redact(value)
         elif isinstance(value, str):
-            value = re.sub(r"(https?://)[^/@\s]+@", r"\1", value)
+            value = redact_url(value)
         out[key] = value
     return out
 

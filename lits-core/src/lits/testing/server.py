@@ -69,6 +69,8 @@ class FakeOpenAIServer:
         self._wants_index = len(inspect.signature(self.responder).parameters) >= 3
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        #: The query string of each completion request (what a gateway reads an ``api-key`` from).
+        self.queries: list[str] = []
         self.max_in_flight = 0
         self._in_flight = 0
         self._failures: deque[tuple[int, Optional[str], Optional[str]]] = deque()
@@ -171,10 +173,11 @@ class FakeOpenAIServer:
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
+                route = self.path.partition("?")[0].rstrip("/")
+                if route.endswith("/models"):
                     model = {"id": "fake", "object": "model", **({"owned_by": server.owned_by} if server.owned_by else {})}
                     self._send(200, {"object": "list", "data": [model]})
-                elif self.path.rstrip("/") == "/props" and server.slots:
+                elif route == "/props" and server.slots:
                     self._send(200, {"total_slots": server.slots})
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -186,9 +189,11 @@ class FakeOpenAIServer:
                 except ValueError:
                     self._send(400, {"error": {"message": "body is not JSON"}})
                     return
+                route, _, query = self.path.partition("?")
                 with server._lock:
                     server.requests.append(body)
                     server.headers.append(dict(self.headers))
+                    server.queries.append(query)
                     failure = server._failures.popleft() if server._failures else None
                 server._serving.acquire()  # a server with few slots queues the rest, as llama.cpp does
                 with server._lock:
@@ -201,11 +206,11 @@ class FakeOpenAIServer:
                         status, retry_after, message = failure
                         self._send(status, {"error": {"message": message or f"injected failure {status}"}},
                                    {"Retry-After": retry_after} if retry_after else None)
-                    elif self.path.endswith(("/chat/completions", "/completions")):
+                    elif route.endswith(("/chat/completions", "/completions")):
                         if body.get("echo") and not server.echo_supported:
                             self._send(400, {"error": {"message": "echo is not supported"}})
                         else:
-                            self._send(200, server._answer(self.path, body))
+                            self._send(200, server._answer(route, body))
                     else:
                         self._send(404, {"error": {"message": f"no route {self.path}"}})
                 finally:

@@ -25,6 +25,12 @@ def page_handler(run_root: Path) -> type[http.server.BaseHTTPRequestHandler]:
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            port = int(self.server.server_address[1])  # type: ignore[index]  # an AF_INET address
+            if not loopback_host(self.headers.get("Host"), port):
+                # A page on another site that re-points its own name at 127.0.0.1 (DNS rebinding)
+                # would otherwise read the run: only loopback names are served.
+                self.send_error(421, "only http://127.0.0.1 or http://localhost is served")
+                return
             path = self.path.split("?", 1)[0]
             if path == "/favicon.ico":  # browsers ask; the page has no icon
                 self.send_response(204)
@@ -49,6 +55,24 @@ def page_handler(run_root: Path) -> type[http.server.BaseHTTPRequestHandler]:
             return
 
     return Handler
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def loopback_host(host: Optional[str], port: int) -> bool:
+    """True when a request's Host header names this server by a loopback name (with its port, or none)."""
+    if not host:
+        return False
+    host = host.strip().lower()
+    name, port_text = host, ""
+    if host.startswith("["):  # [::1] or [::1]:PORT
+        end = host.find("]")
+        name, rest = host[: end + 1], host[end + 1:]
+        port_text = rest[1:] if rest.startswith(":") else rest
+    elif ":" in host:
+        name, _, port_text = host.partition(":")
+    return name in LOOPBACK_NAMES and port_text in ("", str(port))
 
 
 def make_server(run_root: Path, port: int) -> http.server.ThreadingHTTPServer:
