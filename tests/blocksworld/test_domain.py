@@ -106,3 +106,21 @@ def test_the_plugin_registers_its_transition_dataset_and_prompts():
 
 def test_blocksworld_prompts_do_not_fall_back_to_generic_ones():
     assert BlocksWorldTransition.TASK_TYPE is None
+
+
+def test_a_chat_model_sees_the_worked_example_as_earlier_turns_not_in_the_system_prompt():
+    from lits.components.env_prompting import EnvPrompt
+    from lits.structures.env_grounded import EnvState
+
+    prompt = EnvPrompt(PromptRegistry.get("policy", "env_grounded", "blocksworld", "env_grounded"),
+                       PromptRegistry.get_usr("policy", "env_grounded", "blocksworld", "env_grounded"))
+    start = "the orange block is clear, the hand is empty and the orange block is on the table"
+    messages = prompt.messages(EnvState(init_state=start), "the orange block is on the table",
+                               ["pick up the orange block"])
+    roles = [m["role"] for m in messages]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert "### Plan" not in messages[0]["content"]
+    for example in messages[1:-1:2]:  # every example answer is one of the actions its turn lists
+        answer = messages[messages.index(example) + 1]["content"]
+        assert answer in example["content"].split("Legal actions:\n", 1)[1]
+    assert messages[-1]["content"].endswith("exactly as listed.") and "orange" in messages[-1]["content"]

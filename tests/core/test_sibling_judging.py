@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from lits.components.reward.env_grounded import EnvGroundedPRM
 from lits.components.reward.judging import numbered_yes_probabilities
 from lits.lm.base import Completion, TokenLogprob
@@ -40,9 +42,13 @@ def test_a_chat_model_judges_all_siblings_in_one_request(isolated_registry):
     assert len(model.calls) == 1 and [value for value, _ in scores] == [1.0, 1.0, 1.0]
 
 
+def _number_of(text: str, action: str) -> str:
+    return re.search(rf"^(\d+)\. {action}$", text, re.MULTILINE).group(1)  # type: ignore[union-attr]
+
+
 def test_siblings_the_reply_leaves_out_are_judged_on_their_own(isolated_registry):
     def partial(text, params, index):
-        return "1: No" if "(numbered)" in text else "Yes"
+        return f"{_number_of(text, 'move left')}: No" if "(numbered)" in text else "Yes"
 
     model = ScriptedModel(partial, chat_native=True)
     scores = _prm(model).fast_rewards(EnvState(init_state="0"), ACTIONS, "2")
@@ -54,3 +60,30 @@ def test_a_scoring_backend_scores_all_siblings_after_one_prompt(isolated_registr
     model = ScriptedModel(scorer=prefer("move right", "wait", "move left"))
     scores = _prm(model).fast_rewards(EnvState(init_state="0"), ACTIONS, "2")
     assert len(model.calls) == 1 and scores[1][0] > scores[2][0] > scores[0][0]
+
+
+def test_siblings_are_shown_in_an_order_drawn_from_their_text_and_verdicts_map_back(isolated_registry):
+    shown: list[list[str]] = []
+
+    def judge_first_listed(text, params, index):
+        listed = re.findall(r"^\d+\. (.+)$", text, re.MULTILINE)
+        shown.append(listed)
+        return "\n".join(f"{i}: {'Yes' if i == 1 else 'No'}" for i in range(1, len(listed) + 1))
+
+    model = ScriptedModel(judge_first_listed, chat_native=True)
+    scores = _prm(model).fast_rewards(EnvState(init_state="0"), ACTIONS, "2")
+    first = shown[0][0]
+    assert shown[0] != [str(a) for a in ACTIONS] and sorted(shown[0]) == sorted(str(a) for a in ACTIONS)
+    assert [value for value, _ in scores] == [1.0 if str(a) == first else 0.0 for a in ACTIONS]
+    _prm(ScriptedModel(judge_first_listed, chat_native=True)).fast_rewards(EnvState(init_state="0"), ACTIONS, "2")
+    assert shown[1] == shown[0]  # the same request, the same order
+
+
+def test_the_batch_prompt_shows_no_answer_shaped_example(isolated_registry):
+    model = ScriptedModel(chat_native=True)
+    _prm(model).fast_rewards(EnvState(init_state="0"), ACTIONS, "2")
+    assert "1: Yes" not in str(model.calls[0])
+
+
+def test_a_bare_yes_to_a_batch_of_one_is_read():
+    assert numbered_yes_probabilities("Yes.", 1) == [1.0]

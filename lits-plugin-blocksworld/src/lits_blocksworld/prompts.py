@@ -44,12 +44,34 @@ def policy_system() -> str:
     return f"{RULES}\n\n{EXAMPLES}"
 
 
+INSTRUCTION = "Now: {env_state}\nLegal actions:\n{actions}\n\nWrite the next action of a shortest plan, exactly as listed."
+
+#: For chat models: the same worked example as turns already answered, one action per turn.
+CHAT_EXAMPLES = [
+    {"user": "### Problem\nStart: the red block is clear, the blue block is clear, the hand is empty, the red block is "
+             "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
+             "### Plan\n\nNow: the red block is clear, the blue block is clear, the hand is empty, the red block is "
+             "on the table and the blue block is on the table\nLegal actions:\npick up the red block\n"
+             "pick up the blue block\n\nWrite the next action of a shortest plan, exactly as listed.",
+     "assistant": "pick up the red block"},
+    {"user": "### Problem\nStart: the red block is clear, the blue block is clear, the hand is empty, the red block is "
+             "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
+             "### Plan\npick up the red block\n\nNow: the blue block is clear, the hand is holding the red block "
+             "and the blue block is on the table\nLegal actions:\nput down the red block\n"
+             "stack the red block on top of the blue block\n\n"
+             "Write the next action of a shortest plan, exactly as listed.",
+     "assistant": "stack the red block on top of the blue block"},
+]
+
+
 @register_user_prompt("policy", "env_grounded", "blocksworld")
-def policy_user() -> dict[str, str]:
+def policy_user() -> dict[str, object]:
     return {
         "state": STATE,
-        "instruction": "Now: {env_state}\nLegal actions:\n{actions}\n\n"
-                       "Write the next action of a shortest plan, exactly as listed.",
+        "instruction": INSTRUCTION,
+        "chat_system": f"{RULES.rsplit(chr(10), 1)[0]}\nAnswer each problem with its next action only, one line, "
+                       "copied exactly from the legal actions.",
+        "chat_examples": CHAT_EXAMPLES,
     }
 
 

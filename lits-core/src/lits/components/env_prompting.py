@@ -28,7 +28,7 @@ class EnvPrompt:
         if user is not None and not isinstance(user, dict):
             raise TypeError("env-grounded user prompt must be a dict with a 'state' template")
         self.system = "" if system is None else str(system)
-        self.user = dict(user or {})
+        self.user: dict[str, Any] = dict(user or {})
         if "state" not in self.user:
             raise ValueError(
                 "no env-grounded user prompt with a 'state' template was found; "
@@ -51,15 +51,28 @@ class EnvPrompt:
         return f"{self.system}\n\n{body}" if self.system else body
 
     def messages(self, state: EnvState, goals: Any, actions: Sequence[str] = ()) -> list[Message]:
-        """Chat form: system prompt plus the state and an instruction."""
+        """Chat form: system prompt, worked examples as earlier user/assistant turns, then the state.
+
+        A domain that gives ``chat_system`` and ``chat_examples`` (a list of
+        ``{"user": ..., "assistant": ...}``) has its examples shown as turns the
+        model already answered, so a chat model answers the last turn instead of
+        copying actions out of examples pasted into the system prompt."""
         fields = self.fields(state, goals, actions)
         body = self.user["state"].format(**fields)
         instruction = self.user.get("instruction", DEFAULT_INSTRUCTION).format(**fields)
+        system = str(self.user.get("chat_system") or self.system)
         msgs: list[Message] = []
-        if self.system:
-            msgs.append({"role": "system", "content": self.system})
+        if system:
+            msgs.append({"role": "system", "content": system})
+        for example in self.chat_examples():
+            msgs.append({"role": "user", "content": example["user"]})
+            msgs.append({"role": "assistant", "content": example["assistant"]})
         msgs.append({"role": "user", "content": f"{body}\n\n{instruction}"})
         return msgs
+
+    def chat_examples(self) -> list[dict[str, str]]:
+        examples = self.user.get("chat_examples") or []
+        return [e for e in examples if isinstance(e, dict) and "user" in e and "assistant" in e]
 
     def continuation(self, action: str) -> str:
         """The text scored for ``action`` after :meth:`completion`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from lits.answers import same_text
+from lits.components import parsing
 from lits.observability import InferenceLog
 from lits.type_registry import deserialize
 
@@ -88,8 +89,23 @@ def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog,
         "diversity": _diversity(results),
         "inference": log.summary(),
         "inference_by_component": log.by("component"),
+        "parse": parse_totals({i: timings.get(i) or {} for i in results}),
     }
     return summary
+
+
+def parse_totals(timings: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Replies parsed, unparseable, re-asked and made up (``timings/N.json``'s ``parse``), over all instances:
+    in total and by component."""
+    by_component: dict[str, dict[str, int]] = {}
+    for timing in timings.values():
+        for component, counts in (timing.get("parse") or {}).items():
+            have = by_component.setdefault(component, dict.fromkeys(parsing.FIELDS, 0))
+            for field in parsing.FIELDS:
+                have[field] += int(counts.get(field, 0))
+    totals = parsing.total(by_component)
+    rate = round(totals["unparseable"] / totals["replies"], 4) if totals["replies"] else None
+    return {**totals, "invalid_rate": rate, "by_component": dict(sorted(by_component.items()))}
 
 
 def _mean_metrics(evals: list[dict[str, Any]]) -> dict[str, float]:
@@ -164,6 +180,9 @@ def format_table(summary: dict[str, Any]) -> str:
         ("model seconds", inf["seconds"]),
         ("seconds / instance", summary["seconds_per_instance"]),
     ]
+    invalid = parsing.describe(summary.get("parse") or {})
+    if invalid is not None:
+        rows.append(("invalid replies", invalid))
     if summary.get("calls_in_flight_avg") is not None:
         rows.append(("calls in flight (avg)", summary["calls_in_flight_avg"]))
     faults = _faults_row(summary.get("faults"))

@@ -28,6 +28,7 @@ from lits.lm.base import CallsStopped, ModelError, ServerUnreachable
 from lits.observability import InferenceLog, InferenceRecord, call_context, collecting
 from lits.runs.artifacts import RunDir
 from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
+from lits.components import parsing
 from lits.runs.records import result_record, take_proposals
 from lits.tools.base import ToolUnavailable
 
@@ -172,6 +173,9 @@ class _Runner:
             "seconds": round(time.perf_counter() - started, 3),
             "dependent_rounds": rounds,
             "inference": self.log.summary(instance=idx),
+            # How the model's replies parsed, counted by the process that ran the instance: like the
+            # call counts, a resumed instance counts only what it parsed after the resume.
+            "parse": parsing.take(idx),
         })
         self.run_dir.write_result(idx, record)  # last: its presence marks the instance done
 
@@ -289,8 +293,9 @@ def run_instances(
     runner.execution.info("%s: %d instances to run, %d already done", mode, len(todo), len(outcome.skipped))
 
     def forget_proposals(pending: list[Item]) -> None:
-        for idx, _ in pending:  # what the failed attempt proposed after its last checkpoint
+        for idx, _ in pending:  # what the failed attempt proposed after its last checkpoint, and parsed
             take_proposals(components.policy, idx)
+            parsing.forget(idx)
 
     started = time.perf_counter()
     with collecting(log), progress, fan_out_width(concurrency):

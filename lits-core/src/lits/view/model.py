@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+from lits.components import parsing
+from lits.runs.evaluation import parse_totals
 from lits.view.calls import (
     CALL_FIELDS,
     attribute_calls,
@@ -70,9 +72,12 @@ def build_report(root: Path) -> dict[str, Any]:
     per_instance = calls_by_instance(calls)
     timings = {i: read_json(root / "timings" / f"{i}.json") or {} for i in instance_ids(root)}
     instances, trees = [], {}
+    done_ids: list[int] = []
     for idx in instance_ids(root):
         result = read_json(root / "results" / f"{idx}.json")
         result = result if isinstance(result, dict) and "final_state" in result else None
+        if result is not None:
+            done_ids.append(idx)
         tree = instance_tree(root, idx, command, config, result)
         mine = per_instance.get(idx, [])
         instances.append(instance_row(idx, result, tree, mine, timings.get(idx) or {}))
@@ -92,6 +97,7 @@ def build_report(root: Path) -> dict[str, Any]:
             "finished": len(finished), "running": len(instances) - len(finished),
             "solved": sum(1 for r in finished if r["solved"]),
             "inference": totals(calls),
+            "invalid_replies": parsing.describe(parse_totals({i: timings.get(i) or {} for i in done_ids})),
         },
         "instances": instances,
         "trees": trees,
@@ -139,7 +145,14 @@ def instance_row(idx: int, result: Optional[dict[str, Any]], tree: Optional[dict
         "tokens": spent["tokens_in"] + spent["tokens_out"],
         "seconds": timing.get("seconds"),
         "has_tree": tree is not None,
+        "invalid_replies": _invalid(timing),
     }
+
+
+def _invalid(timing: dict[str, Any]) -> Optional[str]:
+    """``"17/142"``: the instance's unparseable replies of all it parsed (None when it parsed none)."""
+    counts = parsing.total(timing.get("parse") or {})
+    return f"{counts['unparseable']}/{counts['replies']}" if counts["replies"] else None
 
 
 def _iterations(result: Optional[dict[str, Any]], tree: Optional[dict[str, Any]]) -> Optional[int]:

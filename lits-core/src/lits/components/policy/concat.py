@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from lits.components.base import Policy
+from lits.components.parsing import count_reply
 from lits.lm.base import Message
 from lits.structures.language_grounded import ThoughtState, ThoughtStep
 
@@ -76,6 +77,7 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         steps: list[ThoughtStep] = []
         for reply in replies:
             text = _one_step(str(reply), self._template("step", "Step {index}:").format(index=len(state) + 1))
+            count_reply(bool(text))
             text = f"{forced} {text}".strip() if forced else text
             if text and all(text != s.action for s in steps):
                 steps.append(ThoughtStep(action=text))

@@ -18,11 +18,16 @@ from typing import Any, Callable, Literal, Optional, Sequence
 
 from lits.components.base import Policy
 from lits.components.env_prompting import EnvPrompt, parse_action_line
+from lits.components.parsing import count_fallback, count_reask, count_reply
 from lits.lm.base import LoglikelihoodUnsupported
 from lits.observability import current_context
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 
 Strategy = Literal["auto", "rank", "generate"]
+
+#: A chat model asked for one action line stops at the line's end (it tends to explain itself after).
+CHAT_STOP = ["\n"]
+REASK = "Reply again with exactly one action, written as in the list of valid actions when there is one, and nothing else."
 
 
 class DiversityStats:
@@ -155,15 +160,19 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
             if attempt:
                 temp = min(self.max_temperature, temp + self.temperature_step)
                 self.stats.add(escalations=1)
-            replies = self.base_model.generate(
-                self._prompt_for(state, query, remaining),
-                n=want,
-                temperature=temp,
-                max_tokens=self.max_tokens,
-            )
+            prompt = self._prompt_for(state, query, remaining)
+            chat = isinstance(prompt, list)
+            replies = self.base_model.generate(prompt, n=want, temperature=temp, max_tokens=self.max_tokens,
+                                               stop=CHAT_STOP if chat else None)
             self.stats.add(calls=1, outputs=len(replies))
+            reasked = False
             for reply in replies:
                 action = self._accept(state, parse_action_line(reply), lookup)
+                count_reply(action is not None)
+                if action is None and chat and not reasked:  # one bounded re-ask per request
+                    reasked = True
+                    action = self._reask(state, prompt, str(reply), lookup, temp)
+                    count_reply(action is not None)
                 if action is None:
                     self.stats.add(invalid=1)
                 elif action in seen:
@@ -176,8 +185,24 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         if valid is not None and len(chosen) < target:
             fill = [a for a in valid if a not in seen][: target - len(chosen)]
             self.stats.add(fallbacks=len(fill))
+            count_fallback(len(fill))
             chosen.extend(fill)
         return chosen[:n]
+
+    def _reask(self, state: EnvState, prompt: list[Any], reply: str, lookup: Optional[dict[str, str]],
+               temperature: float) -> Optional[str]:
+        """Tell a chat model why its reply was unusable and ask once more (counted as a re-ask)."""
+        assert self.base_model is not None
+        text = parse_action_line(reply)
+        why = (f"{text!r} is not one of the valid actions" if text else "the reply held no action")
+        if text and lookup is None and self.validate_action is not None:
+            why = f"{text!r} cannot be done: {self.validate_action(state.env_state, text)[1]}"
+        follow_up = [*prompt, {"role": "assistant", "content": reply},
+                     {"role": "user", "content": f"That cannot be used: {why}. {REASK}"}]
+        count_reask()
+        again = self.base_model.generate(follow_up, n=1, temperature=temperature, max_tokens=self.max_tokens,
+                                         stop=CHAT_STOP)
+        return self._accept(state, parse_action_line(again[0]), lookup) if again else None
 
     def _prompt_for(self, state: EnvState, query: Any, valid: list[str]) -> Any:
         if getattr(self.base_model, "chat_native", False):

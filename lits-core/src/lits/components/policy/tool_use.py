@@ -24,6 +24,7 @@ import re
 from typing import Any, Optional, Sequence, cast
 
 from lits.components.base import Policy
+from lits.components.parsing import count_reply
 from lits.lm.base import Message
 from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
 from lits.tools.base import BaseTool
@@ -179,6 +180,7 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
         steps, seen = [], set()
         for reply in replies:
             step = parse_reply(str(reply) if chat else after_cue(str(reply)))
+            count_reply(step.error is None)
             key = str(step.action or step.answer or step.error or step.think)
             if key not in seen:
                 seen.add(key)

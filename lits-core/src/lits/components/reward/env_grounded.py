@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from lits.components.base import RewardModel
 from lits.components.env_prompting import EnvPrompt
-from lits.components.reward.judging import numbered_yes_probabilities, yes_probability
+from lits.components.reward.judging import numbered_yes_probabilities, shuffled_order, yes_probability
 from lits.lm.base import LoglikelihoodUnsupported, Message
 from lits.prompts.registry import PromptRegistry
 from lits.structures.env_grounded import EnvAction, EnvState
@@ -25,8 +25,8 @@ from lits.structures.env_grounded import EnvAction, EnvState
 #: prompt's "evaluate_many" entry (fields as for "evaluate", with {candidates} for {action}).
 EVALUATE_MANY = (
     "Now: {env_state}\nGoal: {goals}\nDone so far:\n{plan}Proposed next actions (numbered):\n{candidates}\n\n"
-    "For each proposed action, is it a good next action? Answer Yes or No for each, one line per action, "
-    "as its number, a colon and the answer (e.g. \"1: Yes\").\n"
+    "For each proposed action, is it a good next action? Write one line per action: its number, a colon, "
+    "then Yes or No.\n"
 )
 
 
@@ -108,12 +108,17 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         assert self.base_model is not None
         user = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
         template = user.get("evaluate_many", EVALUATE_MANY)
-        candidates = "\n".join(f"{i}. {a}" for i, a in enumerate(actions, start=1))
+        order = shuffled_order([str(a) for a in actions], str(state.env_state))
+        candidates = "\n".join(f"{shown}. {actions[i]}" for shown, i in enumerate(order, start=1))
         question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
         prompt: list[Message] = [{"role": "system", "content": str(self.task_prompt_spec or "")},
                                  {"role": "user", "content": question}]
         reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=8 * len(actions), top_logprobs=5)[0]
-        return numbered_yes_probabilities(reply, len(actions))
+        verdicts = numbered_yes_probabilities(reply, len(actions))
+        judged: list[Optional[float]] = [None] * len(actions)
+        for shown, i in enumerate(order):
+            judged[i] = verdicts[shown]
+        return judged
 
     def _intuition(self, state: EnvState, action: EnvAction, query: Any) -> tuple[float, dict[str, Any]]:
         assert self.base_model is not None

@@ -10,15 +10,20 @@ without re-reading the prompt at every position.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from typing import Any, Optional
 
+from lits.components.parsing import count_fallback, count_reply
 from lits.lm.base import LanguageModel, LoglikelihoodUnsupported
 
 
 def yes_probability(reply: Any) -> float:
-    """P(Yes) from a reply's top log-probabilities when present, else from its text."""
+    """P(Yes) from a reply's top log-probabilities when present, else from its text.
+
+    A reply that is neither counts as unparseable, and its 0.5 as a fallback
+    (see :mod:`lits.components.parsing`)."""
     logprobs = getattr(reply, "logprobs", None)
     if logprobs:
         yes = no = 0.0
@@ -29,12 +34,17 @@ def yes_probability(reply: Any) -> float:
             elif word == "no":
                 no += math.exp(lp)
         if yes + no > 0:
+            count_reply(True)
             return yes / (yes + no)
-    text = str(reply).strip().lower()
+    text = str(reply).strip().lstrip("*_\"'").lower()
     if text.startswith("yes"):
+        count_reply(True)
         return 1.0
     if text.startswith("no"):
+        count_reply(True)
         return 0.0
+    count_reply(False)
+    count_fallback()
     return 0.5
 
 
@@ -59,9 +69,24 @@ def numbered_yes_probabilities(reply: Any, count: int) -> list[Optional[float]]:
             yes = sum(math.exp(lp) for t, lp in token.top.items() if t.strip().lower() == "yes")
             no = sum(math.exp(lp) for t, lp in token.top.items() if t.strip().lower() == "no")
             soft.append(yes / (yes + no) if yes + no > 0 else (1.0 if token.token.strip().lower() == "yes" else 0.0))
+    if count == 1 and not verdicts and str(reply).strip():  # a bare "Yes." to a batch of one
+        return [yes_probability(reply)]
+    count_reply(len(verdicts) == count)  # unanswered items are judged again, one by one
     if len(soft) == count == len(verdicts):
         return soft
     return [verdicts.get(i) for i in range(1, count + 1)]
+
+
+def shuffled_order(items: list[str], salt: str = "") -> list[int]:
+    """A permutation of ``range(len(items))`` that depends only on the items (and ``salt``).
+
+    Judges favour the first-listed candidate; showing siblings in an order
+    drawn from their own text spreads that bias over them, while the same
+    request always gets the same order (so caches and reruns agree)."""
+    def key(i: int) -> str:
+        return hashlib.sha256(f"{salt}\0{i}\0{items[i]}".encode()).hexdigest()
+
+    return sorted(range(len(items)), key=key)
 
 
 def judge_yes(model: LanguageModel, question: str, system: Optional[str] = None) -> tuple[float, str]:

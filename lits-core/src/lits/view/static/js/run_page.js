@@ -16,13 +16,14 @@
       card("solved", fmt(run.solved)), card("calls", fmt(inf.calls) + (inf.cache_hits ? " (+" + fmt(inf.cache_hits) + " cached)" : "")),
       card("tokens in / out", fmt(inf.tokens_in) + " / " + fmt(inf.tokens_out)),
       card("model seconds", fmt(inf.seconds, 2)), card("cost", "$" + fmt(inf.cost, 4)));
+    if (run.invalid_replies) cards.appendChild(card("invalid replies", run.invalid_replies));
     if (s.run_seconds !== undefined) cards.appendChild(card("run seconds", fmt(s.run_seconds, 2)));
     if (s.calls_in_flight_avg !== undefined && s.calls_in_flight_avg !== null) cards.appendChild(card("calls in flight (avg)", fmt(s.calls_in_flight_avg, 2)));
     app.appendChild(cards);
 
     app.appendChild(el("h2", { text: "Instances" }));
     var table = el("table", { id: "instances" });
-    var head = ["#", "id", "query", "status", "solved", "answer", "stopped", "iterations / steps", "nodes", "calls", "tokens", "seconds"];
+    var head = ["#", "id", "query", "status", "solved", "answer", "stopped", "iterations / steps", "nodes", "calls", "tokens", "seconds", "invalid replies"];
     table.appendChild(el("tr", null, head.map(function (x) { return el("th", { text: x }); }).reduce(function (f, n) { f.appendChild(n); return f; }, document.createDocumentFragment())));
     DATA.instances.forEach(function (r) {
       var link = r.has_tree ? el("a", { href: "#/tree/" + r.idx, text: String(r.idx) }) : String(r.idx);
@@ -30,7 +31,8 @@
       var tr = el("tr", { "data-idx": r.idx }, el("td", null, link), el("td", { text: r.id || "" }), el("td", { text: r.query }),
         el("td", { cls: r.status === "running" ? "run" : "", text: r.status }), el("td", null, solved), el("td", { text: fmt(r.answer) }),
         el("td", { text: fmt(r.stopped) }), el("td", { cls: "num", text: fmt(r.iterations) }), el("td", { cls: "num", text: fmt(r.nodes) }),
-        el("td", { cls: "num", text: fmt(r.calls) }), el("td", { cls: "num", text: fmt(r.tokens) }), el("td", { cls: "num", text: fmt(r.seconds, 2) }));
+        el("td", { cls: "num", text: fmt(r.calls) }), el("td", { cls: "num", text: fmt(r.tokens) }), el("td", { cls: "num", text: fmt(r.seconds, 2) }),
+        el("td", { cls: "num", text: r.invalid_replies || "" }));
       table.appendChild(tr);
     });
     app.appendChild(table);

@@ -1,0 +1,80 @@
+"""What the model's replies were worth, counted per instance and component.
+
+Every component that parses model output says here how each reply went:
+parsed, or unparseable (``replies`` counts both); a re-ask after a malformed
+reply; a fallback (an action or a score made up because no reply was
+usable).  The runner takes an instance's counts into its result file when
+it finishes, so the summary, ``eval.log`` and the viewer can say e.g.
+"invalid replies 12.0% (17/142), re-asks 9, fallbacks 3" instead of hiding
+a model that cannot follow the format behind fallbacks.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+from lits.observability import current_context
+
+FIELDS = ("replies", "unparseable", "reasks", "fallbacks")
+
+_lock = threading.Lock()
+_counts: dict[Any, dict[str, dict[str, int]]] = {}
+
+
+def _add(field: str, amount: int, component: Optional[str]) -> None:
+    if amount <= 0:
+        return
+    context = current_context()
+    who = component or str(context.get("component") or "other")
+    with _lock:
+        per = _counts.setdefault(context.get("instance"), {}).setdefault(who, dict.fromkeys(FIELDS, 0))
+        per[field] += amount
+
+
+def count_reply(parsed: bool, component: Optional[str] = None) -> None:
+    """One model reply was read: ``parsed`` says whether it had the expected form."""
+    _add("replies", 1, component)
+    if not parsed:
+        _add("unparseable", 1, component)
+
+
+def count_reask(component: Optional[str] = None) -> None:
+    """A malformed reply was answered with its parse error and asked again."""
+    _add("reasks", 1, component)
+
+
+def count_fallback(amount: int = 1, component: Optional[str] = None) -> None:
+    """``amount`` actions or scores were made up because the replies were unusable."""
+    _add("fallbacks", amount, component)
+
+
+def take(instance: Any) -> dict[str, dict[str, int]]:
+    """The counts recorded for ``instance`` by component (removed from memory), in a stable order."""
+    with _lock:
+        found = _counts.pop(instance, {})
+    return {who: dict(found[who]) for who in sorted(found)}
+
+
+def forget(instance: Any) -> None:
+    """Drop what a failed attempt counted, so a retry of the instance counts once."""
+    with _lock:
+        _counts.pop(instance, None)
+
+
+def total(by_component: dict[str, dict[str, int]]) -> dict[str, int]:
+    """The counts of all components together."""
+    out = dict.fromkeys(FIELDS, 0)
+    for counts in by_component.values():
+        for field in FIELDS:
+            out[field] += int(counts.get(field, 0))
+    return out
+
+
+def describe(counts: dict[str, int]) -> Optional[str]:
+    """``"12.0% (17/142), re-asks 9, fallbacks 3"``; None when no reply was parsed."""
+    replies = counts.get("replies", 0)
+    if not replies:
+        return None
+    bad = counts.get("unparseable", 0)
+    return f"{bad / replies:.1%} ({bad}/{replies}), re-asks {counts.get('reasks', 0)}, fallbacks {counts.get('fallbacks', 0)}"

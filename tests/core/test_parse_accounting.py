@@ -1,0 +1,123 @@
+"""Unparseable model replies are counted per instance and shown, never hidden behind fallbacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lits.components import parsing
+from lits.components.policy.concat import ConcatPolicy
+from lits.components.policy.env_grounded import EnvGroundedPolicy
+from lits.components.reward.judging import yes_probability
+from lits.observability import call_context
+from lits.structures.env_grounded import EnvState
+from lits.structures.language_grounded import ThoughtState
+from lits.testing import ScriptedModel
+from lits.testing.server import FakeOpenAIServer
+
+VALID = ["move left", "move right", "wait"]
+USER = {"state": "Now: {env_state}\nValid actions:\n{actions}\nNext action:"}
+
+
+def _policy(model: ScriptedModel) -> EnvGroundedPolicy:
+    return EnvGroundedPolicy(model, "line", usr_prompt_spec=USER, task_prompt_spec="Move on a line.",
+                             generate_all_actions=lambda state: list(VALID), n_actions=1, strategy="generate",
+                             max_attempts=1)
+
+
+def _actions(policy: EnvGroundedPolicy, instance: int) -> list[str]:
+    with call_context(instance=instance, component="policy"):
+        return [str(s.action) for s in policy.get_actions(EnvState(init_state="0"), query="reach 2")]
+
+
+def test_an_unparseable_reply_and_the_fallback_it_causes_are_counted():
+    _actions(_policy(ScriptedModel(["I think we should probably go somewhere."])), 101)
+    assert parsing.take(101) == {"policy": {"replies": 1, "unparseable": 1, "reasks": 0, "fallbacks": 1}}
+
+
+def test_a_malformed_reply_is_asked_again_once_with_its_error_and_the_new_reply_used():
+    model = ScriptedModel(["Let me think: go right!", "move right"], chat_native=True)
+    assert _actions(_policy(model), 102) == ["move right"]
+    text = model.calls[-1][0]
+    assert "is not one of the valid actions" in text and "Let me think: go right!" in text
+    assert parsing.take(102) == {"policy": {"replies": 2, "unparseable": 1, "reasks": 1, "fallbacks": 0}}
+
+
+def test_a_completion_model_is_not_asked_again():
+    model = ScriptedModel(["no idea"])
+    _actions(_policy(model), 103)
+    assert len(model.calls) == 1 and parsing.take(103)["policy"]["reasks"] == 0
+
+
+def test_a_chat_policy_asks_for_one_line_with_a_stop_sequence():
+    with FakeOpenAIServer(responder=lambda prompt, body: "move left") as server:
+        from lits.lm.openai_compat import OpenAICompatibleModel
+
+        model = OpenAICompatibleModel("m", server.base_url)
+        try:
+            _actions(_policy(model), 104)  # type: ignore[arg-type]
+        finally:
+            model.close()
+    assert server.requests[0]["stop"] == ["\n"]
+    parsing.take(104)
+
+
+def test_a_judge_reply_that_is_neither_yes_nor_no_is_counted_and_its_half_is_a_fallback():
+    with call_context(instance=105, component="reward"):
+        assert yes_probability("Maybe, it depends.") == 0.5
+        assert yes_probability("**Yes**, it is.") == 1.0
+    assert parsing.take(105) == {"reward": {"replies": 2, "unparseable": 1, "reasks": 0, "fallbacks": 1}}
+
+
+def test_an_empty_reasoning_step_is_counted_unparseable():
+    policy = ConcatPolicy(ScriptedModel(["   "]), "gsm8k", n_actions=1)
+    with call_context(instance=106, component="policy"):
+        policy.get_actions(ThoughtState(), query="2 + 2?")
+    assert parsing.take(106)["policy"]["unparseable"] == 1
+
+
+@pytest.fixture
+def garbled_run(tmp_path: Path) -> Path:
+    """A BlocksWorld chain whose model never writes a valid action."""
+    with FakeOpenAIServer(responder=lambda prompt, body: "Sure! Here is my plan: first think.") as server:
+        env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
+        done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "blocksworld", "--limit", "2",
+                               "--chain-arg", "max_steps=2", "--model", "m", "--base-url", server.base_url,
+                               "--save-dir", "run"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                              timeout=300)
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "run" / "stdout.txt").write_text(done.stdout)
+    return tmp_path / "run"
+
+
+def _summary(run: Path) -> dict[str, Any]:
+    return json.loads((run / "eval_results.json").read_text())
+
+
+def test_each_instances_timings_hold_its_parse_counts(garbled_run: Path):
+    counts = json.loads((garbled_run / "timings" / "0.json").read_text())["parse"]["policy"]
+    assert counts["replies"] > 0 and counts["unparseable"] == counts["replies"] and counts["fallbacks"] > 0
+
+
+def test_the_summary_eval_log_and_console_show_invalid_replies(garbled_run: Path):
+    parse = _summary(garbled_run)["parse"]
+    assert parse["invalid_rate"] == 1.0 and parse["by_component"]["policy"]["reasks"] > 0
+    line = f"invalid replies        100.0% ({parse['unparseable']}/{parse['replies']}), re-asks {parse['reasks']}"
+    assert line in (garbled_run / "eval.log").read_text()
+    assert line in (garbled_run / "stdout.txt").read_text()
+
+
+def test_the_viewer_shows_invalid_replies_for_the_run_and_each_instance(garbled_run: Path):
+    from lits.view.model import build_report
+
+    report = build_report(garbled_run)
+    parse = _summary(garbled_run)["parse"]
+    assert report["run"]["invalid_replies"].startswith(f"100.0% ({parse['unparseable']}/{parse['replies']})")
+    assert all(row["invalid_replies"] and row["invalid_replies"].split("/")[0] == row["invalid_replies"].split("/")[1]
+               for row in report["instances"])
