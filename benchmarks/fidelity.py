@@ -9,7 +9,7 @@ invalid replies (unparseable model output, where the components count it),
 fallbacks, model calls, tokens, server-fault retries and wall time.
 
     python benchmarks/fidelity.py [--data ../shared/data] [--limit 10] [--datasets blocksworld,gsm8k,...]
-        [--base-url URL --model NAME] [--out DIR] [--markdown FILE]
+        [--methods env_chain,cot] [--base-url URL --model NAME] [--out DIR] [--markdown FILE]
 
 Search sizes are small so that the default set fits in about 30 minutes on
 2 CPU cores; they are printed with the table.
@@ -117,6 +117,7 @@ def main() -> int:
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--datasets", default="blocksworld,gsm8k,math500,crosswords,mapeval-sql")
+    parser.add_argument("--methods", default=None, help="only these methods, e.g. env_chain,cot (default: all)")
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible server (default: start llama.cpp)")
     parser.add_argument("--model", default=MODEL_NAME)
     parser.add_argument("--out", default=None, help="keep the run dirs here (default: a temp dir)")
@@ -133,6 +134,8 @@ def main() -> int:
     with model_server(args.base_url, out / "server.log") as base_url:
         for dataset in wanted:
             for label, command in plan[dataset]:
+                if args.methods and label not in args.methods.split(","):
+                    continue
                 result = run_method(command, base_url, args.model, out / f"{dataset}-{label}", args.limit)
                 rows.append((dataset, label, result))
                 print(f"{dataset:12} {label:10} {json.dumps(result)}", file=sys.stderr, flush=True)
