@@ -82,8 +82,11 @@ def test_a_steps_prompt_and_reply_are_shown_when_the_run_logged_them(page: Page,
     page.screenshot("tree-mapeval-prompt-and-reply")
 
 
-def test_stepping_back_through_iterations_shows_the_tree_as_it_was(page: Page, written: Callable[[str], Path]) -> None:
-    tab = page.open(written("blocksworld-mcts"), "#/tree/1")
+def test_stepping_back_through_iterations_shows_the_tree_as_it_was(page: Page, runs: dict[str, Path],
+                                                                   written: Callable[[str], Path]) -> None:
+    results = sorted((runs["blocksworld-mcts"] / "results").glob("*.json"))
+    longest = max(results, key=lambda p: json.loads(p.read_text())["iterations"] or 0).stem  # the most to step through
+    tab = page.open(written("blocksworld-mcts"), f"#/tree/{longest}")
     last = int(tab.locator("#iteration").get_attribute("max") or 0)
     assert last >= 2
     tab.locator("#iteration").fill("1")  # after the first iteration

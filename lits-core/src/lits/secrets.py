@@ -45,10 +45,14 @@ def secret_values(extra: Iterable[Optional[str]] = ()) -> list[str]:
     return sorted((v for v in found if v and len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True)
 
 
+def redact_query(text: str) -> str:
+    """``...?api-key=K`` -> ``...?api-key=***`` (credential-looking query parameters only)."""
+    return _QUERY_SECRET.sub(lambda m: f"{m.group('name')}={MASK}", text)
+
+
 def redact_url(url: str) -> str:
     """``scheme://user:pass@host/...?api-key=K`` -> ``scheme://***@host/...?api-key=***``."""
-    url = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", url)
-    return _QUERY_SECRET.sub(lambda m: f"{m.group('name')}={MASK}", url)
+    return redact_query(_URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", url))
 
 
 def has_userinfo(url: str) -> bool:

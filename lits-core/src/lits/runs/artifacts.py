@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from lits.secrets import redact_url
+from lits.secrets import redact_query
 from lits.structures.base import atomic_write_text
 
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
@@ -43,7 +43,9 @@ def redact(config: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, dict):
             value = redact(value)
         elif isinstance(value, str):
-            value = redact_url(value)
+            # HTTP credentials are dropped; a database URL keeps its user name (its password is refused
+            # before it gets here, and resume needs the name); query-string keys become ***.
+            value = redact_query(re.sub(r"(https?://)[^/@\s]+@", r"\1", value))
         out[key] = value
     return out
 

@@ -138,6 +138,7 @@ class _Runner:
             self._started.add(idx)
             self.outcome.attempts[idx] = self.outcome.attempts.get(idx, 0) + 1
         started = time.perf_counter()
+        parsing.forget(idx)  # count this attempt's replies only (a long-lived process may hold older counts)
         try:
             with call_context(instance=idx):
                 rounds = start_round_clock()
