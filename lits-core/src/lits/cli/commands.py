@@ -55,7 +55,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Re-judge a run's results from its save dir alone; what only the run measured is kept."""
-    from lits.cli.run import format_summary, read_inference_log, write_eval
+    from lits.runs.session import format_summary, read_inference_log, write_eval
     from lits.components.factory import create_components
     from lits.runs.artifacts import RunDir
     from lits.runs.evaluation import aggregate, instance_counts, reevaluate

@@ -1,9 +1,9 @@
-"""Parsing ``K=V`` options and selecting instances."""
+"""Parsing ``K=V`` options."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from lits.cli.errors import UserError
 
@@ -27,12 +27,3 @@ def parse_pairs(pairs: Sequence[str], flag: str) -> dict[str, Any]:
             raise UserError(f"{flag} expects KEY=VALUE, got {pair!r}")
         out[key.strip().replace("-", "_")] = parse_value(value)
     return out
-
-
-def select_instances(examples: list[dict[str, Any]], offset: int, limit: Optional[int]) -> list[tuple[int, dict[str, Any]]]:
-    if offset < 0:
-        raise UserError("--offset must be 0 or more")
-    if limit is not None and limit < 1:
-        raise UserError("--limit must be at least 1")
-    end = len(examples) if limit is None else offset + limit
-    return [(i, examples[i]) for i in range(offset, min(end, len(examples)))]

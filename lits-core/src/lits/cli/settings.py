@@ -10,7 +10,6 @@ change is recorded in ``config.json``.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -18,10 +17,8 @@ from typing import Any, Callable, Optional
 from lits.cli.errors import UserError
 from lits.cli.options import parse_pairs
 from lits.runs.artifacts import RunDir
-
-#: Calls in flight against an HTTP server when --concurrency is not given: enough to keep a
-#: local vLLM / llama.cpp server batching.  In-process models take one call at a time.
-SERVER_CONCURRENCY = 16
+from lits.runs.session import check_writable
+from lits.runs.spec import RunSpec, SpecError, default_concurrency
 
 #: Flags that change what a run computes: (flag, attribute of args, key in config.json).
 MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
@@ -48,19 +45,6 @@ OPERATIONAL: tuple[tuple[str, str], ...] = (
     ("read_timeout", "read_timeout"), ("price_in", "price_in"), ("price_out", "price_out"),
     ("executor", "executor"), ("ray_address", "ray_address"), ("log_prompts", "log_prompts"),
 )
-
-
-def default_concurrency(model: Any) -> int:
-    from lits.runs.model_specs import is_gguf
-
-    return 1 if model in (None, "", "local", "scripted") or is_gguf(model) else SERVER_CONCURRENCY
-
-
-def _model_names(args: argparse.Namespace) -> list[Any]:
-    """``--model`` and every component's own model name."""
-    from lits.runs.model_specs import ROLES
-
-    return [args.model, *(getattr(args, f"{role}_model", None) for role in ROLES if getattr(args, f"{role}_model", None))]
 
 
 def component_models(args: argparse.Namespace) -> dict[str, Any]:
@@ -100,53 +84,33 @@ def _ray_address(executor: Optional[str], address: Optional[str]) -> Optional[st
     return address
 
 
-def new_settings(args: argparse.Namespace, mode: str) -> tuple[RunDir, dict[str, Any]]:
-    from lits import __version__
-
+def spec_from_args(args: argparse.Namespace, mode: str) -> RunSpec:
+    """The run the flags describe; a bad value is one line naming its flag."""
     if not args.dataset:
         raise UserError("--dataset is required (see `lits plugins` for registered datasets)")
-    settings: dict[str, Any] = {
-        "command": mode,
-        "dataset": args.dataset,
-        "dataset_args": parse_pairs(args.dataset_arg, "--dataset-arg"),
-        "offset": args.offset or 0,
-        "limit": args.limit,
-        "resource": args.resource,
-        "resource_args": parse_pairs(args.resource_arg, "--resource-arg"),
-        "policy": args.policy,
-        "transition": args.transition,
-        "model": model_spec(args.model),
-        "base_url": args.base_url,
-        "api": args.api,
-        "component_models": component_models(args),
-        "concurrency": check_concurrency(args.concurrency) if args.concurrency is not None
-        else max(default_concurrency(model) for model in _model_names(args)),
-        "call_budget": _positive(args.call_budget, "--call-budget"),
-        "read_timeout": _positive(args.read_timeout, "--read-timeout"),
-        "price_in": args.price_in or 0.0,
-        "price_out": args.price_out or 0.0,
-        "log_prompts": bool(args.log_prompts),
-        "cache": args.cache,
-        "no_cache": bool(args.no_cache),
-        "executor": args.executor or "local",
-        "ray_address": _ray_address(args.executor, args.ray_address),
-        "lits_version": __version__,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }
-    if settings["resource_args"] and not settings["resource"]:
+    if args.resource_arg and not args.resource:
         raise UserError("--resource-arg needs --resource NAME (e.g. --resource mcp)")
+    _ray_address(args.executor, args.ray_address)
+    values: dict[str, Any] = {
+        "command": mode, "dataset": args.dataset, "dataset_args": parse_pairs(args.dataset_arg, "--dataset-arg"),
+        "offset": args.offset or 0, "limit": args.limit, "resource": args.resource,
+        "resource_args": parse_pairs(args.resource_arg, "--resource-arg"), "policy": args.policy,
+        "transition": args.transition, "model": args.model, "base_url": args.base_url, "api": args.api,
+        "component_models": component_models(args), "concurrency": args.concurrency,
+        "call_budget": args.call_budget, "read_timeout": args.read_timeout, "price_in": args.price_in or 0.0,
+        "price_out": args.price_out or 0.0, "log_prompts": bool(args.log_prompts), "cache": args.cache,
+        "no_cache": bool(args.no_cache), "executor": args.executor or "local", "ray_address": args.ray_address,
+        "save_dir": args.save_dir,
+    }
     if mode == "search":
-        settings.update(search=args.search, reward=args.reward, search_framework=args.search_framework,
-                        search_args=parse_pairs(args.search_arg, "--search-arg"))
-        name = args.search_framework or args.search or "mcts"
+        values.update(search=args.search, reward=args.reward, search_framework=args.search_framework,
+                      search_args=parse_pairs(args.search_arg, "--search-arg"))
     else:
-        settings.update(chain=args.chain, chain_args=parse_pairs(args.chain_arg, "--chain-arg"))
-        name = args.chain or "chain"
-    root = Path(args.save_dir) if args.save_dir else Path("runs") / f"{args.dataset}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if (root / "config.json").exists():
-        raise UserError(f"{root} already holds a run; pass --resume to continue it or choose another --save-dir")
-    check_writable(root)
-    return RunDir(root), settings
+        values.update(chain=args.chain, chain_args=parse_pairs(args.chain_arg, "--chain-arg"))
+    try:
+        return RunSpec.make(**values)
+    except SpecError as exc:
+        raise UserError(exc.as_flag()) from None
 
 
 def resumed_settings(args: argparse.Namespace, mode: str) -> tuple[RunDir, dict[str, Any]]:
@@ -235,18 +199,3 @@ _NORMALIZE: dict[str, Callable[[Any], Any]] = {
 def _refuse(given: str, have: Any) -> None:
     raise UserError(f"{given} cannot be used with --resume: it would change what the run computes "
                     f"(the run has {have!r}); start a new run with another --save-dir")
-
-
-def check_writable(root: Path) -> None:
-    """Fail early, before a model loads, when the save dir cannot be created or written."""
-    probe = root
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        raise UserError(f"cannot write the save dir {root}: {probe} is a file, not a folder; "
-                        "choose another --save-dir")
-    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write the save dir {root}: {probe} is not writable; "
-                        "fix its permissions or choose another --save-dir")

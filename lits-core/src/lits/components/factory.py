@@ -10,7 +10,7 @@ name registered classes explicitly and win over both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from lits.components.base import Policy, RewardModel, Transition, settings_of
 from lits.components.checks import describe_problems, problems_of
@@ -30,9 +30,19 @@ class Components:
     equivalent: Optional[Callable[[str, str], bool]] = None
 
 
-def _resolve(getter: Any, explicit: Optional[str], dataset: str, fallback: Optional[type]) -> Any:
-    """The named class, else the dataset's own, else the generic one; checked before it is built."""
-    if explicit:
+#: A component as a run names it: a registered name, a class, or an object the caller built.
+Choice = Union[str, type, object, None]
+
+
+def _resolve(getter: Any, explicit: Choice, dataset: str, fallback: Optional[type]) -> Any:
+    """The named class, else the dataset's own, else the generic one; checked before it is built.
+
+    A class given directly is checked the same way; an object given directly is used as it is."""
+    if explicit is not None and not isinstance(explicit, (str, type)):
+        return explicit
+    if isinstance(explicit, type):
+        name, cls = explicit.__name__, explicit
+    elif explicit:
         name, cls = explicit, getter(explicit)  # KeyError lists the registered names
     else:
         try:
@@ -56,9 +66,9 @@ def create_components(
     *,
     eval_model: Optional[LanguageModel] = None,
     transition_model: Optional[LanguageModel] = None,
-    policy: Optional[str] = None,
-    transition: Optional[str] = None,
-    reward: Optional[str] = None,
+    policy: Choice = None,
+    transition: Choice = None,
+    reward: Choice = None,
     n_actions: int = 3,
     temperature: float = 0.8,
     policy_kwargs: Optional[dict[str, Any]] = None,
@@ -101,7 +111,8 @@ def create_components(
         domain["validate_action"] = transition_cls.validate_action
 
     return Components(
-        policy=policy_cls(
+        policy=_built(
+            policy_cls,
             base_model=base_model,
             task_name=dataset,
             n_actions=n_actions,
@@ -109,21 +120,23 @@ def create_components(
             **_accepted(policy_cls, domain),
             **(policy_kwargs or {}),
         ),
-        transition=transition_cls(base_model=transition_model or base_model, task_name=dataset),
-        reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset,
-                                **_accepted(reward_cls, domain)),
+        transition=_built(transition_cls, base_model=transition_model or base_model, task_name=dataset),
+        reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset,
+                            **_accepted(reward_cls, domain)),
         task_type=task_type,
     )
 
 
-def _accepted(cls: type, domain: dict[str, Any]) -> dict[str, Any]:
+def _accepted(cls: Any, domain: dict[str, Any]) -> dict[str, Any]:
     """The domain's action functions a component declares it takes (a plugin's own may take none)."""
+    if not isinstance(cls, type):  # an object the caller built took what it needs
+        return {}
     known = set(settings_of(cls))
     return {k: v for k, v in domain.items() if k in known}
 
 
-def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Optional[str], transition: Optional[str],
-              reward: Optional[str], n_actions: int, temperature: float,
+def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Choice, transition: Choice,
+              reward: Choice, n_actions: int, temperature: float,
               resource: dict[str, Any]) -> Components:
     """Tool use: the resource gives the tools; generic components do the rest."""
     from lits.components.policy.tool_use import ToolUsePolicy
@@ -136,10 +149,10 @@ def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Optional[s
     transition_cls = _resolve(ComponentRegistry.get_transition, transition, dataset, ToolUseTransition)
     reward_cls = _resolve(ComponentRegistry.get_reward_model, reward, dataset, ToolUsePRM)
     return Components(
-        policy=policy_cls(base_model=base_model, task_name=dataset, tools=tools, tool_context=context,
+        policy=_built(policy_cls, base_model=base_model, task_name=dataset, tools=tools, tool_context=context,
                           n_actions=n_actions, temperature=temperature),
-        transition=transition_cls(tools=tools, task_name=dataset),
-        reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset),
+        transition=_built(transition_cls, tools=tools, task_name=dataset),
+        reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset),
         task_type="tool_use",
         evaluate=get_registration("dataset", dataset).meta.get("evaluate"),
     )
@@ -156,8 +169,8 @@ def _load_tools(dataset: str, resource: Optional[str], options: dict[str, Any],
         raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
 
 
-def _language_grounded(dataset: str, base_model: Any, eval_model: Any, transition_model: Any, policy: Optional[str],
-                       transition: Optional[str], reward: Optional[str], n_actions: int,
+def _language_grounded(dataset: str, base_model: Any, eval_model: Any, transition_model: Any, policy: Choice,
+                       transition: Choice, reward: Choice, n_actions: int,
                        temperature: float, policy_kwargs: dict[str, Any]) -> Components:
     """Chain of thought by default; the dataset supplies answer extraction, equivalence and scoring."""
     from lits.answers import extract_stated_answer, same_text
@@ -171,13 +184,18 @@ def _language_grounded(dataset: str, base_model: Any, eval_model: Any, transitio
     reward_cls = _resolve(ComponentRegistry.get_reward_model, reward, dataset, GenerativePRM)
     equivalent = meta.get("equivalent") or same_text
     return Components(
-        policy=policy_cls(base_model=base_model, task_name=dataset, n_actions=n_actions, temperature=temperature,
-                          **policy_kwargs),
-        transition=transition_cls(base_model=transition_model or base_model, task_name=dataset,
-                                  **_accepted(transition_cls, {
-            "extract_answer": meta.get("extract_answer") or extract_stated_answer, "equivalent": equivalent})),
-        reward_model=reward_cls(base_model=eval_model or base_model, task_name=dataset),
+        policy=_built(policy_cls, base_model=base_model, task_name=dataset, n_actions=n_actions,
+                      temperature=temperature, **policy_kwargs),
+        transition=_built(transition_cls, base_model=transition_model or base_model, task_name=dataset,
+                          **_accepted(transition_cls, {"extract_answer": meta.get("extract_answer")
+                                                       or extract_stated_answer, "equivalent": equivalent})),
+        reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset),
         task_type="language_grounded",
         evaluate=meta.get("evaluate"),
         equivalent=equivalent,
     )
+
+
+def _built(cls_or_object: Any, **kwargs: Any) -> Any:
+    """A resolved class built with the run's settings; an object the caller built, as it is."""
+    return cls_or_object(**kwargs) if isinstance(cls_or_object, type) else cls_or_object

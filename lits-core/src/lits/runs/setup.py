@@ -110,14 +110,18 @@ def distinct_models(models: dict[str, Any]) -> list[Any]:
     return out
 
 
-def build_components(settings: dict[str, Any], models: dict[str, Any], config: Any, task_type: str) -> Any:
-    """The run's components from its settings, each calling its own model (see :func:`create_run_models`)."""
+def build_components(settings: dict[str, Any], models: dict[str, Any], config: Any, task_type: str,
+                     objects: Optional[dict[str, Any]] = None) -> Any:
+    """The run's components from its settings, each calling its own model (see :func:`create_run_models`).
+
+    ``objects``: components the caller gave as classes or built objects (the Python API), by role."""
     from lits.components.factory import create_components
 
+    given = objects or {}
     return create_components(
         settings["dataset"], models["policy"], eval_model=models["eval"], transition_model=models["transition"],
-        policy=settings["policy"], transition=settings["transition"],
-        reward=settings.get("reward"), n_actions=getattr(config, "n_actions", 1),
+        policy=given.get("policy", settings["policy"]), transition=given.get("transition", settings["transition"]),
+        reward=given.get("reward", settings.get("reward")), n_actions=getattr(config, "n_actions", 1),
         temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
         resource=settings.get("resource"), resource_options=settings.get("resource_args") or {},
         framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config))

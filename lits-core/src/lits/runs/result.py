@@ -1,0 +1,127 @@
+"""What :func:`lits.run` returns: the run's outcome per instance, its cost, and its trees, read from its save dir."""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+
+@dataclass(frozen=True)
+class InstanceOutcome:
+    """One selected instance: solved or not, its answer, or why it did not finish."""
+
+    idx: int
+    id: str
+    query: Any
+    finished: bool
+    solved: Optional[bool]
+    answer: Optional[str]
+    error: Optional[str] = None
+    record: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A finished (or stopped) run; every figure also lives in its save dir."""
+
+    save_dir: Path
+    command: str
+    dataset: str
+    summary: dict[str, Any]
+    instances: list[InstanceOutcome]
+    stopped: Optional[str] = None
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def solved(self) -> int:
+        return sum(bool(i.solved) for i in self.instances)
+
+    @property
+    def accuracy(self) -> Optional[float]:
+        """Solved over finished instances (None when none finished)."""
+        value = self.summary.get("accuracy")
+        return float(value) if value is not None else None
+
+    @property
+    def failed(self) -> dict[int, str]:
+        return {i.idx: i.error for i in self.instances if i.error is not None}
+
+    @property
+    def cost(self) -> dict[str, Any]:
+        """Calls, cache hits, tokens, model seconds and money over the whole run."""
+        return dict(self.summary.get("inference") or {})
+
+    def tree(self, idx: int) -> Optional[dict[str, Any]]:
+        """Instance ``idx``'s search tree (nodes with visits, values, the chosen path), as ``lits view`` draws it;
+        a chain's steps as a path."""
+        from lits.view.model import instance_tree
+
+        record = next((i.record for i in self.instances if i.idx == idx), None)
+        return instance_tree(self.save_dir, idx, self.command, self.config, record or None)
+
+    def to_pandas(self) -> Any:
+        """One row per instance (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("RunResult.to_pandas needs pandas: pip install pandas") from None
+        return pd.DataFrame([{"idx": i.idx, "id": i.id, "query": i.query, "finished": i.finished,
+                              "solved": i.solved, "answer": i.answer, "error": i.error} for i in self.instances])
+
+    def _repr_html_(self) -> str:
+        """A summary table in Jupyter."""
+        rows = "".join(
+            f"<tr><td>{i.idx}</td><td>{_cell(i.query)}</td><td>{_status(i)}</td><td>{_cell(i.answer)}</td></tr>"
+            for i in self.instances)
+        accuracy = "n/a" if self.accuracy is None else f"{self.accuracy:.1%}"
+        cost = self.cost
+        return (f"<div><b>{html.escape(self.command)} {html.escape(self.dataset)}</b>: solved {self.solved} of "
+                f"{len(self.instances)} ({accuracy}), {cost.get('calls', 0)} calls, "
+                f"{cost.get('tokens_in', 0)} / {cost.get('tokens_out', 0)} tokens; "
+                f"<code>{html.escape(str(self.save_dir))}</code>"
+                f"<table><tr><th>idx</th><th>query</th><th>outcome</th><th>answer</th></tr>{rows}</table></div>")
+
+    def __str__(self) -> str:
+        accuracy = "n/a" if self.accuracy is None else f"{self.accuracy:.1%}"
+        return (f"{self.command} {self.dataset}: solved {self.solved} of {len(self.instances)} ({accuracy}) "
+                f"-> {self.save_dir}")
+
+
+def read_result(save_dir: Path, selected: list[int], failed: dict[int, str], stopped: Optional[str]) -> RunResult:
+    """The result of the run in ``save_dir`` for the ``selected`` instances."""
+    from lits.runs.artifacts import RunDir
+
+    run_dir = RunDir(save_dir)
+    config = run_dir.read_config()
+    command = str(config.get("command") or "search")
+    results = run_dir.read_results(command)
+    summary = json.loads((save_dir / "eval_results.json").read_text(encoding="utf-8"))
+    instances = [_outcome(idx, results.get(idx), failed.get(idx)) for idx in selected]
+    return RunResult(save_dir, command, str(config.get("dataset")), summary, instances, stopped, config)
+
+
+def _outcome(idx: int, record: Optional[dict[str, Any]], error: Optional[str]) -> InstanceOutcome:
+    if record is None:
+        return InstanceOutcome(idx, str(idx), None, False, None, None, error or "not finished")
+    evaluation = record.get("eval") or {}
+    solved = evaluation.get("solved")
+    answer = evaluation.get("answer")
+    if answer is None and evaluation.get("plan"):
+        answer = "; ".join(str(step) for step in evaluation["plan"])
+    return InstanceOutcome(idx, str(record.get("id", idx)), record.get("query"), True,
+                           None if solved is None else bool(solved), None if answer is None else str(answer),
+                           None, record)
+
+
+def _status(outcome: InstanceOutcome) -> str:
+    if not outcome.finished:
+        return f"not finished: {_cell(outcome.error)}"
+    return {True: "solved", False: "not solved", None: "finished"}[outcome.solved]
+
+
+def _cell(value: Any, limit: int = 120) -> str:
+    text = "" if value is None else str(value)
+    return html.escape(text if len(text) <= limit else text[: limit - 1] + "…")

@@ -1,0 +1,295 @@
+"""One run from its settings to its summary: the body under both ``lits search|chain`` and :func:`lits.run`.
+
+Cheap checks come first (dataset, selection, save dir, cache) so a mistake costs
+no model load.  How the run ended is returned as a :class:`Finished`; the caller
+says it (the CLI as one line and an exit status, the Python API as a result object).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from lits.errors import UserError
+from lits.runs.artifacts import RunDir
+from lits.runs.control import RESOURCE, RunControl, resource_problem
+from lits.runs.model_specs import describe_models, uses_own_models
+from lits.runs.runner import RunOutcome
+from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_models, \
+    distinct_models, make_config
+from lits.runs.spec import RunSpec
+
+
+@dataclass
+class Finished:
+    """What a run did: its outcome, the summary written for what finished, and how many were selected."""
+
+    run_dir: RunDir
+    mode: str
+    settings: dict[str, Any]
+    outcome: RunOutcome
+    summary: dict[str, Any]
+    selected: list[int]
+
+    @property
+    def total(self) -> int:
+        return len(self.selected)
+
+
+def new_run(spec: RunSpec) -> tuple[RunDir, dict[str, Any]]:
+    """The save dir and settings of a new run; refuses a save dir that already holds one."""
+    root = spec.save_dir or spec.default_save_dir()
+    if (root / "config.json").exists():
+        raise UserError(f"{root} already holds a run; pass --resume to continue it or choose another --save-dir")
+    check_writable(root)
+    return RunDir(root), spec.settings()
+
+
+def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
+            objects: dict[str, Any] | None = None) -> Finished:
+    """Run the selected instances; raises :class:`UserError` for a bad setting or a full disk."""
+    from lits.registry import get_registration, infer_task_type
+    from lits.runs.provenance import environment, record_models
+    from lits.runs.runner import run_instances
+
+    mode = settings["command"]
+    if settings["executor"] == "ray":
+        from lits.runs.ray_executor import require_ray
+
+        require_ray()
+    dataset = settings["dataset"]
+    try:
+        get_registration("dataset", dataset)
+    except KeyError as exc:
+        from lits.errors import one_line
+
+        raise UserError(one_line(exc)) from None
+    task_type = infer_task_type(dataset)
+    agent_reg, agent_args = agent_registration(settings, mode, task_type)
+    config = make_config(agent_reg, agent_args, mode)
+    selected = select(dataset, settings)
+    if resume:
+        run_dir.read_results(mode)  # a damaged result file is reported now, not after the run
+
+    with resource_errors(run_dir, mode):
+        run_dir.create()
+    cache = _open_cache(run_dir, settings)
+    models = create_run_models(settings)
+    control = RunControl()
+    outcome = RunOutcome()
+    owned = distinct_models(models)
+    try:
+        components = build_components(settings, models, config, task_type, objects or {})
+        owned += [m for m in _object_models(objects or {}) if all(m is not seen for seen in owned)]
+        settings[f"{mode}_args"] = config.model_dump()
+        record_models(settings, models)
+        settings["environment"] = environment()
+        with resource_errors(run_dir, mode):
+            run_dir.write_config(settings)
+        for each in owned:
+            each.use_cache(cache)
+        which = f"models {describe_models(settings)}" if uses_own_models(settings) else f"model {models['policy'].name}"
+        print(f"lits: {mode} {dataset} with {which} -> {run_dir.root}", file=sys.stderr)
+        stats = ProcessStats(run_dir, owned, components)
+        make_agent = agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name)
+        with control.handling_sigint():
+            if settings["executor"] == "ray":
+                from lits.runs.ray_executor import RayExecutor
+
+                executor = RayExecutor(settings, run_dir, mode)
+                stats = executor.stats  # type: ignore[assignment]
+                outcome = executor.run(selected, resume=resume, control=control)
+            else:
+                with stats.saved_periodically():
+                    outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
+                                            concurrency=settings["concurrency"], resume=resume,
+                                            control=control, after_instance=stats.save)
+            stats.save(outcome.seconds)
+            return _finished(run_dir, mode, settings, outcome, [idx for idx, _ in selected])
+    finally:
+        control.close()
+        if not outcome.stragglers:  # a call still in flight holds the model; leave it to the process's exit
+            for each in owned:
+                each.close()
+            if cache is not None:
+                cache.close()
+
+
+def _object_models(objects: dict[str, Any]) -> list[Any]:
+    """The models of components given as objects, so they share the run's cache and counters."""
+    from lits.lm.base import LanguageModel
+
+    found = [getattr(obj, "base_model", None) for obj in objects.values() if not isinstance(obj, type)]
+    return [m for m in found if isinstance(m, LanguageModel)]
+
+
+def select(dataset: str, settings: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The selected instances as plain dicts; a loader may defer reading each instance until here."""
+    from lits.registry import load_dataset
+
+    examples = load_dataset(dataset, **settings["dataset_args"])
+    offset, limit = settings.get("offset") or 0, settings.get("limit")
+    end = len(examples) if limit is None else offset + limit
+    selected = [(i, dict(examples[i])) for i in range(offset, min(end, len(examples)))]
+    if not selected:
+        raise UserError(f"no instances selected from {dataset!r} ({len(examples)} available)")
+    return selected
+
+
+def _open_cache(run_dir: RunDir, settings: dict[str, Any]) -> Any:
+    if settings.get("no_cache"):
+        return None
+    from lits.lm.cache import CacheError, ResponseCache
+
+    try:
+        return ResponseCache(settings.get("cache") or run_dir.root / "cache.sqlite")
+    except CacheError as exc:
+        raise UserError(str(exc)) from None
+
+
+class ProcessStats:
+    """This process's counters in ``stats/process-N.json``, rewritten after each instance and every
+    few seconds, so a process killed with SIGKILL loses at most those seconds of counts."""
+
+    def __init__(self, run_dir: RunDir, models: list[Any], components: Any) -> None:
+        from lits.runs.stats import ProcessStats as StatsFile
+
+        self.run_dir, self.models, self.components = run_dir, models, components
+        self.relative = StatsFile(run_dir.root).relative
+        self.started = time.perf_counter()
+        self._lock = threading.Lock()  # an older snapshot must never replace a newer one
+
+    @contextlib.contextmanager
+    def saved_periodically(self) -> Iterator[None]:
+        every = float(os.environ.get("LITS_STATS_EVERY") or 5.0)
+        stop = threading.Event()
+
+        def loop() -> None:
+            while not stop.wait(every):
+                self.save()
+
+        thread = threading.Thread(target=loop, name="lits-stats", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+    def save(self, seconds: float | None = None) -> None:
+        as_dict = getattr(getattr(self.components.policy, "stats", None), "as_dict", None)
+        payload = {
+            "pid": os.getpid(),
+            "seconds": round(time.perf_counter() - self.started if seconds is None else seconds, 3),
+            "busy_area": round(sum(m.limiter.busy_area() for m in self.models), 3),
+            "policy_stats": as_dict() if as_dict is not None else None,
+            "faults": _summed([m.fault_stats() for m in self.models]),
+        }
+        with self._lock, contextlib.suppress(OSError):  # counters are not results: a full disk is
+            self.run_dir.write_json(self.relative, payload)  # reported elsewhere
+
+
+def _summed(counts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each counter added up over the run's models."""
+    out: dict[str, Any] = {}
+    for each in counts:
+        for key, value in each.items():
+            out[key] = out.get(key, 0) + value
+    return out
+
+
+def _finished(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: RunOutcome,
+              selected: list[int]) -> Finished:
+    """Write the summary for what finished; a full disk is one line naming ``--resume``."""
+    if outcome.stop_reason == RESOURCE:
+        with contextlib.suppress(Exception):  # the disk may be too full for the summary too
+            summarize(run_dir, mode, settings, outcome, len(selected))
+        raise UserError(f"{outcome.stop_message}, then run `{run_dir.resume_hint(mode)}`")
+    with resource_errors(run_dir, mode):
+        summary = summarize(run_dir, mode, settings, outcome, len(selected))
+    return Finished(run_dir, mode, settings, dataclasses.replace(outcome), summary, selected)
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    from lits.runs.evaluation import format_table
+
+    table = format_table(summary)
+    if not summary.get("models"):
+        return table
+    first = table.split("\n", 1)[0]
+    width = len(first) - len(first[len("instances"):].lstrip()) - 2
+    return f"{'models':<{width}}  {summary['models']}\n{table}"
+
+
+def summarize(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: RunOutcome,
+              total: int) -> dict[str, Any]:
+    from lits.runs.evaluation import aggregate, instance_counts
+    from lits.runs.stats import whole_run
+
+    results = run_dir.read_results(mode)
+    summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings())
+    summary.update(instance_counts(len(results), total, len(outcome.failed)))
+    summary.update(whole_run(run_dir.root))
+    summary["stopped"] = outcome.stop_reason
+    summary["retried_instances"] = outcome.attempts
+    if uses_own_models(settings):
+        summary["models"] = describe_models(settings)
+    write_eval(run_dir, settings, summary)
+    return summary
+
+
+def read_inference_log(run_dir: RunDir) -> Any:
+    """The inference log; damaged lines are skipped with one ``lits: warning:`` line."""
+    from lits.observability import InferenceLog
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        log = InferenceLog.read(run_dir.inference_log_path)
+    for warning in caught:
+        print(f"lits: warning: {warning.message}", file=sys.stderr)
+    return log
+
+
+def write_eval(run_dir: RunDir, config: dict[str, Any], summary: dict[str, Any]) -> None:
+    keys = ("dataset", "command", "search", "search_framework", "chain", "reward", "concurrency")
+    run_dir.write_json("eval_results.json", {"config": {k: config.get(k) for k in keys}, **summary})
+    try:
+        (run_dir.root / "eval.log").write_text(format_summary(summary) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(run_dir.root / "eval.log")) from None
+
+
+@contextlib.contextmanager
+def resource_errors(run_dir: RunDir, mode: str) -> Iterator[None]:
+    """A full disk or an unwritable save dir is one line that names the file and --resume."""
+    try:
+        yield
+    except Exception as exc:
+        problem = resource_problem(exc, str(run_dir.root))
+        if problem is None:
+            raise
+        resume = f", then run `{run_dir.resume_hint(mode)}`" if run_dir.config_path.exists() else ""
+        raise UserError(problem + resume) from None
+
+
+def check_writable(root: Path) -> None:
+    """Fail early, before a model loads, when the save dir cannot be created or written."""
+    probe = root
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise UserError(f"cannot write the save dir {root}: {probe} is a file, not a folder; "
+                        "choose another --save-dir")
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write the save dir {root}: {probe} is not writable; "
+                        "fix its permissions or choose another --save-dir")

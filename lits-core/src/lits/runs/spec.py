@@ -1,0 +1,230 @@
+"""A run as one typed object: what the CLI parses its flags into and :func:`lits.run` takes.
+
+Every setting of a ``lits search`` / ``lits chain`` run has one field here, checked when
+the spec is made (a bad value is one :class:`SpecError` line naming the field).  The spec
+becomes the settings recorded in ``config.json`` (:meth:`RunSpec.settings`), so a run made
+from Python and the same run made from the command line write the same files.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from lits.errors import UserError
+
+Role = Literal["policy", "eval", "transition"]
+#: A component given by registered name, by class, or as an object built by the caller.
+ComponentChoice = Union[str, type, object, None]
+
+#: Calls in flight against an HTTP server when ``concurrency`` is not given: enough to keep a
+#: local vLLM / llama.cpp server batching.  In-process models take one call at a time.
+SERVER_CONCURRENCY = 16
+
+
+class SpecError(UserError):
+    """A spec field with a bad value: ``field`` and what is wrong with it."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field} {problem}")
+        self.field, self.problem = field, problem
+
+    def as_flag(self) -> str:
+        """The same problem named as the command line's flag (``--call-budget must be ...``)."""
+        return f"--{self.field.replace('_', '-')} {self.problem}"
+
+
+class ComponentModel(BaseModel):
+    """One component's own model (``--policy-model`` and its base URL and args)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunSpec(BaseModel):
+    """Everything a run needs; the defaults are the command line's."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    command: Literal["search", "chain"] = "search"
+    dataset: str = Field(min_length=1)
+    dataset_args: dict[str, Any] = Field(default_factory=dict)
+    offset: int = 0
+    limit: Optional[int] = None
+    resource: Optional[str] = None
+    resource_args: dict[str, Any] = Field(default_factory=dict)
+    policy: ComponentChoice = None
+    transition: ComponentChoice = None
+    reward: ComponentChoice = None
+    search: Optional[str] = None
+    search_args: dict[str, Any] = Field(default_factory=dict)
+    search_framework: Optional[str] = None
+    chain: Optional[str] = None
+    chain_args: dict[str, Any] = Field(default_factory=dict)
+    model: str = "local"
+    base_url: Optional[str] = None
+    api: Optional[Literal["chat", "completion"]] = None
+    component_models: dict[Role, ComponentModel] = Field(default_factory=dict)
+    concurrency: Optional[int] = None
+    call_budget: Optional[float] = None
+    read_timeout: Optional[float] = None
+    price_in: float = 0.0
+    price_out: float = 0.0
+    log_prompts: bool = False
+    cache: Optional[str] = None
+    no_cache: bool = False
+    executor: Literal["local", "ray"] = "local"
+    ray_address: Optional[str] = None
+    save_dir: Optional[Path] = None
+
+    @classmethod
+    def make(cls, **values: Any) -> "RunSpec":
+        """A spec, or one :class:`SpecError` line for the first bad field."""
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise _spec_error(exc) from None
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, value: Any) -> Any:
+        return "local" if value in (None, "") else value
+
+    @field_validator("offset")
+    @classmethod
+    def _offset(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("must be 0 or more")
+        return value
+
+    @field_validator("limit", "concurrency")
+    @classmethod
+    def _at_least_one(cls, value: Optional[int]) -> Optional[int]:
+        if value is not None and value < 1:
+            raise ValueError("must be at least 1")
+        return value
+
+    @field_validator("call_budget", "read_timeout")
+    @classmethod
+    def _seconds(cls, value: Optional[float]) -> Optional[float]:
+        if value is not None and value <= 0:
+            raise ValueError("must be more than 0 seconds")
+        return value
+
+    @field_validator("price_in", "price_out")
+    @classmethod
+    def _price(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError("must be 0 or more")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "RunSpec":
+        if self.resource_args and not self.resource:
+            raise ValueError("resource_args needs resource NAME (e.g. resource='mcp')")
+        if self.ray_address is not None and self.executor != "ray":
+            raise ValueError("ray_address needs executor='ray'")
+        other = "chain" if self.command == "search" else "search"
+        for name in (other, f"{other}_args", *(("search_framework", "reward") if other == "search" else ())):
+            if getattr(self, name):
+                raise ValueError(f"{name} is for {other} runs, and this is a {self.command} run")
+        if self.executor == "ray" and self.objects():
+            raise ValueError("components given as objects cannot be sent to Ray workers; register them "
+                             "in a plugin and pass their names")
+        return self
+
+    def objects(self) -> dict[str, Any]:
+        """The components given as classes or objects rather than registered names."""
+        return {role: value for role in ("policy", "transition", "reward")
+                if (value := getattr(self, role)) is not None and not isinstance(value, str)}
+
+    def resolved_concurrency(self) -> int:
+        """``concurrency``, else 1 for in-process models and 16 for a server (the largest over components)."""
+        if self.concurrency is not None:
+            return self.concurrency
+        names = [self.model, *(m.model for m in self.component_models.values() if m.model)]
+        return max(default_concurrency(name) for name in names)
+
+    def default_save_dir(self) -> Path:
+        name = (self.search_framework or self.search or "mcts") if self.command == "search" else (self.chain or "chain")
+        return Path("runs") / f"{self.dataset}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+    def settings(self) -> dict[str, Any]:
+        """The settings recorded in ``config.json``: every field but the save dir, objects by class name."""
+        from lits import __version__
+
+        out: dict[str, Any] = {
+            "command": self.command, "dataset": self.dataset, "dataset_args": dict(self.dataset_args),
+            "offset": self.offset, "limit": self.limit, "resource": self.resource,
+            "resource_args": dict(self.resource_args),
+            "policy": component_name(self.policy), "transition": component_name(self.transition),
+            "model": self.model, "base_url": self.base_url, "api": self.api,
+            "component_models": {role: m.model_dump() for role, m in self.component_models.items()},
+            "concurrency": self.resolved_concurrency(),
+            "call_budget": self.call_budget, "read_timeout": self.read_timeout,
+            "price_in": self.price_in, "price_out": self.price_out, "log_prompts": self.log_prompts,
+            "cache": self.cache, "no_cache": self.no_cache, "executor": self.executor,
+            "ray_address": self.ray_address, "lits_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
+        if self.command == "search":
+            out.update(search=self.search, reward=component_name(self.reward),
+                       search_framework=self.search_framework, search_args=dict(self.search_args))
+        else:
+            out.update(chain=self.chain, chain_args=dict(self.chain_args))
+        return out
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], **changes: Any) -> "RunSpec":
+        """The spec a recorded ``config.json`` was made from (for ``lits rerun``), with ``changes`` applied."""
+        fields = set(cls.model_fields) - {"save_dir"}
+        values = {key: value for key, value in config.items() if key in fields}
+        for role in ("policy", "transition", "reward"):
+            if str(values.get(role) or "").startswith(OBJECT_PREFIX):
+                raise UserError(f"the run's {role} was an object ({values[role][len(OBJECT_PREFIX):]}), which "
+                                "config.json cannot rebuild; run it again from Python with the same object")
+        return cls.make(**{**values, **changes})
+
+
+#: How config.json names a component that was given as a class or an object.
+OBJECT_PREFIX = "object:"
+#: Settings that may change when a run is resumed: where and how calls are made, not what is computed.
+OPERATIONAL_FIELDS = frozenset({"concurrency", "base_url", "call_budget", "read_timeout", "price_in", "price_out",
+                                "executor", "ray_address", "log_prompts", "cache", "no_cache"})
+
+
+def component_name(value: ComponentChoice) -> Optional[str]:
+    if value is None or isinstance(value, str):
+        return value
+    cls = value if isinstance(value, type) else type(value)
+    return f"{OBJECT_PREFIX}{cls.__module__}.{cls.__qualname__}"
+
+
+def default_concurrency(model: Any) -> int:
+    from lits.runs.model_specs import is_gguf
+
+    return 1 if model in (None, "", "local", "scripted") or is_gguf(model) else SERVER_CONCURRENCY
+
+
+def _spec_error(exc: ValidationError) -> SpecError:
+    """The first problem pydantic found, as ``field problem`` in plain words."""
+    err = exc.errors()[0]
+    loc = [str(part) for part in err.get("loc", ())]
+    message = str(err.get("msg", "is not valid")).removeprefix("Value error, ")
+    if not loc:  # a check across fields names its field itself
+        field, _, problem = message.partition(" ")
+        return SpecError(field, problem)
+    if err.get("type") == "extra_forbidden":
+        close = difflib.get_close_matches(loc[0], list(RunSpec.model_fields), n=1, cutoff=0.6)
+        return SpecError(loc[0], "is not a run setting" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    if err.get("type") == "missing":
+        return SpecError(loc[0], "is required")
+    problem = message if message.startswith(("must", "needs", "is ")) else f"is not valid: {message}"
+    return SpecError(".".join(loc), problem)
