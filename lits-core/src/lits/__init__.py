@@ -11,7 +11,7 @@ from typing import Any
 __version__ = "0.3.0"
 
 #: Names of :mod:`lits.api` reachable as ``lits.NAME`` (the running side; the rest via ``lits.api``).
-_API = frozenset({"run", "search", "chain", "resume", "run_async", "model", "RunSpec", "RunResult",
+_API = frozenset({"run", "search", "chain", "resume", "run_async", "plan", "model", "RunSpec", "RunResult",
                   "InstanceOutcome", "SpecError"})
 
 

@@ -49,7 +49,7 @@ from lits.type_registry import register_state, register_type
 
 __all__ = [
     # running
-    "run", "search", "chain", "resume", "run_async", "RunSpec", "ComponentModel", "RunResult", "InstanceOutcome",
+    "run", "search", "chain", "resume", "run_async", "plan", "RunSpec", "ComponentModel", "RunResult", "InstanceOutcome",
     "SpecError", "UserError", "model",
     # building blocks (the seeds' names)
     "Policy", "Transition", "RewardModel", "EnvGroundedTransition", "ToolUseTransition", "LanguageModel",
@@ -121,6 +121,21 @@ def resume(save_dir: str | Path, **changes: Any) -> RunResult:
     check_writable(run_dir.root)
     done = execute(run_dir, settings, resume=True, objects=objects)
     return read_result(run_dir.root, done.selected, done.outcome.failed, done.outcome.stop_reason)
+
+
+def plan(spec: Optional[RunSpec] = None, /, **fields: Any) -> dict[str, Any]:
+    """What :func:`run` would do, checked as a run checks it, with no model call and nothing written
+    (``--dry-run``): the resolved ``settings``, the ``instances``, each component's ``models`` and a bound on
+    model ``calls``."""
+    from lits.runs.planning import plan as plan_run
+    from lits.runs.session import new_run
+
+    if spec is None:
+        spec = RunSpec.make(**fields)
+    elif fields:
+        spec = RunSpec.make(**{**_fields_of(spec), **fields})
+    _, settings = new_run(spec, check_only=True)
+    return plan_run(settings, spec.objects())
 
 
 async def run_async(spec: Optional[RunSpec] = None, /, **fields: Any) -> RunResult:

@@ -53,6 +53,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rerun(args: argparse.Namespace) -> int:
+    from lits.cli.run import rerun_command
+
+    return rerun_command(args)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     """Re-judge a run's results from its save dir alone; what only the run measured is kept."""
     from lits.runs.session import format_summary, read_inference_log, write_eval

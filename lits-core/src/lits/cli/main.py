@@ -86,6 +86,15 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ray-address", default=None, metavar="ADDR",
                    help="with --executor ray: the cluster to join, 'auto' (the running one) or HOST:PORT "
                         "(default: start a local Ray instance for this run)")
+    g.add_argument("--config", default=None, metavar="FILE",
+                   help="run settings from a TOML or YAML file (fields as in the Python API's RunSpec, e.g. "
+                        "dataset = \"gsm8k\", [search_args] n_iterations = 20); flags given override it")
+    g.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="set any run setting, or one key of a mapping: --set limit=5 --set search_args.max_depth=8 "
+                        "(after --config and the flags; repeatable)")
+    g.add_argument("--dry-run", action="store_true",
+                   help="check every setting, the data, the plugins and the components, print the resolved run "
+                        "and a bound on its model calls; write nothing, call no model")
     g.add_argument("--policy", default=None, help="registered policy name (default: by dataset, else generic)")
     g.add_argument("--transition", default=None, help="registered transition name (default: the dataset's)")
 
@@ -128,6 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="chain setting, e.g. max_steps=10 (repeatable)")
     p.set_defaults(func=commands.cmd_chain)
 
+    p = sub.add_parser("rerun", help="run a finished run again from its config.json, into a new save dir")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run to repeat")
+    p.add_argument("--save-dir", default=None, help="where the new run goes (default: RUN_DIR-rerun-TIME)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="change a setting of the repeat, e.g. --set limit=2 (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="check and print the repeat's settings; run nothing")
+    p.set_defaults(func=commands.cmd_rerun)
+
     p = sub.add_parser("compare", help="one table of accuracy, tokens, calls and time across runs")
     p.add_argument("save_dirs", nargs="+", metavar="SAVE_DIR", help="finished runs to compare")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -165,7 +182,7 @@ def main(argv: Optional[Sequence[str]] = None, prefix: Sequence[str] = ()) -> in
         parser.print_help()
         return 2
     try:
-        if args.command in ("search", "chain", "eval"):
+        if args.command in ("search", "chain", "eval", "rerun"):
             from lits.cli.plugin_commands import warn_broken_plugins
 
             warn_broken_plugins()

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 from lits.cli.errors import UserError
+from lits.runs.spec import parse_value
 
-
-def parse_value(text: str) -> Any:
-    """``10`` -> 10, ``0.5`` -> 0.5, ``true`` -> True, ``null`` -> None, else the string."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+__all__ = ["parse_pairs", "parse_value"]
 
 
 def parse_pairs(pairs: Sequence[str], flag: str) -> dict[str, Any]:

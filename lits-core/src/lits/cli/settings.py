@@ -18,7 +18,7 @@ from lits.cli.errors import UserError
 from lits.cli.options import parse_pairs
 from lits.runs.artifacts import RunDir
 from lits.runs.session import check_writable
-from lits.runs.spec import RunSpec, SpecError, default_concurrency
+from lits.runs.spec import RunSpec, SpecError, apply_overrides, default_concurrency, read_spec_file
 
 #: Flags that change what a run computes: (flag, attribute of args, key in config.json).
 MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
@@ -84,29 +84,45 @@ def _ray_address(executor: Optional[str], address: Optional[str]) -> Optional[st
     return address
 
 
+#: Flags that set one spec field as given: (attribute of args, field).
+_FIELD_FLAGS = (("dataset", "dataset"), ("offset", "offset"), ("limit", "limit"), ("resource", "resource"),
+                ("policy", "policy"), ("transition", "transition"), ("model", "model"), ("base_url", "base_url"),
+                ("api", "api"), ("concurrency", "concurrency"), ("call_budget", "call_budget"),
+                ("read_timeout", "read_timeout"), ("price_in", "price_in"), ("price_out", "price_out"),
+                ("cache", "cache"), ("executor", "executor"), ("ray_address", "ray_address"),
+                ("save_dir", "save_dir"), ("search", "search"), ("reward", "reward"),
+                ("search_framework", "search_framework"), ("chain", "chain"))
+#: ``K=V`` flags that set keys of a mapping field: (attribute of args, field, flag).
+_PAIR_FLAGS = (("dataset_arg", "dataset_args", "--dataset-arg"), ("resource_arg", "resource_args", "--resource-arg"),
+               ("search_arg", "search_args", "--search-arg"), ("chain_arg", "chain_args", "--chain-arg"))
+
+
 def spec_from_args(args: argparse.Namespace, mode: str) -> RunSpec:
-    """The run the flags describe; a bad value is one line naming its flag."""
-    if not args.dataset:
+    """The run that ``--config FILE``, then the flags given, then ``--set`` describe; a bad value is one line."""
+    config = getattr(args, "config", None)
+    values = read_spec_file(config) if config else {}
+    if values.get("command", mode) != mode:
+        raise UserError(f"{config} describes a {values['command']} run; run it with `lits {values['command']}`")
+    values["command"] = mode
+    for attr, field in _FIELD_FLAGS:
+        if getattr(args, attr, None) is not None:
+            values[field] = getattr(args, attr)
+    for attr, field, flag in _PAIR_FLAGS:
+        given = parse_pairs(getattr(args, attr, None) or [], flag)
+        if given:
+            values[field] = {**(values.get(field) or {}), **given}
+    for flag in ("log_prompts", "no_cache"):
+        if getattr(args, flag, None):
+            values[flag] = True
+    for role, spec in component_models(args).items():
+        have = dict((values.setdefault("component_models", {}) or {}).get(role) or {})
+        values["component_models"][role] = {**have, **{k: v for k, v in spec.items() if v}}
+    values = apply_overrides(values, getattr(args, "set", None) or [])
+    if not values.get("dataset"):
         raise UserError("--dataset is required (see `lits plugins` for registered datasets)")
-    if args.resource_arg and not args.resource:
+    if values.get("resource_args") and not values.get("resource"):
         raise UserError("--resource-arg needs --resource NAME (e.g. --resource mcp)")
-    _ray_address(args.executor, args.ray_address)
-    values: dict[str, Any] = {
-        "command": mode, "dataset": args.dataset, "dataset_args": parse_pairs(args.dataset_arg, "--dataset-arg"),
-        "offset": args.offset or 0, "limit": args.limit, "resource": args.resource,
-        "resource_args": parse_pairs(args.resource_arg, "--resource-arg"), "policy": args.policy,
-        "transition": args.transition, "model": args.model, "base_url": args.base_url, "api": args.api,
-        "component_models": component_models(args), "concurrency": args.concurrency,
-        "call_budget": args.call_budget, "read_timeout": args.read_timeout, "price_in": args.price_in or 0.0,
-        "price_out": args.price_out or 0.0, "log_prompts": bool(args.log_prompts), "cache": args.cache,
-        "no_cache": bool(args.no_cache), "executor": args.executor or "local", "ray_address": args.ray_address,
-        "save_dir": args.save_dir,
-    }
-    if mode == "search":
-        values.update(search=args.search, reward=args.reward, search_framework=args.search_framework,
-                      search_args=parse_pairs(args.search_arg, "--search-arg"))
-    else:
-        values.update(chain=args.chain, chain_args=parse_pairs(args.chain_arg, "--chain-arg"))
+    _ray_address(values.get("executor"), values.get("ray_address"))
     try:
         return RunSpec.make(**values)
     except SpecError as exc:

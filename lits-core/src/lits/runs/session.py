@@ -44,10 +44,11 @@ class Finished:
         return len(self.selected)
 
 
-def new_run(spec: RunSpec) -> tuple[RunDir, dict[str, Any]]:
-    """The save dir and settings of a new run; refuses a save dir that already holds one."""
+def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, dict[str, Any]]:
+    """The save dir and settings of a new run; refuses a save dir that already holds one
+    (unless ``check_only``: a dry run writes nothing, so it may look at any settings)."""
     root = spec.save_dir or spec.default_save_dir()
-    if (root / "config.json").exists():
+    if (root / "config.json").exists() and not check_only:
         raise UserError(f"{root} already holds a run; pass --resume to continue it or choose another --save-dir")
     check_writable(root)
     return RunDir(root), spec.settings()

@@ -9,6 +9,7 @@ from Python and the same run made from the command line write the same files.
 from __future__ import annotations
 
 import difflib
+import json
 import time
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
@@ -32,6 +33,10 @@ class SpecError(UserError):
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field} {problem}")
         self.field, self.problem = field, problem
+
+    def flagless(self, prefix: str) -> UserError:
+        """The same problem after ``prefix`` (``--set limt is not a run setting ...``)."""
+        return UserError(f"{prefix}{self}")
 
     def as_flag(self) -> str:
         """The same problem named as the command line's flag (``--call-budget must be ...``)."""
@@ -207,6 +212,72 @@ def component_name(value: ComponentChoice) -> Optional[str]:
     return f"{OBJECT_PREFIX}{cls.__module__}.{cls.__qualname__}"
 
 
+def parse_value(text: str) -> Any:
+    """``10`` -> 10, ``0.5`` -> 0.5, ``true`` -> True, ``null`` -> None, else the string."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def read_spec_file(path: str | Path) -> dict[str, Any]:
+    """A run's fields from a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file, as a mapping of field names."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            import yaml  # type: ignore[import-untyped]
+        except ImportError:
+            raise UserError(f"{path} is YAML, which needs PyYAML: pip install pyyaml (or write it as TOML)") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise UserError(f"{path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    elif path.suffix == ".toml":
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise UserError(f"{path} is not valid TOML: {exc}") from None
+    else:
+        raise UserError(f"{path}: a config file is .toml, .yaml or .yml")
+    if not isinstance(data, dict):
+        raise UserError(f"{path} must hold a table of run settings (dataset = ..., search_args = {{...}})")
+    return {str(key).replace("-", "_"): value for key, value in data.items()}
+
+
+def apply_overrides(values: dict[str, Any], pairs: list[str]) -> dict[str, Any]:
+    """``--set field=value`` and ``--set search_args.n_iterations=20``: a field, or one key of a mapping field."""
+    out = {key: dict(value) if isinstance(value, dict) else value for key, value in values.items()}
+    for pair in pairs:
+        path, sep, text = pair.partition("=")
+        if not sep or not path.strip():
+            raise UserError(f"--set expects FIELD=VALUE or FIELD.KEY=VALUE, got {pair!r}")
+        field, _, key = path.strip().replace("-", "_").partition(".")
+        if field not in RunSpec.model_fields:
+            raise SpecError(field, "is not a run setting" + _closest(field)).flagless("--set ")
+        if key:
+            inner = out.get(field)
+            if inner is not None and not isinstance(inner, dict):
+                raise UserError(f"--set {path}: {field} is not a mapping of settings")
+            out[field] = {**(inner or {}), key: parse_value(text)}
+        else:
+            out[field] = parse_value(text)
+    return out
+
+
+def _closest(name: str) -> str:
+    close = difflib.get_close_matches(name, list(RunSpec.model_fields), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def default_concurrency(model: Any) -> int:
     from lits.runs.model_specs import is_gguf
 
@@ -222,8 +293,7 @@ def _spec_error(exc: ValidationError) -> SpecError:
         field, _, problem = message.partition(" ")
         return SpecError(field, problem)
     if err.get("type") == "extra_forbidden":
-        close = difflib.get_close_matches(loc[0], list(RunSpec.model_fields), n=1, cutoff=0.6)
-        return SpecError(loc[0], "is not a run setting" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return SpecError(loc[0], "is not a run setting" + _closest(loc[0]))
     if err.get("type") == "missing":
         return SpecError(loc[0], "is required")
     problem = message if message.startswith(("must", "needs", "is ")) else f"is not valid: {message}"

@@ -1,0 +1,104 @@
+"""``--dry-run``: everything a run checks before it starts, and what it would cost, with no model call.
+
+The dataset, the selection, the search or chain and its settings, the components (built without a
+model) and each component's model spec are checked exactly as a run checks them; nothing is written
+and no model is loaded or called.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+from lits.errors import UserError, one_line
+from lits.runs.setup import agent_registration, build_components, make_config
+
+
+def plan(settings: dict[str, Any], objects: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """What the run would do: the resolved settings, the instances, the models and a bound on model calls."""
+    from lits.registry import get_registration, infer_task_type
+    from lits.runs.session import select
+
+    resolved = dict(settings)
+    mode = resolved["command"]
+    if resolved.get("executor") == "ray":
+        from lits.runs.ray_executor import require_ray
+
+        require_ray()
+    try:
+        get_registration("dataset", resolved["dataset"])
+    except KeyError as exc:
+        raise UserError(one_line(exc)) from None
+    task_type = infer_task_type(resolved["dataset"])
+    agent_reg, agent_args = agent_registration(resolved, mode, task_type)
+    config = make_config(agent_reg, agent_args, mode)
+    selected = select(resolved["dataset"], resolved)
+    try:
+        build_components(resolved, {"policy": None, "eval": None, "transition": None}, config, task_type,
+                         objects or {})
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(f"the components cannot be built: {one_line(exc)}") from None
+    resolved[f"{mode}_args"] = config.model_dump()
+    per_instance = calls_per_instance(config, mode)
+    return {"settings": resolved, "instances": [idx for idx, _ in selected], "models": check_models(resolved),
+            "calls_per_instance": per_instance,
+            "calls": None if per_instance is None else per_instance * len(selected)}
+
+
+def calls_per_instance(config: Any, mode: str) -> Optional[int]:
+    """A bound on model calls per instance from the agent's own limits (None when it declares none).
+
+    Search: each iteration expands at most ``max_depth`` nodes, each with one policy call, one reward
+    call per proposed child and one transition call; a chain: three calls per step. Cached replies and
+    early stops make real runs cheaper; re-asks of malformed replies can add one policy call per step."""
+    depth = getattr(config, "max_depth", None) if mode == "search" else getattr(config, "max_steps", None)
+    if not isinstance(depth, int):
+        return None
+    if mode == "chain":
+        return 3 * depth
+    iterations = getattr(config, "n_iterations", None)
+    width = getattr(config, "n_actions", 1) or 1
+    beam = getattr(config, "beam_width", None) or getattr(config, "n_beams", None)
+    rounds = iterations if isinstance(iterations, int) else (beam if isinstance(beam, int) else 1)
+    return rounds * depth * (2 + width)
+
+
+def check_models(settings: dict[str, Any]) -> dict[str, str]:
+    """Each component's model spec checked without loading it: where its calls would go."""
+    from lits.registry import list_names
+    from lits.runs.model_specs import KEY_ENV, ROLES, is_gguf, role_spec
+
+    out: dict[str, str] = {}
+    for role in ROLES:
+        spec = role_spec(settings, role)
+        name, base_url = str(spec["model"]), spec.get("base_url")
+        key_env = (spec.get("args") or {}).get(KEY_ENV)
+        if key_env and not os.environ.get(key_env):
+            raise UserError(f"api_key_env={key_env} for model {name}: ${key_env} is not set")
+        if is_gguf(name) and not base_url:
+            if not Path(name).expanduser().is_file():
+                raise UserError(f"model file {name} not found (without a base URL a spec ending in .gguf is a "
+                                "local file)")
+            out[role] = f"{name} (in this process)"
+        elif name in ("local", "scripted"):
+            out[role] = f"{name} (in this process)"
+        elif name in list_names("model") and name != "openai":
+            out[role] = f"{name} (backend {name})"
+        else:
+            url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+            out[role] = f"{name} at {url}"
+    return out
+
+
+def format_plan(planned: dict[str, Any]) -> str:
+    """The plan as the terminal shows it after the resolved settings."""
+    instances = planned["instances"]
+    shown = ", ".join(str(i) for i in instances[:10]) + (", ..." if len(instances) > 10 else "")
+    models = "; ".join(f"{role}: {where}" for role, where in planned["models"].items())
+    calls = ("no bound (the agent declares no depth limit)" if planned["calls"] is None else
+             f"at most {planned['calls']} ({planned['calls_per_instance']} per instance)")
+    return (f"instances     {len(instances)} ({shown})\nmodels        {models}\nmodel calls   {calls}\n"
+            "dry run: settings checked, nothing written, no model called")
