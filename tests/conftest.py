@@ -10,7 +10,8 @@ from typing import Iterator
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+TESTS = Path(__file__).resolve().parent
+SHARED_DATA = TESTS.parents[0].parent / "shared" / "data"
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
 
@@ -42,3 +43,20 @@ def self_refine_example() -> ModuleType:
         sys.modules[name] = module  # dataclasses look their module up while the file runs
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+# Areas whose tests share one costly session server (a model, PostgreSQL, Ray, a browser).
+SERVER_AREAS = frozenset({"realmodel", "ray", "view", "mcp", "postgres"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``-n``), keep a file's tests, or a server area's, on one worker.
+
+    So module and session fixtures (servers) start once, not once per worker.
+    """
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        parts = item.path.relative_to(TESTS).parts
+        group = next((part for part in parts[:-1] if part in SERVER_AREAS), "/".join(parts))
+        item.add_marker(pytest.mark.xdist_group(group))
