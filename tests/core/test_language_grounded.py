@@ -313,3 +313,14 @@ def test_siblings_with_one_action_but_different_content_are_not_duplicates(model
     search = BFS(BFSConfig(n_actions=3, max_depth=1), Notes(), _DraftTransition(), GenerativePRM())
     search.run(QUESTION, 0, {})
     assert len(search.root.children) == 3 and search.stats["duplicates"] == 0
+
+
+def test_a_chat_model_sees_the_worked_example_step_by_step_as_earlier_turns():
+    policy = ConcatPolicy(base_model=ScriptedModel(lambda *a: "x"), task_name="toy")
+    messages = policy.messages(ThoughtState(), QUESTION)
+    roles = [m["role"] for m in messages]
+    assert roles[0] == "system" and roles[-1] == "user" and QUESTION in messages[-1]["content"]
+    answers = [m["content"] for m in messages if m["role"] == "assistant"]
+    assert len(answers) >= 2 and "The answer is" in answers[-1]
+    assert not any("The answer is" in a for a in answers[:-1])
+    assert roles[1:-1] == ["user", "assistant"] * len(answers)

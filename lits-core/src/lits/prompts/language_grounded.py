@@ -2,14 +2,22 @@
 
 POLICY_SYSTEM = (
     "Solve the problem one step at a time. Each step is one short line of reasoning or "
-    "calculation. When the last step reaches the result, end it with "
-    "\"The answer is X\", writing X as simply as possible."
+    "calculation. Only the step that computes the final result ends with "
+    "\"The answer is X\", writing X as simply as possible; earlier steps never state an answer."
 )
 
 POLICY_USER = {
     "question": "Problem: {question}\n",
     "step": "Step {index}:",
     "chat_next": "Write only step {index}, one line, nothing else.",
+    # A self-made worked example, shown to chat models as earlier turns (one turn per step).
+    "chat_examples": [{
+        "question": "A baker makes 5 trays of 12 rolls. He sells 38 rolls and gives away 7. "
+                    "How many rolls are left?",
+        "steps": ["He makes 5 * 12 = 60 rolls.",
+                  "He sells or gives away 38 + 7 = 45 rolls.",
+                  "60 - 45 = 15 rolls are left. The answer is 15."],
+    }],
 }
 
 REWARD_SYSTEM = "You check the reasoning steps of a solution. Answer Yes or No."

@@ -51,16 +51,32 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         return "\n".join(lines).lstrip()
 
     def messages(self, state: ThoughtState, query: Any) -> list[Message]:
-        step = self._template("step", "Step {index}:")
-        done = "\n".join(f"{step.format(index=i)} {s.action}" for i, s in enumerate(state, 1) if s.action)
-        ask = self._template("chat_next", "Write only step {index}.").format(index=len(state) + 1)
-        if self._is_last(state):
-            ask += f' This is the last step: begin it with "{self._template("final", FINAL)}".'
-
-        user = self._template("question", "Problem: {question}\n").format(question=query)
-        user += (f"\nSteps so far:\n{done}\n" if done else "\n") + ask
-        return [{"role": "system", "content": str(self.task_prompt_spec or "")},
+        """System prompt, worked examples as earlier user/assistant turns, then the ask for the next step."""
+        user = self._ask(query, [s.action for s in state if s.action], len(state) + 1, self._is_last(state))
+        return [{"role": "system", "content": str(self.task_prompt_spec or "")}, *self._example_turns(),
                 {"role": "user", "content": user}]
+
+    def _ask(self, query: Any, done: list[str], index: int, last: bool) -> str:
+        step = self._template("step", "Step {index}:")
+        shown = "\n".join(f"{step.format(index=i)} {action}" for i, action in enumerate(done, 1))
+        ask = self._template("chat_next", "Write only step {index}.").format(index=index)
+        if last:
+            ask += f' This is the last step: begin it with "{self._template("final", FINAL)}".'
+        user = self._template("question", "Problem: {question}\n").format(question=query)
+        return user + (f"\nSteps so far:\n{shown}\n" if shown else "\n") + ask
+
+    def _example_turns(self) -> list[Message]:
+        """The prompt's ``chat_examples`` (``{"question", "steps"}``), asked and answered step by step as the
+        real problem will be, so a chat model sees the answer stated only at the step that computes it."""
+        spec = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
+        turns: list[Message] = []
+        for example in spec.get("chat_examples") or []:
+            steps = [str(s) for s in example.get("steps") or []]
+            for k, step_text in enumerate(steps):
+                turns.append({"role": "user", "content": self._ask(example.get("question"), steps[:k], k + 1,
+                                                                    False)})
+                turns.append({"role": "assistant", "content": step_text})
+        return turns
 
     def _get_actions(self, state: ThoughtState, n_actions: int, temperature: float, query: Any = None,
                      **kwargs: Any) -> list[ThoughtStep]:
