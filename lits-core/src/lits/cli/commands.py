@@ -18,15 +18,39 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from lits.cli.run import run_command
-
     return run_command(args, "search")
 
 
 def cmd_chain(args: argparse.Namespace) -> int:
-    from lits.cli.run import run_command
-
     return run_command(args, "chain")
+
+
+def run_command(args: argparse.Namespace, mode: str) -> int:
+    """``lits search`` / ``lits chain``: the flags become a run (or a resume request); the run goes to the end
+    below the CLI (:func:`lits.runs.session.run_to_end`), which prints how it ended."""
+    from lits.cli.settings import run_request
+    from lits.runs.session import run_to_end
+
+    dry_run = bool(args.dry_run)
+    request = run_request(args, mode)
+    return run_to_end(request, dry_run=dry_run)
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    """``lits rerun RUN_DIR``: the same run again from its ``config.json``, into a new save dir."""
+    import time
+
+    from lits.runs.artifacts import RunDir
+    from lits.runs.session import run_to_end
+    from lits.runs.spec import RunSpec, apply_overrides
+
+    source = RunDir(Path(args.run_dir))
+    saved = source.read_config()
+    save_dir = args.save_dir or f"{source.root}-rerun-{time.strftime('%Y%m%d-%H%M%S')}"
+    spec = RunSpec.from_config(saved, **apply_overrides({"save_dir": save_dir}, args.set))
+    if not args.dry_run:
+        print(f"lits: rerun of {source.root}", file=sys.stderr)
+    return run_to_end(spec, dry_run=args.dry_run)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -51,12 +75,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise UserError(f"cannot write {plot}: {exc.strerror or exc}") from None
         print(f"wrote {written}", file=sys.stderr if args.json else sys.stdout)
     return 0
-
-
-def cmd_rerun(args: argparse.Namespace) -> int:
-    from lits.cli.run import rerun_command
-
-    return rerun_command(args)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -102,3 +102,16 @@ def format_plan(planned: dict[str, Any]) -> str:
              f"at most {planned['calls']} ({planned['calls_per_instance']} per instance)")
     return (f"instances     {len(instances)} ({shown})\nmodels        {models}\nmodel calls   {calls}\n"
             "dry run: settings checked, nothing written, no model called")
+
+
+def print_plan(settings: dict[str, Any], objects: Optional[dict[str, Any]] = None) -> int:
+    """``--dry-run``: the resolved settings as JSON (secrets dropped), then the plan; exit status 0."""
+    import json
+
+    from lits.runs.artifacts import redact
+
+    planned = plan(settings, objects)
+    shown = {k: v for k, v in redact(planned["settings"]).items() if k not in ("created", "lits_version")}
+    print(json.dumps(shown, indent=1, sort_keys=True, default=str))
+    print(format_plan(planned))
+    return 0

@@ -20,11 +20,12 @@ from typing import Any, Iterator
 
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir
-from lits.runs.control import RESOURCE, RunControl, resource_problem
+from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
 from lits.runs.model_specs import describe_models, uses_own_models
 from lits.runs.runner import RunOutcome
 from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_models, \
     distinct_models, make_config
+from lits.runs.resuming import ResumeRequest, resumed_run
 from lits.runs.spec import RunSpec
 
 
@@ -42,6 +43,46 @@ class Finished:
     @property
     def total(self) -> int:
         return len(self.selected)
+
+    def report(self, *, exit_on_stragglers: bool = False) -> int:
+        """Print the summary and the line that says how the run ended; the exit status (0, 1, or 130 after
+        Ctrl-C).  ``exit_on_stragglers``: a call still in flight past the grace period ends the process now."""
+        outcome, summary, hint = self.outcome, self.summary, self.run_dir.resume_hint(self.mode)
+        print(format_summary(summary))
+        if outcome.skipped:
+            print(f"lits: {len(outcome.skipped)} instances were already done and were skipped", file=sys.stderr)
+        code = 0
+        if outcome.stop_reason == INTERRUPT:
+            unfinished = self.total - summary["instances"]
+            print(f"lits: interrupted: {summary['instances']} of {self.total} instances finished and kept, "
+                  f"{unfinished} not; continue with `{hint}`", file=sys.stderr, flush=True)
+            code = 130
+        elif outcome.stop_reason == BREAKER:
+            print(f"lits: error: {outcome.stop_message}, then run `{hint}`", file=sys.stderr)
+            code = 1
+        elif outcome.failed:
+            first_idx, first = next(iter(outcome.failed.items()))
+            print(f"lits: {len(outcome.failed)} instances failed (instance {first_idx}: {first}); "
+                  f"see {self.run_dir.root / 'execution.log'}, then run `{hint}`", file=sys.stderr)
+            code = 1
+        if outcome.stragglers and exit_on_stragglers:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
+
+
+def run_to_end(request: RunSpec | ResumeRequest, *, dry_run: bool = False) -> int:
+    """The command line's run, new or resumed: its plan (``--dry-run``), or the run and its report;
+    the exit status."""
+    resume = isinstance(request, ResumeRequest)
+    run_dir, settings = resumed_run(request) if isinstance(request, ResumeRequest) else new_run(
+        request, check_only=dry_run)
+    if dry_run:
+        from lits.runs.planning import print_plan
+
+        return print_plan(settings)
+    return execute(run_dir, settings, resume=resume).report(exit_on_stragglers=True)
 
 
 def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """A run's parts from its settings: model, agent config, components and agents.
 
-One home for both the CLI (:mod:`lits.cli.run`) and every Ray worker
+One home for both a local run (:mod:`lits.runs.session`) and every Ray worker
 (:mod:`lits.runs.ray_worker`), so a worker builds exactly what a local run builds.
 """
 

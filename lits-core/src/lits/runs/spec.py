@@ -27,12 +27,22 @@ ComponentChoice = Union[str, type, object, None]
 SERVER_CONCURRENCY = 16
 
 
+#: Fields the command line sets with a differently named flag.
+FLAGS = {"dataset_args": "--dataset-arg", "resource_args": "--resource-arg", "search_args": "--search-arg",
+         "chain_args": "--chain-arg"}
+#: Checks across fields, as the Python API and the command line say them: field -> (problem, flag problem).
+_ACROSS = {
+    "resource_args": ("needs resource NAME (e.g. resource='mcp')", "needs --resource NAME (e.g. --resource mcp)"),
+    "ray_address": ("needs executor='ray'", "needs --executor ray"),
+}
+
+
 class SpecError(UserError):
     """A spec field with a bad value: ``field`` and what is wrong with it."""
 
-    def __init__(self, field: str, problem: str) -> None:
+    def __init__(self, field: str, problem: str, flag_problem: Optional[str] = None) -> None:
         super().__init__(f"{field} {problem}")
-        self.field, self.problem = field, problem
+        self.field, self.problem, self.flag_problem = field, problem, flag_problem
 
     def flagless(self, prefix: str) -> UserError:
         """The same problem after ``prefix`` (``--set limt is not a run setting ...``)."""
@@ -40,7 +50,8 @@ class SpecError(UserError):
 
     def as_flag(self) -> str:
         """The same problem named as the command line's flag (``--call-budget must be ...``)."""
-        return f"--{self.field.replace('_', '-')} {self.problem}"
+        flag = FLAGS.get(self.field) or f"--{self.field.replace('_', '-')}"
+        return f"{flag} {self.flag_problem or self.problem}"
 
 
 class ComponentModel(BaseModel):
@@ -133,13 +144,17 @@ class RunSpec(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> "RunSpec":
         if self.resource_args and not self.resource:
-            raise ValueError("resource_args needs resource NAME (e.g. resource='mcp')")
+            raise ValueError(f"resource_args {_ACROSS['resource_args'][0]}")
         if self.ray_address is not None and self.executor != "ray":
-            raise ValueError("ray_address needs executor='ray'")
+            raise ValueError(f"ray_address {_ACROSS['ray_address'][0]}")
         other = "chain" if self.command == "search" else "search"
         for name in (other, f"{other}_args", *(("search_framework", "reward") if other == "search" else ())):
             if getattr(self, name):
                 raise ValueError(f"{name} is for {other} runs, and this is a {self.command} run")
+        from lits.runs.model_specs import check_model_args
+
+        for role, chosen in self.component_models.items():
+            chosen.args = check_model_args(role, chosen.args)
         if self.executor == "ray" and self.objects():
             raise ValueError("components given as objects cannot be sent to Ray workers; register them "
                              "in a plugin and pass their names")
@@ -185,6 +200,24 @@ class RunSpec(BaseModel):
         else:
             out.update(chain=self.chain, chain_args=dict(self.chain_args))
         return out
+
+    @classmethod
+    def from_layers(cls, config_file: Optional[str], given: dict[str, Any], sets: list[str]) -> "RunSpec":
+        """A spec from a config file, then values given (a mapping field's keys merge), then ``--set``
+        overrides: what ``lits search --config F ... --set K=V`` describes."""
+        values = read_spec_file(config_file) if config_file else {}
+        command = given.get("command")
+        if command and values.get("command", command) != command:
+            raise UserError(f"{config_file} describes a {values['command']} run; run it with "
+                            f"`lits {values['command']}`")
+        for key, value in given.items():
+            if isinstance(value, dict) and isinstance(values.get(key), dict):
+                value = {**values[key], **value}
+            values[key] = value
+        values = apply_overrides(values, sets)
+        if not values.get("dataset"):
+            raise SpecError("dataset", "is required (see `lits plugins` for registered datasets)")
+        return cls.make(**values)
 
     @classmethod
     def from_config(cls, config: dict[str, Any], **changes: Any) -> "RunSpec":
@@ -291,7 +324,7 @@ def _spec_error(exc: ValidationError) -> SpecError:
     message = str(err.get("msg", "is not valid")).removeprefix("Value error, ")
     if not loc:  # a check across fields names its field itself
         field, _, problem = message.partition(" ")
-        return SpecError(field, problem)
+        return SpecError(field, problem, _ACROSS.get(field, (None, None))[1])
     if err.get("type") == "extra_forbidden":
         return SpecError(loc[0], "is not a run setting" + _closest(loc[0]))
     if err.get("type") == "missing":

@@ -1,0 +1,151 @@
+"""A resumed run's settings: restored from ``config.json``, with what may change changed.
+
+On resume the run's *meaning* (data, selection, components, search, model) is fixed: a
+flag that would change it is refused, naming the flag.  Operational settings (calls in
+flight, where the server is, the cache, timeouts, prices) are restored from the run, and
+may be changed by giving the flag again; the change is recorded in ``config.json``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from lits.errors import UserError
+from lits.runs.artifacts import RunDir
+from lits.runs.spec import default_concurrency
+
+#: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).
+MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
+    ("--dataset", "dataset", "dataset"),
+    ("--dataset-arg", "dataset_arg", "dataset_args"),
+    ("--offset", "offset", "offset"),
+    ("--limit", "limit", "limit"),
+    ("--resource", "resource", "resource"),
+    ("--resource-arg", "resource_arg", "resource_args"),
+    ("--policy", "policy", "policy"),
+    ("--transition", "transition", "transition"),
+    ("--reward", "reward", "reward"),
+    ("--search", "search", "search"),
+    ("--search-arg", "search_arg", "search_args"),
+    ("--search-framework", "search_framework", "search_framework"),
+    ("--chain", "chain", "chain"),
+    ("--chain-arg", "chain_arg", "chain_args"),
+    ("--model", "model", "model"),
+    ("--api", "api", "api"),
+)
+#: Operational settings: restored on resume unless given again.
+OPERATIONAL_KEYS = ("concurrency", "base_url", "call_budget", "read_timeout", "price_in", "price_out",
+                    "executor", "ray_address", "log_prompts")
+
+
+@dataclass
+class ResumeRequest:
+    """What ``--resume`` was given: the save dir and every flag given again, parsed but not yet judged."""
+
+    save_dir: Optional[str]
+    mode: str
+    #: Meaning flags given again: (flag, key in config.json, value; ``K=V`` flags as a dict).
+    meaning: list[tuple[str, str, Any]] = field(default_factory=list)
+    #: Operational settings given again, by key.
+    operational: dict[str, Any] = field(default_factory=dict)
+    #: ``--ROLE-model``/``--ROLE-base-url``/``--ROLE-model-arg`` given again, by role.
+    component_models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cache: Optional[str] = None
+    no_cache: bool = False
+
+
+def resumed_run(request: ResumeRequest) -> tuple[RunDir, dict[str, Any]]:
+    """The run dir and settings of the run to continue; one line for a flag that would change the run."""
+    from lits.runs.session import check_writable
+
+    if not request.save_dir:
+        raise UserError("--resume needs --save-dir of the run to continue")
+    run_dir = RunDir(Path(request.save_dir))
+    saved = run_dir.read_config()
+    if saved.get("command") != request.mode:
+        raise UserError(f"{run_dir.root} holds a {saved.get('command')} run, not a {request.mode} run")
+    refuse_meaning_changes(request.meaning, saved)
+    changed: dict[str, Any] = {}
+    models = _resumed_component_models(request.component_models, saved.get("component_models") or {})
+    if models != (saved.get("component_models") or {}):
+        changed["component_models"] = models
+    for key, value in request.operational.items():
+        if value is not None and value != saved.get(key):
+            changed[key] = value
+    if "concurrency" in changed and changed["concurrency"] < 1:
+        raise UserError("--concurrency must be at least 1")
+    for flag, key in (("--call-budget", "call_budget"), ("--read-timeout", "read_timeout")):
+        if changed.get(key) is not None and changed[key] <= 0:
+            raise UserError(f"{flag} must be more than 0 seconds")
+    if request.cache is not None and (request.cache != saved.get("cache") or saved.get("no_cache")):
+        changed.update(cache=request.cache, no_cache=False)
+    if request.no_cache and not saved.get("no_cache"):
+        changed["no_cache"] = True
+    settings = {**saved, **changed}
+    settings["executor"] = settings.get("executor") or "local"
+    if settings["executor"] == "local":  # an address means nothing to an in-process run
+        if request.operational.get("ray_address") is not None and request.operational.get("executor") != "ray":
+            raise UserError("--ray-address needs --executor ray")
+        settings["ray_address"] = None
+    settings["model"] = model_spec(saved.get("model"))
+    settings["concurrency"] = settings.get("concurrency") or default_concurrency(settings["model"])
+    settings["offset"] = settings.get("offset") or 0
+    settings["resumed"] = [*saved.get("resumed", []),
+                           {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": changed}]
+    check_writable(run_dir.root)
+    return run_dir, settings
+
+
+def model_spec(model: Optional[str]) -> str:
+    """``--model`` as recorded: the embedded model is "local", never null."""
+    return model if model not in (None, "") else "local"
+
+
+def _resumed_component_models(given: dict[str, dict[str, Any]], saved: dict[str, Any]) -> dict[str, Any]:
+    """The run's per-component models with what may change on resume: base URLs and ``api_key_env``.
+
+    A component's model name or any other model arg is meaning: a different one is refused."""
+    from lits.runs.model_specs import OPERATIONAL_ARGS, check_model_args
+
+    out = {role: {**spec, "args": dict(spec.get("args") or {})} for role, spec in saved.items()}
+    for role, spec in given.items():
+        have = out.setdefault(role, {"model": None, "base_url": None, "args": {}})
+        if spec.get("model") and spec["model"] != have.get("model"):
+            _refuse(f"--{role}-model {spec['model']}", have.get("model") or "the run's --model")
+        for key, value in check_model_args(role, spec.get("args") or {}).items():
+            if key not in OPERATIONAL_ARGS and have["args"].get(key, _MISSING) != value:
+                _refuse(f"--{role}-model-arg {key}={value}", have["args"].get(key, "unset"))
+            have["args"][key] = value
+        if spec.get("base_url"):
+            have["base_url"] = spec["base_url"]
+    return out
+
+
+def refuse_meaning_changes(meaning: list[tuple[str, str, Any]], saved: dict[str, Any]) -> None:
+    """One line naming the first flag that would make the resumed run a different run."""
+    for flag, key, given in meaning:
+        if isinstance(given, dict):  # K=V pairs: each must equal what the run has
+            have = saved.get(key) or {}
+            for name, value in given.items():
+                if have.get(name, _MISSING) != value:
+                    _refuse(f"{flag} {name}={value}", have.get(name, "unset"))
+            continue
+        normal = _NORMALIZE.get(key, lambda v: v)
+        if normal(given) != normal(saved.get(key)):
+            _refuse(f"{flag} {given}", saved.get(key))
+
+
+_MISSING = object()
+_NORMALIZE: dict[str, Callable[[Any], Any]] = {
+    "model": model_spec,
+    "api": lambda v: v or "chat",
+    "offset": lambda v: v or 0,
+}
+
+
+def _refuse(given: str, have: Any) -> None:
+    raise UserError(f"{given} cannot be used with --resume: it would change what the run computes "
+                    f"(the run has {have!r}); start a new run with another --save-dir")
