@@ -71,12 +71,13 @@ def evaluate(example: dict[str, Any], final_answer: Any) -> dict[str, Any]:
 
 @register_dataset("mapeval-sql", task_type="tool_use", evaluate=evaluate)
 def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed: int = 0, per_class: int = 2,
-                     **kwargs: Any) -> list[dict[str, Any]]:
+                     allow_privileged_role: Any = False, **kwargs: Any) -> list[dict[str, Any]]:
     """Questions generated from the plugin's city, or a MapEval JSON file (``path``) with its ``db`` (a SQLite
-    file or a ``postgresql://user@host:port/name`` URL)."""
+    file or a ``postgresql://user@host:port/name`` URL; ``allow_privileged_role``: run the tools even as a role
+    that may do more than read)."""
     if kwargs:
         raise ValueError(f"unknown mapeval-sql dataset argument(s): {', '.join(sorted(kwargs))} "
-                         "(known: path, db, seed, per_class)")
+                         "(known: path, db, seed, per_class, allow_privileged_role)")
     if path is not None:
         file = Path(path).expanduser()
         if not file.exists():
@@ -91,7 +92,7 @@ def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed:
     elif is_postgres_url(db):
         from lits_mapeval.pg_database import ReadOnlyPostgres
 
-        database = ReadOnlyPostgres(str(db))
+        database = ReadOnlyPostgres(str(db), allow_privileged_role=_flag(allow_privileged_role))
         try:
             items = generate_questions_from(database.question_rows(), seed=int(seed), per_class=int(per_class))
         except Exception as exc:  # e.g. a database without the city's tables
@@ -107,6 +108,15 @@ def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed:
     return [to_example(item) for item in items]
 
 
+def _flag(value: Any) -> bool:
+    """A true/false dataset arg (``allow_privileged_role=true``); anything else is refused in one line."""
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "false", "1", "0"):
+        return str(value).lower() in ("true", "1")
+    raise ValueError(f"allow_privileged_role must be true or false, not {value!r}")
+
+
 def _database(db: Optional[str], seed: int) -> Path:
     """The user's SQLite file (which must exist), or the plugin's own city for ``seed``."""
     if db is None:
@@ -118,13 +128,14 @@ def _database(db: Optional[str], seed: int) -> Path:
 
 
 @register_resource("mapeval-sql")
-def load_mapeval_sql_resource(db: Optional[str] = None, seed: int = 0, **kwargs: Any) -> dict[str, Any]:
+def load_mapeval_sql_resource(db: Optional[str] = None, seed: int = 0, allow_privileged_role: Any = False,
+                              **kwargs: Any) -> dict[str, Any]:
     from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
 
     if is_postgres_url(db):
         from lits_mapeval.pg_database import ReadOnlyPostgres
 
-        database: Database = ReadOnlyPostgres(str(db))
+        database: Database = ReadOnlyPostgres(str(db), allow_privileged_role=_flag(allow_privileged_role))
     else:
         database = ReadOnlyDatabase(_database(db, seed))
     return {"tools": make_tools(database), "tool_context": tool_context(database)}

@@ -75,6 +75,41 @@ def show(value: Any) -> str:
     return str(value)
 
 
+#: Built-in roles whose members can write, read server files, run programs or signal other sessions.
+PRIVILEGED_ROLES = ("pg_write_all_data", "pg_read_server_files", "pg_write_server_files",
+                    "pg_execute_server_program", "pg_signal_backend", "pg_checkpoint", "pg_create_subscription")
+_ROLE_RIGHTS = """
+SELECT current_user, rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls,
+       ARRAY(SELECT b.rolname::text FROM pg_roles b WHERE b.rolname = ANY(%s) AND pg_has_role(current_user, b.oid,
+             'MEMBER') ORDER BY 1),
+       ARRAY(SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+               AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%%'
+               AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE')
+                    OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))
+             ORDER BY 1 LIMIT 3)
+FROM pg_roles WHERE rolname = current_user
+"""
+
+
+def privileges(conn: Any) -> tuple[str, str]:
+    """The connected role and what it may do beyond reading ("" when nothing): superuser, role attributes,
+    membership in a privileged built-in role, or a write privilege on a table."""
+    row = conn.execute(_ROLE_RIGHTS, (list(PRIVILEGED_ROLES),)).fetchone()
+    conn.rollback()
+    role, superuser, createrole, createdb, replication, bypassrls, members, writable = row
+    if superuser:  # may do anything: the rest follows
+        return str(role), "is a superuser"
+    found = [name for name, flag in (("is a superuser", superuser), ("may create roles", createrole),
+                                     ("may create databases", createdb), ("may replicate", replication),
+                                     ("bypasses row security", bypassrls)) if flag]
+    if members:
+        found.append("is a member of " + ", ".join(members))
+    if writable:
+        found.append("may write to " + ", ".join(writable))
+    return str(role), "; ".join(found)
+
+
 class ReadOnlyPostgres:
     """The read-only database the tools use, on a PostgreSQL server (interface of ``ReadOnlyDatabase``)."""
 
@@ -82,7 +117,7 @@ class ReadOnlyPostgres:
 
     def __init__(self, url: str, time_budget: float = 2.0, max_rows: int = 50, max_chars: int = 4000,
                  max_value_bytes: int = MAX_VALUE_BYTES, max_wait: Optional[float] = None,
-                 pool_size: int = POOL_SIZE) -> None:
+                 pool_size: int = POOL_SIZE, allow_privileged_role: bool = False) -> None:
         self.url = safe_url(url)
         try:
             import psycopg
@@ -101,14 +136,19 @@ class ReadOnlyPostgres:
         try:  # a plain connection first: a server that is down or refuses us is one line now, not a pool time-out
             with psycopg.connect(url, **self._kwargs) as probe:
                 self.superuser = probe.info.parameter_status("is_superuser") == "on"
+                role, rights = privileges(probe)
         except psycopg.Error as exc:
             raise ValueError(f"cannot connect to PostgreSQL at {self.url}: {_reason(exc)}") from None
+        if rights and not allow_privileged_role:
+            raise ValueError(f"MapEval-SQL will not run the model's SQL as role {role!r} at {self.url}: it "
+                             f"{rights}; connect as a role that may only read (see the plugin README), or pass "
+                             "--dataset-arg allow_privileged_role=true to take the risk")
         if self.superuser:  # a superuser may set what a role cannot: cap the temp files a sort or scan may write
             self._kwargs["options"] += f" -c temp_file_limit={SUPERUSER_TEMP_FILE_LIMIT}"
-        if self.superuser and self.url not in _warned:
+        if rights and self.url not in _warned:
             _warned.add(self.url)
-            print(f"lits: warning: MapEval-SQL is connected to {self.url} as a superuser; only the refusal list "
-                  "stands between the model's SQL and the server: use a read-only role (see the plugin README)",
+            print(f"lits: warning: MapEval-SQL runs the model's SQL as role {role!r}, which {rights} "
+                  "(allow_privileged_role=true); only the refusal list stands between that SQL and the server",
                   file=sys.stderr)
         self._dsn = url
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs=self._kwargs,

@@ -38,8 +38,9 @@ REFUSED_NAMES = re.compile(
     r"|pg_switch_wal|pg_wal_\w+|pg_backup_\w+|pg_start_backup|pg_stop_backup|pg_create_\w+|pg_copy_\w+"
     r"|pg_drop_replication_slot|pg_logical_\w+|pg_replication_\w+|pg_stat_reset\w*|pg_advisory\w*"
     r"|pg_try_advisory\w*|pg_import_system_collations|pg_log_backend_memory_contexts|pg_sleep_until"
-    # SQL run from a string
-    r"|query_to_xml\w*|cursor_to_xml\w*"
+    # SQL run from a string, and whole tables, schemas or databases dumped as XML (a superuser's would hold
+    # the password hashes)
+    r"|query_to_xml\w*|cursor_to_xml\w*|table_to_xml\w*|schema_to_xml\w*|database_to_xml\w*"
     # credentials a superuser could read
     r"|pg_authid|pg_shadow|pg_user_mappings|pg_hba_file_rules|pg_ident_file_mappings)\b")
 DOLLAR_TAG = re.compile(r"\$((?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z_0-9]|[^\x00-\x7f])*)?\$")

@@ -1,6 +1,6 @@
 """MapEval-SQL on PostgreSQL under hostile SQL: every case comes back as one observation line and leaves every
-table's checksum unchanged, on the read-only role and on a superuser connection (where only the READ ONLY
-transaction and the refusal list stand in the way)."""
+table's checksum unchanged, on the read-only role and on a superuser connection forced with
+``allow_privileged_role`` (where only the READ ONLY transaction and the refusal list stand in the way)."""
 
 from __future__ import annotations
 
@@ -83,6 +83,11 @@ POSTGRES_OWN: dict[str, tuple[str, str]] = {
     "lock_table": ("LOCK TABLE places", REFUSED),
     "terminate_the_other_backends": ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity", REFUSED),
     "password_hashes": ("SELECT rolname, rolpassword FROM pg_authid", REFUSED),
+    "password_hashes_as_xml": ("SELECT table_to_xml('pg_catalog.pg_authid', true, false, '')", REFUSED),
+    "a_table_as_xml": ("SELECT table_to_xml('places', true, false, '')", REFUSED),
+    "a_schema_as_xml": ("SELECT schema_to_xml('pg_catalog', true, false, '')", REFUSED),
+    "the_database_as_xml": ("SELECT database_to_xml(true, false, '')", REFUSED),
+    "a_table_and_its_schema_as_xml": ("SELECT table_to_xml_and_xmlschema('places', true, false, '')", REFUSED),
     "reset_the_statistics": ("SELECT pg_stat_reset()", REFUSED),
     "an_advisory_lock_held_past_the_call": ("SELECT pg_advisory_lock(1)", REFUSED),
     "a_10_MB_value_is_cut_on_the_server": ("SELECT repeat('x', 10000000)", ROWS),
@@ -93,7 +98,8 @@ CATALOGUE = SHARED_WITH_SQLITE | POSTGRES_OWN
 @pytest.fixture(scope="module", params=["reader", "postgres"])
 def pg_tools(request: pytest.FixtureRequest, pg_server: PgServer, pg_city: str,
              monkeypatch_module: pytest.MonkeyPatch) -> Iterator[list[BaseTool]]:
-    database = ReadOnlyPostgres(pg_server.url(request.param), time_budget=BUDGET, max_rows=20)
+    database = ReadOnlyPostgres(pg_server.url(request.param), time_budget=BUDGET, max_rows=20,
+                                allow_privileged_role=request.param == "postgres")
     yield make_tools(database)
     database.close()
 

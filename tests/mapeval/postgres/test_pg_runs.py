@@ -128,10 +128,27 @@ def test_a_url_with_a_password_is_refused_in_one_line_and_never_reaches_the_run_
     assert not (tmp_path / "run").exists() or READER_PASSWORD not in _run_dir_text(tmp_path / "run")
 
 
-def test_a_superuser_connection_runs_with_a_one_line_warning(tmp_path, env, pg_server: PgServer, pg_city):
+def test_a_superuser_connection_is_refused_in_one_line_naming_the_role_and_the_flag(tmp_path, env,
+                                                                                    pg_server: PgServer, pg_city):
     done = _run(tmp_path / "run", pg_server.superuser_url, "chain", env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("lits: error: MapEval-SQL will not run the model's SQL as role 'postgres' at postgresql://")
+    assert line.endswith(f"127.0.0.1:{pg_server.port}/city: it is a superuser; connect as a role that may only read "
+                         "(see the plugin README), or pass --dataset-arg allow_privileged_role=true to take the risk")
+
+
+def test_a_forced_superuser_connection_runs_with_a_one_line_warning(tmp_path, env, pg_server: PgServer, pg_city):
+    done = _run(tmp_path / "run", pg_server.superuser_url, "chain", "--dataset-arg", "allow_privileged_role=true",
+                env=env)
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("lits: warning:")]
-    assert warnings == [f"lits: warning: MapEval-SQL is connected to {pg_server.superuser_url} as a superuser; "
-                        "only the refusal list stands between the model's SQL and the server: use a read-only role "
-                        "(see the plugin README)"]
+    assert len(warnings) == 1 and "as role 'postgres', which is a superuser" in warnings[0]
+    assert "allow_privileged_role=true" in warnings[0]
+
+
+def test_the_owner_of_the_tables_is_refused_for_its_write_rights(tmp_path, env, pg_server: PgServer, pg_city):
+    done = _run(tmp_path / "run", pg_server.builder_url, "chain", env=env)
+    assert done.returncode == 2
+    assert "as role 'builder'" in done.stderr and "may write to public." in done.stderr
+    assert done.stderr.count("\n") == 1
