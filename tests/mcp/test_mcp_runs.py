@@ -124,7 +124,7 @@ def test_any_mcp_servers_tools_serve_a_tool_use_dataset(env, tmp_path, toy_comma
     steps = json.loads((tmp_path / "run" / "results" / "0.json").read_text())["final_state"]["steps"]
     assert steps[0]["observation"] == "42"
     tools = system.split("Tools:\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert [json.loads(line)["name"] for line in tools] == ["add", "paint", "refuse", "sleep", "flaky", "crash"]
+    assert [json.loads(line)["name"] for line in tools] == ["add", "paint", "refuse", "sleep", "blob", "flaky", "crash"]
 
 
 def test_a_server_that_dies_again_after_its_restart_fails_the_instance_in_one_line(env, tmp_path, toy_command):
@@ -221,3 +221,20 @@ def test_an_mcp_server_down_for_good_leaves_its_instances_to_resume(env, tmp_pat
         resumed = lits(env, "chain", "--resume", "--save-dir", str(run), "--base-url", server.base_url)
     assert resumed.returncode == 0, resumed.stderr
     assert _results(run) == _results(tmp_path / "ref")
+
+
+def test_a_50_mb_tool_result_reaches_the_next_prompt_cut_to_4000_characters(env, tmp_path, toy_command):
+    def blob_then_answer(prompt: str, body: dict) -> str:
+        if "user: Observation:" in prompt:
+            return "Thought: done\nAnswer: 1"
+        return 'Thought: look\nAction: {"tool": "blob", "args": {"megabytes": 50}}'
+
+    with FakeOpenAIServer(responder=blob_then_answer) as server:
+        result = lits(env, "chain", "--dataset", "mapeval-sql", "--limit", "1", "--model", "m", "--base-url",
+                      server.base_url, "--save-dir", str(tmp_path / "run"), "--resource", "mcp",
+                      "--resource-arg", f"command={toy_command}")
+        second = json.dumps(server.requests[1]["messages"])
+    assert result.returncode == 0, result.stderr
+    steps = json.loads((tmp_path / "run" / "results" / "0.json").read_text())["final_state"]["steps"]
+    assert steps[0]["observation"].startswith("x" * 4000 + "\n[result cut at 4,000 characters of ")
+    assert len(second) < 20_000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, Iterator, Optional
 
@@ -36,13 +37,13 @@ def fresh_toy(in_env: dict[str, str], toy_command: str) -> Iterator[dict[str, An
 
 def test_the_tools_are_listed_in_the_servers_order_with_their_schemas(toy):
     tools = toy["tools"]
-    assert [t.name for t in tools] == ["add", "paint", "refuse", "sleep", "flaky", "crash"]
+    assert [t.name for t in tools] == ["add", "paint", "refuse", "sleep", "blob", "flaky", "crash"]
     add = tools[0].spec()
     assert add["description"] == "Add two integers."
     assert add["parameters"]["required"] == ["a"]
     assert add["parameters"]["properties"]["a"] == {"description": "first addend", "title": "A", "type": "integer"}
     assert add["parameters"]["properties"]["b"]["default"] == 2
-    assert "add, paint, refuse, sleep, flaky, crash" in toy["tool_context"]
+    assert "add, paint, refuse, sleep, blob, flaky, crash" in toy["tool_context"]
 
 
 def test_arguments_are_checked_against_the_schema_before_the_call(toy):
@@ -141,3 +142,38 @@ def test_every_page_of_the_listing_is_read_and_an_unstable_order_falls_back_to_t
         assert _call(resource["tools"], "mid") == "mid ok"
     finally:
         resource["connection"].close()
+
+
+def test_a_50_mb_result_is_read_with_a_byte_limit_and_cut_to_4000_characters_saying_so(toy):
+    observation = _call(toy["tools"], "blob", timeout=20, megabytes=50)
+    head, note = observation.rsplit("\n", 1)
+    assert head == "x" * 4000
+    assert re.fullmatch(r"\[result cut at 4,000 characters of [\d,]+ bytes\]", note), note
+    assert int(note.split(" of ")[1].split()[0].replace(",", "")) > 50_000_000
+
+
+def test_a_result_over_4000_characters_is_cut_with_its_size(toy):
+    observation = _call(toy["tools"], "blob", timeout=20, megabytes=0.01)
+    assert observation == "x" * 4000 + "\n[result cut at 4,000 characters of 10,000 characters]"
+
+
+def test_a_small_result_is_given_whole(toy):
+    assert _call(toy["tools"], "blob", timeout=20, megabytes=0.001) == "x" * 1000
+
+
+def test_lines_split_in_any_chunking_come_out_the_same_and_a_long_one_keeps_its_head():
+    from lits.tools.mcp_stdio import CutLine, LineSplitter
+
+    data = b'{"a": 1}\n' + b"y" * 300 + b"\n" + b'{"b": 2}\n'
+    for size in (1, 7, 64, len(data)):
+        splitter = LineSplitter(limit=100, head=10)
+        lines = [line for start in range(0, len(data), size) for line in splitter.feed(data[start:start + size])]
+        assert lines == [b'{"a": 1}', CutLine(b"y" * 10, 300), b'{"b": 2}']
+
+
+def test_a_cut_reply_answers_its_request_with_the_head_of_its_text():
+    from lits.tools.mcp_stdio import CutLine, cut_reply
+
+    reply = cut_reply(CutLine(b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"ab\\"c\\u00', 999))
+    assert reply is not None and reply["id"] == 7
+    assert reply["result"]["content"][0]["text"] == 'ab"c\n[reply cut: the server sent 999 bytes]'

@@ -1,4 +1,5 @@
-"""A small MCP server for the tests (the SDK's high-level server): arithmetic, a refusal, a slow tool, crashes."""
+"""A small MCP server for the tests (the SDK's high-level server): arithmetic, a refusal, a slow tool, a huge
+result, crashes."""
 
 from __future__ import annotations
 
@@ -40,6 +41,12 @@ def sleep(seconds: float) -> str:
     """Take a while."""
     time.sleep(seconds)
     return "awake"
+
+
+@server.tool()
+def blob(megabytes: float) -> str:
+    """A result of that many megabytes of text."""
+    return "x" * int(megabytes * 1_000_000)
 
 
 @server.tool()

@@ -19,6 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from lits.tools.base import DEFAULT_TIMEOUT, BaseTool, ToolFailed
 from lits.tools.mcp_bridge import START_TIMEOUT, McpConnection, McpServerSpec
+from lits.tools.mcp_stdio import CUT_PATTERN
+
+#: The most of one tool result a model sees, as for the built-in SQL tools.
+RESULT_CHARS = 4000
 
 _SCALARS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
 
@@ -114,7 +118,7 @@ class McpTool(BaseTool):
         # this wait is only a safety net.
         result = self.connection.call_tool(self.name, arguments, budget=self.timeout * 2 + 10)
         text = result_text(result)
-        if result.is_error:
+        if result.is_error and not CUT_PATTERN.search(_joined_text(result)):
             raise ToolFailed(text or "the server reported an error without a message")
         return text
 
@@ -123,16 +127,37 @@ class McpTool(BaseTool):
         return self.connection.cancel(worker.ident)
 
 
-def result_text(result: Any) -> str:
-    """The text blocks of a result joined by newlines; structured content as JSON when there is no text."""
+def result_text(result: Any, limit: int = RESULT_CHARS) -> str:
+    """The text blocks of a result joined by newlines (structured content as JSON when there is no text),
+    cut to ``limit`` characters with a note saying so, as the built-in SQL tools cut theirs: a result is
+    copied into every later prompt of the instance."""
     parts = [block.text for block in getattr(result, "content", None) or [] if getattr(block, "type", "") == "text"]
     if parts:
-        return "\n".join(parts)
-    structured = getattr(result, "structured_content", None)
-    if structured is not None:
-        return json.dumps(structured, sort_keys=True)
-    kinds = sorted({str(getattr(block, "type", "?")) for block in getattr(result, "content", None) or []})
-    return f"[{', '.join(kinds)} content]" if kinds else ""
+        text = "\n".join(parts)
+    elif getattr(result, "structured_content", None) is not None:
+        text = json.dumps(result.structured_content, sort_keys=True)
+    else:
+        kinds = sorted({str(getattr(block, "type", "?")) for block in getattr(result, "content", None) or []})
+        return f"[{', '.join(kinds)} content]" if kinds else ""
+    return cap_text(text, limit)
+
+
+def _joined_text(result: Any) -> str:
+    return "\n".join(block.text for block in getattr(result, "content", None) or []
+                     if getattr(block, "type", "") == "text")
+
+
+def cap_text(text: str, limit: int = RESULT_CHARS) -> str:
+    """``text`` if it fits, else its first ``limit`` characters and ``[result cut at N of M characters]`` (M in
+    bytes when the transport already cut the reply, see :mod:`lits.tools.mcp_stdio`)."""
+    cut = CUT_PATTERN.search(text)
+    if cut is None and len(text) <= limit:
+        return text
+    if cut is not None:
+        text, total, unit = text[: cut.start()], int(cut.group(1)), "bytes"
+    else:
+        total, unit = len(text), "characters"
+    return f"{text[:limit]}\n[result cut at {min(limit, len(text)):,} characters of {total:,} {unit}]"
 
 
 _OPEN: "weakref.WeakSet[McpConnection]" = weakref.WeakSet()

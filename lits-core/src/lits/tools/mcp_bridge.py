@@ -161,10 +161,10 @@ class McpConnection:
 
     def _transport(self) -> Any:
         if self.spec.command:
+            from lits.tools.mcp_stdio import bounded_stdio
+
             argv = shlex.split(self.spec.command)
-            params = self.mcp.StdioServerParameters(command=argv[0], args=argv[1:], cwd=self.spec.cwd,
-                                                    env=server_environment(self.spec.env))
-            return self.mcp.stdio_client(params, errlog=self._errlog)
+            return bounded_stdio(argv, self.spec.cwd, server_environment(self.spec.env), self._errlog)
         from mcp.client.streamable_http import streamable_http_client
 
         return streamable_http_client(str(self.spec.url))
