@@ -99,7 +99,7 @@ def test_missing_ray_names_the_extra(lits_here: Callable[..., int], capsys: pyte
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
     assert lits_here("search", *SCRIPTED, "--executor", "ray") == 2
     assert capsys.readouterr().err.strip() == (
-        "lits: error: --executor ray needs Ray: install it with pip install 'lits-core[ray]'")
+        "lits: error: --executor ray needs Ray: pip install 'lits-core[ray]'")
 
 
 def test_worker_without_the_plugin_says_install_it_on_every_node() -> None:

@@ -16,7 +16,6 @@ from typing import Any, Optional
 
 from lits.tools.base import BaseTool, failure_reason
 
-INSTALL_HINT = "serve-mcp needs the MCP SDK: pip install 'lits-core[mcp]'"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -76,10 +75,9 @@ def build_server(tools: list[BaseTool], instructions: str) -> Any:
 
 
 def run_serve_mcp(args: argparse.Namespace) -> int:
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        raise ValueError(INSTALL_HINT) from None
+    from lits.extras import require
+
+    require("mcp", install="lits-core[mcp]", what="serve-mcp", package="the MCP SDK")
     if args.http and args.host not in LOOPBACK:
         raise ValueError(f"--host {args.host} is not a loopback address: the tools are served without "
                          "authentication, so only 127.0.0.1, localhost or ::1 are allowed")

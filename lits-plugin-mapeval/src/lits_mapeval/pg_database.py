@@ -119,12 +119,12 @@ class ReadOnlyPostgres:
                  max_value_bytes: int = MAX_VALUE_BYTES, max_wait: Optional[float] = None,
                  pool_size: int = POOL_SIZE, allow_privileged_role: bool = False) -> None:
         self.url = safe_url(url)
-        try:
-            import psycopg
-            from psycopg_pool import ConnectionPool
-        except ImportError:
-            raise ValueError("MapEval-SQL on PostgreSQL needs psycopg 3: pip install "
-                             "'lits-plugin-mapeval[postgresql]'") from None
+        from lits.extras import require
+
+        install = "lits-plugin-mapeval[postgresql]"
+        psycopg = require("psycopg", install=install, what="MapEval-SQL on PostgreSQL", package="psycopg 3")
+        ConnectionPool = require("psycopg_pool", install=install, what="MapEval-SQL on PostgreSQL",
+                                 package="psycopg-pool").ConnectionPool
         self.time_budget, self.max_rows, self.max_chars = time_budget, max_rows, max_chars
         self.max_value_bytes = max_value_bytes
         self.max_wait = 5 * time_budget if max_wait is None else max_wait

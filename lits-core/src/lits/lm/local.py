@@ -21,10 +21,8 @@ from typing import Any, Optional
 
 from lits.lm.base import Completion, GenerationParams, LanguageModel, ModelError, Prompt
 
-INSTALL_HINT = (
-    "the embedded model needs llama-cpp-python: pip install 'lits-core[local]' "
-    "(compiles llama.cpp once, about 5 minutes on 2 cores; pip then caches the wheel)"
-)
+INSTALL_NOTE = "(compiles llama.cpp once, about 5 minutes on 2 cores; pip then caches the wheel)"
+INSTALL_HINT = ("the embedded model needs llama-cpp-python: pip install 'lits-core[local]' " + INSTALL_NOTE)
 
 
 def cache_dir() -> Path:
@@ -107,18 +105,17 @@ class LocalLlamaModel(LanguageModel):
         concurrency: int = 1,
     ) -> None:
         super().__init__(concurrency=concurrency)
-        try:
-            import llama_cpp
-        except ImportError:
-            raise ModelError(INSTALL_HINT) from None
-        self._llama_cpp = llama_cpp
+        from lits.extras import require
+
+        self._llama_cpp = require("llama_cpp", install="lits-core[local]", what="the embedded model",
+                                  package="llama-cpp-python", note=INSTALL_NOTE)
         self.path = Path(path) if path else model_path()
         self.name = self.path.stem
         self.seed = seed
         self.n_ctx = n_ctx
         started = time.perf_counter()
         with _quiet_native_output():
-            self._llm = llama_cpp.Llama(
+            self._llm = self._llama_cpp.Llama(
                 model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1,
                 verbose=False, seed=seed,
             )

@@ -55,7 +55,9 @@ SHUTDOWN_TIMEOUT = 20.0
 def require_ray() -> None:
     """One line, before anything is loaded, when Ray is not installed."""
     if importlib.util.find_spec("ray") is None:
-        raise UserError("--executor ray needs Ray: install it with pip install 'lits-core[ray]'")
+        from lits.extras import MissingExtra, missing_message
+
+        raise MissingExtra(missing_message("ray", install="lits-core[ray]", what="--executor ray", package="Ray"))
 
 
 @contextlib.contextmanager

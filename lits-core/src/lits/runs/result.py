@@ -64,10 +64,9 @@ class RunResult:
 
     def to_pandas(self) -> Any:
         """One row per instance (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ImportError("RunResult.to_pandas needs pandas: pip install pandas") from None
+        from lits.extras import require
+
+        pd = require("pandas", install="pandas", what="RunResult.to_pandas")
         return pd.DataFrame([{"idx": i.idx, "id": i.id, "query": i.query, "finished": i.finished,
                               "solved": i.solved, "answer": i.answer, "error": i.error} for i in self.instances])
 

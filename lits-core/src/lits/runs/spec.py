@@ -264,10 +264,9 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise UserError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
     if path.suffix in (".yaml", ".yml"):
-        try:
-            import yaml  # type: ignore[import-untyped]
-        except ImportError:
-            raise UserError(f"{path} is YAML, which needs PyYAML: pip install pyyaml (or write it as TOML)") from None
+        from lits.extras import require
+
+        yaml = require("yaml", install="pyyaml", what=f"{path} (YAML; or write it as TOML)", package="PyYAML")
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:

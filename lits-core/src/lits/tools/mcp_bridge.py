@@ -64,11 +64,9 @@ class McpServerSpec:
 
 def import_sdk() -> Any:
     """The ``mcp`` package, or one line saying how to install it."""
-    try:
-        import mcp
-    except ImportError:
-        raise ValueError(INSTALL_HINT) from None
-    return mcp
+    from lits.extras import require
+
+    return require("mcp", install="lits-core[mcp]", what="the MCP resource", package="the MCP SDK")
 
 
 def server_environment(extra: dict[str, str]) -> dict[str, str]:

@@ -23,12 +23,15 @@ class PlotUnavailable(RuntimeError):
 
 
 def _matplotlib() -> Any:
+    from lits.extras import MissingExtra, require
+
     try:
-        import matplotlib
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise PlotUnavailable(f"lits compare --plot needs matplotlib: {INSTALL_HINT}") from None
+        matplotlib = require("matplotlib", install="lits-core[plot]", what="lits compare --plot")
+    except MissingExtra as exc:
+        raise PlotUnavailable(str(exc)) from None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     return matplotlib, Figure, FigureCanvasAgg
 
 
