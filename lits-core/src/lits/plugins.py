@@ -23,10 +23,12 @@ import pluggy
 
 from lits import hookspecs
 from lits.store import (
+    BUILTIN_OWNER,
     add_registration,
     owner_scope,
     register_prompt,
     register_search_framework,
+    refused_names,
     registrations_of,
     remove_registrations_of,
     set_package_owners,
@@ -35,7 +37,7 @@ from lits.store import (
 ENTRY_POINT_GROUP = "lits.plugins"
 ENV_PLUGINS = "LITS_PLUGINS"
 ENV_STRICT = "LITS_STRICT_PLUGINS"
-CORE_NAME = "lits-core"
+CORE_NAME = BUILTIN_OWNER
 #: Core's own components and algorithms, loaded through the same mechanism.
 BUILTIN_MODULES = ("lits.builtins",)
 
@@ -53,6 +55,8 @@ class PluginInfo:
     builtin: bool = False
     error: Optional[str] = None
     registered: dict[str, list[str]] = field(default_factory=dict)
+    #: Registrations refused because LiTS has the name built in (one line each, with advice).
+    refused: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +67,7 @@ class PluginInfo:
             "builtin": self.builtin,
             "error": self.error,
             "registered": self.registered,
+            "refused": self.refused,
         }
 
 
@@ -220,6 +225,7 @@ def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) ->
     for reg in registrations_of(owner):
         registered.setdefault(reg.kind, []).append(reg.name)
     info.registered = {k: sorted(v) for k, v in sorted(registered.items())}
+    info.refused = [] if info.builtin else refused_names(owner)
     _STATE.infos.append(info)
 
 

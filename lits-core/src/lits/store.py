@@ -33,6 +33,8 @@ KINDS = (
     "model",
 )
 TASK_TYPES = ("env_grounded", "language_grounded", "tool_use")
+#: The owner of LiTS's own registrations: a plugin cannot take one of their names.
+BUILTIN_OWNER = "lits-core"
 
 
 class RegistryError(LookupError):
@@ -140,6 +142,8 @@ class RegistryStore:
         self.lock = threading.RLock()
         self.entries: dict[str, dict[str, Registration]] = {k: {} for k in KINDS}
         self.conflicts: dict[tuple[str, str], list[str]] = {}
+        #: Names a plugin tried to take from LiTS's built-ins: (kind, name) by owner (the built-in stays).
+        self.refused: dict[str, list[tuple[str, str]]] = {}
 
     def add(self, reg: Registration, *, replace: bool = False) -> None:
         if reg.kind not in self.entries:
@@ -151,6 +155,13 @@ class RegistryStore:
             )
         with self.lock:
             existing = self.entries[reg.kind].get(reg.name)
+            if existing is not None and existing.owner == BUILTIN_OWNER != reg.owner:
+                # The built-in keeps its name and the plugin keeps its other registrations; the refusal is
+                # reported (lits plugins, and a warning before a run) instead of failing the whole plugin.
+                refused = self.refused.setdefault(reg.owner, [])
+                if (reg.kind, reg.name) not in refused:
+                    refused.append((reg.kind, reg.name))
+                return
             if existing is not None and existing.owner != reg.owner and not replace:
                 owners = self.conflicts.setdefault((reg.kind, reg.name), [existing.owner])
                 if reg.owner not in owners:
@@ -188,11 +199,13 @@ class RegistryStore:
 
     def snapshot(self) -> Any:
         with self.lock:
-            return copy.copy({k: dict(v) for k, v in self.entries.items()}), dict(self.conflicts)
+            return (copy.copy({k: dict(v) for k, v in self.entries.items()}), dict(self.conflicts),
+                    {k: list(v) for k, v in self.refused.items()})
 
     def restore(self, snap: Any) -> None:
         with self.lock:
             self.entries, self.conflicts = {k: dict(v) for k, v in snap[0].items()}, dict(snap[1])
+            self.refused = {k: list(v) for k, v in snap[2].items()}
 
 
 def unknown_name_message(what: str, name: str, known: list[str]) -> str:
@@ -235,6 +248,16 @@ def registrations_of(owner: str) -> list[Registration]:
 
 def remove_registrations_of(owner: str) -> None:
     STORE.remove_owner(owner)
+
+
+def refused_names(owner: str) -> list[str]:
+    """One line per built-in name ``owner`` tried to register, with advice that can be followed."""
+    with STORE.lock:
+        refused = list(STORE.refused.get(owner, []))
+    prefix = owner.removeprefix("lits-plugin-").removeprefix("lits-")
+    return [f"registers a {kind.replace('_', ' ')} named {name!r}, which LiTS has built in: the built-in is kept "
+            f"and so are the plugin's other registrations; register it under its own name, e.g. "
+            f"'{prefix}-{name}'" for kind, name in refused]
 
 
 # -- prompts: stored like everything else, under component/agent/key/{system,user} ----

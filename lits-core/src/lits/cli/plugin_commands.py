@@ -34,6 +34,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 print(f"  prompts: {len(names)}")
             else:
                 print(f"  {kind.replace('_', ' ')}: {', '.join(names)}")
+        for line in info.refused:
+            print(f"  REFUSED {line}")
         for line in problems.get(info.distribution, []):
             print(f"  PROBLEM {line}")
     if getattr(args, "check", False) and not any(problems.values()) and not failed:
@@ -113,5 +115,7 @@ def warn_broken_plugins(stream: Optional[Any] = None) -> None:
         if info.error:
             print(f"lits: warning: plugin {info.name!r} ({info.distribution}) failed to load: {info.error}",
                   file=out)
+        for line in info.refused:
+            print(f"lits: warning: plugin {info.name!r} ({info.distribution}) {line}", file=out)
     for line in unknown_selections():
         print(f"lits: warning: {line}", file=out)
