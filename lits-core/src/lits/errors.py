@@ -13,6 +13,14 @@ class UserError(Exception):
     """A problem with the user's input or set-up; printed as one line."""
 
 
+class PluginContractError(TypeError):
+    """A plugin's component broke its contract (e.g. ``generate_actions`` returned a str, not a list)."""
+
+    def __init__(self, plugin: str, message: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+
+
 def one_line(exc: BaseException) -> str:
     """``exc`` as one line: a pydantic error's fields, a lookup's message, else ``Type: first line``."""
     try:

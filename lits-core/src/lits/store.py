@@ -242,6 +242,22 @@ def add_registration(
     return reg
 
 
+def plugin_of_module(module: str) -> Optional[str]:
+    """The plugin whose code ``module`` is: the distribution shipping its package, or the owner of a
+    component defined in it (a domain registered from a script or a test); None for LiTS's own code."""
+    if not module or module.split(".")[0] in ("lits", "builtins"):
+        return None
+    shipped = _PACKAGE_OWNERS.get(module.split(".")[0])
+    if shipped is not None:
+        return shipped if shipped != BUILTIN_OWNER else None
+    with STORE.lock:
+        for table in STORE.entries.values():
+            for reg in table.values():
+                if reg.owner != BUILTIN_OWNER and not reg.lazy and getattr(reg.obj, "__module__", None) == module:
+                    return reg.owner
+    return None
+
+
 def registrations_of(owner: str) -> list[Registration]:
     return STORE.owned_by(owner)
 

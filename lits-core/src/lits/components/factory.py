@@ -106,7 +106,12 @@ def create_components(
 
     domain: dict[str, Any] = {}
     if getattr(transition_cls, "has_enumerable_actions", lambda: False)():
-        domain["generate_all_actions"] = transition_cls.generate_actions
+        from functools import partial
+
+        from lits.components.transition.env_grounded import legal_actions
+
+        domain["generate_all_actions"] = partial(legal_actions, transition_cls if isinstance(transition_cls, type)
+                                                 else type(transition_cls))
     if getattr(transition_cls, "has_action_validation", lambda: False)():
         domain["validate_action"] = transition_cls.validate_action
 

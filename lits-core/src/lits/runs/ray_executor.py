@@ -399,6 +399,8 @@ class RayExecutor:
             self.outcome.interrupted.append(idx)
             return
         self.outcome.failed[idx] = message
+        if kind == "plugin":  # a bug in a plugin's code fails the same way again
+            self.outcome.no_retry.add(idx)
         self.progress.update(None)
         if kind == "unreachable":
             self.control.stop(BREAKER, f"stopped: the model server was never reached ({message}); check "

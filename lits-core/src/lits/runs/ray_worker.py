@@ -19,11 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from lits.lm.base import ModelError, ServerUnreachable
 from lits.lm.cache import ResponseCache
 from lits.observability import InferenceLog, collecting
 from lits.runs.ray_actors import SharedCache, SharedLimiter
-from lits.tools.base import ToolUnavailable
 
 #: Files an instance leaves in its (scratch) run dir, by folder.
 INSTANCE_FOLDERS = ("checkpoints", "terminal_nodes", "paths", "timings", "results")
@@ -213,17 +211,14 @@ def _worker_runner(base: type) -> type:
         error_kinds: dict[int, str]
 
         def _failed(self, idx: int, exc: Exception) -> None:
-            from lits.runs.control import resource_problem
+            from lits.runs.failures import classify
 
-            problem = resource_problem(exc)
-            kind = ("unreachable" if isinstance(exc, ServerUnreachable) else "resource" if problem
-                    else "model" if isinstance(exc, (ModelError, ToolUnavailable)) else "other")
-            message = problem or f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-            self.execution.error("instance %d failed: %s\n%s", idx, message, traceback.format_exc())
+            failure = classify(exc)
+            self.execution.error("instance %d failed: %s\n%s", idx, failure.message, traceback.format_exc())
             with self.lock:
                 self.error_kinds = getattr(self, "error_kinds", {})
-                self.error_kinds[idx] = kind
-                self.outcome.failed[idx] = message
+                self.error_kinds[idx] = failure.kind
+                self.outcome.failed[idx] = failure.message
 
     return WorkerRunner
 

@@ -24,13 +24,13 @@ from typing import Any, Callable, Optional, TextIO
 
 from lits.components.factory import Components
 from lits.concurrency import fan_out_width, start_round_clock
-from lits.lm.base import CallsStopped, ModelError, ServerUnreachable
+from lits.lm.base import CallsStopped
 from lits.observability import InferenceLog, InferenceRecord, call_context, collecting
 from lits.runs.artifacts import RunDir
-from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
+from lits.runs.control import BREAKER, RESOURCE, RunControl
+from lits.runs.failures import classify
 from lits.components import parsing
 from lits.runs.records import result_record, take_proposals
-from lits.tools.base import ToolUnavailable
 
 #: Extra rounds for instances that failed, after every other instance ran.
 RETRY_ROUNDS = 2
@@ -106,6 +106,8 @@ class RunOutcome:
     skipped: list[int] = field(default_factory=list)
     #: Instances that still failed after every retry round, with the last error.
     failed: dict[int, str] = field(default_factory=dict)
+    #: Failed instances another attempt cannot help (a bug in a plugin's code): not retried.
+    no_retry: set[int] = field(default_factory=set)
     #: Started but not finished because the run stopped (their journals keep their progress).
     interrupted: list[int] = field(default_factory=list)
     not_started: list[int] = field(default_factory=list)
@@ -181,25 +183,25 @@ class _Runner:
         self.run_dir.write_result(idx, record)  # last: its presence marks the instance done
 
     def _failed(self, idx: int, exc: Exception) -> None:
-        message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        problem = resource_problem(exc, str(self.run_dir.root))
-        self.execution.error("instance %d failed: %s\n%s", idx, message, traceback.format_exc())
-        if problem is not None:  # the machine, not the model: stop now, retrying cannot help
-            self.control.stop(RESOURCE, problem)
+        failure = classify(exc, str(self.run_dir.root))
+        self.execution.error("instance %d failed: %s\n%s", idx, failure.message, traceback.format_exc())
+        if failure.kind == "resource":  # the machine, not the model: stop now, retrying cannot help
+            self.control.stop(RESOURCE, failure.message)
             with self.lock:
                 self.outcome.interrupted.append(idx)
                 self.outcome.failed.pop(idx, None)
             return
         with self.lock:
-            self.outcome.failed[idx] = message
+            self.outcome.failed[idx] = failure.message
+            if not failure.retry:
+                self.outcome.no_retry.add(idx)
         self.progress.update(None)
-        if isinstance(exc, ServerUnreachable):  # no instance can succeed: say so now, not after every one
+        if failure.kind == "unreachable":  # no instance can succeed: say so now, not after every one
             self.control.stop(BREAKER, f"stopped: the model server was never reached ({exc}); check --base-url "
                                        "and that the server runs")
             return
         # a tool's backend that is gone (a database down, an MCP server dead) fails like the model server would
-        self.control.failed(" ".join(str(exc).split())[:300] or type(exc).__name__,
-                            server=isinstance(exc, (ModelError, ToolUnavailable)),
+        self.control.failed(failure.brief, server=failure.kind == "model",
                             log=str(self.run_dir.root / "execution.log"))
 
     def run_round(self, items: list[Item], resume: dict[int, bool], width: int, grace: float) -> int:
@@ -252,7 +254,7 @@ def in_rounds(todo: list[Item], resume: bool, rounds: int, outcome: RunOutcome, 
                 before_retry(pending)
         resume_of = first if round_number == 0 else {idx: True for idx, _ in pending}
         outcome.stragglers = run_round(pending, resume_of)
-        pending = [item for item in pending if item[0] in outcome.failed]
+        pending = [item for item in pending if item[0] in outcome.failed and item[0] not in outcome.no_retry]
 
 
 def settle(outcome: RunOutcome, control: RunControl) -> None:

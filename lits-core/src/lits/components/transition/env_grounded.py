@@ -93,7 +93,7 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
 
     def _invalid_reason(self, env_state: str, action: str) -> Optional[str]:
         if self.has_enumerable_actions():
-            valid = self.generate_actions(env_state)
+            valid = legal_actions(type(self), env_state)
             if action not in valid:
                 return f"{action!r} is not one of the valid actions ({len(valid)} available)"
             return None
@@ -115,3 +115,17 @@ def _overrides(cls: type, name: str) -> bool:
     return getattr(impl, "__func__", impl) is not getattr(
         EnvGroundedTransition.__dict__[name], "__func__", EnvGroundedTransition.__dict__[name]
     )
+
+
+def legal_actions(transition: type, env_state: str) -> list[str]:
+    """``transition.generate_actions(env_state)``, checked: a domain that returns a str (whose characters
+    would be taken for actions) or anything but a list of strings is named in one line."""
+    actions = transition.generate_actions(env_state)  # type: ignore[attr-defined]
+    if isinstance(actions, (list, tuple)) and all(isinstance(a, str) for a in actions):
+        return list(actions)
+    from lits.errors import PluginContractError
+    from lits.store import owner_of
+
+    what = f"a {type(actions).__name__}" if not isinstance(actions, (list, tuple)) else "a list holding non-strings"
+    raise PluginContractError(owner_of(transition), f"{transition.__module__}.{transition.__qualname__}"
+                              f".generate_actions returned {what}, not a list of action strings")

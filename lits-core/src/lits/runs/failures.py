@@ -1,0 +1,76 @@
+"""Why an instance failed, in one line, and whether another attempt could help.
+
+A server or a tool's backend that failed (:class:`~lits.lm.base.ModelError`,
+:class:`~lits.tools.ToolUnavailable`) is worth another attempt in the retry rounds.
+An exception raised in a plugin's own code (a ``KeyError`` in its transition, say)
+is a bug that fails the same way every time: it is named with its type and the
+plugin that raised it, and not retried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from lits.errors import PluginContractError
+from lits.lm.base import ModelError, ServerUnreachable
+from lits.runs.control import resource_problem
+from lits.tools.base import ToolUnavailable
+
+#: Errors of the machine or the network: never a plugin's bug, wherever they were raised.
+_INFRASTRUCTURE = (ModelError, ToolUnavailable, OSError, TimeoutError, ConnectionError, MemoryError)
+
+
+@dataclass(frozen=True)
+class Failure:
+    #: "resource" (disk, permissions), "unreachable" (no server at all), "model" (a server or tool backend),
+    #: "plugin" (a bug in a plugin's code), "other".
+    kind: str
+    #: The instance's failure as recorded and reported (``Type: message``).
+    message: str
+    #: What the breaker's line says of it (a server's own words; a plugin's bug named as in ``message``).
+    brief: str = ""
+
+    @property
+    def retry(self) -> bool:
+        return self.kind not in ("plugin", "resource")
+
+
+def classify(exc: BaseException, where: str = "") -> Failure:
+    """The failure ``exc`` is; ``where`` names the folder written when a disk error names no file."""
+    problem = resource_problem(exc, where)
+    if problem is not None:
+        return Failure("resource", problem)
+    text = " ".join(str(exc).split())
+    line = f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
+    brief = text[:300] or type(exc).__name__
+    if isinstance(exc, ServerUnreachable):
+        return Failure("unreachable", line, brief)
+    if isinstance(exc, (ModelError, ToolUnavailable)):
+        return Failure("model", line, brief)
+    if isinstance(exc, PluginContractError):
+        named = f"{type(exc).__name__} in plugin {exc.plugin}: {text}"[:300]
+        return Failure("plugin", named, named)
+    blamed = None if isinstance(exc, _INFRASTRUCTURE) else plugin_frame(exc)
+    if blamed is not None:
+        plugin, function = blamed
+        named = f"{type(exc).__name__} in plugin {plugin} ({function}): {text}"[:300]
+        return Failure("plugin", named, named)
+    return Failure("other", line, brief)
+
+
+def plugin_frame(exc: BaseException) -> Optional[tuple[str, str]]:
+    """(plugin, ``module.function``) of the innermost frame of ``exc``'s traceback that is a plugin's code."""
+    from lits.store import plugin_of_module
+
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        module = str(frame.f_globals.get("__name__", ""))
+        plugin = plugin_of_module(module)
+        if plugin is not None:
+            return plugin, f"{module}.{frame.f_code.co_name}"
+    return None
