@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 
 import pluggy
 
-from lits import hookspecs
+from lits import hookspecs, plugin_probe
 from lits.store import (
     BUILTIN_OWNER,
     add_registration,
@@ -37,6 +37,8 @@ from lits.store import (
 ENTRY_POINT_GROUP = "lits.plugins"
 ENV_PLUGINS = "LITS_PLUGINS"
 ENV_STRICT = "LITS_STRICT_PLUGINS"
+#: Plugins not to load (distribution or entry-point names, comma-separated); ``--disable-plugin`` adds to it.
+ENV_DISABLE = "LITS_DISABLE_PLUGINS"
 CORE_NAME = BUILTIN_OWNER
 #: Core's own components and algorithms, loaded through the same mechanism.
 BUILTIN_MODULES = ("lits.builtins",)
@@ -57,6 +59,8 @@ class PluginInfo:
     registered: dict[str, list[str]] = field(default_factory=dict)
     #: Registrations refused because LiTS has the name built in (one line each, with advice).
     refused: list[str] = field(default_factory=list)
+    #: Skipped on purpose (``LITS_DISABLE_PLUGINS`` / ``--disable-plugin``).
+    disabled: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +72,7 @@ class PluginInfo:
             "error": self.error,
             "registered": self.registered,
             "refused": self.refused,
+            "disabled": self.disabled,
         }
 
 
@@ -122,14 +127,32 @@ def load_plugins(*, strict: Optional[bool] = None) -> list[PluginInfo]:
             # them, whoever imports them first.
             set_package_owners({ep.value.split(":")[0].split(".")[0]: _dist_name(ep) for ep in points})
             _STATE.unknown = _unknown_selections(allowed, points)
+            disabled = _names_in(ENV_DISABLE) or set()
+            chosen, unselected = [], []
             for ep in points:
                 dist_name = _dist_name(ep)
-                if allowed is not None and not ({_norm(dist_name), _norm(ep.name)} & allowed):
-                    remove_registrations_of(dist_name)  # imported by a selected plugin, not selected itself
+                names = {_norm(dist_name), _norm(ep.name)}
+                if allowed is not None and not (names & allowed):
+                    unselected.append(dist_name)
                     continue
                 version = ep.dist.version if ep.dist is not None else "unknown"
                 info = PluginInfo(ep.name, dist_name, version, ep.value)
+                if names & disabled:
+                    info.disabled = True
+                    _STATE.infos.append(info)
+                    continue
+                chosen.append((ep, info))
+            # Imported in a throw-away process first: one that exits it or hangs is skipped, named.
+            unsafe = plugin_probe.verdicts([ep for ep, _ in chosen])
+            for ep, info in chosen:
+                reason = unsafe.get(plugin_probe.entry_id(ep))
+                if reason is not None:
+                    info.error = f"{reason}; skipped"
+                    _STATE.infos.append(info)
+                    continue
                 _load_one(info, ep.load, strict)
+            for dist_name in unselected:  # what a selected plugin imported from one not selected
+                remove_registrations_of(dist_name)
             _STATE.loaded = True
         finally:
             _STATE.loading = False
@@ -175,7 +198,11 @@ def _norm(name: str) -> str:
 
 
 def _allowed_names() -> Optional[set[str]]:
-    raw = os.environ.get(ENV_PLUGINS)
+    return _names_in(ENV_PLUGINS)
+
+
+def _names_in(variable: str) -> Optional[set[str]]:
+    raw = os.environ.get(variable)
     if raw is None:
         return None
     return {_norm(n.strip()) for n in raw.split(",") if n.strip()}

@@ -9,6 +9,7 @@ failing server stopped the run, 130 after Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from typing import Any, Callable, Optional, Sequence
@@ -104,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="lits", description="LLM reasoning by tree search.")
     parser.add_argument("--version", action="version", version=f"lits {__version__}")
+    parser.add_argument("--disable-plugin", action="append", default=[], metavar="NAME",
+                        help="do not load this plugin (distribution or entry-point name; repeatable; "
+                             "adds to $LITS_DISABLE_PLUGINS)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("plugins", help="list installed plugins and what they registered")
@@ -181,6 +185,11 @@ def main(argv: Optional[Sequence[str]] = None, prefix: Sequence[str] = ()) -> in
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if args.disable_plugin:  # read when plugins load, which is later (lazily)
+        from lits.plugins import ENV_DISABLE
+
+        given = [os.environ.get(ENV_DISABLE, ""), *args.disable_plugin]
+        os.environ[ENV_DISABLE] = ",".join(name for name in given if name)
     try:
         if args.command in ("search", "chain", "eval", "rerun"):
             from lits.cli.plugin_commands import warn_broken_plugins

@@ -27,7 +27,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
         return failed
     for info in infos:
-        status = f"ERROR {info.error}" if info.error else ""
+        status = f"ERROR {info.error}" if info.error else "disabled" if info.disabled else ""
         print(f"{info.distribution} {info.version} ({info.module}) {status}".rstrip())
         for kind, names in info.registered.items():
             if kind == "prompt":

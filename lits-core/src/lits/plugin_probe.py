@@ -1,0 +1,154 @@
+"""Import plugins in a throw-away process first, so no plugin can take every command down with it.
+
+A plugin whose import ends the process (``os._exit``) or never finishes (a loop,
+a hung network call) would otherwise kill or hang every ``lits`` command,
+unnamed.  The probe imports each plugin's module in a child process, one after
+the other, and says which ones exited it or ran past the time limit; only the
+healthy ones are then imported here.  Verdicts are cached per environment,
+keyed on the plugins' entry points, distributions, versions and files, so the
+probe runs again only after an install, an uninstall or an edit; a warm cache
+costs a few ``stat`` calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+#: Seconds one plugin's import may take in the probe.
+ENV_TIMEOUT = "LITS_PLUGIN_PROBE_TIMEOUT"
+DEFAULT_TIMEOUT = 20.0
+#: ``off`` imports plugins directly, without the probe (for environments that cannot start processes).
+ENV_PROBE = "LITS_PLUGIN_PROBE"
+#: Where the verdicts are kept (default: the user's cache folder).
+ENV_CACHE = "LITS_PLUGIN_PROBE_CACHE"
+
+_CHILD = """
+import importlib, sys
+token = sys.argv[1]
+for index, target in enumerate(sys.argv[2:]):
+    print(token, "start", index, flush=True)
+    try:
+        importlib.import_module(target)
+    except BaseException:
+        pass  # an exception is the in-process loader's to name; the probe is for exits and hangs
+    print(token, "done", index, flush=True)
+"""
+
+
+def entry_id(ep: Any) -> str:
+    dist = ep.dist.name if ep.dist is not None else ""
+    return f"{dist}:{ep.name}={ep.value}"
+
+
+def verdicts(points: list[Any]) -> dict[str, str]:
+    """Entry points (by :func:`entry_id`) that must not be imported here, with why; {} when all are healthy."""
+    if not points or os.environ.get(ENV_PROBE, "").lower() in ("off", "0", "false", "no"):
+        return {}
+    path = cache_dir() / f"probe-{environment_key(points)}.json"
+    with contextlib.suppress(OSError, ValueError):
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(cached, dict):
+            return {str(k): str(v) for k, v in cached.items()}
+    found = probe(points)
+    with contextlib.suppress(OSError):  # a cache that cannot be written only costs the probe next time
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
+            json.dump(found, tmp)
+        os.replace(tmp.name, path)
+    return found
+
+
+def cache_dir() -> Path:
+    given = os.environ.get(ENV_CACHE)
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lits" / "plugin-probe"
+
+
+def environment_key(points: list[Any]) -> str:
+    """Changes when a plugin is installed, removed, upgraded or its top-level module file is edited."""
+    digest = hashlib.sha256(f"{sys.executable}|{sys.version}".encode())
+    for ep in points:
+        digest.update(entry_id(ep).encode())
+        digest.update(str(getattr(ep.dist, "version", "")).encode())
+        for path in (getattr(ep.dist, "_path", None), _module_file(ep.value)):
+            with contextlib.suppress(OSError, TypeError):
+                stat = os.stat(str(path))
+                digest.update(f"{path}|{stat.st_mtime_ns}|{stat.st_size}".encode())
+    return digest.hexdigest()[:24]
+
+
+def _module_file(value: str) -> Optional[str]:
+    """The file of the entry point's top-level package, found without importing anything."""
+    top = value.split(":")[0].split(".")[0]
+    with contextlib.suppress(ImportError, ValueError):
+        spec = importlib.util.find_spec(top)
+        return spec.origin if spec is not None else None
+    return None
+
+
+def probe(points: list[Any]) -> dict[str, str]:
+    """Import each entry point's module in a child process; the ones that exited it or hung, with why."""
+    limit = float(os.environ.get(ENV_TIMEOUT) or DEFAULT_TIMEOUT)
+    bad: dict[str, str] = {}
+    remaining = list(points)
+    while remaining:
+        culprit, reason = _run_child([ep.value.split(":")[0] for ep in remaining], limit)
+        if culprit is None:
+            break
+        bad[entry_id(remaining[culprit])] = reason
+        remaining = remaining[culprit + 1:]
+    return bad
+
+
+def _run_child(modules: list[str], limit: float) -> tuple[Optional[int], str]:
+    """(index of the module that exited or hung the child, why), or (None, "") when all imported."""
+    token = f"lits-probe-{os.getpid()}-{time.monotonic_ns()}"
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, token, *modules], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+                             start_new_session=True)
+    lines: "queue.Queue[Optional[str]]" = queue.Queue()
+
+    def read() -> None:
+        assert child.stdout is not None
+        for line in child.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, name="lits-plugin-probe", daemon=True).start()
+    started: Optional[int] = None
+    deadline = time.monotonic() + limit
+    try:
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return (started if started is not None else 0), \
+                    f"did not finish importing within {limit:g} s (set {ENV_TIMEOUT} to wait longer)"
+            if line is None:
+                status = child.wait()
+                if started is None or status == 0:
+                    return None, ""
+                return started, f"exited the process while importing (status {status})"
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == token:
+                started = int(parts[2]) if parts[1] == "start" else None
+                deadline = time.monotonic() + limit
+    finally:
+        if child.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, 9)
+            child.wait()
