@@ -75,13 +75,25 @@ def test_after_warm_up_a_hang_costs_a_few_normal_replies_not_the_read_timeout(ch
     assert model.fault_stats()["retries"] == 1
 
 
+@pytest.mark.parametrize("chaos", [{}], indirect=True, ids=["scripted"])
+def test_a_hang_that_repeats_costs_doubling_patience_not_the_full_read_timeout_each_time(chaos, quick_model):
+    model = quick_model(chaos.base_url, read_timeout=5.0, patience_floor=0.3)
+    for p in PROMPTS[:8]:
+        model.complete(p)
+    chaos.fail_next("hang", times=3)
+    assert model.complete("question 99").text == "reply to 99"
+    stats = model.fault_stats()
+    assert stats["retries"] == 3
+    assert stats["seconds_lost"] < 5.0  # 0.3 + 0.6 + 1.2 s, where each retry used to wait the full 5 s
+
+
 def test_a_reply_slower_than_the_learned_read_timeout_still_arrives(upstream, quick_model):
     model = quick_model(upstream.base_url, read_timeout=5.0, patience_floor=0.3)
     for p in PROMPTS[:8]:
         model.complete(p)
     upstream.latency = 0.8  # slower than anything seen so far, but within the read timeout
     assert model.complete("question 99").text == "reply to 99"
-    assert model.fault_stats()["retries"] == 1  # one short attempt, then the full read timeout
+    assert model.fault_stats()["retries"] == 2  # attempts given 0.3 s, then 0.6 s, then 1.2 s: it arrives
 
 
 def test_a_request_for_far_more_tokens_does_not_inherit_the_patience_of_short_ones(upstream, quick_model):

@@ -163,7 +163,12 @@ class _Call:
         self.timeouts: dict[str, Optional[float]] = dict(request.extensions.get("timeout") or {})
         self.attempt_started = self.start
         self.delays: dict[int, float] = {}
-        self.timed_out = False  # after one read timeout, wait the full read timeout
+        #: The read timeout each attempt was given (what tests and the fault counters look at).
+        self.read_timeouts: list[Optional[float]] = []
+        #: Read timeouts so far: each doubles the learned patience of the next attempt (a reply that is
+        #: merely slow still arrives; a hang that repeats costs 1x, 2x, 4x ... the patience, not the full
+        #: read timeout each time).
+        self.timeouts_seen = 0
         #: What patience is learned over: the endpoint and the size of the work asked for.
         self.kind: Hashable = (request.url.path, request.extensions.get("lits_work", 1))
 
@@ -176,9 +181,11 @@ class _Call:
         left = max(0.05, self.remaining())
         timeouts = dict(self.timeouts)
         learned = self.transport.patience.read_timeout(self.kind)
-        if learned is not None and self.policy.adaptive_read_timeout and not self.timed_out:
+        if learned is not None and self.policy.adaptive_read_timeout:
             read = timeouts.get("read")
-            timeouts["read"] = learned if read is None else min(learned, read)
+            patience = learned * (2 ** self.timeouts_seen)
+            timeouts["read"] = patience if read is None else min(patience, read)
+        self.read_timeouts.append(timeouts.get("read"))
         self.request.extensions["timeout"] = {k: left if v is None else min(v, left)
                                               for k, v in timeouts.items()}
         try:
@@ -189,7 +196,7 @@ class _Call:
                 response.close()
                 raise
         except httpx.ReadTimeout:
-            self.timed_out = True
+            self.timeouts_seen += 1
             raise
         self.transport.server_answered = True
         status = response.status_code
