@@ -20,7 +20,11 @@ from typing import Any, Optional
 
 from lits.agents import ChainConfig, TreeSearchConfig
 from lits.agents.tree import BaseTreeSearch, bfs
-from lits.components.base import Policy, RewardModel, Transition
+from lits.components.base import LlmTransition, Policy, RewardModel, Transition
+from lits.components.policy.env_grounded import EnvGroundedPolicy
+from lits.components.policy.tool_use import ToolUsePolicy
+from lits.components.reward.env_grounded import EnvGroundedPRM
+from lits.components.reward.generative import GenerativePRM
 from lits.components.transition.env_grounded import EnvGroundedTransition
 from lits.components.transition.tool_use import ToolUseTransition
 from lits.errors import UserError
@@ -44,6 +48,8 @@ from lits.runs.result import InstanceOutcome, RunResult
 from lits.runs.spec import OPERATIONAL_FIELDS, ComponentModel, RunSpec, SpecError
 from lits.structures.base import Action, State, Step, TrajectoryState
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
+from lits.structures.node import SearchNode
+from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
 from lits.tools import BaseTool, Tool
 from lits.type_registry import register_state, register_type
 
@@ -52,9 +58,11 @@ __all__ = [
     "run", "search", "chain", "resume", "run_async", "plan", "RunSpec", "ComponentModel", "RunResult", "InstanceOutcome",
     "SpecError", "UserError", "model",
     # building blocks (the seeds' names)
-    "Policy", "Transition", "RewardModel", "EnvGroundedTransition", "ToolUseTransition", "LanguageModel",
-    "Step", "State", "Action", "TrajectoryState", "EnvState", "EnvStep", "EnvAction", "Tool", "BaseTool",
-    "TreeSearchConfig", "ChainConfig", "BaseTreeSearch", "bfs", "PromptRegistry",
+    "Policy", "Transition", "RewardModel", "LlmTransition", "EnvGroundedTransition", "EnvGroundedPolicy",
+    "EnvGroundedPRM", "GenerativePRM", "ToolUsePolicy", "ToolUseTransition", "LanguageModel",
+    "Step", "State", "Action", "TrajectoryState", "EnvState", "EnvStep", "EnvAction", "ToolUseStep", "ToolUseState",
+    "ToolUseAction", "SearchNode", "Tool", "BaseTool", "TreeSearchConfig", "ChainConfig", "BaseTreeSearch", "bfs",
+    "PromptRegistry",
     # registering
     "hookimpl", "register_transition", "register_policy", "register_reward_model", "register_dataset",
     "register_search", "register_chain", "register_resource", "register_model", "register_system_prompt",
