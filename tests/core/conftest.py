@@ -159,6 +159,16 @@ def register_search_frameworks(register):
 @hookimpl
 def register_models(register):
     register("every_m", lambda spec, **options: Thing(), description="a backend")
+
+class Hello:
+    @staticmethod
+    def add_arguments(parser):
+        parser.add_argument("--who", default="world")
+        parser.set_defaults(func=lambda args: print(f"hello {args.who}") or 0)
+
+@hookimpl
+def register_commands(register):
+    register("every-cmd", Hello.add_arguments, help="say hello")
 """
 
 

@@ -66,6 +66,16 @@ def register_search_frameworks(register: Callable[..., Any]) -> None:
 
 
 @hookspec
+def register_commands(register: Callable[..., Any]) -> None:
+    """``register(name, add_arguments, help="")``: ``lits NAME ...`` becomes a command.
+
+    ``add_arguments(parser)`` fills the command's ``argparse`` parser (sub-commands too) and sets
+    ``func`` (``args -> exit status``) with ``parser.set_defaults``; ``add_arguments`` may be given as
+    ``"module:function"`` so nothing is imported until the command is used.
+    """
+
+
+@hookspec
 def register_models(register: Callable[..., Any]) -> None:
     """``register(name, factory, description="")``: ``factory(spec, **options)`` returns a LanguageModel.
 

@@ -31,6 +31,7 @@ KINDS = (
     "prompt",
     "search_framework",
     "model",
+    "command",
 )
 TASK_TYPES = ("env_grounded", "language_grounded", "tool_use")
 #: The owner of LiTS's own registrations: a plugin cannot take one of their names.
@@ -46,7 +47,7 @@ class DuplicateNameError(RegistryError):
 
 
 #: Kinds whose objects may be registered lazily as ``"package.module:attribute"``.
-LAZY_KINDS = ("transition", "policy", "reward_model", "dataset", "resource", "search", "chain", "model")
+LAZY_KINDS = ("transition", "policy", "reward_model", "dataset", "resource", "search", "chain", "model", "command")
 
 
 class Registration:

@@ -1,4 +1,5 @@
-"""``lits-mapeval``: build the synthetic city into a database, serve its tools over MCP."""
+"""``lits mapeval`` (and its older name ``lits-mapeval``): build the synthetic city into a database, serve its
+tools over MCP."""
 
 from __future__ import annotations
 
@@ -9,13 +10,18 @@ from typing import Optional, Sequence
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lits-mapeval", description="MapEval-SQL tools for LiTS.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sub-commands, on ``lits-mapeval``'s parser or on ``lits mapeval``'s (the ``register_commands`` hook)."""
     from lits_mapeval.build_db import add_build_db_parser
     from lits_mapeval.mcp_server import add_serve_mcp_parser
 
+    sub = parser.add_subparsers(dest="mapeval_command", metavar="COMMAND")
     add_build_db_parser(sub)
     add_serve_mcp_parser(sub)
-    return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -100,7 +100,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--transition", default=None, help="registered transition name (default: the dataset's)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: The commands LiTS itself has (a plugin's command of the same name is not added).
+BUILTIN_COMMANDS = frozenset({"plugins", "search", "chain", "rerun", "compare", "eval", "view", "new"})
+
+
+def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
     from lits import __version__
 
     parser = argparse.ArgumentParser(prog="lits", description="LLM reasoning by tree search.")
@@ -168,7 +172,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_view_parser(sub)
     add_new_parser(sub)
+    if with_plugins:
+        add_plugin_commands(sub, set(sub.choices))
     return parser
+
+
+def add_plugin_commands(sub: Any, builtin: set[str]) -> None:
+    """``lits NAME ...`` for each command a plugin registers (the ``register_commands`` hook)."""
+    from lits.registry import get_registration, list_names
+
+    for name in list_names("command"):
+        if name in builtin:
+            continue  # a built-in command keeps its name
+        reg = get_registration("command", name)
+        parser = sub.add_parser(name, help=str(reg.meta.get("help") or f"(from {reg.owner})"))
+        try:
+            reg.obj(parser)
+        except Exception as exc:
+            problem = f"the command {name!r} of {reg.owner} is broken: {describe(exc)}"
+            parser.set_defaults(func=lambda args, problem=problem: _refuse(problem))
+
+
+def _refuse(problem: str) -> int:
+    raise UserError(problem)
+
+
+def _wants_plugin_commands(argv: Sequence[str]) -> bool:
+    """Whether the command line names no built-in command (a plugin's, or none: help lists them all)."""
+    words = iter(argv)
+    for word in words:
+        if word in ("--disable-plugin",):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word not in BUILTIN_COMMANDS
+    return True
 
 
 def _one_line_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
@@ -180,8 +217,9 @@ def _one_line_warning(message: Any, category: Any, filename: str, lineno: int, f
 
 def main(argv: Optional[Sequence[str]] = None, prefix: Sequence[str] = ()) -> int:
     warnings.showwarning = _one_line_warning
-    parser = build_parser()
-    args = parser.parse_args([*prefix, *(sys.argv[1:] if argv is None else argv)])
+    words = [*prefix, *(sys.argv[1:] if argv is None else argv)]
+    parser = build_parser(with_plugins=_wants_plugin_commands(words))
+    args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
