@@ -49,6 +49,30 @@ def test_a_malformed_reply_is_asked_again_once_with_its_error_and_the_new_reply_
     assert parsing.take(102) == {"policy": {"replies": 2, "unparseable": 1, "reasks": 1, "fallbacks": 0}}
 
 
+def test_a_react_reply_with_broken_json_is_asked_again_once_with_its_error():
+    from lits.components.policy.tool_use import ToolUsePolicy
+    from lits.structures.tool_use import ToolUseState
+    from lits.tools import CalculatorTool
+
+    model = ScriptedModel(['Thought: add\nAction: {"tool": "calculator", "args": {"expression": "1+1"}',
+                           'Thought: add\nAction: {"tool": "calculator", "args": {"expression": "1+1"}}'],
+                          chat_native=True)
+    policy = ToolUsePolicy(base_model=model, tools=[CalculatorTool()], n_actions=1)
+    with call_context(instance=106, component="policy"):
+        [step] = policy.get_actions(ToolUseState(), query="1+1?")
+    assert step.error is None and '"1+1"' in str(step.action)
+    assert "Action is not a complete JSON object" in model.calls[-1][0]
+    assert parsing.take(106) == {"policy": {"replies": 2, "unparseable": 1, "reasks": 1, "fallbacks": 0}}
+
+
+def test_an_empty_chain_of_thought_step_is_asked_again_once():
+    model = ScriptedModel(["", "Add 2 and 2 to get 4."], chat_native=True)
+    with call_context(instance=107, component="policy"):
+        [step] = ConcatPolicy(base_model=model, task_name="toy", n_actions=1).get_actions(ThoughtState(), query="2+2?")
+    assert step.action == "Add 2 and 2 to get 4."
+    assert parsing.take(107) == {"policy": {"replies": 2, "unparseable": 1, "reasks": 1, "fallbacks": 0}}
+
+
 def test_a_completion_model_is_not_asked_again():
     model = ScriptedModel(["no idea"])
     _actions(_policy(model), 103)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from lits.components.base import Policy
-from lits.components.parsing import count_reply
+from lits.components.parsing import count_reask, count_reply
 from lits.lm.base import Message
 from lits.structures.language_grounded import ThoughtState, ThoughtStep
 
@@ -91,9 +91,21 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
                                            stop=stop)
         forced = self._template("final", FINAL) if self._is_last(state) and not chat else ""
         steps: list[ThoughtStep] = []
+        cue = self._template("step", "Step {index}:").format(index=len(state) + 1)
+        reasked = False
         for reply in replies:
-            text = _one_step(str(reply), self._template("step", "Step {index}:").format(index=len(state) + 1))
+            text = _one_step(str(reply), cue)
             count_reply(bool(text))
+            if not text and chat and not reasked:  # one bounded re-ask per request
+                reasked = True
+                count_reask()
+                ask = self._template("chat_next", "Write only step {index}.").format(index=len(state) + 1)
+                again = self.base_model.generate(
+                    [*prompt, {"role": "assistant", "content": str(reply)},
+                     {"role": "user", "content": f"That reply was empty. {ask}"}],
+                    n=1, temperature=temperature, max_tokens=self.max_tokens, stop=stop)
+                text = _one_step(str(again[0]), cue) if again else ""
+                count_reply(bool(text))
             text = f"{forced} {text}".strip() if forced else text
             if text and all(text != s.action for s in steps):
                 steps.append(ThoughtStep(action=text))

@@ -24,7 +24,7 @@ import re
 from typing import Any, Optional, Sequence, cast
 
 from lits.components.base import Policy
-from lits.components.parsing import count_reply
+from lits.components.parsing import count_reask, count_reply
 from lits.lm.base import Message
 from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
 from lits.tools.base import BaseTool
@@ -37,6 +37,10 @@ STOPS = ("Observation:", "\nQuestion:")
 #: A base model separates examples with a blank line; nothing in a step needs one.
 COMPLETION_STOPS = (*STOPS, "\n\n")
 
+
+#: The re-ask after a malformed reply (our own words; the policy's format in one line).
+REASK = ('Reply again: one "Thought:" line, then either one "Action:" with a JSON object on one line, or '
+         '"Answer:" with the final answer.')
 
 def _json_object_after(text: str, start: int) -> Optional[str]:
     """The balanced ``{...}`` beginning at or after ``start`` (None if absent or unbalanced)."""
@@ -178,14 +182,29 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
         replies = self.base_model.generate(prompt, n=n_actions, temperature=temperature, max_tokens=self.max_tokens,
                                            stop=list(STOPS if chat else COMPLETION_STOPS))
         steps, seen = [], set()
+        reasked = False
         for reply in replies:
             step = parse_reply(str(reply) if chat else after_cue(str(reply)))
             count_reply(step.error is None)
+            if step.error is not None and chat and not reasked:  # one bounded re-ask per request
+                reasked = True
+                step = self._reask(prompt, str(reply), str(step.error), temperature)
+                count_reply(step.error is None)
             key = str(step.action or step.answer or step.error or step.think)
             if key not in seen:
                 seen.add(key)
                 steps.append(step)
         return steps
+
+    def _reask(self, prompt: list[Any], reply: str, error: str, temperature: float) -> ToolUseStep:
+        """Tell a chat model why its reply could not be used and ask once more (counted as a re-ask)."""
+        assert self.base_model is not None
+        follow_up = [*prompt, {"role": "assistant", "content": reply},
+                     {"role": "user", "content": f"That reply cannot be used: {error}. {REASK}"}]
+        count_reask()
+        again = self.base_model.generate(follow_up, n=1, temperature=temperature, max_tokens=self.max_tokens,
+                                         stop=list(STOPS))
+        return parse_reply(str(again[0])) if again else ToolUseStep(assistant_message=reply, error=error)
 
     def _create_error_steps(self, n_actions: int, error_msg: str) -> list[ToolUseStep]:
         return [ToolUseStep(error=error_msg)]
