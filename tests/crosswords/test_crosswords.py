@@ -151,3 +151,15 @@ def test_a_proposal_is_judged_against_the_answer_only_at_evaluation(transition, 
     assert transition.action_correct(puzzle["eval_goals"], "h1. HEART") is True
     assert transition.action_correct(puzzle["eval_goals"], "h1. HORSE") is False
     assert transition.action_correct(puzzle["query"], "h1. HEART") is None
+
+
+def test_a_chat_model_sees_the_worked_example_as_a_turn_it_already_answered(transition, puzzle):
+    from lits.components.factory import create_components
+
+    chat = ScriptedModel(["h1. APPLE"], chat_native=True)
+    policy = create_components("crosswords", chat).policy
+    state = transition.init_state(**puzzle)
+    messages = policy.prompt.messages(state, puzzle["query"], ["h1. APPLE"])
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[2]["content"] == "h1. ASSET" and "ASSET" not in messages[0]["content"]
+    assert "Filled: h2" in messages[1]["content"] and "Reply with one answer" in messages[-1]["content"]

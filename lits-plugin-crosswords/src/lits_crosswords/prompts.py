@@ -11,27 +11,29 @@ RULES = (
 )
 
 
+STATE = "Clues:\n{goals}\n\nBoard:\n{env_state}\n\nNext answer:\n"
+INSTRUCTION = "Reply with one answer for a clue that is not filled yet, like 'h2. APPLE', and nothing else."
+
 # A worked example on a puzzle that is not in the plugin's data set.
-EXAMPLE = """\
-Clues:
+EXAMPLE_CLUES = """\
 h1. Something valuable that a company owns
 h2. Better than great; also a hero's first name
 h3. Extra, like a tyre in the boot
 h4. Strange in a spooky way
-h5. Oaks and pines
-
-Board:
+h5. Oaks and pines"""
+EXAMPLE_BOARD = """\
 _ _ _ _ _
 S U P E R
 _ _ _ _ _
 _ _ _ _ _
 _ _ _ _ _
 Filled: h2
-Changed: none
-
-Next answer:
-h1. ASSET
-"""
+Changed: none"""
+EXAMPLE_ANSWER = "h1. ASSET"
+EXAMPLE = f"{STATE.format(goals=EXAMPLE_CLUES, env_state=EXAMPLE_BOARD)}{EXAMPLE_ANSWER}\n"
+#: The same example for chat models: a turn they already answered, not text in the system prompt to copy.
+CHAT_EXAMPLES = [{"user": f"{STATE.format(goals=EXAMPLE_CLUES, env_state=EXAMPLE_BOARD)}\n{INSTRUCTION}",
+                  "assistant": EXAMPLE_ANSWER}]
 
 
 @register_system_prompt("policy", "env_grounded", "crosswords")
@@ -40,11 +42,8 @@ def policy_system() -> str:
 
 
 @register_user_prompt("policy", "env_grounded", "crosswords")
-def policy_user() -> dict[str, str]:
-    return {
-        "state": "Clues:\n{goals}\n\nBoard:\n{env_state}\n\nNext answer:\n",
-        "instruction": "Reply with one answer for a clue that is not filled yet, like 'h2. APPLE', and nothing else.",
-    }
+def policy_user() -> dict[str, object]:
+    return {"state": STATE, "instruction": INSTRUCTION, "chat_system": RULES, "chat_examples": CHAT_EXAMPLES}
 
 
 @register_system_prompt("reward", "env_grounded", "crosswords")
