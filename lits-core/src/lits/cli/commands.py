@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lits import layout
 from lits.cli.errors import UserError
 
 
@@ -95,7 +96,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                    framework=config.get("search_framework"))
     results = reevaluate(components, results, {})
     summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings())
-    previous = _read_json(run_dir.root / "eval_results.json")
+    previous = _read_json(run_dir.root / layout.SUMMARY)
     summary.update(instance_counts(len(results), previous.get("total"), previous.get("failed")))
     measured = whole_run(run_dir.root)
     if not measured["processes"]:  # a run from before stats/ existed

@@ -1,22 +1,8 @@
-"""Everything a run writes lives under one save dir.
-
-::
-
-    config.json            how the run was made (never an API key)
-    execution.log          what happened, with tracebacks of failed instances
-    inference.jsonl        one line per model call (tokens, latency, tags)
-    checkpoints/           {idx}.journal.jsonl tree changes per iteration (search) or {idx}.json states (chain)
-    terminal_nodes/{idx}.json   every terminal node found (search)
-    paths/{idx}.json            the selected path (search)
-    results/{idx}.json          per-instance outcome; its presence marks the instance done.
-                                The same seed gives the same bytes at any concurrency.
-    timings/{idx}.json          wall seconds, dependent rounds and model calls of the instance
-    stats/process-N.json   each process's policy statistics, fault costs and busy time
-                           (summed into eval_results.json, so a resumed run reports the whole run)
-    eval_results.json      aggregated evaluation (also eval.log)
+"""Reading and writing a run's save dir (the layout and its version: :mod:`lits.layout`).
 
 All JSON files are written atomically, so a killed run leaves no torn file.
-A damaged file is a :class:`RunFileError` naming it and what to do.
+A damaged file is a :class:`RunFileError` naming it and what to do; a run written
+by a newer LiTS (a higher ``format`` in config.json) is refused in one line.
 """
 
 from __future__ import annotations
@@ -28,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from lits import layout
 from lits.secrets import redact_query
 from lits.structures.base import atomic_write_text
 
@@ -79,22 +66,26 @@ class RunDir:
     # -- paths ---------------------------------------------------------------
     @property
     def config_path(self) -> Path:
-        return self.root / "config.json"
+        return self.root / layout.CONFIG
 
     @property
     def inference_log_path(self) -> Path:
-        return self.root / "inference.jsonl"
+        return self.root / layout.INFERENCE_LOG
+
+    @property
+    def execution_log_path(self) -> Path:
+        return self.root / layout.EXECUTION_LOG
 
     @property
     def checkpoints(self) -> Path:
-        return self.root / "checkpoints"
+        return self.root / layout.CHECKPOINTS
 
     def result_path(self, idx: int) -> Path:
-        return self.root / "results" / f"{idx}.json"
+        return self.root / layout.result(idx)
 
     # -- writing ---------------------------------------------------------------
     def create(self) -> "RunDir":
-        for sub in ("checkpoints", "results"):
+        for sub in (layout.CHECKPOINTS, layout.RESULTS):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         return self
 
@@ -108,10 +99,10 @@ class RunDir:
         return path
 
     def write_config(self, config: dict[str, Any]) -> None:
-        self.write_json("config.json", redact(config))
+        self.write_json(layout.CONFIG, {"format": layout.FORMAT, **redact(config)})
 
     def write_result(self, idx: int, result: dict[str, Any]) -> None:
-        self.write_json(f"results/{idx}.json", result)
+        self.write_json(layout.result(idx), result)
 
     # -- reading ---------------------------------------------------------------
     def read_config(self) -> dict[str, Any]:
@@ -121,6 +112,9 @@ class RunDir:
         if not isinstance(config, dict):
             raise RunFileError(f"{self.config_path} is damaged (not a JSON object); restore it from a copy, "
                                "or start a new run with another --save-dir")
+        newer = layout.newer_format(config)
+        if newer is not None:
+            raise RunFileError(f"{self.root}: {newer}")
         return config
 
     def _read(self, path: Path, remedy: str) -> Any:
@@ -134,14 +128,14 @@ class RunDir:
         return f"delete it and run `{self.resume_hint(mode)}` to redo instance {idx}"
 
     def done(self) -> set[int]:
-        folder = self.root / "results"
+        folder = self.root / layout.RESULTS
         if not folder.is_dir():
             return set()
         return {int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()}
 
     def read_timings(self) -> dict[int, dict[str, Any]]:
         """Per-instance timings; a damaged one is only left out (timings are not results)."""
-        folder = self.root / "timings"
+        folder = self.root / layout.TIMINGS
         out: dict[int, dict[str, Any]] = {}
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             if path.stem.isdigit():
@@ -194,7 +188,7 @@ class RunDir:
         log = logging.getLogger(f"{name}.{self.root.resolve()}")
         log.setLevel(logging.INFO)
         log.propagate = False
-        target = str(self.root / "execution.log")
+        target = str(self.execution_log_path)
         if not any(getattr(h, "baseFilename", None) == target for h in log.handlers):
             self.root.mkdir(parents=True, exist_ok=True)
             handler = _QuietFileHandler(target, encoding="utf-8")

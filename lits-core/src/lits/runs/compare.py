@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lits import layout
+
 COLUMNS = ("method", "dataset", "model", "instances", "accuracy", "tokens_in", "tokens_out", "calls",
            "cached", "seconds")
 
@@ -22,8 +24,8 @@ def compare_rows(save_dirs: list[Path]) -> list[dict[str, Any]]:
     rows = []
     for root in save_dirs:
         try:
-            config = json.loads((root / "config.json").read_text(encoding="utf-8"))
-            summary = json.loads((root / "eval_results.json").read_text(encoding="utf-8"))
+            config = json.loads((root / layout.CONFIG).read_text(encoding="utf-8"))
+            summary = json.loads((root / layout.SUMMARY).read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
             raise ValueError(f"{root} is not a finished run ({Path(str(exc.filename)).name} is missing)") from None
         except ValueError as exc:

@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from lits import layout
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir
 from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
@@ -368,7 +369,7 @@ class RayExecutor:
             self.coordinator.cache_put_many.remote(out["cache_entries"])
         files: dict[str, bytes] = out["files"]
         try:
-            result = f"results/{idx}.json"
+            result = layout.result(idx)
             for relative in sorted(set(files) - {result}):
                 atomic_write_text(self.run_dir.root / relative, files[relative].decode("utf-8"))
             for record in out["records"]:  # just before the result: a kill between them is a short window
@@ -385,7 +386,7 @@ class RayExecutor:
             outcome.finished.append(idx)
             outcome.failed.pop(idx, None)
             self.control.succeeded()
-            solved = json.loads(files[f"results/{idx}.json"])["eval"]["solved"]
+            solved = json.loads(files[layout.result(idx)])["eval"]["solved"]
             self.progress.update(solved)
             self.stats.save()
         elif status == "interrupted":
@@ -407,4 +408,4 @@ class RayExecutor:
                                        "--base-url and that the server runs")
             return
         self.control.failed(" ".join(message.split())[:300], server=kind == "model",
-                            log=str(self.run_dir.root / "execution.log"))
+                            log=str(self.run_dir.execution_log_path))

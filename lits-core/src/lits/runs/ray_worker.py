@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from lits import layout
 from lits.lm.cache import ResponseCache
 from lits.observability import InferenceLog, collecting
 from lits.runs.ray_actors import SharedCache, SharedLimiter
 
 #: Files an instance leaves in its (scratch) run dir, by folder.
-INSTANCE_FOLDERS = ("checkpoints", "terminal_nodes", "paths", "timings", "results")
+INSTANCE_FOLDERS = layout.INSTANCE_FOLDERS
 
 
 class WorkerCache(ResponseCache):

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from lits import layout
+
 
 @dataclass(frozen=True)
 class InstanceOutcome:
@@ -97,7 +99,7 @@ def read_result(save_dir: Path, selected: list[int], failed: dict[int, str], sto
     config = run_dir.read_config()
     command = str(config.get("command") or "search")
     results = run_dir.read_results(command)
-    summary = json.loads((save_dir / "eval_results.json").read_text(encoding="utf-8"))
+    summary = json.loads((save_dir / layout.SUMMARY).read_text(encoding="utf-8"))
     instances = [_outcome(idx, results.get(idx), failed.get(idx)) for idx in selected]
     return RunResult(save_dir, command, str(config.get("dataset")), summary, instances, stopped, config)
 

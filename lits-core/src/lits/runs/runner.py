@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
+from lits import layout
 from lits.components.factory import Components
 from lits.concurrency import fan_out_width, start_round_clock
 from lits.lm.base import CallsStopped
@@ -170,9 +171,9 @@ class _Runner:
     def _write(self, idx: int, record: dict[str, Any], result: Any, started: float, rounds: int) -> None:
         if self.mode == "search":
             payload = result.to_dict()
-            self.run_dir.write_json(f"terminal_nodes/{idx}.json", payload.get("terminal_nodes", []))
-            self.run_dir.write_json(f"paths/{idx}.json", payload.get("best_path", []))
-        self.run_dir.write_json(f"timings/{idx}.json", {
+            self.run_dir.write_json(layout.terminal_nodes(idx), payload.get("terminal_nodes", []))
+            self.run_dir.write_json(layout.path(idx), payload.get("best_path", []))
+        self.run_dir.write_json(layout.timing(idx), {
             "seconds": round(time.perf_counter() - started, 3),
             "dependent_rounds": rounds,
             "inference": self.log.summary(instance=idx),
@@ -202,7 +203,7 @@ class _Runner:
             return
         # a tool's backend that is gone (a database down, an MCP server dead) fails like the model server would
         self.control.failed(failure.brief, server=failure.kind == "model",
-                            log=str(self.run_dir.root / "execution.log"))
+                            log=str(self.run_dir.execution_log_path))
 
     def run_round(self, items: list[Item], resume: dict[int, bool], width: int, grace: float) -> int:
         """Run ``items`` on up to ``width`` threads; returns how many were still busy when it gave up."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from lits import layout
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir
 from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
@@ -89,7 +90,7 @@ def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, dict[st
     """The save dir and settings of a new run; refuses a save dir that already holds one
     (unless ``check_only``: a dry run writes nothing, so it may look at any settings)."""
     root = spec.save_dir or spec.default_save_dir()
-    if (root / "config.json").exists() and not check_only:
+    if (root / layout.CONFIG).exists() and not check_only:
         raise UserError(f"{root} already holds a run; pass --resume to continue it or choose another --save-dir")
     check_writable(root)
     return RunDir(root), spec.settings()
@@ -302,11 +303,11 @@ def read_inference_log(run_dir: RunDir) -> Any:
 
 def write_eval(run_dir: RunDir, config: dict[str, Any], summary: dict[str, Any]) -> None:
     keys = ("dataset", "command", "search", "search_framework", "chain", "reward", "concurrency")
-    run_dir.write_json("eval_results.json", {"config": {k: config.get(k) for k in keys}, **summary})
+    run_dir.write_json(layout.SUMMARY, {"config": {k: config.get(k) for k in keys}, **summary})
     try:
-        (run_dir.root / "eval.log").write_text(format_summary(summary) + "\n", encoding="utf-8")
+        (run_dir.root / layout.SUMMARY_TEXT).write_text(format_summary(summary) + "\n", encoding="utf-8")
     except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, str(run_dir.root / "eval.log")) from None
+        raise OSError(exc.errno, exc.strerror, str(run_dir.root / layout.SUMMARY_TEXT)) from None
 
 
 @contextlib.contextmanager

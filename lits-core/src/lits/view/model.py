@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+from lits import layout
 from lits.components import parsing
 from lits.runs.evaluation import parse_totals
 from lits.view.calls import (
@@ -44,16 +45,20 @@ def read_json(path: Path) -> Any:
 def run_config(root: Path) -> dict[str, Any]:
     if not root.is_dir():
         raise NotARunError(f"{root} is not a directory")
-    config = read_json(root / "config.json")
+    config = read_json(root / layout.CONFIG)
     if not isinstance(config, dict):
         raise NotARunError(f"{root} is not a LiTS run (no readable config.json)")
+    newer = layout.newer_format(config)
+    if newer is not None:
+        raise NotARunError(f"{root}: {newer}")
     return config
 
 
 def instance_ids(root: Path) -> list[int]:
     """Instances with a result, a journal or a chain checkpoint, in order."""
     found: set[int] = set()
-    for folder, suffix in (("results", ".json"), ("checkpoints", ".journal.jsonl"), ("checkpoints", ".json")):
+    for folder, suffix in ((layout.RESULTS, ".json"), (layout.CHECKPOINTS, ".journal.jsonl"),
+                           (layout.CHECKPOINTS, ".json")):
         for path in (root / folder).glob(f"*{suffix}") if (root / folder).is_dir() else []:
             stem = path.name[: -len(suffix)]
             if stem.isdigit():
@@ -68,13 +73,13 @@ def build_report(root: Path) -> dict[str, Any]:
     root = Path(root)
     config = run_config(root)
     command = str(config.get("command") or "search")
-    calls = read_calls(root / "inference.jsonl")
+    calls = read_calls(root / layout.INFERENCE_LOG)
     per_instance = calls_by_instance(calls)
-    timings = {i: read_json(root / "timings" / f"{i}.json") or {} for i in instance_ids(root)}
+    timings = {i: read_json(root / layout.timing(i)) or {} for i in instance_ids(root)}
     instances, trees = [], {}
     done_ids: list[int] = []
     for idx in instance_ids(root):
-        result = read_json(root / "results" / f"{idx}.json")
+        result = read_json(root / layout.result(idx))
         result = result if isinstance(result, dict) and "final_state" in result else None
         if result is not None:
             done_ids.append(idx)
@@ -86,7 +91,7 @@ def build_report(root: Path) -> dict[str, Any]:
             trees[str(idx)] = {**tree, "calls": [call_row(c) for c in mine],
                                "node_calls": {str(k): v for k, v in by_node.items()},
                                "costs": cost_pictures(mine)}
-    summary = read_json(root / "eval_results.json")
+    summary = read_json(root / layout.SUMMARY)
     finished = [r for r in instances if r["status"] == "finished"]
     return {
         "run": {
@@ -110,16 +115,16 @@ def instance_tree(root: Path, idx: int, command: str, config: dict[str, Any],
                   result: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
     """A search instance's tree from its journal, or a chain instance's steps as a path."""
     if command == "chain":
-        state = result.get("final_state") if result else (read_json(root / "checkpoints" / f"{idx}.json") or {}).get(
+        state = result.get("final_state") if result else (read_json(root / layout.CHECKPOINTS / layout.chain_checkpoint_name(idx)) or {}).get(
             "state")
         return chain_tree(state) if state is not None else None
-    path = [n for n in read_json(root / "paths" / f"{idx}.json") or [] if isinstance(n, dict) and "id" in n]
+    path = [n for n in read_json(root / layout.path(idx)) or [] if isinstance(n, dict) and "id" in n]
     selected = [int(n["id"]) for n in path]
-    terminal = {int(n["id"]) for n in read_json(root / "terminal_nodes" / f"{idx}.json") or []
+    terminal = {int(n["id"]) for n in read_json(root / layout.terminal_nodes(idx)) or []
                 if isinstance(n, dict)}
     search = str(config.get("search") or "mcts")
     aggregate = str((config.get("search_args") or {}).get("aggregate") or "mean")
-    tree = search_tree(root / "checkpoints" / f"{idx}.journal.jsonl", search, aggregate, selected, terminal)
+    tree = search_tree(root / layout.CHECKPOINTS / layout.journal_name(idx), search, aggregate, selected, terminal)
     return tree if tree is not None or not path else path_only_tree(path, terminal)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from lits import layout
 from lits.agents.config import ChainConfig
 from lits.observability import call_context
 from lits.structures.base import atomic_write_text
@@ -79,7 +80,7 @@ class ChainAgent:
         return [tuple(p) for p in take(query_idx)] if take is not None else []  # type: ignore[misc]
 
     def _path(self, query_idx: int) -> Optional[Path]:
-        return self.checkpoint_dir / f"{query_idx}.json" if self.checkpoint_dir else None
+        return self.checkpoint_dir / layout.chain_checkpoint_name(query_idx) if self.checkpoint_dir else None
 
     def _save(self, query_idx: int, state: Any) -> None:
         path = self._path(query_idx)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, TypeVar
 
+from lits import layout
 from lits.agents.config import TreeSearchConfig
 from lits.agents.tree.journal import TreeJournal
 from lits.concurrency import parallel_map
@@ -130,7 +131,7 @@ class BaseTreeSearch(ABC):
         limit = self.config.runtime_limit
         self._deadline = time.monotonic() + limit if limit else None
         if self.checkpoint_dir is not None:
-            self._journal = TreeJournal(self.checkpoint_dir / f"{query_idx}.journal.jsonl")
+            self._journal = TreeJournal(self.checkpoint_dir / layout.journal_name(query_idx))
         name = getattr(self, "search_name", type(self).__name__.lower())
         try:
             with call_context(instance=query_idx, search=name):
