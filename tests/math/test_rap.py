@@ -260,3 +260,16 @@ def test_mcts_over_rap_components_reaches_the_answer():
     assert [s.sub_question for s in result.best_state][-1] == FINAL
     assert result.best_path[-1].reward > 0
     json.dumps(result.to_dict())  # the whole result serializes
+
+
+def test_a_chat_model_with_no_sub_question_is_asked_again_once_and_both_replies_are_counted():
+    from lits.components import parsing
+    from lits.observability import call_context
+    from lits.testing import ScriptedModel
+
+    model = ScriptedModel(["   ", BUY], chat_native=True)
+    with call_context(instance=301, component="policy"):
+        steps = RAPPolicy(base_model=model).get_actions(_state(), n_actions=1, query=QUESTION)
+    assert [s.sub_question for s in steps] == [BUY]
+    assert "held no sub-question" in model.calls[-1][0]
+    assert parsing.take(301) == {"policy": {"replies": 2, "unparseable": 1, "reasks": 1, "fallbacks": 0}}

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from lits.answers import normalize_text
 from lits.components.base import Policy
+from lits.components.parsing import count_reask, count_reply
 from lits.registry import register_policy
 
 from lits_math.rap.prompts import FINAL_PREFIX, POLICY_USER, SubQAPrompt, final_question, is_final_question
@@ -61,8 +62,21 @@ class RAPPolicy(Policy[SubQAState, SubQAStep]):
         )
         steps: list[SubQAStep] = []
         seen: set[str] = set()
+        chat = isinstance(prompt, list)
+        reasked = False
         for output in outputs:
             sub_question = self._parse(str(output), final)
+            count_reply(bool(sub_question))
+            if not sub_question and chat and not reasked:  # one bounded re-ask per request
+                reasked = True
+                count_reask()
+                again = self.base_model.generate(
+                    [*prompt, {"role": "assistant", "content": str(output)},
+                     {"role": "user", "content": "That reply held no sub-question. Write only the next "
+                                                 "sub-question, on one line."}],
+                    n=1, temperature=temperature, max_tokens=self.max_tokens, stop=STOP)
+                sub_question = self._parse(str(again[0]), final) if again else ""
+                count_reply(bool(sub_question))
             key = normalize_text(sub_question)
             if sub_question and key not in seen:
                 seen.add(key)
