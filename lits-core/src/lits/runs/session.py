@@ -64,7 +64,7 @@ class Finished:
         elif outcome.failed:
             first_idx, first = next(iter(outcome.failed.items()))
             print(f"lits: {len(outcome.failed)} instances failed (instance {first_idx}: {first}); "
-                  f"see {self.run_dir.root / 'execution.log'}, then run `{hint}`", file=sys.stderr)
+                  f"see {self.run_dir.execution_log_path}, then run `{hint}`", file=sys.stderr)
             code = 1
         if outcome.stragglers and exit_on_stragglers:
             sys.stdout.flush()
