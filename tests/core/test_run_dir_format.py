@@ -39,3 +39,14 @@ def test_a_run_from_a_newer_format_is_refused_in_one_line_by_every_reader(finish
         done = subprocess.run([sys.executable, "-m", "lits", *command], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert f"written in run-dir format {layout.FORMAT + 1} by a newer LiTS" in done.stderr.strip().splitlines()[-1]
+
+
+def test_resume_removes_the_temporary_files_of_writes_a_kill_cut_short(finished_run: Path) -> None:
+    torn = [finished_run / layout.TERMINAL_NODES / ".1.json.x1y2z3.tmp", finished_run / ".config.json.a1b2.tmp"]
+    for path in torn:
+        path.write_bytes(b"")
+    done = subprocess.run([sys.executable, "-m", "lits", "search", "--resume", "--save-dir", str(finished_run)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not any(path.exists() for path in torn)
+    assert (finished_run / layout.result(0)).is_file()

@@ -7,6 +7,7 @@ by a newer LiTS (a higher ``format`` in config.json) is refused in one line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -155,6 +156,17 @@ class RunDir:
                                    f"{self._redo(idx, mode)}")
             out[idx] = record
         return out
+
+    def remove_torn_writes(self) -> int:
+        """Delete the temporary files of atomic writes a killed process left behind (``.NAME.XXXX.tmp``, never
+        renamed into place): they hold nothing a reader uses. Returns how many were removed."""
+        removed = 0
+        for folder in (self.root, *(self.root / name for name in (*layout.INSTANCE_FOLDERS, layout.STATS))):
+            for stale in folder.glob(".*.tmp") if folder.is_dir() else []:
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+                    removed += 1
+        return removed
 
     def repair_inference_log(self) -> None:
         """Make sure appends start on a fresh line: a torn last line (a kill or a full disk) is cut off.

@@ -121,6 +121,7 @@ def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
     selected = select(dataset, settings)
     if resume:
         run_dir.read_results(mode)  # a damaged result file is reported now, not after the run
+        run_dir.remove_torn_writes()  # a process killed mid-write left its temporary file
 
     with resource_errors(run_dir, mode):
         run_dir.create()
