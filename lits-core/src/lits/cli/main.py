@@ -199,6 +199,8 @@ def _refuse(problem: str) -> int:
 
 def _wants_plugin_commands(argv: Sequence[str]) -> bool:
     """Whether the command line names no built-in command (a plugin's, or none: help lists them all)."""
+    if "--version" in argv:
+        return False
     words = iter(argv)
     for word in words:
         if word in ("--disable-plugin",):

@@ -11,11 +11,10 @@ import argparse
 from typing import Any, Sequence
 
 from lits.cli.errors import UserError
+from lits.runs.model_specs import ROLES
 from lits.runs.resuming import MEANING_FLAGS, OPERATIONAL_KEYS, ResumeRequest
 from lits.runs.spec import RunSpec, SpecError, parse_value
 
-#: The components that can have their own model, as the flags name them.
-ROLES = ("policy", "eval", "transition")
 #: Flags that set one spec field as given: (attribute of args, field).
 _FIELD_FLAGS = (("dataset", "dataset"), ("offset", "offset"), ("limit", "limit"), ("resource", "resource"),
                 ("policy", "policy"), ("transition", "transition"), ("model", "model"), ("base_url", "base_url"),

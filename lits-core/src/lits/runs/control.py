@@ -17,6 +17,7 @@ import sqlite3
 import sys
 import threading
 import time
+from types import FrameType
 from typing import Any, Iterator, Optional, TextIO
 
 from lits.lm.base import stop_new_calls
@@ -51,18 +52,23 @@ def resource_problem(exc: BaseException, where: str = "") -> Optional[str]:
     return None
 
 
+def innermost_frames(exc: BaseException) -> list[FrameType]:
+    """The frames of ``exc``'s traceback, innermost (where it was raised) first."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames[::-1]
+
+
 def _file_in_traceback(exc: BaseException) -> Optional[str]:
     """The file a failed ``write`` was writing: a ``path`` of the innermost frame that has one.
 
     A write to an open file raises an OSError without a file name; the
     writer (a journal, a log) keeps its path on ``self.path`` or in ``path``.
     """
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    for frame in reversed(frames):
+    for frame in innermost_frames(exc):
         candidates = (frame.f_locals.get("path"), getattr(frame.f_locals.get("self"), "path", None))
         for value in candidates:
             if isinstance(value, (str, os.PathLike)) and str(value):

@@ -14,7 +14,7 @@ from typing import Optional
 
 from lits.errors import PluginContractError
 from lits.lm.base import ModelError, ServerUnreachable
-from lits.runs.control import resource_problem
+from lits.runs.control import innermost_frames, resource_problem
 from lits.tools.base import ToolUnavailable
 
 #: Errors of the machine or the network: never a plugin's bug, wherever they were raised.
@@ -63,12 +63,7 @@ def plugin_frame(exc: BaseException) -> Optional[tuple[str, str]]:
     """(plugin, ``module.function``) of the innermost frame of ``exc``'s traceback that is a plugin's code."""
     from lits.store import plugin_of_module
 
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    for frame in reversed(frames):
+    for frame in innermost_frames(exc):
         module = str(frame.f_globals.get("__name__", ""))
         plugin = plugin_of_module(module)
         if plugin is not None:

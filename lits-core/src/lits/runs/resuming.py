@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir
-from lits.runs.spec import default_concurrency
+from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency
 
 #: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).
 MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
@@ -36,9 +36,8 @@ MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--model", "model", "model"),
     ("--api", "api", "api"),
 )
-#: Operational settings: restored on resume unless given again.
-OPERATIONAL_KEYS = ("concurrency", "base_url", "call_budget", "read_timeout", "price_in", "price_out",
-                    "executor", "ray_address", "log_prompts")
+#: Operational settings given again as flags (the cache's two are judged on their own, below).
+OPERATIONAL_KEYS = tuple(sorted(OPERATIONAL_FIELDS - {"cache", "no_cache"}))
 
 
 @dataclass
