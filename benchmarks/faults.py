@@ -11,7 +11,7 @@ lost (not finished), retries and seconds lost to faults, and whether
 results/, paths/ and terminal_nodes/ are byte-identical to the fault-free run.
 
     python benchmarks/faults.py [--rates 0,0.05,0.2] [--instances 10] [--latency 0.1]
-        [--concurrency 16] [--read-timeout 1] [--out FILE]
+        [--concurrency 16] [--read-timeout 1] [--hedge-share 0.1] [--out FILE]
 
 The read timeout is what a hang costs; 1 s is ten replies of this server (the
 default, 60 s with a learned patience of at least 10 s, suits slow generations).
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -41,7 +42,8 @@ def outputs(run: Path) -> dict[str, bytes]:
 
 
 def one_rate(upstream: str, rate: float, args: argparse.Namespace, run: Path) -> dict[str, Any]:
-    with ChaosProxy(upstream, evenly(FAULT_KINDS, rate), seed=args.seed, hang_seconds=args.hang) as proxy:
+    kinds = args.kinds.split(",") if args.kinds else FAULT_KINDS
+    with ChaosProxy(upstream, evenly(kinds, rate), seed=args.seed, hang_seconds=args.hang) as proxy:
         command = [sys.executable, "-m", "lits", "search", "--dataset", "blocksworld",
                    "--dataset-arg", "steps=2,4,6", "--limit", str(args.instances),
                    "--search-arg", "n_iterations=10", "--search-arg", "early_stop=false",
@@ -49,15 +51,17 @@ def one_rate(upstream: str, rate: float, args: argparse.Namespace, run: Path) ->
                    "--save-dir", str(run)]
         if args.read_timeout > 0:
             command += ["--read-timeout", str(args.read_timeout)]
+        env = {**os.environ, "LITS_HEDGE_SHARE": str(args.hedge_share)}
         started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - started
         requests, faults = proxy.requests, sum(proxy.faults.values())
     summary = json.loads((run / "eval_results.json").read_text())
     return {"rate": rate, "exit": done.returncode, "wall_s": round(wall, 1), "requests": requests,
             "faults_injected": faults, "finished": summary["instances"],
             "lost": summary["total"] - summary["instances"], "retries": summary["faults"]["retries"],
-            "seconds_lost": summary["faults"]["seconds_lost"], "retried_instances": summary["retried_instances"]}
+            "seconds_lost": summary["faults"]["seconds_lost"], "retried_instances": summary["retried_instances"],
+            "hedged": summary["faults"].get("hedged_calls", 0), "hedges_won": summary["faults"].get("hedges_won", 0)}
 
 
 def main() -> None:
@@ -69,6 +73,10 @@ def main() -> None:
     parser.add_argument("--read-timeout", type=float, default=1.0,
                         help="what a hang costs (lits --read-timeout; 0: lits's default, the learned patience)")
     parser.add_argument("--hang", type=float, default=5.0, help="how long the proxy holds a hung request")
+    parser.add_argument("--hedge-share", type=float, default=0.1,
+                        help="share of calls that may get a hedged second copy ($LITS_HEDGE_SHARE; 0: none)")
+    parser.add_argument("--kinds", default="", help=f"fault kinds to mix, comma-separated (default: all of "
+                        f"{','.join(FAULT_KINDS)})")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
@@ -87,12 +95,12 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("\n| fault rate | wall time | slowdown | lost instances | faults injected | retries | "
-          "seconds lost | same results |")
-    print("|---|---|---|---|---|---|---|---|")
+          "seconds lost | hedged (won) | same results |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['rate']:.0%} | {r['wall_s']} s | {r['slowdown']}x | {r['lost']} of {args.instances} | "
               f"{r['faults_injected']} of {r['requests']} requests | {r['retries']} | {r['seconds_lost']} | "
-              f"{'yes' if r['same_results_as_first'] else 'NO'} |")
+              f"{r['hedged']} ({r['hedges_won']}) | {'yes' if r['same_results_as_first'] else 'NO'} |")
     if args.out:
         args.out.write_text(json.dumps({"args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1) + "\n")
 

@@ -33,8 +33,9 @@ def two_server_args(server: FakeOpenAIServer, eval_server: FakeOpenAIServer) -> 
 
 @pytest.fixture
 def two_server_run(lits_cmd: Run, two_server_args: list[str], tmp_path: Path) -> Path:
+    # No hedged copies: a test below matches the judge's logged calls to its server's requests one to one.
     result = lits_cmd("search", *two_server_args, "--eval-model-arg", "api_key_env=JUDGE_KEY",
-                      env={"JUDGE_KEY": EVAL_KEY})
+                      env={"JUDGE_KEY": EVAL_KEY, "LITS_HEDGE_SHARE": "0"})
     assert result.returncode == 0, result.stderr
     return tmp_path / "run"
 

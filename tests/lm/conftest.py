@@ -27,8 +27,9 @@ def completion_model(server: FakeOpenAIServer) -> OpenAICompatibleModel:
 
 
 QUICK: dict[str, Any] = {"api_key": "test-key-123456", "retry_base_wait": 0.01, "retry_max_wait": 0.05,
-                         "connect_timeout": 1.0, "read_timeout": 0.4, "call_budget": 30.0}
-"""Backoff and timeouts small enough for tests; the budget still bounds every call."""
+                         "connect_timeout": 1.0, "read_timeout": 0.4, "call_budget": 30.0, "hedge_share": 0.0}
+"""Backoff and timeouts small enough for tests; the budget still bounds every call.  No hedged copies:
+these tests count a retry per fault (``test_hedging.py`` turns copies on)."""
 
 
 def numbered_reply(prompt: str, body: dict) -> str:
@@ -39,6 +40,13 @@ def numbered_reply(prompt: str, body: dict) -> str:
 @pytest.fixture
 def upstream() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer(responder=numbered_reply) as srv:
+        yield srv
+
+
+@pytest.fixture
+def one_slot_server() -> Iterator[FakeOpenAIServer]:
+    """Like llama.cpp's server with one slot: one request at a time, the rest queued, /props says so."""
+    with FakeOpenAIServer(responder=numbered_reply, latency=0.15, slots=1) as srv:
         yield srv
 
 

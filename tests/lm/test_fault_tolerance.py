@@ -115,7 +115,7 @@ def test_a_fault_free_run_reports_no_fault_cost(upstream, quick_model):
     model = quick_model(upstream.base_url)
     model.complete("x")
     assert model.fault_stats() == {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0, "queued_calls": 0,
-                                   "queued_seconds": 0.0}
+                                   "queued_seconds": 0.0, "hedged_calls": 0, "hedges_won": 0}
 
 
 @pytest.mark.parametrize("chaos", [{"hang": 1.0}], indirect=True, ids=["always-hang"])

@@ -8,24 +8,11 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator
 
-import pytest
 
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.lm.server_slots import probe_slots
 from lits.testing.server import FakeOpenAIServer
-
-
-def _reply(prompt: str, body: dict) -> str:
-    return f"reply to {prompt.split()[-1]}"
-
-
-@pytest.fixture
-def one_slot_server() -> Iterator[FakeOpenAIServer]:
-    """Like llama.cpp's server with one slot: one request at a time, the rest queued, /props says so."""
-    with FakeOpenAIServer(responder=_reply, latency=0.15, slots=1) as srv:
-        yield srv
 
 
 def _ask_at_once(model: OpenAICompatibleModel, count: int) -> list[str]:

@@ -38,6 +38,7 @@ from lits.lm.retry import (
     is_permanent_body,
     request_work,
 )
+from lits.lm.hedging import hedge_share_from_env
 from lits.lm.server_slots import SlotGate, probe_slots
 from lits.secrets import has_userinfo, hides_query_secret, query_secrets, redact_text, redact_url
 
@@ -66,6 +67,9 @@ class OpenAICompatibleModel(LanguageModel):
     ``patience_floor``), so a hung request costs seconds, not a minute.
     ``timeout`` is the older name of ``read_timeout``.  ``max_attempts``
     optionally caps attempts too (None: only the budget limits them).
+    ``hedge_share`` of the calls may get a second copy when slower than the
+    95th percentile of recent replies (default ``$LITS_HEDGE_SHARE`` or 0.1;
+    0: never), unless the server reports fixed slots; see :mod:`lits.lm.hedging`.
     """
 
     def __init__(
@@ -85,6 +89,7 @@ class OpenAICompatibleModel(LanguageModel):
         connect_budget: float = 10.0,
         adaptive_read_timeout: bool = True,
         patience_floor: float = 1.0,
+        hedge_share: Optional[float] = None,
         concurrency: int = 1,
         price_in: float = 0.0,
         price_out: float = 0.0,
@@ -117,9 +122,12 @@ class OpenAICompatibleModel(LanguageModel):
         read = timeout if timeout is not None else read_timeout
         if retry_base_wait is None:
             retry_base_wait = float(os.environ.get(ENV_RETRY_BASE_WAIT) or DEFAULT_RETRY_BASE_WAIT)
+        if hedge_share is None:
+            hedge_share = hedge_share_from_env()
         self.policy = RetryPolicy(budget=call_budget, base_wait=retry_base_wait, max_wait=retry_max_wait,
                                   connect_budget=connect_budget, max_attempts=max_attempts,
-                                  adaptive_read_timeout=adaptive_read_timeout, patience_floor=patience_floor)
+                                  adaptive_read_timeout=adaptive_read_timeout, patience_floor=patience_floor,
+                                  hedge_share=hedge_share)
         self._faults = FaultStats()
         #: Calls beyond the server's own slots wait here, not in its queue (see :mod:`lits.lm.server_slots`).
         self.slots = SlotGate()
@@ -133,6 +141,7 @@ class OpenAICompatibleModel(LanguageModel):
         transport = RetryTransport(_StopGate(inner), policy=self.policy,
                                    check=reply_fault, stats=self._faults)
         self._transport = transport
+        transport.hedges.allowed = lambda: self.slots.slots is None
         self.client = httpx.Client(
             base_url=self.base_url,
             params=self._query,
@@ -150,7 +159,7 @@ class OpenAICompatibleModel(LanguageModel):
     def fault_stats(self) -> dict[str, float | int]:
         """Retries, seconds lost to faults and calls given up so far, and calls that waited for a server
         slot (not faults) (thread-safe copy)."""
-        return {**self._faults.snapshot(), **self.slots.stats()}
+        return {**self._faults.snapshot(), **self.slots.stats(), **self._transport.hedges.snapshot()}
 
     def server_slots(self) -> Optional[int]:
         """Requests the server works on at once, where it says (asked once; None: unknown)."""

@@ -14,8 +14,9 @@ budget, so a hanging server cannot stretch a call past it.  The read timeout
 is also learned (:class:`Patience`): once a few replies of the same size of
 work have come back, a first attempt waits a few times the slowest recent one
 (at least ``patience_floor``), so a hang costs seconds; a retry after a
-timeout waits the full read timeout, so a reply that is merely slow still
-arrives.  A refused connection before the server has ever answered is most
+timeout waits twice the last patience, so a reply that is merely slow still
+arrives.  Past the 95th percentile of recent replies a call may also get a
+second copy (:mod:`lits.lm.hedging`).  A refused connection before the server has ever answered is most
 likely a wrong URL and gets only ``connect_budget``; once the server has
 answered, it is a restart and gets the full budget.  :class:`FaultStats` counts retries and seconds
 lost, for the run summary.
@@ -32,6 +33,8 @@ from typing import Any, Callable, Hashable, Mapping, Optional
 
 import httpx
 import tenacity
+
+from lits.lm.hedging import HEDGE_FLOOR, HEDGE_WARMUP, HedgeBudget, hedged_send, percentile
 
 RETRY_STATUS = frozenset({408, 409, 425, 429})
 #: Error-body phrases that mean "this prompt can never fit" even on a 5xx.
@@ -64,6 +67,8 @@ class RetryPolicy:
     adaptive_read_timeout: bool = True
     patience_floor: float = 1.0
     patience_factor: float = 4.0
+    #: Share of calls that may get a hedged second copy (0: never hedge).
+    hedge_share: float = 0.1
 
 
 def request_work(body: Mapping[str, Any]) -> int:
@@ -98,6 +103,29 @@ class Patience:
             if seen is None or len(seen) < self.warmup:
                 return None
             return max(self.floor, self.factor * max(seen))
+
+    def hedge_delay(self, endpoint: Hashable) -> Optional[float]:
+        """When to send a second copy: the 95th percentile of recent replies of that kind.
+
+        A kind not yet seen often enough borrows from a kind of the same path
+        that was, scaled up by the ratio of work when it asks for more (a
+        guess that is too early costs only a copy); None when there is none.
+        """
+        with self._lock:
+            seen = self._seen.get(endpoint)
+            if seen is not None and len(seen) >= HEDGE_WARMUP:
+                return max(HEDGE_FLOOR, percentile(list(seen), 0.95))
+            if not (isinstance(endpoint, tuple) and len(endpoint) == 2 and isinstance(endpoint[1], int)):
+                return None
+            path, work = endpoint
+            known = sorted((k[1], list(v)) for k, v in self._seen.items()
+                           if isinstance(k, tuple) and len(k) == 2 and k[0] == path and isinstance(k[1], int)
+                           and len(v) >= HEDGE_WARMUP)
+        if not known:
+            return None
+        below = [pair for pair in known if pair[0] <= work]
+        other_work, replies = below[-1] if below else known[0]
+        return max(HEDGE_FLOOR, percentile(replies, 0.95) * max(1.0, work / other_work))
 
 
 class FaultStats:
@@ -189,12 +217,13 @@ class _Call:
         self.request.extensions["timeout"] = {k: left if v is None else min(v, left)
                                               for k, v in timeouts.items()}
         try:
-            response = self.transport.inner.handle_request(self.request)
-            try:
-                response.read()  # a truncated body or a hang mid-body must fail inside the loop
-            except BaseException:
-                response.close()
-                raise
+            if not self.transport.hedges.enabled:
+                response = self._send(self.request)
+                took = time.monotonic() - self.attempt_started
+            else:
+                response, took = hedged_send(self._send, self.request,
+                                             lambda: self.transport.patience.hedge_delay(self.kind),
+                                             self.transport.hedges)
         except httpx.ReadTimeout:
             self.timeouts_seen += 1
             raise
@@ -207,7 +236,17 @@ class _Call:
             if reason:
                 raise TransientReply(response, reason)
         if 200 <= status < 300:
-            self.transport.patience.observe(self.kind, time.monotonic() - self.attempt_started)
+            self.transport.patience.observe(self.kind, took)
+        return response
+
+    def _send(self, request: httpx.Request) -> httpx.Response:
+        """One copy of the request, its body read (a truncated body or a hang mid-body fails here)."""
+        response = self.transport.inner.handle_request(request)
+        try:
+            response.read()
+        except BaseException:
+            response.close()
+            raise
         return response
 
     def delay(self, state: tenacity.RetryCallState) -> float:
@@ -254,11 +293,13 @@ class RetryTransport(httpx.BaseTransport):
         self.stats = stats or FaultStats()
         self.backoff = tenacity.wait_random_exponential(multiplier=policy.base_wait, max=policy.max_wait)
         self.patience = Patience(policy.patience_floor, policy.patience_factor)
+        self.hedges = HedgeBudget(policy.hedge_share)
         #: Set once any HTTP response arrived: later refused connections are restarts, not typos.
         self.server_answered = False
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         call = _Call(self, request)
+        self.hedges.count_call()
         retrying = tenacity.Retrying(
             stop=call.should_stop,
             wait=call.delay,

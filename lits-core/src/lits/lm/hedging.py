@@ -1,0 +1,196 @@
+"""Hedged requests: a second copy of a call that is slower than nearly all recent ones.
+
+A hang is only known for one once the read timeout passes; a copy sent when
+the first has taken longer than the 95th percentile of recent replies of the
+same size usually answers long before that.  Whichever copy answers first is
+used and the other is abandoned (closed when it ends).  Copies are the same
+request, so a server that honours the request's seed gives the same answer
+either way; which copy wins changes timing, never results.  :class:`HedgeBudget`
+bounds the extra load to a share of all calls.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import threading
+import time
+from typing import Callable, Optional, Union
+
+import httpx
+
+#: Share of calls that may get a second copy unless ``LITS_HEDGE_SHARE`` says otherwise (0 turns hedging off).
+DEFAULT_HEDGE_SHARE = 0.1
+ENV_HEDGE_SHARE = "LITS_HEDGE_SHARE"
+#: Fewest recent replies of a kind before its 95th percentile is trusted.
+HEDGE_WARMUP = 8
+#: How often a call asks again when to hedge while nothing is learned yet, or its delay is far (seconds).
+COLD_POLL = 0.1
+#: Never hedge sooner than this (seconds): below it a copy costs more than it saves.
+HEDGE_FLOOR = 0.05
+
+
+def hedge_share_from_env() -> float:
+    """``$LITS_HEDGE_SHARE`` or the default; a bad value is a one-line error."""
+    text = os.environ.get(ENV_HEDGE_SHARE, "").strip()
+    if not text:
+        return DEFAULT_HEDGE_SHARE
+    try:
+        share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"${ENV_HEDGE_SHARE} must be a number from 0 to 1 (0: no hedged requests), got {text!r}")
+    return share
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values`` by the nearest-rank rule."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+class HedgeBudget:
+    """Allows a second copy for at most ``share`` of the calls made so far (plus ``burst``); thread-safe."""
+
+    def __init__(self, share: float, burst: int = 2) -> None:
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"hedge share must be between 0 and 1, got {share}")
+        self.share, self.burst = share, burst
+        #: Whether copies may go to this server now; the model says no for a server with fixed slots (a
+        #: llama.cpp server), where a copy competes for the compute of the call it hedges.
+        self.allowed: Callable[[], bool] = lambda: True
+        self.calls = 0
+        self.hedged = 0
+        self.won = 0
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a call may be hedged at all (else it is sent inline, with no thread)."""
+        return self.share > 0 and self.allowed()
+
+    def count_call(self) -> None:
+        with self._lock:
+            self.calls += 1
+
+    def take(self) -> bool:
+        """True (and counted) when one more copy is allowed and stays within the share."""
+        with self._lock:
+            if self.hedged >= self.share * self.calls + self.burst or not self.allowed():
+                return False
+            self.hedged += 1
+            return True
+
+    def count_win(self) -> None:
+        with self._lock:
+            self.won += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return {"hedged_calls": self.hedged, "hedges_won": self.won}
+
+
+#: What one copy ended with: its response or the error it raised, and how long it took.
+Outcome = tuple[Union[httpx.Response, BaseException], float]
+
+
+def copy_request(request: httpx.Request) -> httpx.Request:
+    """An independent copy of a request whose body was already read (a JSON call's)."""
+    return httpx.Request(request.method, request.url, headers=request.headers, content=request.content,
+                         extensions=dict(request.extensions))
+
+
+class _Race:
+    """Copies of one request in flight; the first to end wins, later ones are closed."""
+
+    def __init__(self, send: Callable[[httpx.Request], httpx.Response]) -> None:
+        self.send = send
+        self.results: queue.Queue[tuple[int, Outcome]] = queue.Queue()
+        self.settled = False
+        self.pending = 0
+        self._lock = threading.Lock()
+
+    def start(self, request: httpx.Request) -> None:
+        with self._lock:
+            self.pending += 1
+            index = self.pending
+        threading.Thread(target=self._run, args=(index, request), daemon=True, name="lits-hedge").start()
+
+    def _run(self, index: int, request: httpx.Request) -> None:
+        started = time.monotonic()
+        outcome: Union[httpx.Response, BaseException]
+        try:
+            outcome = self.send(request)
+        except BaseException as exc:  # handed to the caller's thread, which raises it
+            outcome = exc
+        with self._lock:
+            late = self.settled
+        if late:
+            if isinstance(outcome, httpx.Response):
+                outcome.close()
+            return
+        self.results.put((index, (outcome, time.monotonic() - started)))
+
+    def next(self, timeout: Optional[float] = None) -> Optional[tuple[int, Outcome]]:
+        try:
+            return self.results.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def settle(self) -> None:
+        """No later copy is wanted: close whatever still arrives."""
+        with self._lock:
+            self.settled = True
+        while True:  # a copy that ended between the winner and now
+            left = self.next(timeout=0)
+            if left is None:
+                return
+            if isinstance(left[1][0], httpx.Response):
+                left[1][0].close()
+
+
+def hedged_send(send: Callable[[httpx.Request], httpx.Response], request: httpx.Request,
+                delay: Callable[[], Optional[float]], budget: HedgeBudget) -> tuple[httpx.Response, float]:
+    """Send ``request``; once it has waited ``delay()`` seconds send one copy (if the budget allows).
+
+    ``delay`` is asked again while the call waits (None: nothing learned yet),
+    so a call sent before any reply came back is still hedged once others
+    have.  Returns the first response and how long its copy took; raises the
+    first copy's error only when no copy answered.
+    """
+    race = _Race(send)
+    started = time.monotonic()
+    race.start(request)
+    ended: Optional[tuple[int, Outcome]] = None
+    while ended is None:
+        due = delay()
+        waited = time.monotonic() - started
+        if due is not None and waited >= due:
+            break
+        ended = race.next(timeout=COLD_POLL if due is None else min(COLD_POLL, due - waited))
+    copies = 1
+    if ended is None and budget.take():
+        race.start(copy_request(request))
+        copies = 2
+    try:
+        if ended is None:
+            ended = race.next()
+        assert ended is not None
+        index, (outcome, took) = ended
+        if isinstance(outcome, BaseException) and copies == 2 and index == 1:
+            # The first copy failed after the second was sent: that one is newer, wait for it.  (When the
+            # second fails first, its error goes to the retry loop: the first has hung past the 95th
+            # percentile already, and a fresh attempt is likelier to answer than it.)
+            other = race.next()
+            assert other is not None
+            if isinstance(other[1][0], httpx.Response):
+                index, (outcome, took) = other
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if index == 2:
+            budget.count_win()
+        return outcome, took
+    finally:
+        race.settle()

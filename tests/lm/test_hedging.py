@@ -1,0 +1,167 @@
+"""Hedged requests: a second copy of a call slower than the 95th percentile of recent ones."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Iterator
+
+import pytest
+
+from lits.lm.hedging import HEDGE_WARMUP, HedgeBudget, hedge_share_from_env, percentile
+from lits.lm.openai_compat import OpenAICompatibleModel
+from lits.testing import ChaosProxy, FakeOpenAIServer
+
+QuickModel = Callable[..., OpenAICompatibleModel]
+#: Patience far above a loopback reply, so only a hedged copy can answer a hang quickly.
+SLOW_PATIENCE = {"read_timeout": 5.0, "patience_floor": 3.0, "hedge_share": 0.1}
+
+
+@pytest.fixture
+def chaos(upstream: FakeOpenAIServer) -> Iterator[ChaosProxy]:
+    """A proxy that passes everything through until a test asks it to hang requests."""
+    with ChaosProxy(upstream.base_url, {}, seed=7, hang_seconds=4.0) as proxy:
+        yield proxy
+
+
+def warm_up(model: OpenAICompatibleModel) -> None:
+    for i in range(HEDGE_WARMUP + 4):
+        model.complete(f"warm up {i}")
+
+
+def test_after_warm_up_a_hung_call_is_answered_by_a_second_copy_long_before_the_read_timeout(chaos, quick_model):
+    model = quick_model(chaos.base_url, **SLOW_PATIENCE)
+    warm_up(model)
+    chaos.fail_next("hang")
+    started = time.monotonic()
+    assert model.complete("question 99").text == "reply to 99"
+    assert time.monotonic() - started < 1.0  # the learned patience alone would wait 3 s
+    stats = model.fault_stats()
+    assert (stats["hedged_calls"], stats["hedges_won"], stats["retries"]) == (1, 1, 0)
+
+
+def test_hedged_copies_stay_within_their_share_of_calls(chaos, quick_model):
+    model = quick_model(chaos.base_url, hedge_share=0.1, read_timeout=5.0, patience_floor=0.3)
+    warm_up(model)
+    chaos.fail_next("hang", times=6)  # copies hang too: a call's attempts and copies take 6 hangs
+    answers = [model.complete(f"question {i}").text for i in range(12)]
+    assert answers == [f"reply to {i}" for i in range(12)]
+    calls = HEDGE_WARMUP + 4 + 12
+    assert 0 < model.fault_stats()["hedged_calls"] <= 0.1 * calls + 2
+
+
+def test_a_hedge_share_of_zero_never_sends_a_copy(chaos, quick_model):
+    model = quick_model(chaos.base_url, hedge_share=0.0, read_timeout=5.0, patience_floor=0.3)
+    warm_up(model)
+    chaos.fail_next("hang")
+    assert model.complete("question 99").text == "reply to 99"
+    stats = model.fault_stats()
+    assert (stats["hedged_calls"], stats["retries"]) == (0, 1)  # the hang cost the patience and a retry
+    assert stats["seconds_lost"] >= 0.3
+
+
+def test_a_server_with_fixed_slots_gets_no_copies(one_slot_server, quick_model):
+    model = quick_model(one_slot_server.base_url)
+    assert model.server_slots() == 1
+    assert model._transport.hedges.take() is False  # a copy would compete for the compute it hedges
+
+
+def test_the_share_counts_calls_so_far_plus_a_small_burst():
+    budget = HedgeBudget(0.1, burst=2)
+    for _ in range(10):
+        budget.count_call()
+    granted = [budget.take() for _ in range(5)]
+    assert granted == [True, True, True, False, False]  # 0.1 x 10 calls + 2
+
+
+def test_a_copy_that_loses_is_closed_and_the_winner_is_the_first_to_answer():
+    from lits.lm.hedging import hedged_send
+    import httpx
+
+    closed = threading.Event()
+
+    class Stream(httpx.SyncByteStream):
+        def __init__(self, body: bytes) -> None:
+            self.body = body
+
+        def __iter__(self) -> Iterator[bytes]:
+            yield self.body
+
+        def close(self) -> None:
+            closed.set()
+
+    def send(request: httpx.Request) -> httpx.Response:
+        first = request.extensions.get("copy") is None
+        request.extensions["copy"] = True
+        time.sleep(0.5 if first else 0.0)
+        response = httpx.Response(200, stream=Stream(b"slow" if first else b"fast"))
+        response.read()
+        return response
+
+    budget = HedgeBudget(1.0)
+    budget.count_call()
+    response, took = hedged_send(send, httpx.Request("POST", "http://x/", content=b"{}"), lambda: 0.05, budget)
+    assert response.content == b"fast" and took < 0.4
+    assert closed.wait(2.0)  # the slow copy, when it ended, was closed
+    assert budget.snapshot() == {"hedged_calls": 1, "hedges_won": 1}
+
+
+def test_the_95th_percentile_is_taken_by_nearest_rank():
+    assert percentile([float(i) for i in range(1, 101)], 0.95) == 95.0
+    assert percentile([2.0], 0.95) == 2.0
+
+
+@pytest.mark.parametrize("value", ["lots", "1.5", "-0.1"])
+def test_a_bad_hedge_share_in_the_environment_is_a_one_line_error(monkeypatch, value):
+    monkeypatch.setenv("LITS_HEDGE_SHARE", value)
+    with pytest.raises(ValueError, match=r"^\$LITS_HEDGE_SHARE must be a number from 0 to 1") as info:
+        hedge_share_from_env()
+    assert "\n" not in str(info.value)
+
+
+def test_the_environment_sets_the_share_of_hedged_calls(monkeypatch, upstream):
+    monkeypatch.setenv("LITS_HEDGE_SHARE", "0")
+    model = OpenAICompatibleModel("fake", upstream.base_url, api_key="k")
+    try:
+        assert model.policy.hedge_share == 0.0
+    finally:
+        model.close()
+
+
+def test_a_size_of_work_not_yet_seen_borrows_the_delay_of_a_smaller_one_scaled_up():
+    from lits.lm.retry import Patience
+
+    patience = Patience(floor=1.0, factor=4.0)
+    for _ in range(HEDGE_WARMUP):
+        patience.observe(("/chat/completions", 16), 0.2)
+    assert patience.hedge_delay(("/chat/completions", 16)) == pytest.approx(0.2)
+    assert patience.hedge_delay(("/chat/completions", 64)) == pytest.approx(0.8)  # four times the work
+    assert patience.hedge_delay(("/chat/completions", 8)) == pytest.approx(0.2)  # never scaled down
+    assert patience.hedge_delay(("/completions", 16)) is None  # another endpoint: nothing known
+
+
+def test_a_call_sent_before_anything_was_learned_is_hedged_once_replies_come_back():
+    from lits.lm.hedging import hedged_send
+    import httpx
+
+    learned: list[float] = []
+    first = threading.Event()
+
+    def send(request: httpx.Request) -> httpx.Response:
+        if not first.is_set():
+            first.set()
+            time.sleep(2.0)  # the first copy hangs
+        return httpx.Response(200, content=b"ok")
+
+    def later() -> None:
+        time.sleep(0.2)
+        learned.append(0.05)  # other calls' replies came back meanwhile
+
+    threading.Thread(target=later).start()
+    budget = HedgeBudget(1.0)
+    budget.count_call()
+    started = time.monotonic()
+    response, _ = hedged_send(send, httpx.Request("POST", "http://x/", content=b"{}"),
+                              lambda: learned[0] if learned else None, budget)
+    assert response.content == b"ok" and time.monotonic() - started < 1.0
+    assert budget.snapshot() == {"hedged_calls": 1, "hedges_won": 1}
