@@ -72,3 +72,20 @@ def test_identical_requests_in_flight_together_are_paid_once(tmp_path):
     for t in threads:
         t.join()
     assert len(model.calls) == 1
+
+
+def test_the_keys_of_several_samples_are_those_of_each_sample_alone():
+    from lits.lm.cache import request_key, sample_keys
+
+    payload = {"prompt": [{"role": "user", "content": "Ünïcode \"quoted\" text"}], "params": {"temperature": 0.7}}
+    assert sample_keys("m", "generate", payload, 12) == [
+        request_key("m", "generate", {**payload, "sample": i}) for i in range(12)]
+
+
+def test_many_answers_are_stored_at_once_and_read_back(tmp_path):
+    from lits.lm.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put_many([("a", {"text": "1"}), ("b", {"text": "2"})])
+    assert (cache.get("a"), cache.get("b"), len(cache)) == ({"text": "1"}, {"text": "2"}, 2)
+    cache.close()

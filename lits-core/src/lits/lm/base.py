@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence, TypedDict
 
 from lits.concurrency import tick_round
-from lits.lm.cache import ResponseCache, request_key
+from lits.lm.cache import ResponseCache, request_key, sample_keys
 from lits.observability import InferenceRecord, current_context, record_call
 
 
@@ -261,7 +261,7 @@ class LanguageModel(ABC):
             params = dataclasses.replace(params, **self.sampling)
         if self.cache is None:
             return self._paid_generate(prompt, params)
-        keys = [self._key("generate", prompt, params, i) for i in range(params.n)]
+        keys = self._sample_keys(prompt, params)
         with self._single_flight(keys[0]):
             found = [self.cache.get(k) for k in keys]
             missing = [i for i, hit in enumerate(found) if hit is None]
@@ -270,9 +270,11 @@ class LanguageModel(ABC):
                 self._record_raw("generate", 0, 0, 0.0, cached=True, prompt=prompt, reply=hits)
             if missing:
                 fresh = self._paid_generate(prompt, dataclasses.replace(params, n=len(missing)))
+                stored = []
                 for i, completion in zip(missing, fresh):
                     found[i] = _completion_to_json(completion)
-                    self.cache.put(keys[i], found[i])
+                    stored.append((keys[i], found[i]))
+                self.cache.put_many(stored)
         return [_completion_from_json(v) for v in found if v is not None]
 
     @contextlib.contextmanager
@@ -309,6 +311,11 @@ class LanguageModel(ABC):
         else:
             body = params
         return request_key(self.identity(), kind, {"prompt": prompt, "params": body, "sample": index})
+
+    def _sample_keys(self, prompt: Prompt, params: GenerationParams) -> list[str]:
+        """The cache keys of samples 0..n-1 (what :meth:`_key` gives each, the request encoded once)."""
+        body = {f: getattr(params, f) for f in _KEY_FIELDS}
+        return sample_keys(self.identity(), "generate", {"prompt": prompt, "params": body}, params.n)
 
     def complete(self, prompt: str, **params: Any) -> Completion:
         """One completion of a plain-text prompt."""

@@ -25,6 +25,20 @@ def request_key(identity: str, kind: str, payload: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def sample_keys(identity: str, kind: str, payload: dict[str, Any], n: int) -> list[str]:
+    """``request_key(identity, kind, {**payload, "sample": i})`` for i < n, encoding the request once.
+
+    ``"sample"`` sorts after the payload's other keys ("params", "prompt"), so
+    the texts differ only in their last number.
+    """
+    text = json.dumps([identity, kind, {**payload, "sample": 0}], sort_keys=True, ensure_ascii=False, default=str)
+    tail = '"sample": 0}]'
+    if not text.endswith(tail) or any(key > "sample" for key in payload):
+        return [request_key(identity, kind, {**payload, "sample": i}) for i in range(n)]
+    stem = text[: -len("0}]")]
+    return [hashlib.sha256(f"{stem}{i}}}]".encode("utf-8")).hexdigest() for i in range(n)]
+
+
 class CacheError(RuntimeError):
     """The response cache file cannot be used; the message names it and says what to do."""
 
@@ -73,6 +87,25 @@ class ResponseCache:
         try:
             with self._lock:
                 self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, text))
+        except sqlite3.Error as exc:
+            self._fail("cannot be written", exc, ": is the disk full?")
+
+    def put_many(self, entries: list[tuple[str, Any]]) -> None:
+        """Store several answers in one transaction (one commit, not one per answer)."""
+        rows = [(key, json.dumps(value, ensure_ascii=False)) for key, value in entries]
+        if len(rows) <= 1:  # one statement commits on its own
+            for key, value in entries:
+                self.put(key, value)
+            return
+        try:
+            with self._lock:
+                self._conn.execute("BEGIN")
+                try:
+                    self._conn.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", rows)
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             self._fail("cannot be written", exc, ": is the disk full?")
 

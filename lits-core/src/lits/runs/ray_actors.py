@@ -198,6 +198,10 @@ class SharedCache:
         if full:
             self.flush()
 
+    def put_many(self, entries: list[tuple[str, Any]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
     def flush(self) -> None:
         with self.lock:
             batch, self.pending = self.pending, []

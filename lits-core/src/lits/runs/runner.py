@@ -171,8 +171,8 @@ class _Runner:
     def _write(self, idx: int, record: dict[str, Any], result: Any, started: float, rounds: int) -> None:
         if self.mode == "search":
             payload = result.to_dict()
-            self.run_dir.write_json(layout.terminal_nodes(idx), payload.get("terminal_nodes", []))
-            self.run_dir.write_json(layout.path(idx), payload.get("best_path", []))
+            self.run_dir.write_json(layout.terminal_nodes(idx), payload.get("terminal_nodes", []), indent=None)
+            self.run_dir.write_json(layout.path(idx), payload.get("best_path", []), indent=None)
         self.run_dir.write_json(layout.timing(idx), {
             "seconds": round(time.perf_counter() - started, 3),
             "dependent_rounds": rounds,

@@ -96,12 +96,19 @@ class ScriptedModel(LanguageModel):
 
 def listed_actions(text: str) -> list[str]:
     """The lines under the last heading that ends in "actions:" (e.g. "Valid actions:"), up to a blank line."""
-    lines = text.splitlines()
-    heads = [i for i, line in enumerate(lines) if line.strip().lower().endswith("actions:")]
-    if not heads:
-        return []
+    lower = text.lower()
+    end = len(text)
+    while True:  # from the end: a few-shot prompt's examples hold earlier headings
+        at = lower.rfind("actions:", 0, end)
+        if at < 0:
+            return []
+        line_end = text.find("\n", at)
+        line_end = len(text) if line_end < 0 else line_end
+        if not text[at + len("actions:"):line_end].strip():
+            break
+        end = at
     listed = []
-    for line in lines[heads[-1] + 1:]:
+    for line in text[line_end + 1:].splitlines():
         if not line.strip():
             break
         listed.append(line.strip())
@@ -111,14 +118,15 @@ def listed_actions(text: str) -> list[str]:
 def obedient_reply(text: str, params: GenerationParams, index: int) -> str:
     """A listed action (sample ``index`` of a fixed shuffle: distinct within a request), Yes to each
     numbered question or to one question, or a hash."""
-    numbered = re.findall(r"^(\d+)\. ", text, re.MULTILINE)
-    if numbered and "yes or no" in text.lower():
+    question = "yes or no" in text.lower()
+    numbered = re.findall(r"^(\d+)\. ", text, re.MULTILINE) if question else []
+    if numbered:
         return "\n".join(f"{n}: Yes" for n in numbered)
     listed = listed_actions(text)
     if listed:
         order = sorted(listed, key=lambda a: _stable_hash(f"{text}|{params.temperature}|{a}"))
         return order[index % len(order)]
-    if "yes or no" in text.lower():
+    if question:
         return "Yes"
     return _stable_hash(f"{text}|{params.temperature}|{index}")
 

@@ -100,13 +100,17 @@ class TreeJournal:
         self._written = time.monotonic()
 
     def compact(self) -> None:
-        """Merge the journal's lines into one (atomically, fsynced): the finished instance's tree.
+        """Merge the journal's lines and the pending checkpoints into one line (atomically, fsynced).
 
         Streams: each node's latest JSON text is kept (later lines win), the rest of a line is dropped once
-        read, and the merged line is written piece by piece; nothing is serialized from node objects again.
-        The bytes are those of ``json.dumps`` of the merged record with compact separators.
+        read, and the merged line is written piece by piece.  Pending checkpoints join the merge from
+        memory, never written as a line of their own first (a short search's whole tree is often still
+        pending).  The bytes are those of ``json.dumps`` of the merged record with compact separators.
         """
-        self.close()
+        pending = self._counters is not None
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
         nodes: dict[int, str] = {}
         paths: list[Any] = []
         proposals: list[str] = []
@@ -119,18 +123,30 @@ class TreeJournal:
             paths.extend(record.get("paths") or [])
             proposals.extend(_dumps(p) for p in record.get("proposals") or [])
             last = record
-        if count <= 1 or last is None:
+        if pending:
+            iteration, next_id, stats = self._counters  # type: ignore[misc]
+            last = {"iteration": iteration, "next_id": next_id, "stats": stats}
+            nodes.update((node_id, _dumps(flat)) for node_id, flat in self._nodes.items())
+            paths.extend(self._paths)
+            proposals.extend(_dumps(list(p)) for p in self._proposals)
+            count += 1
+        if count <= 1 and not pending or last is None:
             return
         tail = _dumps({k: last[k] for k in ("iteration", "next_id", "stats")})[1:]
-        with _atomic_writer(self.path) as fh:
-            def write(piece: str) -> None:
-                fh.write(piece)
-                self.bytes_written += len(piece)
+        try:
+            with _atomic_writer(self.path) as fh:
+                def write(piece: str) -> None:
+                    fh.write(piece)
+                    self.bytes_written += len(piece)
 
-            write('{"compact":true,"nodes":[')
-            for k, node_id in enumerate(sorted(nodes)):  # one node at a time: no second copy of the tree's text
-                write("," + nodes[node_id] if k else nodes[node_id])
-            write('],"paths":' + _dumps(paths) + ',"proposals":[' + ",".join(proposals) + "]," + tail + "\n")
+                write('{"compact":true,"nodes":[')
+                for k, node_id in enumerate(sorted(nodes)):  # one node at a time: no second copy of the text
+                    write("," + nodes[node_id] if k else nodes[node_id])
+                write('],"paths":' + _dumps(paths) + ',"proposals":[' + ",".join(proposals) + "]," + tail + "\n")
+        except BaseException:
+            self.close()  # the pending checkpoints as a line of their own, if the disk takes it
+            raise
+        self._nodes, self._paths, self._proposals, self._counters = {}, [], [], None
 
     def close(self) -> None:
         """Write what is pending (a search that raised keeps its last checkpoints) and close."""

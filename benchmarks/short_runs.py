@@ -1,0 +1,172 @@
+"""Short runs, as researchers start them: ms per iteration at 10 iterations, framework cost per model call,
+and the time from starting `lits search` to its first iteration.
+
+Workload: the original LiTS's BlocksWorld MCTS shape (5 six-step RAP cases,
+3 actions, depth 6, no early stop) on the zero-latency scripted model,
+through the whole `lits search` path.  Each repeat is a fresh process.
+Printed: the median with the range over the repeats, and with ``--profile``
+the top 10 costs (cProfile of the instances' thread, by own time).
+
+- *ms per iteration*: the instances' search seconds (``timings/``) over the
+  iterations run, as ``benchmarks/search_scale.py`` reports it.
+- *framework cost per call*: the time a model call spends in
+  ``LanguageModel.generate`` outside the model's own ``_generate`` (cache
+  keys and look-ups, the cache write, the inference log, bookkeeping).
+- *start to first iteration*: from spawning ``python -m lits search`` to the
+  end of the first iteration's checkpoint (one 2-step case).
+
+    python benchmarks/short_runs.py --data ../shared/data/blocksworld [--repeats 5] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+#: The original LiTS at 10 iterations on this workload (docs/benchmarks.md, "Search engine at scale").
+ORIGINAL_MS_PER_ITERATION = 25.0
+
+FIRST_ITERATION = """
+import sys, time
+from lits.agents.tree.base import BaseTreeSearch
+saved = BaseTreeSearch.save_checkpoint
+def first(self, *a, **k):
+    saved(self, *a, **k)
+    print("FIRST", time.time(), file=sys.__stderr__, flush=True)
+    BaseTreeSearch.save_checkpoint = saved
+BaseTreeSearch.save_checkpoint = first
+from lits.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def search_args(data: str, save_dir: Path, iterations: int) -> list[str]:
+    return ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={data}", "--dataset-arg", "steps=6",
+            "--limit", "5", "--model", "scripted", "--search", "mcts", "--search-arg", f"n_iterations={iterations}",
+            "--search-arg", "n_actions=3", "--search-arg", "max_depth=6", "--search-arg", "early_stop=false",
+            "--save-dir", str(save_dir)]
+
+
+def one_run(data: str, iterations: int, profile: bool) -> dict[str, Any]:
+    """The workload once in this process: ms per iteration and framework cost per call."""
+    import cProfile
+
+    from lits.cli.main import main
+    from lits.lm.base import LanguageModel
+    from lits.runs import runner
+    from lits.testing.scripted import ScriptedModel
+
+    spent = {"generate": 0.0, "model": 0.0, "calls": 0}
+    generate, inner = LanguageModel.generate, ScriptedModel._generate
+
+    def timed_generate(self: LanguageModel, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return generate(self, *args, **kwargs)
+        finally:
+            spent["generate"] += time.perf_counter() - start
+            spent["calls"] += 1
+
+    def timed_inner(self: ScriptedModel, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return inner(self, *args, **kwargs)
+        finally:
+            spent["model"] += time.perf_counter() - start
+
+    LanguageModel.generate = timed_generate  # type: ignore[method-assign]
+    ScriptedModel._generate = timed_inner  # type: ignore[method-assign]
+    profiler = cProfile.Profile() if profile else None
+    if profiler is not None:
+        one = runner._Runner.one
+
+        def profiled(self: Any, *args: Any, **kwargs: Any) -> Any:
+            profiler.enable()
+            try:
+                return one(self, *args, **kwargs)
+            finally:
+                profiler.disable()
+
+        runner._Runner.one = profiled  # type: ignore[method-assign]
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            code = main(search_args(data, run, iterations))
+        if code != 0:
+            raise SystemExit(f"lits search exited {code}")
+        seconds = sum(json.loads(p.read_text())["seconds"] for p in (run / "timings").iterdir())
+    out: dict[str, Any] = {
+        "ms_per_iteration": 1000 * seconds / (5 * iterations),
+        "framework_ms_per_call": 1000 * (spent["generate"] - spent["model"]) / max(1, spent["calls"]),
+        "calls": spent["calls"],
+    }
+    if profiler is not None:
+        import pstats
+
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(10)
+        out["profile"] = text.getvalue()
+    return out
+
+
+def first_iteration_seconds(data: str) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        args = ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={data}", "--dataset-arg", "steps=2",
+                "--limit", "1", "--model", "scripted", "--search", "mcts", "--search-arg", "n_iterations=2",
+                "--save-dir", str(Path(tmp) / "run")]
+        started = time.time()
+        done = subprocess.run([sys.executable, "-c", FIRST_ITERATION, *args], capture_output=True, text=True)
+        stamps = [float(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("FIRST ")]
+        if done.returncode != 0 or not stamps:
+            raise SystemExit(f"lits search failed: {done.stderr.strip()[-500:]}")
+        return stamps[0] - started
+
+
+def spread(values: list[float], digits: int = 3) -> str:
+    return f"{round(statistics.median(values), digits)} ({round(min(values), digits)}–{round(max(values), digits)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="../shared/data/blocksworld")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--profile", action="store_true", help="print the top 10 costs of one run")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one_run(args.data, args.iterations, args.profile)))
+        return
+    runs = []
+    for _ in range(args.repeats):
+        command = [sys.executable, __file__, "--one", "--data", args.data, "--iterations", str(args.iterations)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    firsts = [first_iteration_seconds(args.data) for _ in range(args.repeats)]
+    ms = [r["ms_per_iteration"] for r in runs]
+    framework = [r["framework_ms_per_call"] for r in runs]
+    ratio = [m / ORIGINAL_MS_PER_ITERATION for m in ms]
+    print(f"| figure ({args.repeats} runs: median (range)) | value | target |")
+    print("|---|---|---|")
+    print(f"| ms per iteration at {args.iterations} iterations | {spread(ms, 2)} | — |")
+    print(f"| ratio to the original's {ORIGINAL_MS_PER_ITERATION} ms | {spread(ratio, 3)} | ≤ 0.06 (stretch 0.04) |")
+    print(f"| framework cost per model call (ms) | {spread(framework, 3)} | ≤ 0.3 |")
+    print(f"| start to first iteration (s) | {spread(firsts, 2)} | ≤ 0.4 |")
+    if args.profile:
+        command = [sys.executable, __file__, "--one", "--profile", "--data", args.data,
+                   "--iterations", str(args.iterations)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        print("\n" + json.loads(done.stdout.strip().splitlines()[-1])["profile"])
+
+
+if __name__ == "__main__":
+    main()
