@@ -49,6 +49,22 @@ def test_third_party_search_is_usable_from_the_cli_without_core_changes(run_lits
 
 
 @pytest.mark.usefixtures("best_first")
+def test_a_third_party_search_s_tree_shows_in_the_viewer_with_its_iterations(run_lits, site_dir):
+    result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
+                      "--limit", "1", "--search-arg", "n_expansions=4", "--save-dir", "run")
+    assert result.returncode == 0, result.stderr
+    from lits.view.model import build_report
+
+    tree = build_report(site_dir.parent / "run")["trees"]["0"]
+    assert tree["kind"] == "search" and len(tree["nodes"]) > 4
+    born = {n["id"]: n["born"] for n in tree["nodes"]}
+    parents = {n["id"]: n["parent"] for n in tree["nodes"]}
+    assert tree["iterations"] >= 2
+    assert born[0] == 0 and set(born.values()) == set(range(tree["iterations"] + 1))  # an expansion each
+    assert all(born[i] > born[parents[i]] for i in born if parents[i] is not None)
+
+
+@pytest.mark.usefixtures("best_first")
 def test_the_inference_log_names_the_search_as_registered(run_lits, site_dir):
     result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
                       "--limit", "1", "--search-arg", "n_expansions=2", "--save-dir", "run")

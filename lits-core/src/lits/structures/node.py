@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 from lits.structures.base import field_names
 from lits.type_registry import deserialize, register_type, serialize
@@ -29,6 +29,8 @@ class SearchNode:
     reward: float = 0.0
     reward_details: dict[str, Any] = dataclasses.field(default_factory=dict)
     is_terminal: bool = False
+    #: After how many iterations (MCTS) or depths (BFS) the node exists: the viewer's slider, for any search.
+    born: int = 0
 
     # -- tree walking ------------------------------------------------------
     def add_child(self, child: "SearchNode") -> "SearchNode":
@@ -119,3 +121,22 @@ class BFSNode(SearchNode):
     """Adds the cumulative reward along the path (beam score)."""
 
     cum_reward: float = 0.0
+
+
+def backpropagate(path: Sequence[Any], aggregate: str = "mean") -> list[float]:
+    """MCTS's backup, and what a journal's backed-up ``paths`` mean.
+
+    Node i gets G_i = aggregate(r_i .. r_k) over the rewards from it to the leaf.  The root has no action, so its return aggregates r_1 .. r_k (0 for a lone root).
+    Returns the value backed up through each node of ``path``.  Any object
+    with ``reward``, ``visits`` and ``cum_rewards`` will do (the viewer passes
+    stand-ins built from a journal, no search imported).
+    """
+    rewards = [n.reward for n in path[1:]]
+    values = []
+    for i, node in enumerate(path):
+        tail = rewards[max(i, 1) - 1:]
+        value = (max(tail) if aggregate == "max" else sum(tail) / len(tail)) if tail else 0.0
+        node.cum_rewards.append(value)
+        node.visits += 1
+        values.append(value)
+    return values

@@ -122,9 +122,8 @@ def instance_tree(root: Path, idx: int, command: str, config: dict[str, Any],
     selected = [int(n["id"]) for n in path]
     terminal = {int(n["id"]) for n in read_json(root / layout.terminal_nodes(idx)) or []
                 if isinstance(n, dict)}
-    search = str(config.get("search") or "mcts")
     aggregate = str((config.get("search_args") or {}).get("aggregate") or "mean")
-    tree = search_tree(root / layout.CHECKPOINTS / layout.journal_name(idx), search, aggregate, selected, terminal)
+    tree = search_tree(root / layout.CHECKPOINTS / layout.journal_name(idx), aggregate, selected, terminal)
     return tree if tree is not None or not path else path_only_tree(path, terminal)
 
 

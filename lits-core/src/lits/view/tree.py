@@ -5,8 +5,12 @@ torn last line, which for a run that is still writing is a line being written,
 and a viewer must never change a run.  The records are merged the way
 :meth:`TreeJournal.compact` merges them (later fields win, parents by id), on
 the JSON itself, so no plugin type has to be importable to look at a tree.
-Visits and Q are recomputed from the journaled paths with the search's own
-backup (:func:`lits.agents.tree.mcts.backpropagate`).
+Nothing here knows a search by name: a node's ``born`` field says after how
+many iterations it exists, and visits and Q are recomputed from the journaled
+backed-up paths by the rule that defines them
+(:func:`lits.structures.node.backpropagate`), so a third-party search that
+builds its tree through :class:`~lits.agents.tree.base.BaseTreeSearch` shows
+up like ours.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Optional
+
+from lits.structures.node import backpropagate
 
 #: Characters of a label drawn beside a node (the details panel has the whole text).
 LABEL_CHARS = 60
@@ -130,9 +136,7 @@ def step_error(step: Any) -> Optional[str]:
 
 def _backed_up_values(nodes: dict[int, dict[str, Any]], leaves: list[int],
                       aggregate: str) -> tuple[dict[int, int], dict[int, float]]:
-    """Visits and Q per node from the journaled paths, by MCTS's own backup."""
-    from lits.agents.tree.mcts import backpropagate
-
+    """Visits and Q per node from the journaled paths (what backed-up paths mean)."""
     shadow = {i: SimpleNamespace(reward=float(n.get("reward") or 0.0), cum_rewards=[], visits=0)
               for i, n in nodes.items()}
     for leaf in leaves:
@@ -147,33 +151,18 @@ def _backed_up_values(nodes: dict[int, dict[str, Any]], leaves: list[int],
     return visits, q
 
 
-def _born(nodes: dict[int, dict[str, Any]], first_seen: dict[int, int], leaves: list[int],
-          search: str) -> dict[int, int]:
+def _born(nodes: dict[int, dict[str, Any]], first_seen: dict[int, int]) -> dict[int, int]:
     """After how many iterations each node exists (drives the iteration slider).
 
-    MCTS creates a node's children in the first iteration whose path runs
-    through it; BFS creates depth d in iteration d; otherwise the journal line
-    that first held the node says.
+    A node says so itself (``born``, set when the search created it); a journal
+    written before nodes did falls back to the line that first held the node.
     """
-    born = {i: first_seen.get(i, 0) for i in nodes}
-    if search == "bfs":
-        return {i: int(n.get("depth") or 0) for i, n in nodes.items()}
-    if leaves:
-        on_path_first: dict[int, int] = {}
-        for k, leaf in enumerate(leaves):
-            node_id: Optional[int] = leaf
-            while node_id is not None and node_id in nodes:
-                on_path_first.setdefault(node_id, k)
-                node_id = nodes[node_id].get("parent")
-        for i, node in nodes.items():
-            parent = node.get("parent")
-            if parent is not None and parent in on_path_first:
-                born[i] = min(born[i], on_path_first[parent] + 1)
-        born[0] = 0
+    born = {i: int(n["born"]) if isinstance(n.get("born"), int) else first_seen.get(i, 0) for i, n in nodes.items()}
+    born[0] = 0
     return born
 
 
-def search_tree(journal: Path, search: str, aggregate: str, selected: list[int],
+def search_tree(journal: Path, aggregate: str, selected: list[int],
                 terminal_ids: set[int]) -> Optional[dict[str, Any]]:
     """The tree of a search instance from its journal (None when it has not checkpointed yet)."""
     records = read_journal(journal)
@@ -181,7 +170,7 @@ def search_tree(journal: Path, search: str, aggregate: str, selected: list[int],
     if 0 not in nodes:
         return None
     visits, q = _backed_up_values(nodes, leaves, aggregate) if leaves else ({}, {})
-    born = _born(nodes, first_seen, leaves, search)
+    born = _born(nodes, first_seen)
     on_path = set(selected)
     rows = []
     for i in sorted(nodes):

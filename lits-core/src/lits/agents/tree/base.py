@@ -181,6 +181,9 @@ class BaseTreeSearch(ABC):
             else:
                 node_id, self._provisional = self._provisional, self._provisional + 1
             self.stats["nodes"] += 1
+        if "born" not in fields:  # during iteration k (0-based) a node exists after k + 1 iterations
+            working = _ITERATION.get()
+            fields["born"] = (self.iteration if working is None else working) + 1
         node = (cls or self.NODE_CLASS)(id=node_id, **fields)  # type: ignore[arg-type]
         if pending is not None:
             pending.append(node)

@@ -8,7 +8,9 @@ from typing import Any, Optional, cast
 
 from lits.agents.config import MCTSConfig
 from lits.agents.tree.base import BaseTreeSearch
-from lits.structures.node import MCTSNode, SearchNode
+from lits.structures.node import MCTSNode, SearchNode, backpropagate
+
+__all__ = ["MCTS", "backpropagate", "uct_score", "uct_select"]
 
 
 def uct_score(child: MCTSNode, parent_visits: int, w_exp: float) -> float:
@@ -20,23 +22,6 @@ def uct_score(child: MCTSNode, parent_visits: int, w_exp: float) -> float:
 def uct_select(node: MCTSNode, w_exp: float) -> MCTSNode:
     children = cast(list[MCTSNode], node.children)
     return max(children, key=lambda c: (uct_score(c, node.visits, w_exp), -c.id))
-
-
-def backpropagate(path: list[MCTSNode], aggregate: str = "mean") -> list[float]:
-    """Node i gets G_i = aggregate(r_i .. r_k) over the rewards from it to the leaf.
-
-    The root has no action, so its return aggregates r_1 .. r_k (0 for a lone root).
-    Returns the value backed up through each node of ``path``.
-    """
-    rewards = [n.reward for n in path[1:]]
-    values = []
-    for i, node in enumerate(path):
-        tail = rewards[max(i, 1) - 1:]
-        value = (max(tail) if aggregate == "max" else sum(tail) / len(tail)) if tail else 0.0
-        node.cum_rewards.append(value)
-        node.visits += 1
-        values.append(value)
-    return values
 
 
 class MCTS(BaseTreeSearch):
