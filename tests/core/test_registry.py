@@ -111,3 +111,18 @@ def test_register_search_keeps_the_config_class():
 
     reg = get_registration("search", "my_search")
     assert reg.obj is MySearch and reg.meta["config_class"] is Config
+
+
+def test_plugin_registrations_outlive_an_isolated_registry_entered_before_any_plugin_loaded():
+    import subprocess
+    import sys
+
+    script = (
+        "from lits.registry import isolated_registry, load_dataset\n"
+        "with isolated_registry():\n"
+        "    load_dataset('gsm8k')\n"  # plugins first needed inside
+        "print(len(load_dataset('blocksworld')) > 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

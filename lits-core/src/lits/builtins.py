@@ -73,6 +73,8 @@ def register_chains(register: Callable[..., Any]) -> None:
     register("env_chain", "lits.agents.chain.env_chain:EnvChain", config_class="lits.agents.config:ChainConfig")
     register("react", "lits.agents.chain.react:ReActChat", config_class="lits.agents.config:ChainConfig")
     register("cot", "lits.agents.chain.cot:CoTChain", config_class="lits.agents.config:ChainConfig")
+    register("sc", "lits.agents.chain.self_consistency:SelfConsistencyChain",
+             config_class="lits.agents.config:SelfConsistencyConfig")
 
 
 @hookimpl

@@ -59,7 +59,12 @@ def list_names(kind: str) -> list[str]:
 
 @contextlib.contextmanager
 def isolated_registry() -> Iterator[None]:
-    """Restore the store (and the plugin loader's state) on exit; for tests."""
+    """Restore the store (and the plugin loader's state) on exit; for tests.
+
+    Plugins are loaded first, outside the isolation: a plugin that registers as it is imported does so
+    once per process, so registrations first made inside would be forgotten for good on exit.
+    """
+    plugins.ensure_plugins_loaded()
     saved, saved_plugins = STORE.snapshot(), plugins._snapshot()
     try:
         yield

@@ -48,3 +48,10 @@ class ChainConfig(BaseModel):
     max_steps: int = Field(10, ge=1, description="steps before the chain stops")
     temperature: float = Field(0.0, ge=0, description="policy sampling temperature")
     runtime_limit: Optional[float] = Field(None, gt=0, description="seconds per instance")
+
+
+class SelfConsistencyConfig(ChainConfig):
+    """Self-consistency (``lits chain --chain sc``): k sampled chains, then a majority vote."""
+
+    k: int = Field(8, ge=1, le=256, description="chains sampled per instance")
+    temperature: float = Field(0.7, ge=0, description="policy sampling temperature (0 makes every chain alike)")

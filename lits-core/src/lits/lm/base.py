@@ -8,13 +8,14 @@ backend bounding its own concurrency with :class:`CallLimiter`.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import heapq
 import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence, TypedDict
+from typing import Any, Iterator, Optional, Sequence, TypedDict
 
 from lits.concurrency import tick_round
 from lits.lm.cache import ResponseCache, request_key, sample_keys
@@ -53,6 +54,22 @@ class CallsStopped(BaseException):
 
 
 _STOPPING = threading.Event()
+#: The sampling stream of the calls made in this context (see :func:`sampling_stream`).
+_STREAM: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("lits_sampling_stream", default=None)
+
+
+@contextlib.contextmanager
+def sampling_stream(index: int) -> Iterator[None]:
+    """Calls made inside sample on stream ``index``: their seed is offset by it (from 0 when unset).
+
+    Independent samples of the same request (self-consistency's chains) are
+    then different requests, to the server and to the response cache alike.
+    """
+    token = _STREAM.set(index)
+    try:
+        yield
+    finally:
+        _STREAM.reset(token)
 
 
 def stop_new_calls(stopping: bool = True) -> None:
@@ -259,6 +276,9 @@ class LanguageModel(ABC):
         )
         if getattr(self, "sampling", None):  # a plugin backend may not call our __init__
             params = dataclasses.replace(params, **self.sampling)
+        stream = _STREAM.get()
+        if stream is not None:
+            params = dataclasses.replace(params, seed=(params.seed or 0) + stream)
         if self.cache is None:
             return self._paid_generate(prompt, params)
         keys = self._sample_keys(prompt, params)

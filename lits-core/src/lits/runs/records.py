@@ -15,7 +15,7 @@ def result_record(idx: int, example: dict[str, Any], result: Any, components: Co
     extra = {k: v for k, v in example.items() if k != "query"}
     kept = getattr(result, "proposals", None)  # a search journals them, so they survive a resume
     proposals = kept if kept is not None else take_proposals(components.policy, idx)
-    vote = _vote(result, components) if mode == "search" else None
+    vote = _vote(result, components) if mode == "search" else _chain_vote(result, components)
     return {
         "idx": idx,
         "id": example.get("id", str(idx)),
@@ -39,6 +39,15 @@ def _vote(result: Any, components: Components) -> Optional[Vote]:
     if components.task_type != "language_grounded":
         return None
     answers = [n.state.get_final_answer() for n in result.terminal_nodes if n.state is not None]
+    return majority_vote(answers, components.equivalent or same_text)
+
+
+def _chain_vote(result: Any, components: Components) -> Optional[Vote]:
+    """Self-consistency over the final answers of a chain agent's samples (``--chain sc``)."""
+    samples = getattr(result, "samples", None)
+    if not samples:
+        return None
+    answers = [s.get_final_answer() if hasattr(s, "get_final_answer") else None for s in samples]
     return majority_vote(answers, components.equivalent or same_text)
 
 

@@ -138,6 +138,11 @@ def _depth_limit(task_type: str, config: Any) -> dict[str, Any]:
 def agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir, mode: str,
                   name: str) -> Callable[[], Any]:
     """Agents that tag their calls with the name they are registered under, not their class name."""
+    serves = getattr(agent_cls, "TASK_TYPES", None)
+    if serves is not None and components.task_type not in serves:
+        raise ValueError(f"--{mode} {name} works on {' and '.join(serves)} tasks, not on this "
+                         f"{components.task_type} dataset")
+
     def make_agent() -> Any:
         if mode == "search":
             agent = agent_cls(config, components.policy, components.transition,

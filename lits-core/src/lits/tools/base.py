@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence, TypedDict
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,14 +42,14 @@ class BaseTool:
     args_schema: ClassVar[Optional[type[BaseModel]]] = None
     timeout: float = DEFAULT_TIMEOUT
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: object) -> None:
         for key, value in kwargs.items():
             setattr(self, key, value)
 
-    def _run(self, *args: Any, **kwargs: Any) -> Any:
+    def _run(self, *args: Any, **kwargs: Any) -> object:
         raise NotImplementedError(f"tool {self.name!r} does not implement _run()")
 
-    def run(self, *args: Any, **kwargs: Any) -> Any:
+    def run(self, *args: Any, **kwargs: Any) -> object:
         """Call the tool (validated arguments as keywords)."""
         return self._run(*args, **kwargs)
 
@@ -60,12 +60,12 @@ class BaseTool:
         ``INTERRUPT_GRACE`` s for it); the default cannot stop anything."""
         return False
 
-    def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
+    def validate_args(self, args: dict[str, object]) -> dict[str, object]:
         if self.args_schema is None:
             return dict(args)
         return self.args_schema(**args).model_dump()
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> dict[str, object]:
         """Name, description and JSON schema of the arguments, for prompts."""
         schema = self.args_schema.model_json_schema() if self.args_schema else {"type": "object"}
         return {"name": self.name, "description": self.description, "parameters": schema}
@@ -75,7 +75,7 @@ Tool = BaseTool
 """The seeds' name for the same base class."""
 
 
-def parse_tool_call(action: Any) -> tuple[str, dict[str, Any]]:
+def parse_tool_call(action: object) -> tuple[str, dict[str, object]]:
     """``'{"tool": "calc", "args": {...}}'`` -> ("calc", {...}); ``ValueError`` says why not."""
     try:
         data = json.loads(str(action))
@@ -97,7 +97,7 @@ def parse_tool_call(action: Any) -> tuple[str, dict[str, Any]]:
     return name, args
 
 
-def execute_tool_action(action: Any, tools: Sequence[BaseTool], timeout: Optional[float] = None) -> str:
+def execute_tool_action(action: object, tools: Sequence[BaseTool], timeout: Optional[float] = None) -> str:
     """Run the tool call ``action``; every problem comes back as an observation string."""
     try:
         name, args = parse_tool_call(action)
@@ -125,10 +125,17 @@ def failure_reason(exc: BaseException) -> str:
     return _one_line(f"{type(exc).__name__}: {exc}")
 
 
-def _run_with_budget(tool: BaseTool, args: dict[str, Any], budget: float) -> str:
+class _Outcome(TypedDict, total=False):
+    """What the worker thread left behind."""
+    value: object
+    unavailable: ToolUnavailable
+    error: str
+
+
+def _run_with_budget(tool: BaseTool, args: dict[str, object], budget: float) -> str:
     """Run in a worker thread; a tool that hangs past ``budget`` is interrupted (when it can be) and yields a
     time-out observation."""
-    box: dict[str, Any] = {}
+    box: _Outcome = {}
 
     def work() -> None:
         try:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Any, ClassVar, Optional
+from typing import Callable, ClassVar, Optional
 
 from pydantic import BaseModel, Field
 
 from lits.tools.base import BaseTool
 
-_OPS: dict[type, Any] = {
+_OPS: dict[type, Callable[..., float]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
     ast.USub: operator.neg, ast.UAdd: operator.pos,
@@ -58,7 +58,7 @@ class SearchTool(BaseTool):
     description: ClassVar[str] = "Find documents that contain the query words."
     args_schema: ClassVar[Optional[type[BaseModel]]] = SearchInput
 
-    def __init__(self, documents: Optional[list[str]] = None, top_k: int = 3, **kwargs: Any) -> None:
+    def __init__(self, documents: Optional[list[str]] = None, top_k: int = 3, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.documents = list(documents or [])
         self.top_k = top_k

@@ -24,10 +24,10 @@ from lits.tools.mcp_stdio import CUT_PATTERN
 #: The most of one tool result a model sees, as for the built-in SQL tools.
 RESULT_CHARS = 4000
 
-_SCALARS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
+_SCALARS: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
 
 
-def _annotation(schema: Any) -> Any:
+def _annotation(schema: object) -> Any:
     """A Python type for a JSON-schema fragment (``Any`` for what it cannot express: the server still checks)."""
     if not isinstance(schema, dict):
         return Any
@@ -53,7 +53,7 @@ def _annotation(schema: Any) -> Any:
 _LITERAL_KEYS = frozenset({"default", "const", "enum", "examples"})
 
 
-def canonical_schema(schema: Any, parent: str = "") -> Any:
+def canonical_schema(schema: object, parent: str = "") -> object:
     """Keys sorted as pydantic writes schemas (property names keep their order, literal values are untouched), so
     a tool served over MCP shows the model the same schema text as the same tool in-process."""
     if isinstance(schema, list):
@@ -71,9 +71,9 @@ def args_model(tool_name: str, schema: dict[str, Any]) -> type[BaseModel]:
 
     Fields are keyed by their JSON names (aliases), so any property name works, even ``model_config``."""
     raw = schema.get("properties")
-    properties: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    properties: dict[str, object] = raw if isinstance(raw, dict) else {}
     required = set(schema.get("required") or [])
-    fields: dict[str, Any] = {}
+    fields: dict[str, tuple[object, object]] = {}
     for index, (name, prop) in enumerate(properties.items()):
         prop = prop if isinstance(prop, dict) else {}
         annotation = _annotation(prop)
@@ -97,23 +97,23 @@ class McpTool(BaseTool):
     name: ClassVar[str]
     description: ClassVar[str]
     connection: McpConnection
-    input_schema: dict[str, Any]
+    input_schema: dict[str, object]
 
     def __init__(self, connection: McpConnection, info: Any, timeout: float) -> None:
         schema = dict(info.input_schema or {})
         super().__init__(connection=connection, name=info.name, description=info.description or "",
                          input_schema=schema, args_schema=args_model(info.name, schema), timeout=timeout)
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> dict[str, object]:
         """The server's own schema (keys in canonical order): the model sees what the server declared."""
         return {"name": self.name, "description": self.description, "parameters": canonical_schema(self.input_schema)}
 
-    def validate_args(self, args: dict[str, Any]) -> dict[str, Any]:
+    def validate_args(self, args: dict[str, object]) -> dict[str, object]:
         """Checked against the schema; only the arguments given are sent (the server fills its defaults)."""
         assert self.args_schema is not None
         return self.args_schema.model_validate(args).model_dump(mode="json", by_alias=True, exclude_unset=True)
 
-    def _run(self, **arguments: Any) -> str:
+    def _run(self, **arguments: object) -> str:
         # The caller's time budget (execute_tool_action) ends the call first and cancels it via interrupt();
         # this wait is only a safety net.
         result = self.connection.call_tool(self.name, arguments, budget=self.timeout * 2 + 10)
@@ -179,8 +179,8 @@ def tool_context(connection: McpConnection, tools: list[McpTool]) -> str:
 
 
 def load_mcp_resource(command: Optional[str] = None, url: Optional[str] = None, cwd: Optional[str] = None,
-                      env: Optional[dict[str, Any]] = None, timeout: float = DEFAULT_TIMEOUT,
-                      start_timeout: float = START_TIMEOUT, **unknown: Any) -> dict[str, Any]:
+                      env: Optional[dict[str, object]] = None, timeout: float = DEFAULT_TIMEOUT,
+                      start_timeout: float = START_TIMEOUT, **unknown: object) -> dict[str, object]:
     """``--resource mcp``: connect, list the tools, wrap each (in the server's order)."""
     if unknown:
         raise ValueError(f"unknown --resource-arg for mcp: {', '.join(sorted(unknown))} "

@@ -22,6 +22,8 @@ class ChainResult:
     steps: int
     stopped: str
     proposals: Optional[list[tuple[str, bool]]] = None
+    #: Every sampled chain's final state, when the agent sampled several (self-consistency).
+    samples: Optional[list[Any]] = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"solved": self.solved, "steps": self.steps, "stopped": self.stopped,
@@ -47,33 +49,38 @@ class ChainAgent:
         self.proposals: list[tuple[str, bool]] = []
 
     def run(self, query: Any, query_idx: int, example: dict[str, Any], *, resume: bool = False) -> ChainResult:
-        deadline = time.monotonic() + self.config.runtime_limit if self.config.runtime_limit else None
         with call_context(instance=query_idx, search=self.chain_name):
             state = self._load(query_idx) if resume else None
-            if state is None:
-                state = self.transition.init_state(**example)
-            stopped = "max_steps"
-            while len(state) < self.config.max_steps:
-                if self.transition.is_terminal(state, query_or_goals=query):
-                    stopped = "solution"
-                    break
-                if deadline is not None and time.monotonic() >= deadline:
-                    stopped = "time"
-                    break
-                with call_context(phase="chain", depth=len(state)):
-                    steps = self.policy.get_actions(state, n_actions=1, temperature=self.config.temperature,
-                                                    query=query, query_idx=query_idx, from_phase="chain")
-                    if not steps:
-                        stopped = "no_action"
-                        break
-                    state, _aux = self.transition.step(state, steps[0], query, query_idx, from_phase="chain")
-                self._save(query_idx, state)
-            solved = bool(self.transition.is_terminal(state, query_or_goals=query))
-            if solved:
-                stopped = "solution"
+            state, solved, stopped = self.walk(query, query_idx, example, state, save=True)
         self.proposals.extend(self._take_proposals(query_idx))
         return ChainResult(state=state, solved=solved, steps=len(state), stopped=stopped,
                            proposals=sorted(self.proposals))
+
+    def walk(self, query: Any, query_idx: int, example: dict[str, Any], state: Any = None, *,
+             save: bool = False) -> tuple[Any, bool, str]:
+        """One chain from ``state`` (None: the start): ``(final state, solved, why it stopped)``."""
+        deadline = time.monotonic() + self.config.runtime_limit if self.config.runtime_limit else None
+        if state is None:
+            state = self.transition.init_state(**example)
+        stopped = "max_steps"
+        while len(state) < self.config.max_steps:
+            if self.transition.is_terminal(state, query_or_goals=query):
+                stopped = "solution"
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                stopped = "time"
+                break
+            with call_context(phase="chain", depth=len(state)):
+                steps = self.policy.get_actions(state, n_actions=1, temperature=self.config.temperature,
+                                                query=query, query_idx=query_idx, from_phase="chain")
+                if not steps:
+                    stopped = "no_action"
+                    break
+                state, _aux = self.transition.step(state, steps[0], query, query_idx, from_phase="chain")
+            if save:
+                self._save(query_idx, state)
+        solved = bool(self.transition.is_terminal(state, query_or_goals=query))
+        return state, solved, "solution" if solved else stopped
 
     def _take_proposals(self, query_idx: int) -> list[tuple[str, bool]]:
         take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)

@@ -1,0 +1,55 @@
+"""``SelfConsistencyChain``: k sampled chains per instance, then a majority vote over their final answers.
+
+Each chain samples on its own stream (:func:`lits.lm.base.sampling_stream`):
+its requests carry their own seed, so they are distinct in the response
+cache and a server that honours seeds gives every chain its own, repeatable
+sample.  The vote (``answer_selection`` in the result) groups answers with
+the dataset's own equivalence, as the vote over a search's terminal nodes
+does.  A resumed instance runs its chains again from the response cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from lits.agents.chain.base import ChainAgent, ChainResult
+from lits.agents.config import SelfConsistencyConfig
+from lits.answers import same_text
+from lits.lm.base import sampling_stream
+from lits.observability import call_context
+
+
+class SelfConsistencyChain(ChainAgent):
+    chain_name = "sc"
+    #: Tasks whose states state a final answer to vote on.
+    TASK_TYPES = ("language_grounded", "tool_use")
+    config: SelfConsistencyConfig
+
+    def __init__(self, config: Optional[SelfConsistencyConfig] = None, policy: Any = None, transition: Any = None,
+                 **kwargs: Any) -> None:
+        super().__init__(config or SelfConsistencyConfig.model_validate({}), policy, transition, **kwargs)
+
+    def run(self, query: Any, query_idx: int, example: dict[str, Any], *, resume: bool = False) -> ChainResult:
+        samples: list[tuple[Any, bool, str]] = []
+        with call_context(instance=query_idx, search=self.chain_name):
+            for j in range(self.config.k):
+                with sampling_stream(j), call_context(sample=j):
+                    samples.append(self.walk(query, query_idx, example))
+        self.proposals.extend(self._take_proposals(query_idx))
+        state, solved, stopped = _representative(samples)
+        return ChainResult(state=state, solved=solved, steps=sum(len(s) for s, _, _ in samples), stopped=stopped,
+                           proposals=sorted(self.proposals), samples=[s for s, _, _ in samples])
+
+
+def _representative(samples: list[tuple[Any, bool, str]]) -> tuple[Any, bool, str]:
+    """The first chain whose answer is the most common one (plain text match), or the first chain."""
+    answers = [_answer(state) for state, _, _ in samples]
+    counts = [sum(1 for other in answers if a is not None and other is not None and same_text(a, other))
+              for a in answers]
+    best = max(range(len(samples)), key=lambda i: (counts[i], -i))
+    return samples[best]
+
+
+def _answer(state: Any) -> Optional[str]:
+    final = state.get_final_answer() if hasattr(state, "get_final_answer") else None
+    return None if final is None else str(final)
