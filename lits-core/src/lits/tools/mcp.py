@@ -81,7 +81,7 @@ def args_model(tool_name: str, schema: dict[str, Any]) -> type[BaseModel]:
         if isinstance(prop.get("description"), str):
             options["description"] = prop["description"]
         if name in required:
-            default: Any = ...
+            default: object = ...
         else:
             default = prop.get("default")
             annotation = Optional[annotation]
