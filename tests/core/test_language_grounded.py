@@ -71,9 +71,9 @@ def test_the_completion_prompt_numbers_the_steps_and_ends_with_the_next_cue(mode
     assert prompt.endswith("Step 2:")
 
 
-def test_the_policy_strips_an_echoed_cue_and_drops_duplicate_proposals(model):
+def test_the_policy_strips_an_echoed_cue_and_leaves_repeats_for_the_search_to_count(model):
     steps = ConcatPolicy(base_model=model, task_name="toy").get_actions(ThoughtState(), n_actions=3, query=QUESTION)
-    assert [s.action for s in steps] == ["2 plus 2 makes 4", "Add the numbers"]
+    assert [s.action for s in steps] == ["2 plus 2 makes 4", "Add the numbers", "2 plus 2 makes 4"]
 
 
 def test_a_completion_model_writes_one_line_per_step(model):

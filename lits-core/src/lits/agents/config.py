@@ -18,6 +18,8 @@ class TreeSearchConfig(BaseModel):
     early_stop: bool = Field(True, description="stop at the first solution")
     temperature: float = Field(0.8, ge=0, description="policy sampling temperature")
     checkpoint_every: int = Field(1, ge=1, description="journal the tree every N iterations (or depths)")
+    sibling_aware: bool = Field(False, description="when a node gets fewer distinct children than n_actions, "
+                                "ask again (twice at most), showing the policy the siblings it already proposed")
 
 
 class MCTSConfig(TreeSearchConfig):

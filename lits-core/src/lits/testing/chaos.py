@@ -19,7 +19,7 @@ import socket
 import threading
 from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Mapping, Optional
+from typing import Iterable, Mapping, Optional
 from urllib.parse import urlsplit
 
 #: 429 (with Retry-After), 500, 503, a hang past the client's read timeout, a dropped
@@ -137,7 +137,7 @@ class ChaosProxy:
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
+            def log_message(self, *args: object) -> None:
                 pass
 
             def _send(self, status: int, data: bytes, headers: Optional[Mapping[str, str]] = None,

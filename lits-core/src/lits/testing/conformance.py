@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from typing import Any, NoReturn, Optional
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from lits.components.transition.env_grounded import EnvGroundedTransition
 from lits.structures.base import Step
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
+
+if TYPE_CHECKING:
+    from lits.components.factory import Components
 
 __all__ = ["ConformanceError", "check_dataset", "check_env_domain", "first_difference"]
 
@@ -42,7 +45,7 @@ def _why(exc: BaseException) -> str:
 
 # -- datasets --------------------------------------------------------------------
 
-def _load_examples(where: str, dataset: str, limit: Optional[int], args: dict[str, Any]) -> list[dict[str, Any]]:
+def _load_examples(where: str, dataset: str, limit: Optional[int], args: dict[str, object]) -> list[dict[str, Any]]:
     from lits.registry import load_dataset
 
     try:
@@ -68,7 +71,7 @@ def _check_queries(where: str, examples: list[dict[str, Any]]) -> None:
 
 
 def _examples_and_task_type(where: str, dataset: str, limit: Optional[int],
-                            args: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+                            args: dict[str, object]) -> tuple[list[dict[str, Any]], str]:
     """The dataset's examples (each with a query) and its task type, or a ConformanceError."""
     from lits.registry import infer_task_type
 
@@ -80,7 +83,7 @@ def _examples_and_task_type(where: str, dataset: str, limit: Optional[int],
         fail(where, _why(exc))
 
 
-def check_dataset(dataset: str, limit: Optional[int] = None, **dataset_args: Any) -> int:
+def check_dataset(dataset: str, limit: Optional[int] = None, **dataset_args: object) -> int:
     """Check any registered dataset (all task types); returns how many examples were checked.
 
     Examples load and each has a non-empty query (and a unique ``id`` when it
@@ -122,7 +125,8 @@ def _check_gold_answers(where: str, examples: list[dict[str, Any]], meta: dict[s
                 fail(at, f"evaluate() given its own answer {gold!r} does not say solved=True (got {verdict!r})")
 
 
-def _evaluate(at: str, evaluate: Any, example: dict[str, Any], answer: str) -> Mapping[str, Any]:
+def _evaluate(at: str, evaluate: Callable[[Mapping[str, object], str], object], example: dict[str, Any],
+              answer: str) -> Mapping[str, object]:
     try:
         verdict = evaluate(example, answer)
     except Exception as exc:
@@ -142,7 +146,7 @@ def _check_evaluate_empty(where: str, examples: list[dict[str, Any]], meta: dict
             fail(f"{where}: example {index}", f"evaluate()'s 'solved' is a {type(verdict['solved']).__name__}")
 
 
-def _check_resource(where: str, dataset: str, args: dict[str, Any]) -> None:
+def _check_resource(where: str, dataset: str, args: dict[str, object]) -> None:
     from lits.registry import load_resource
 
     try:
@@ -166,7 +170,7 @@ def _check_resource(where: str, dataset: str, args: dict[str, Any]) -> None:
 # -- env-grounded domains ------------------------------------------------------------
 
 def check_env_domain(dataset: str, limit: Optional[int] = None, *, transition: Optional[str] = None,
-                     **dataset_args: Any) -> int:
+                     **dataset_args: object) -> int:
     """Check an env-grounded domain example by example; returns how many examples were checked.
 
     The transition (registered under ``transition``, default the dataset's
@@ -212,7 +216,7 @@ def _transition_class(where: str, name: str) -> type[EnvGroundedTransition]:
     return cls  # type: ignore[no-any-return]
 
 
-def _components(where: str, dataset: str, transition: str) -> Any:
+def _components(where: str, dataset: str, transition: str) -> Components:
     from lits.components.factory import create_components
     from lits.testing.scripted import ScriptedModel
 
@@ -222,7 +226,7 @@ def _components(where: str, dataset: str, transition: str) -> Any:
         fail(where, f"the components for a run cannot be built: {_why(exc)}")
 
 
-def _check_prompt_registered(where: str, dataset: str, cls: type, components: Any) -> None:
+def _check_prompt_registered(where: str, dataset: str, cls: type, components: Components) -> None:
     """A transition with ``TASK_TYPE = None`` opts out of generic prompts: its own must exist."""
     from lits.components.policy.env_grounded import EnvGroundedPolicy
     from lits.prompts.registry import PromptRegistry
@@ -239,7 +243,7 @@ def _check_prompt_registered(where: str, dataset: str, cls: type, components: An
         fail(where, f"the env_grounded policy's user prompt for {dataset!r} is not a dict with a 'state' template")
 
 
-def _check_goal(at: str, what: str, value: Any) -> None:
+def _check_goal(at: str, what: str, value: object) -> None:
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         fail(at, f"goal_check() on {what} returned {value!r}, not (goal_reached, progress)")
     reached, progress = value
@@ -251,7 +255,7 @@ def _check_goal(at: str, what: str, value: Any) -> None:
         fail(at, f"goal_check() on {what} gives progress {progress!r}, outside [0, 1]")
 
 
-def first_difference(a: Any, b: Any, path: str = "") -> Optional[str]:
+def first_difference(a: object, b: object, path: str = "") -> Optional[str]:
     """Where two JSON-like values first differ (``children[0].action: 'x' != 'y'``), or None."""
     if isinstance(a, dict) and isinstance(b, dict):
         for key in list(a) + [k for k in b if k not in a]:

@@ -12,15 +12,18 @@ scores.  Each failure is one line naming the example and the component.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from lits.structures.base import State, Step
 from lits.testing.conformance import _examples_and_task_type, _why, check_round_trip, fail
 
+if TYPE_CHECKING:
+    from lits.components.factory import Components
+
 
 def check_language_domain(dataset: str, limit: Optional[int] = None, *, framework: Optional[str] = None,
                           policy: Optional[str] = None, transition: Optional[str] = None,
-                          reward: Optional[str] = None, depth: int = 2, **dataset_args: Any) -> int:
+                          reward: Optional[str] = None, depth: int = 2, **dataset_args: object) -> int:
     """Check a language-grounded dataset with its components; returns how many examples were checked.
 
     ``framework`` (e.g. ``"rap"``) and ``policy``/``transition``/``reward``
@@ -39,7 +42,7 @@ def check_language_domain(dataset: str, limit: Optional[int] = None, *, framewor
 
 
 def _components(where: str, dataset: str, framework: Optional[str], policy: Optional[str],
-                transition: Optional[str], reward: Optional[str]) -> Any:
+                transition: Optional[str], reward: Optional[str]) -> Components:
     from lits.components.checks import problems_of
     from lits.components.factory import create_components
     from lits.testing.scripted import ScriptedModel
@@ -60,7 +63,7 @@ def _components(where: str, dataset: str, framework: Optional[str], policy: Opti
 class _LanguageCheck:
     """The checks of one example, kept together so each failure can name the example."""
 
-    def __init__(self, at: str, index: int, example: dict[str, Any], components: Any) -> None:
+    def __init__(self, at: str, index: int, example: dict[str, Any], components: Components) -> None:
         self.at, self.index, self.example = at, index, example
         self.policy, self.transition, self.reward = (components.policy, components.transition,
                                                      components.reward_model)

@@ -9,7 +9,7 @@ session that never uses the fixtures pays nothing and loads no plugins.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
@@ -44,5 +44,5 @@ def lits_conformance() -> ModuleType:
     return lits.testing
 
 
-def pytest_configure(config: Any) -> None:
+def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "lits_conformance: a LiTS plugin conformance check (lits.testing)")

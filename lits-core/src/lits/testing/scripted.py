@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from lits.lm.base import Completion, GenerationParams, LanguageModel, Prompt
 
@@ -52,7 +52,7 @@ class ScriptedModel(LanguageModel):
         self._next = 0
         self.calls: list[tuple[str, GenerationParams]] = []
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         script = "function" if callable(self._responses) else "list" if self._responses else "obedient"
         return {**super().describe(), "script": script, "scores": self._scorer is not None}
 

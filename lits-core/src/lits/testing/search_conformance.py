@@ -13,21 +13,27 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence
 
 from lits.components.transition.env_grounded import EnvGroundedTransition
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 from lits.testing.conformance import fail, first_difference
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from lits.agents import SearchResult
+    from lits.registry import Registration
 
 __all__ = ["STOP_REASONS", "TOY_DOMAIN", "TOY_EXAMPLE", "check_search"]
 
 #: What ``BaseTreeSearch``, MCTS and BFS report as ``SearchResult.stopped``.
 STOP_REASONS = ("solution", "budget", "time", "exhausted")
 #: Small budgets every built-in config understands; only the fields a config declares are used.
-DEFAULT_ARGS: dict[str, Any] = {"n_actions": 2, "max_depth": 4, "early_stop": False}
+DEFAULT_ARGS: dict[str, object] = {"n_actions": 2, "max_depth": 4, "early_stop": False}
 TOY_DOMAIN = "lits-conformance-counter"
 #: Reachable in three moves (double, add 3, double), so solutions appear but the tree keeps growing.
-TOY_EXAMPLE: dict[str, Any] = {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"}
+TOY_EXAMPLE: dict[str, str] = {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"}
 _OWNER = "lits.testing.search_conformance"
 
 
@@ -79,7 +85,7 @@ class _Killed(Exception):
 class _Run:
     """One search run on the toy domain, with fresh components (as a fresh process has)."""
 
-    def __init__(self, cls: type, config: Any, checkpoint_dir: Path, kill_after: Optional[int] = None) -> None:
+    def __init__(self, cls: type, config: BaseModel, checkpoint_dir: Path, kill_after: Optional[int] = None) -> None:
         from lits.components.factory import create_components
         from lits.testing.scripted import ScriptedModel
 
@@ -98,7 +104,7 @@ class _Run:
         parts.policy.get_actions = counted  # type: ignore[method-assign]
         self.search = cls(config, parts.policy, parts.transition, parts.reward_model, checkpoint_dir=checkpoint_dir)
 
-    def run(self, resume: bool = False) -> Any:
+    def run(self, resume: bool = False) -> SearchResult:
         return self.search.run(TOY_EXAMPLE["query"], 0, dict(TOY_EXAMPLE), resume=resume)
 
 
@@ -115,10 +121,10 @@ def _every_checkpoint_on_disk() -> Iterator[None]:
         journal.FLUSH_SECONDS = saved
 
 
-def _config(where: str, reg: Any, search_args: Optional[Mapping[str, Any]]) -> Any:
+def _config(where: str, reg: Registration, search_args: Optional[Mapping[str, object]]) -> BaseModel:
     from lits.agents import TreeSearchConfig
 
-    config_class = reg.meta.get("config_class") or TreeSearchConfig
+    config_class: type[BaseModel] = reg.meta.get("config_class") or TreeSearchConfig
     fields = getattr(config_class, "model_fields", {})
     values = {**{k: v for k, v in DEFAULT_ARGS.items() if k in fields}, **dict(search_args or {})}
     try:
@@ -127,7 +133,7 @@ def _config(where: str, reg: Any, search_args: Optional[Mapping[str, Any]]) -> A
         fail(where, f"its config class {config_class.__name__} rejects {values}: {' '.join(str(exc).split())}")
 
 
-def _check_result(where: str, result: Any, stop_reasons: Sequence[str]) -> None:
+def _check_result(where: str, result: object, stop_reasons: Sequence[str]) -> None:
     from lits.agents import SearchResult
 
     if not isinstance(result, SearchResult):
@@ -144,7 +150,7 @@ def _check_result(where: str, result: Any, stop_reasons: Sequence[str]) -> None:
         fail(where, "the tree never grew past the root on the toy domain")
 
 
-def _difference(whole: Any, other: Any) -> Optional[str]:
+def _difference(whole: SearchResult, other: SearchResult) -> Optional[str]:
     """How ``other`` differs from the uninterrupted run ``whole`` (tree, best path, stop reason, counters)."""
     diff = first_difference(whole.root.to_dict(), other.root.to_dict())
     if diff:
@@ -159,9 +165,9 @@ def _difference(whole: Any, other: Any) -> Optional[str]:
     return f"the stats differ ({stats})" if stats else None
 
 
-def check_search(name: str, search_args: Optional[Mapping[str, Any]] = None, *,
+def check_search(name: str, search_args: Optional[Mapping[str, object]] = None, *,
                  kill_after: Optional[Sequence[int]] = None,
-                 stop_reasons: Sequence[str] = STOP_REASONS) -> Any:
+                 stop_reasons: Sequence[str] = STOP_REASONS) -> SearchResult:
     """Check the search registered as ``name``; returns its uninterrupted ``SearchResult``.
 
     ``search_args`` are its settings (small defaults for ``n_actions``,
@@ -199,11 +205,11 @@ def check_search(name: str, search_args: Optional[Mapping[str, Any]] = None, *,
 
 
 class _Whole:
-    def __init__(self, result: Any, calls: int) -> None:
+    def __init__(self, result: SearchResult, calls: int) -> None:
         self.result, self.calls = result, calls
 
 
-def _uninterrupted(where: str, cls: type, config: Any, tmp: Path, stop_reasons: Sequence[str]) -> _Whole:
+def _uninterrupted(where: str, cls: type, config: BaseModel, tmp: Path, stop_reasons: Sequence[str]) -> _Whole:
     runs = []
     for attempt in ("first", "second"):
         run = _Run(cls, config, tmp / attempt)
@@ -223,7 +229,7 @@ def _uninterrupted(where: str, cls: type, config: Any, tmp: Path, stop_reasons: 
     return runs[0]
 
 
-def _kill_and_resume(where: str, cls: type, config: Any, directory: Path, k: int, total: int, whole: Any) -> None:
+def _kill_and_resume(where: str, cls: type, config: BaseModel, directory: Path, k: int, total: int, whole: SearchResult) -> None:
     killed = _Run(cls, config, directory, kill_after=k)
     try:
         killed.run()

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 #: ``(prompt_text, body) -> text``, or ``(prompt_text, body, choice_index) -> text``.
 Responder = Callable[..., str]
@@ -159,10 +159,10 @@ class FakeOpenAIServer:
             protocol_version = "HTTP/1.1"  # keep connections alive, as real servers do
             disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
 
-            def log_message(self, *args: Any) -> None:
+            def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any], headers: Optional[dict[str, str]] = None) -> None:
+            def _send(self, status: int, payload: Mapping[str, object], headers: Optional[dict[str, str]] = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -20,7 +20,8 @@ import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, NoReturn, Optional, TypeVar
+from types import ModuleType
+from typing import IO, Any, Awaitable, Callable, NoReturn, Optional, TypeVar
 
 from lits.secrets import KEY_ENV_VARS, redact_text
 from lits.tools.base import ToolUnavailable
@@ -62,7 +63,7 @@ class McpServerSpec:
         return f"`{self.command}`" if self.command else redact_text(str(self.url))
 
 
-def import_sdk() -> Any:
+def import_sdk() -> ModuleType:
     """The ``mcp`` package, or one line saying how to install it."""
     from lits.extras import require
 
@@ -89,9 +90,9 @@ class McpConnection:
         self._session: Any = None
         self._lost: Optional[str] = None  # why the server is gone for good
         self._stop: Optional[asyncio.Event] = None
-        self._holder: Optional[Future[Any]] = None
+        self._holder: Optional[Future[None]] = None
         self._finished = threading.Event()  # the holder task has left the SDK's context managers
-        self._errlog: Any = None
+        self._errlog: Optional[IO[str]] = None
         self._lock = threading.Lock()  # one restart at a time
         self._generation = 0
         self._calls: dict[int, Future[Any]] = {}  # worker thread id -> its call in flight
@@ -235,7 +236,7 @@ class McpConnection:
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop)  # type: ignore[return-value]
 
-    def call_tool(self, name: str, arguments: dict[str, Any], budget: float) -> Any:
+    def call_tool(self, name: str, arguments: dict[str, object], budget: float) -> Any:
         """The server's ``CallToolResult``; raises the SDK's error for a refused call, ``TimeoutError`` after
         ``budget`` s, :class:`McpServerLost` when the server is gone and was already restarted."""
         for attempt in range(2):

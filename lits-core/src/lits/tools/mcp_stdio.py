@@ -15,7 +15,12 @@ import os
 import re
 import signal
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Optional, TextIO, Union
+from typing import TYPE_CHECKING, IO, AsyncIterator, Optional, Union
+
+if TYPE_CHECKING:
+    from anyio.abc import Process
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from mcp.shared.message import SessionMessage
 
 #: The longest reply line read whole; a longer one keeps only :data:`HEAD_BYTES` (tool results are capped
 #: far below this anyway, see :data:`lits.tools.mcp.RESULT_CHARS`).
@@ -72,7 +77,7 @@ class LineSplitter:
         return line
 
 
-def cut_reply(line: CutLine) -> Optional[dict[str, Any]]:
+def cut_reply(line: CutLine) -> Optional[dict[str, object]]:
     """A JSON-RPC response for the request a cut line answered: its text's head and the note; None when the
     head does not say which request it answers."""
     found = _ID.search(line.head)
@@ -93,7 +98,7 @@ def cut_reply(line: CutLine) -> Optional[dict[str, Any]]:
             "result": {"content": [{"type": "text", "text": f"{text}\n{note}"}], "isError": True}}
 
 
-def _message(line: Union[bytes, CutLine]) -> Any:
+def _message(line: Union[bytes, CutLine]) -> Union[SessionMessage, Exception]:
     """A session message for one line, or the exception the session reports for a line it cannot read."""
     from mcp import types
     from mcp.shared.message import SessionMessage
@@ -111,13 +116,18 @@ def _message(line: Union[bytes, CutLine]) -> Any:
 
 @contextlib.asynccontextmanager
 async def bounded_stdio(argv: list[str], cwd: Optional[str], env: dict[str, str],
-                        errlog: Optional[TextIO]) -> AsyncIterator[tuple[Any, Any]]:
+                        errlog: Optional[IO[str]]) -> AsyncIterator[
+        tuple[MemoryObjectReceiveStream[Union[SessionMessage, Exception]], MemoryObjectSendStream[SessionMessage]]]:
     """The server started as ``argv`` (its own process group), as the SDK's read and write streams."""
     import anyio
 
     process = await anyio.open_process(argv, cwd=cwd, env=env, stderr=errlog, start_new_session=True)
-    read_writer, read_stream = anyio.create_memory_object_stream[Any](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[Any](0)
+    read_writer: MemoryObjectSendStream[Union[SessionMessage, Exception]]
+    read_stream: MemoryObjectReceiveStream[Union[SessionMessage, Exception]]
+    write_stream: MemoryObjectSendStream[SessionMessage]
+    write_reader: MemoryObjectReceiveStream[SessionMessage]
+    read_writer, read_stream = anyio.create_memory_object_stream(0)
+    write_stream, write_reader = anyio.create_memory_object_stream(0)
 
     async def reader() -> None:
         assert process.stdout is not None
@@ -150,12 +160,13 @@ async def bounded_stdio(argv: list[str], cwd: Optional[str], env: dict[str, str]
             tasks.cancel_scope.cancel()
 
 
-async def _stop(process: Any) -> None:
+async def _stop(process: Process) -> None:
     """Close the server's stdin, give it 2 s to leave, then kill its process group."""
     import anyio
 
     with contextlib.suppress(Exception):
-        await process.stdin.aclose()
+        if process.stdin is not None:
+            await process.stdin.aclose()
     with anyio.move_on_after(2):
         await process.wait()
     if process.returncode is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TypedDict
 
 #: At most this many points in a calls-in-flight curve (the page draws it as steps).
 CURVE_POINTS = 2000
@@ -33,7 +33,7 @@ def read_calls(path: Path) -> list[dict[str, Any]]:
     return calls
 
 
-def call_row(record: dict[str, Any]) -> list[Any]:
+def call_row(record: dict[str, Any]) -> list[object]:
     """One call as the page keeps it (see CALL_FIELDS); prompt and reply only where the log has them."""
     ctx = record.get("context") or {}
     return [round(float(record.get("time") or 0.0), 4), round(float(record.get("seconds") or 0.0), 5),
@@ -42,7 +42,16 @@ def call_row(record: dict[str, Any]) -> list[Any]:
             float(record.get("cost") or 0.0), record.get("prompt"), record.get("reply"), record.get("kind")]
 
 
-def totals(calls: list[dict[str, Any]]) -> dict[str, Any]:
+class Totals(TypedDict):
+    calls: int
+    cache_hits: int
+    tokens_in: int
+    tokens_out: int
+    seconds: float
+    cost: float
+
+
+def totals(calls: list[dict[str, Any]]) -> Totals:
     """Paid calls, cache hits, tokens, model seconds and cost (as the run's summary counts them)."""
     paid = [c for c in calls if not c.get("cached")]
     return {
@@ -55,14 +64,14 @@ def totals(calls: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def breakdown(calls: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+def breakdown(calls: list[dict[str, Any]], key: str) -> list[dict[str, object]]:
     """Calls and tokens grouped by a context tag (component, phase or depth), in a stable order."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for call in calls:
         value = (call.get("context") or {}).get(key)
         groups.setdefault("—" if value is None else str(value), []).append(call)
 
-    def order(name: str) -> tuple[int, Any]:
+    def order(name: str) -> tuple[int, int | str]:
         return (0, int(name)) if name.lstrip("-").isdigit() else (1, name)
 
     return [{"name": name, **totals(group)} for name, group in sorted(groups.items(), key=lambda g: order(g[0]))]
@@ -100,7 +109,7 @@ def in_flight(calls: list[dict[str, Any]]) -> list[list[float]]:
     return points
 
 
-def cost_pictures(calls: list[dict[str, Any]]) -> dict[str, Any]:
+def cost_pictures(calls: list[dict[str, Any]]) -> dict[str, object]:
     """The numbers behind the cost pictures of a run or an instance."""
     return {
         "by_component": breakdown(calls, "component"),

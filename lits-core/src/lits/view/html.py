@@ -38,7 +38,7 @@ def script() -> str:
     return SCRIPT_HEAD + "".join(_static("js", part) for part in SCRIPT_PARTS) + "})();\n"
 
 
-def embed_json(data: Any) -> str:
+def embed_json(data: object) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``</script>``, no ``<!--``.
 
     ``<``, ``>`` and ``&`` become ``\\u003c`` and friends (JSON.parse reads them
@@ -69,7 +69,7 @@ def render_report(report: dict[str, Any]) -> str:
     return re.sub("|".join(parts), lambda m: parts[m.group(0)], page)
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> object:
     """NaN and infinities (a reward model may return them) as null: JSON has no such numbers."""
     if isinstance(value, float) and not math.isfinite(value):
         return None

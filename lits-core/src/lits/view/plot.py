@@ -8,7 +8,12 @@ drawn through a bare Figure on the Agg canvas, never pyplot's global state.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
 #: (row key, axis label) of each panel's x axis.
 SPEND_AXES = (("tokens", "tokens (in + out)"), ("calls", "model calls"), ("seconds", "seconds (all instances)"),
@@ -22,7 +27,7 @@ class PlotUnavailable(RuntimeError):
     """matplotlib is not installed."""
 
 
-def _matplotlib() -> Any:
+def _matplotlib() -> tuple[ModuleType, type[Figure], type[FigureCanvasAgg]]:
     from lits.extras import MissingExtra, require
 
     try:
@@ -41,7 +46,7 @@ def spend(row: dict[str, Any], key: str) -> float:
     return float(row.get(key) or 0.0)
 
 
-def compare_figure(rows: list[dict[str, Any]]) -> Any:
+def compare_figure(rows: list[dict[str, Any]]) -> Figure:
     """A 2×2 figure: accuracy (y) against each spend (x); each run one labelled point.
 
     Each panel's points are one collection whose gid is ``points-<spend>``

@@ -12,7 +12,7 @@ import sys
 import threading
 import webbrowser
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from lits.view.html import render_report
 from lits.view.model import build_report
@@ -51,7 +51,7 @@ def page_handler(run_root: Path) -> type[http.server.BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: one line per load is noise
+        def log_message(self, format: str, *args: object) -> None:  # quiet: one line per load is noise
             return
 
     return Handler

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Optional
+from typing import Any, NotRequired, Optional, TypedDict
 
 from lits.structures.node import backpropagate
 
@@ -65,7 +65,7 @@ def merge_records(records: list[dict[str, Any]]) -> tuple[dict[int, dict[str, An
     return nodes, first_seen, leaves
 
 
-def text_of(value: Any, limit: int = DETAIL_CHARS) -> str:
+def text_of(value: object, limit: int = DETAIL_CHARS) -> str:
     """A readable one-string form of an action, step or state (type tags dropped)."""
     if value is None:
         return ""
@@ -73,7 +73,7 @@ def text_of(value: Any, limit: int = DETAIL_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
-def _readable(value: Any, indent: int) -> list[str]:
+def _readable(value: object, indent: int) -> list[str]:
     """``key: value`` lines (nested by indent) instead of JSON: states are read by people here."""
     pad = "  " * indent
     if isinstance(value, dict):
@@ -98,16 +98,16 @@ def _readable(value: Any, indent: int) -> list[str]:
     return [pad + str(value)]
 
 
-def own_state(state: Any) -> Any:
+def own_state(state: object) -> object:
     """The part of a state this node added: its last step (earlier steps belong to its ancestors)."""
     if isinstance(state, dict) and isinstance(state.get("steps"), list) and state["steps"]:
         rest = {k: v for k, v in state.items() if k not in ("steps", "__type__")}
-        shown: dict[str, Any] = {f"step {len(state['steps'])} (this node's)": state["steps"][-1]}
+        shown: dict[str, object] = {f"step {len(state['steps'])} (this node's)": state["steps"][-1]}
         return {**shown, **{k: v for k, v in rest.items() if not isinstance(v, (dict, list)) or len(str(v)) < 400}}
     return state
 
 
-def step_label(step: Any, action: Any = None) -> str:
+def step_label(step: object, action: object = None) -> str:
     """What to write beside a node: the action's text, else the step's answer or thought."""
     for candidate in (action, step):
         if isinstance(candidate, str) and candidate:
@@ -127,7 +127,7 @@ def _one_line(text: str) -> str:
     return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
 
 
-def step_error(step: Any) -> Optional[str]:
+def step_error(step: object) -> Optional[str]:
     """The step's error (an invalid proposal: an illegal move, an unparsable tool call), if any."""
     if isinstance(step, dict) and step.get("error"):
         return str(step["error"])
@@ -185,8 +185,27 @@ def search_tree(journal: Path, aggregate: str, selected: list[int],
             "proposals": proposals, "aggregate": aggregate, "compact": bool(last.get("compact"))}
 
 
+class NodeRow(TypedDict):
+    """One node of the page's tree (see :func:`node_row`)."""
+    id: int
+    parent: Optional[int]
+    depth: int
+    label: str
+    fast_reward: Optional[float]
+    reward: Optional[float]
+    visits: Optional[int]
+    q: Optional[float]
+    born: int
+    terminal: bool
+    on_path: bool
+    materialized: bool
+    error: Optional[str]
+    detail: dict[str, object]
+    score: NotRequired[Optional[float]]
+
+
 def node_row(node_id: int, parent: Optional[int], flat: dict[str, Any], *, visits: Optional[int],
-             q: Optional[float], born: int, on_path: bool, terminal: bool) -> dict[str, Any]:
+             q: Optional[float], born: int, on_path: bool, terminal: bool) -> NodeRow:
     """One node as the page draws it; ``detail`` is what the side panel shows on a click."""
     step, action, state = flat.get("step"), flat.get("action"), flat.get("state")
     detail = {
@@ -196,7 +215,7 @@ def node_row(node_id: int, parent: Optional[int], flat: dict[str, Any], *, visit
         "fast_reward_details": flat.get("fast_reward_details") or {},
         "reward_details": flat.get("reward_details") or {},
     }
-    row: dict[str, Any] = {
+    row: NodeRow = {
         "id": node_id, "parent": parent, "depth": int(flat.get("depth") or 0),
         "label": step_label(step, action) or ("root" if parent is None else f"node {node_id}"),
         "fast_reward": _num(flat.get("fast_reward")), "reward": _num(flat.get("reward")),
@@ -209,7 +228,7 @@ def node_row(node_id: int, parent: Optional[int], flat: dict[str, Any], *, visit
     return row
 
 
-def _num(value: Any) -> Optional[float]:
+def _num(value: object) -> Optional[float]:
     return round(float(value), 4) if isinstance(value, (int, float)) else None
 
 
@@ -228,7 +247,7 @@ def path_only_tree(path: list[dict[str, Any]], terminal_ids: set[int]) -> dict[s
             "stats": {}, "proposals": [], "aggregate": None, "compact": True, "path_only": True}
 
 
-def chain_tree(final_state: Any, init: Any = None) -> dict[str, Any]:
+def chain_tree(final_state: object, init: object = None) -> dict[str, Any]:
     """A chain run as a path: the start, then one node per step."""
     steps = final_state.get("steps") if isinstance(final_state, dict) else None
     steps = steps if isinstance(steps, list) else []

@@ -67,6 +67,31 @@ class SearchResult:
         }
 
 
+#: How many times a sibling-aware expansion asks again for the children it is missing.
+SIBLING_ROUNDS = 2
+
+
+def distinct_actions(steps: list[Any]) -> list[str]:
+    """The steps' actions as text, without repeats or error steps, in order."""
+    out: list[str] = []
+    for step in steps:
+        if getattr(step, "error", None):
+            continue
+        action = step.get_action() if hasattr(step, "get_action") else step
+        text = str(action)
+        if text and text not in out:
+            out.append(text)
+    return out
+
+
+def accepts_exclude(policy: Any) -> bool:
+    """Whether the policy can be told which actions its siblings already have (``exclude=``)."""
+    import inspect
+
+    params = inspect.signature(policy._get_actions).parameters
+    return "exclude" in params
+
+
 def step_key(step: Any) -> str:
     """Identity of a proposed step: siblings with equal keys are duplicates.
 
@@ -100,7 +125,7 @@ class BaseTreeSearch(ABC):
         self.query: Any = None
         self.query_idx = 0
         self.iteration = 0  # completed iterations (or depths)
-        self.stats: dict[str, Any] = {"nodes": 1, "expansions": 0, "duplicates": 0}
+        self.stats: dict[str, Any] = {"nodes": 1, "expansions": 0, "duplicates": 0, "proposed": 0}
         self._next_id = 1
         self._deadline: Optional[float] = None
         self._solutions: list[SearchNode] = []  # kept as found: no tree walk per iteration
@@ -259,15 +284,33 @@ class BaseTreeSearch(ABC):
         return node.children
 
     def propose(self, node: SearchNode, phase: str = "expand") -> list[Any]:
-        """The policy's candidate steps for ``node`` (a model call; safe to run concurrently)."""
+        """The policy's candidate steps for ``node`` (a model call; safe to run concurrently).
+
+        With ``sibling_aware``, a node that got fewer distinct steps than ``n_actions`` asks again (at most
+        :data:`SIBLING_ROUNDS` times) for the missing ones, passing the steps it has as ``exclude``.
+        """
+        n = self.config.n_actions
         with self.phase(phase, depth=node.depth, iteration=self.iteration):
-            steps = self.policy.get_actions(
-                node.state, n_actions=self.config.n_actions, temperature=self.config.temperature,
+            steps = list(self.policy.get_actions(
+                node.state, n_actions=n, temperature=self.config.temperature,
                 query=self.query, query_idx=self.query_idx, from_phase=phase,
-            )
+            ))
+            if getattr(self.config, "sibling_aware", False) and accepts_exclude(self.policy):
+                for _ in range(SIBLING_ROUNDS):
+                    if len({step_key(s) for s in steps if not getattr(s, "error", None)}) >= n:
+                        break
+                    have = distinct_actions(steps)
+                    more = list(self.policy.get_actions(
+                        node.state, n_actions=n - len(have), temperature=self.config.temperature,
+                        query=self.query, query_idx=self.query_idx, from_phase=phase, exclude=have,
+                    ))
+                    if not distinct_actions(more):
+                        break
+                    steps += more
         with self._lock:
             self.stats["expansions"] += 1
-        return list(steps)
+            self.stats["proposed"] = self.stats.get("proposed", 0) + len(steps)  # a journal may predate it
+        return steps
 
     def attach(self, node: SearchNode, steps: list[Any]) -> list[SearchNode]:
         """Add one child per distinct step, in the policy's order."""

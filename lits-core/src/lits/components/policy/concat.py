@@ -10,7 +10,7 @@ cache hits across siblings.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from lits.components.base import Policy
 from lits.components.parsing import count_reask, count_reply
@@ -40,19 +40,23 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         spec = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
         return str(spec.get(key) or spec.get(f"{key}_format") or default)
 
-    def completion_prompt(self, state: ThoughtState, query: Any) -> str:
-        """Problem, numbered steps so far, and the cue for the next step."""
+    def completion_prompt(self, state: ThoughtState, query: Any, exclude: Sequence[str] = ()) -> str:
+        """Problem, numbered steps so far, and the cue for the next step (after the siblings not to repeat)."""
         step = self._template("step", "Step {index}:")
         lines = [str(self.task_prompt_spec or "").strip(), "",
                  self._template("question", "Problem: {question}\n").format(question=query).rstrip()]
         lines += [f"{step.format(index=i)} {s.action}" for i, s in enumerate(state, 1) if s.action]
         cue = step.format(index=len(state) + 1)
+        if exclude:
+            lines.append(_not_again(exclude, cue.rstrip(":")))
         lines.append(f"{cue} {self._template('final', FINAL)}" if self._is_last(state) else cue)
         return "\n".join(lines).lstrip()
 
-    def messages(self, state: ThoughtState, query: Any) -> list[Message]:
+    def messages(self, state: ThoughtState, query: Any, exclude: Sequence[str] = ()) -> list[Message]:
         """System prompt, worked examples as earlier user/assistant turns, then the ask for the next step."""
         user = self._ask(query, [s.action for s in state if s.action], len(state) + 1, self._is_last(state))
+        if exclude:
+            user += "\n" + _not_again(exclude, f"step {len(state) + 1}")
         return [{"role": "system", "content": str(self.task_prompt_spec or "")}, *self._example_turns(),
                 {"role": "user", "content": user}]
 
@@ -79,11 +83,13 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         return turns
 
     def _get_actions(self, state: ThoughtState, n_actions: int, temperature: float, query: Any = None,
-                     **kwargs: Any) -> list[ThoughtStep]:
+                     exclude: Sequence[str] = (), **kwargs: Any) -> list[ThoughtStep]:
+        """``n_actions`` sampled steps, repeats included (the search counts and drops them); ``exclude``: the
+        siblings' steps, shown so the model writes a different one."""
         if self.base_model is None:
             raise ValueError("ConcatPolicy needs a base_model")
         chat = bool(getattr(self.base_model, "chat_native", False))
-        prompt: Any = self.messages(state, query) if chat else self.completion_prompt(state, query)
+        prompt: Any = self.messages(state, query, exclude) if chat else self.completion_prompt(state, query, exclude)
         # A completion model writes one line per step; a chat model may wrap, so stop at the next cue.
         next_cue = self._template("step", "Step {index}:").format(index=len(state) + 2)
         stop = [f"\n{next_cue}", "\nProblem:", "\n\n\n"] if chat else ["\n"]
@@ -107,7 +113,7 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
                 text = _one_step(str(again[0]), cue) if again else ""
                 count_reply(bool(text))
             text = f"{forced} {text}".strip() if forced else text
-            if text and all(text != s.action for s in steps):
+            if text:
                 steps.append(ThoughtStep(action=text))
         if not steps:
             raise ValueError("the model proposed no step (empty replies)")
@@ -115,6 +121,12 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
 
     def _create_error_steps(self, n_actions: int, error_msg: str) -> list[ThoughtStep]:
         return [ThoughtStep(error=error_msg)]
+
+
+def _not_again(exclude: Sequence[str], what: str) -> str:
+    """The note that lists a node's siblings: proposals the model should not write again."""
+    listed = "\n".join(f"- {text}" for text in exclude)
+    return f"Already proposed for {what} (write a different one):\n{listed}"
 
 
 def _one_step(reply: str, cue: str) -> str:

@@ -1,0 +1,62 @@
+"""Sibling-aware expansion: a node short of distinct children asks again, showing the siblings it has."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from lits.testing.server import FakeOpenAIServer
+
+
+def mode_collapsed(prompt: str, body: dict[str, Any]) -> str:
+    """A model that always writes the same step unless shown the steps already proposed."""
+    ask = str(body["messages"][-1]["content"]) if body.get("messages") else prompt
+    if "Already proposed" in ask:
+        shown = ask.split("Already proposed", 1)[1].count("\n- ")
+        return f"Try approach {shown + 1}."
+    return "Add the numbers."
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(responder=mode_collapsed) as srv:
+        yield srv
+
+
+@pytest.fixture
+def search(tmp_path: Path, server: FakeOpenAIServer) -> Callable[..., dict[str, Any]]:
+    """One GSM8K instance under ToT-BFS (3 children per node, depth 1); returns its search stats."""
+
+    def run(*extra: str) -> dict[str, Any]:
+        args = ["search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
+                "--search-arg", "n_actions=3", "--search-arg", "max_depth=1", "--search-arg", "beam_width=3",
+                "--model", "m", "--base-url", server.base_url, "--no-cache", "--save-dir", "run", *extra]
+        done = subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=300, env={**os.environ, "LITS_HEDGE_SHARE": "0"})
+        assert done.returncode == 0, done.stderr
+        return json.loads((tmp_path / "run" / "results" / "0.json").read_text())["search_stats"]
+
+    return run
+
+
+def test_without_it_a_mode_collapsed_model_gives_a_node_one_child(search):
+    stats = search()
+    assert (stats["proposed"], stats["duplicates"], stats["nodes"]) == (3, 2, 2)
+
+
+def test_with_it_the_node_gets_every_child_it_asked_for(search):
+    stats = search("--search-arg", "sibling_aware=true")
+    assert (stats["proposed"], stats["duplicates"], stats["nodes"]) == (6, 3, 4)
+
+
+def test_the_policy_is_shown_the_siblings_it_already_has(search, server):
+    search("--search-arg", "sibling_aware=true")
+    asks = [str(body["messages"][-1]["content"]) for body in server.requests if body.get("messages")]
+    shown = [a.split("Already proposed", 1)[1] for a in asks if "Already proposed" in a]
+    assert len(shown) == 2 and "- Add the numbers." in shown[0] and "- Try approach 2." in shown[1]
