@@ -14,7 +14,6 @@ A run writes the same save dir as the command line (``lits view DIR`` shows it),
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -104,7 +103,8 @@ def resume(save_dir: str | Path, **changes: Any) -> RunResult:
     ``executor``...); components the run was given as objects are passed again as ``policy=`` etc."""
     from lits.runs.artifacts import RunDir
     from lits.runs.result import read_result
-    from lits.runs.session import check_writable, execute
+    from lits.runs.resuming import resumed_settings
+    from lits.runs.session import execute
     from lits.runs.spec import OBJECT_PREFIX, component_name
 
     run_dir = RunDir(Path(save_dir))
@@ -122,11 +122,7 @@ def resume(save_dir: str | Path, **changes: Any) -> RunResult:
         raise SpecError(unknown[0], "cannot change on resume: it would change what the run computes; "
                                     "start a new run with another save_dir")
     merged = RunSpec.from_config({**saved, **{r: None for r in objects}}, **changes)  # checks the new values
-    settings = {**saved, **{key: getattr(merged, key) for key in changes}}
-    settings["executor"] = settings.get("executor") or "local"
-    settings["resumed"] = [*saved.get("resumed", []),
-                           {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": dict(changes)}]
-    check_writable(run_dir.root)
+    settings = resumed_settings(run_dir, saved, {key: getattr(merged, key) for key in changes})
     done = execute(run_dir, settings, resume=True, objects=objects)
     return read_result(run_dir.root, done.selected, done.outcome.failed, done.outcome.stop_reason)
 

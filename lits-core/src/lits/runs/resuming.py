@@ -58,8 +58,6 @@ class ResumeRequest:
 
 def resumed_run(request: ResumeRequest) -> tuple[RunDir, dict[str, Any]]:
     """The run dir and settings of the run to continue; one line for a flag that would change the run."""
-    from lits.runs.session import check_writable
-
     if not request.save_dir:
         raise UserError("--resume needs --save-dir of the run to continue")
     run_dir = RunDir(Path(request.save_dir))
@@ -83,8 +81,7 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, dict[str, Any]]:
         changed.update(cache=request.cache, no_cache=False)
     if request.no_cache and not saved.get("no_cache"):
         changed["no_cache"] = True
-    settings = {**saved, **changed}
-    settings["executor"] = settings.get("executor") or "local"
+    settings = resumed_settings(run_dir, saved, changed)
     if settings["executor"] == "local":  # an address means nothing to an in-process run
         if request.operational.get("ray_address") is not None and request.operational.get("executor") != "ray":
             raise UserError("--ray-address needs --executor ray")
@@ -92,10 +89,20 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, dict[str, Any]]:
     settings["model"] = model_spec(saved.get("model"))
     settings["concurrency"] = settings.get("concurrency") or default_concurrency(settings["model"])
     settings["offset"] = settings.get("offset") or 0
-    settings["resumed"] = [*saved.get("resumed", []),
-                           {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": changed}]
-    check_writable(run_dir.root)
     return run_dir, settings
+
+
+def resumed_settings(run_dir: RunDir, saved: dict[str, Any], changed: dict[str, Any]) -> dict[str, Any]:
+    """The saved settings with what changed, the change recorded under ``resumed``; the save dir checked
+    writable.  Shared by ``--resume`` and :func:`lits.resume`."""
+    from lits.runs.session import check_writable
+
+    settings = {**saved, **changed}
+    settings["executor"] = settings.get("executor") or "local"
+    settings["resumed"] = [*saved.get("resumed", []),
+                           {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": dict(changed)}]
+    check_writable(run_dir.root)
+    return settings
 
 
 def model_spec(model: Optional[str]) -> str:
