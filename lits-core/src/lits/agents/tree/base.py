@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 import threading
 import time
 import json
@@ -86,8 +87,6 @@ def distinct_actions(steps: list[Any]) -> list[str]:
 
 def accepts_exclude(policy: Any) -> bool:
     """Whether the policy can be told which actions its siblings already have (``exclude=``)."""
-    import inspect
-
     params = inspect.signature(policy._get_actions).parameters
     return "exclude" in params
 
