@@ -1,13 +1,13 @@
 """MapEval-SQL for LiTS: importing this module registers the dataset, its tools, its policy prompt and the
 ``lits mapeval`` command."""
 
-from typing import Any, Callable
+from typing import Callable
 
 from lits.hookspecs import hookimpl
 from lits_mapeval import dataset, prompts  # noqa: F401  (registration side effects)
 
 
 @hookimpl
-def register_commands(register: Callable[..., Any]) -> None:
+def register_commands(register: Callable[..., object]) -> None:
     register("mapeval", "lits_mapeval.cli:add_arguments",
              help="build the MapEval-SQL city into SQLite or PostgreSQL, serve its tools over MCP")

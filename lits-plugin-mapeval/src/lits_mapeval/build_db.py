@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
 from lits_mapeval.database import build_database, build_postgres
 from lits_mapeval.pg_url import is_postgres_url
 
 
-def add_build_db_parser(sub: Any) -> None:
+def add_build_db_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("build-db", help="build the synthetic city database",
                        description="Build the synthetic city (same seed, same rows) into a SQLite file or a "
                                    "PostgreSQL database (the password from PGPASSWORD or ~/.pgpass, never the URL).")

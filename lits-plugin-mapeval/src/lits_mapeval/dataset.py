@@ -6,7 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
 from lits.registry import register_dataset, register_resource
 from lits_mapeval.database import build_database
@@ -14,6 +14,7 @@ from lits_mapeval.pg_url import is_postgres_url
 from lits_mapeval.questions import generate_questions, generate_questions_from
 
 if TYPE_CHECKING:  # the tools (and pydantic) load only when a run asks for them
+    from lits.tools.base import BaseTool
     from lits_mapeval.sql_tools import Database
 from lits_mapeval.validation import check_items
 
@@ -37,7 +38,7 @@ def default_db(seed: int = 0) -> Path:
     return path if path.exists() else build_database(path, seed=seed)
 
 
-def to_example(item: dict[str, Any]) -> dict[str, Any]:
+def to_example(item: dict[str, Any]) -> dict[str, object]:
     """A MapEval-format item -> an example whose query shows the numbered options."""
     answer = item.get("answer") or {}
     options = list(answer.get("options") or [])
@@ -48,7 +49,7 @@ def to_example(item: dict[str, Any]) -> dict[str, Any]:
             "answer": answer, "classification": item.get("classification"), "context": item.get("context")}
 
 
-def chosen_option(final_answer: Any) -> Optional[int]:
+def chosen_option(final_answer: object) -> Optional[int]:
     """0-based option index from an answer like "2" or "Option 2"; -1 for unanswerable; None if unreadable."""
     text = str(final_answer or "").strip().lower()
     if not text:
@@ -62,7 +63,7 @@ def chosen_option(final_answer: Any) -> Optional[int]:
     return -1 if n <= 0 else n - 1
 
 
-def evaluate(example: dict[str, Any], final_answer: Any) -> dict[str, Any]:
+def evaluate(example: dict[str, Any], final_answer: object) -> dict[str, object]:
     """Multiple-choice accuracy; "unanswerable" (correct = -1) is right only when the answer says so."""
     picked = chosen_option(final_answer)
     correct = int(example["answer"]["correct"])
@@ -71,7 +72,7 @@ def evaluate(example: dict[str, Any], final_answer: Any) -> dict[str, Any]:
 
 @register_dataset("mapeval-sql", task_type="tool_use", evaluate=evaluate)
 def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed: int = 0, per_class: int = 2,
-                     allow_privileged_role: Any = False, **kwargs: Any) -> list[dict[str, Any]]:
+                     allow_privileged_role: object = False, **kwargs: object) -> list[dict[str, object]]:
     """Questions generated from the plugin's city, or a MapEval JSON file (``path``) with its ``db`` (a SQLite
     file or a ``postgresql://user@host:port/name`` URL; ``allow_privileged_role``: run the tools even as a role
     that may do more than read)."""
@@ -108,7 +109,7 @@ def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed:
     return [to_example(item) for item in items]
 
 
-def _flag(value: Any) -> bool:
+def _flag(value: object) -> bool:
     """A true/false dataset arg (``allow_privileged_role=true``); anything else is refused in one line."""
     if isinstance(value, bool):
         return value
@@ -127,9 +128,15 @@ def _database(db: Optional[str], seed: int) -> Path:
     return path
 
 
+class SqlResource(TypedDict):
+    """What ``--resource mapeval-sql`` gives the run."""
+    tools: list[BaseTool]
+    tool_context: str
+
+
 @register_resource("mapeval-sql")
-def load_mapeval_sql_resource(db: Optional[str] = None, seed: int = 0, allow_privileged_role: Any = False,
-                              **kwargs: Any) -> dict[str, Any]:
+def load_mapeval_sql_resource(db: Optional[str] = None, seed: int = 0, allow_privileged_role: object = False,
+                              **kwargs: object) -> SqlResource:
     from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
 
     if is_postgres_url(db):

@@ -19,7 +19,7 @@ from lits.tools.base import BaseTool, failure_reason
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def add_serve_mcp_parser(sub: Any) -> None:
+def add_serve_mcp_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve-mcp", help="serve the MapEval-SQL tools as an MCP server (stdio, or --http)")
     p.add_argument("--db", default=None, metavar="PATH",
                    help="the database the tools read (default: the plugin's own city for --seed)")
@@ -30,12 +30,12 @@ def add_serve_mcp_parser(sub: Any) -> None:
     p.set_defaults(func=run_serve_mcp)
 
 
-def tool_schema(tool: BaseTool) -> dict[str, Any]:
+def tool_schema(tool: BaseTool) -> dict[str, object]:
     """The JSON schema an in-process run shows the model for ``tool``'s arguments."""
     return tool.args_schema.model_json_schema() if tool.args_schema is not None else {"type": "object"}
 
 
-def call(tool: BaseTool, arguments: dict[str, Any]) -> tuple[str, bool]:
+def call(tool: BaseTool, arguments: dict[str, object]) -> tuple[str, bool]:
     """(text, is_error): the tool's output, or the reason it failed worded as an in-process run words it."""
     from pydantic import ValidationError
 

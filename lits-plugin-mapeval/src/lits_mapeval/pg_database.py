@@ -26,13 +26,16 @@ import threading
 import time
 from decimal import Decimal
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from lits.tools import ToolUnavailable
 from lits_mapeval import pg_guard
 from lits_mapeval.pg_url import safe_url
 from lits_mapeval.sql_guard import MAX_VALUE_BYTES
 from lits_mapeval.sql_tools import _one_line, render_rows
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 POOL_SIZE = 4
 """Connections at most: one per worker of a run (``--concurrency``); more workers wait for one."""
@@ -58,13 +61,13 @@ def _reason(exc: BaseException) -> str:
     return _one_line(text.removeprefix("connection failed: "))
 
 
-def _server_lost(conn: Any, exc: BaseException) -> bool:
+def _server_lost(conn: Connection, exc: BaseException) -> bool:
     """True when ``exc`` came from the connection or the server, not from the statement."""
     state = getattr(exc, "sqlstate", None) or ""
     return bool(conn.broken or conn.closed or state.startswith("08") or state in _SERVER_GONE)
 
 
-def show(value: Any) -> str:
+def show(value: object) -> str:
     """A value as SQLite's row text shows the equal value."""
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -154,12 +157,12 @@ class ReadOnlyPostgres:
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs=self._kwargs,
                                     configure=self._configure, open=True, name="lits-mapeval")
         self._state = threading.Lock()
-        self._running: dict[int, Any] = {}  # thread id -> the connection running its query
+        self._running: dict[int, Connection] = {}  # thread id -> the connection running its query
         self._waiting: set[int] = set()
         self._cancelled: set[int] = set()  # threads whose caller gave up (waiting or running)
 
     @staticmethod
-    def _configure(conn: Any) -> None:
+    def _configure(conn: Connection) -> None:
         conn.autocommit = False
         conn.read_only = True  # psycopg opens every transaction with BEGIN READ ONLY
 
@@ -192,7 +195,7 @@ class ReadOnlyPostgres:
         except TimeoutError as exc:
             return f"Query stopped: {exc}"
 
-    def _run(self, conn: Any, body: str, started: float) -> str:
+    def _run(self, conn: Connection, body: str, started: float) -> str:
         columns = self._describe(conn, body)
         names = [self._type_name(conn, oid) for _, oid in columns]
         with conn.cursor() as cur:
@@ -226,7 +229,7 @@ class ReadOnlyPostgres:
         return [(described.fname(k).decode(encoding), described.ftype(k)) for k in range(described.nfields)]
 
     @staticmethod
-    def _type_name(conn: Any, oid: int) -> str:
+    def _type_name(conn: Connection, oid: int) -> str:
         info = conn.adapters.types.get(oid)
         return info.name if info is not None and info.oid == oid else "other"  # arrays share their element's info
 
@@ -242,7 +245,7 @@ class ReadOnlyPostgres:
         except psycopg.Error as exc:
             raise self._unavailable(exc) from None
 
-    def _end_transaction(self, conn: Any) -> None:
+    def _end_transaction(self, conn: Connection) -> None:
         """Nothing outlives a call: the READ ONLY transaction is rolled back (a broken connection is dropped)."""
         try:
             conn.rollback()
@@ -252,7 +255,7 @@ class ReadOnlyPostgres:
     # -- the pool and interruption ----------------------------------------------------------------------------
 
     @contextmanager
-    def _connection(self) -> Iterator[Any]:
+    def _connection(self) -> Iterator[Connection]:
         """A pooled connection for this thread, waited for at most ``max_wait`` s and not once the caller gave up."""
         from psycopg_pool import PoolTimeout
 
@@ -308,7 +311,7 @@ class ReadOnlyPostgres:
 
     # -- fixed queries ----------------------------------------------------------------------------------------
 
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    def _rows(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         import psycopg
 
         with self._connection() as conn:
@@ -355,7 +358,7 @@ class QmarkConnection:
     def __init__(self, db: ReadOnlyPostgres) -> None:
         self._db = db
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
+    def execute(self, sql: str, params: Sequence[object] = ()) -> _Rows:
         return _Rows(self._db._rows(sql.replace("?", "%s"), tuple(params)))
 
 

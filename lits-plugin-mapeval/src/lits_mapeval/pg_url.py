@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 SCHEMES = ("postgresql://", "postgres://")
 
 
-def is_postgres_url(db: Any) -> bool:
+def is_postgres_url(db: object) -> bool:
     return isinstance(db, str) and db.startswith(SCHEMES)
 
 

@@ -20,7 +20,10 @@ other call to SQLite's own function (results unchanged):
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Callable, Optional
+from typing import Callable, Optional, Union
+
+SqlValue = Union[None, int, float, str, bytes]
+"""What SQLite passes to and takes from a user function."""
 
 MAX_VALUE_BYTES = 10_000
 """Longest string or blob a query may build or read (SQLITE_LIMIT_LENGTH). The other quadratic built-ins
@@ -53,7 +56,7 @@ _REFUSED_FUNCTIONS = {"load_extension", "readfile", "writefile", "fts3_tokenizer
 _ENDING_TRANSACTION = {"COMMIT", "ROLLBACK", "RELEASE", "END"}
 
 
-def authorize(action: int, arg1: Optional[str], arg2: Optional[str], *_: Any) -> int:
+def authorize(action: int, arg1: Optional[str], arg2: Optional[str], *_: object) -> int:
     """No ATTACH/DETACH (also what ``VACUUM INTO`` needs), only read-only PRAGMAs, no transactions, no file,
     extension or pointer-leaking functions. Ending a transaction stays allowed so cleanup can always roll back."""
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
@@ -117,11 +120,11 @@ class FunctionGuard:
         self.refusal = why
         raise ValueError(why)
 
-    def _builtin(self, name: str, args: tuple[Any, ...]) -> Any:
+    def _builtin(self, name: str, args: tuple[SqlValue, ...]) -> SqlValue:
         marks = ", ".join("?" * len(args))
         return self._engine.execute(f"SELECT {name}({marks})", args).fetchone()[0]
 
-    def printf(self, *args: Any) -> Any:
+    def printf(self, *args: SqlValue) -> SqlValue:
         """``printf``/``format``: ``%.Nc`` costs N steps even when the output is thrown away."""
         fmt = args[0] if args else None
         if isinstance(fmt, bytes):  # SQLite reads a blob format as text
@@ -130,9 +133,9 @@ class FunctionGuard:
             self._refuse(f"printf's %.Nc repeats a character at most {self.cap} times (a '*' count is refused)")
         return self._builtin("printf", args or (None,))
 
-    def trimmer(self, name: str) -> Callable[[Any, Any], Any]:
+    def trimmer(self, name: str) -> Callable[[SqlValue, SqlValue], SqlValue]:
         """Two-argument ``trim``/``ltrim``/``rtrim`` cost (text length x character-set length)."""
-        def call(text: Any, chars: Any) -> Any:
+        def call(text: SqlValue, chars: SqlValue) -> SqlValue:
             if isinstance(chars, (str, bytes)) and len(chars) > MAX_TRIM_CHARS:
                 self._refuse(f"{name}() takes at most {MAX_TRIM_CHARS} characters to remove")
             return self._builtin(name, (text, chars))

@@ -20,7 +20,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Optional, Protocol, Sequence
+from typing import Callable, ClassVar, Iterable, Iterator, Optional, Protocol, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -38,8 +38,8 @@ def _one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def render_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_rows: int, max_chars: int,
-                show: Callable[[Any], str] = str) -> str:
+def render_rows(columns: Sequence[str], rows: Iterable[Sequence[object]], max_rows: int, max_chars: int,
+                show: Callable[[object], str] = str) -> str:
     """A header and rows read one at a time; only ``max_rows`` rows and about ``max_chars`` characters are kept
     (the same text whatever the backend)."""
     lines = [" | ".join(str(c) for c in columns)]

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 
-def _show(value: Any, limit: int = 60) -> str:
+def _show(value: object, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def item_problem(item: Any) -> Optional[str]:
+def item_problem(item: object) -> Optional[str]:
     """What is wrong with one MapEval item (missing fields, a gold answer that is not an option), or None."""
     if not isinstance(item, dict):
         return f"is not a JSON object but {type(item).__name__}"
@@ -39,7 +39,7 @@ def item_problem(item: Any) -> Optional[str]:
     return None
 
 
-def check_items(items: Sequence[Any], source: str) -> None:
+def check_items(items: Sequence[object], source: str) -> None:
     """Raise a one-line ``ValueError`` naming ``source``, the example index (and id) and the first problem."""
     for index, item in enumerate(items):
         problem = item_problem(item)
