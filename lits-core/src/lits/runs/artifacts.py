@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from lits import layout
+from lits.errors import UserError
 from lits.secrets import redact_query
 from lits.structures.base import atomic_write_text
 
@@ -215,3 +216,18 @@ class RunDir:
         for handler in list(log.handlers):
             handler.close()
             log.removeHandler(handler)
+
+
+def check_writable(root: Path) -> None:
+    """Fail early, before a model loads, when the save dir cannot be created or written."""
+    probe = root
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise UserError(f"cannot write the save dir {root}: {probe} is a file, not a folder; "
+                        "choose another --save-dir")
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write the save dir {root}: {probe} is not writable; "
+                        "fix its permissions or choose another --save-dir")

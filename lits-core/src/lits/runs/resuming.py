@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from lits.errors import UserError
-from lits.runs.artifacts import RunDir
+from lits.runs.artifacts import RunDir, check_writable
 from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency
 
 #: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).
@@ -95,8 +95,6 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, dict[str, Any]]:
 def resumed_settings(run_dir: RunDir, saved: dict[str, Any], changed: dict[str, Any]) -> dict[str, Any]:
     """The saved settings with what changed, the change recorded under ``resumed``; the save dir checked
     writable.  Shared by ``--resume`` and :func:`lits.resume`."""
-    from lits.runs.session import check_writable
-
     settings = {**saved, **changed}
     settings["executor"] = settings.get("executor") or "local"
     settings["resumed"] = [*saved.get("resumed", []),

@@ -15,12 +15,11 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator
 
 from lits import layout
 from lits.errors import UserError
-from lits.runs.artifacts import RunDir
+from lits.runs.artifacts import RunDir, check_writable
 from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
 from lits.runs.model_specs import describe_models, uses_own_models
 from lits.runs.runner import RunOutcome
@@ -322,18 +321,3 @@ def resource_errors(run_dir: RunDir, mode: str) -> Iterator[None]:
             raise
         resume = f", then run `{run_dir.resume_hint(mode)}`" if run_dir.config_path.exists() else ""
         raise UserError(problem + resume) from None
-
-
-def check_writable(root: Path) -> None:
-    """Fail early, before a model loads, when the save dir cannot be created or written."""
-    probe = root
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        raise UserError(f"cannot write the save dir {root}: {probe} is a file, not a folder; "
-                        "choose another --save-dir")
-    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write the save dir {root}: {probe} is not writable; "
-                        "fix its permissions or choose another --save-dir")
