@@ -35,7 +35,8 @@ def main() -> None:
     print("| method | solved | model calls | tokens in / out | wall s |")
     print("|---|---|---|---|---|")
     with llama_server(instruct_model_path(), log=out / "server.log") as url:
-        for name, extra in (("cot", ["--chain", "cot"]), (f"sc k={args.k}", ["--chain", "sc", "--chain-arg", f"k={args.k}"])):
+        methods = [("cot", ["--chain", "cot"]), (f"sc k={args.k}", ["--chain", "sc", "--chain-arg", f"k={args.k}"])]
+        for name, extra in methods:
             run = out / name.replace(" ", "-").replace("=", "")
             started = time.time()
             done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "gsm8k", "--dataset-arg",

@@ -193,7 +193,8 @@ def format_table(summary: dict[str, Any]) -> str:
         rows.append(("waited for a server slot", f"{queued} calls, {summary['faults'].get('queued_seconds', 0.0):.1f}s"))
     hedged = (summary.get("faults") or {}).get("hedged_calls")
     if hedged:  # second copies of slow calls (lits.lm.hedging)
-        rows.append(("hedged requests", f"{hedged} copies sent, {summary['faults'].get('hedges_won', 0)} answered first"))
+        won = summary["faults"].get("hedges_won", 0)
+        rows.append(("hedged requests", f"{hedged} copies sent, {won} answered first"))
     rows += [(name, value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):
         rows.append(("cost", inf["cost"]))

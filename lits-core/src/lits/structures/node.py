@@ -126,7 +126,8 @@ class BFSNode(SearchNode):
 def backpropagate(path: Sequence[Any], aggregate: str = "mean") -> list[float]:
     """MCTS's backup, and what a journal's backed-up ``paths`` mean.
 
-    Node i gets G_i = aggregate(r_i .. r_k) over the rewards from it to the leaf.  The root has no action, so its return aggregates r_1 .. r_k (0 for a lone root).
+    Node i gets G_i = aggregate(r_i .. r_k) over the rewards from it to the leaf.  The root
+    has no action, so its return aggregates r_1 .. r_k (0 for a lone root).
     Returns the value backed up through each node of ``path``.  Any object
     with ``reward``, ``visits`` and ``cum_rewards`` will do (the viewer passes
     stand-ins built from a journal, no search imported).

@@ -229,7 +229,8 @@ def _uninterrupted(where: str, cls: type, config: BaseModel, tmp: Path, stop_rea
     return runs[0]
 
 
-def _kill_and_resume(where: str, cls: type, config: BaseModel, directory: Path, k: int, total: int, whole: SearchResult) -> None:
+def _kill_and_resume(where: str, cls: type, config: BaseModel, directory: Path, k: int, total: int,
+                     whole: SearchResult) -> None:
     killed = _Run(cls, config, directory, kill_after=k)
     try:
         killed.run()

@@ -162,7 +162,8 @@ class FakeOpenAIServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, status: int, payload: Mapping[str, object], headers: Optional[dict[str, str]] = None) -> None:
+            def _send(self, status: int, payload: Mapping[str, object],
+                      headers: Optional[dict[str, str]] = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
