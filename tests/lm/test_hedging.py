@@ -14,7 +14,7 @@ from lits.testing import ChaosProxy, FakeOpenAIServer
 
 QuickModel = Callable[..., OpenAICompatibleModel]
 #: Patience far above a loopback reply, so only a hedged copy can answer a hang quickly.
-SLOW_PATIENCE = {"read_timeout": 5.0, "patience_floor": 3.0, "hedge_share": 0.1}
+SLOW_PATIENCE = {"read_timeout": 5.0, "patience_floor": 3.0, "hedge_share": 0.1, "concurrency": 2}
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_after_warm_up_a_hung_call_is_answered_by_a_second_copy_long_before_the_
 
 
 def test_hedged_copies_stay_within_their_share_of_calls(chaos, quick_model):
-    model = quick_model(chaos.base_url, hedge_share=0.1, read_timeout=5.0, patience_floor=0.3)
+    model = quick_model(chaos.base_url, hedge_share=0.1, read_timeout=5.0, patience_floor=0.3, concurrency=2)
     warm_up(model)
     chaos.fail_next("hang", times=6)  # copies hang too: a call's attempts and copies take 6 hangs
     answers = [model.complete(f"question {i}").text for i in range(12)]
@@ -60,17 +60,26 @@ def test_a_hedge_share_of_zero_never_sends_a_copy(chaos, quick_model):
     assert stats["seconds_lost"] >= 0.3
 
 
+def test_a_copy_takes_only_an_idle_slot_of_the_concurrency_bound(chaos, quick_model):
+    model = quick_model(chaos.base_url, **{**SLOW_PATIENCE, "concurrency": 1, "patience_floor": 0.3})
+    warm_up(model)
+    chaos.fail_next("hang")
+    assert model.complete("question 99").text == "reply to 99"
+    stats = model.fault_stats()
+    assert (stats["hedged_calls"], stats["retries"]) == (0, 1)  # the call's own slot is the only one
+
+
 def test_a_server_with_fixed_slots_gets_no_copies(one_slot_server, quick_model):
     model = quick_model(one_slot_server.base_url)
     assert model.server_slots() == 1
-    assert model._transport.hedges.take() is False  # a copy would compete for the compute it hedges
+    assert model._transport.hedges.take() is None  # a copy would compete for the compute it hedges
 
 
 def test_the_share_counts_calls_so_far_plus_a_small_burst():
     budget = HedgeBudget(0.1, burst=2)
     for _ in range(10):
         budget.count_call()
-    granted = [budget.take() for _ in range(5)]
+    granted = [budget.take() is not None for _ in range(5)]
     assert granted == [True, True, True, False, False]  # 0.1 x 10 calls + 2
 
 

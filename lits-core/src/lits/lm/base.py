@@ -191,6 +191,18 @@ class CallLimiter:
                 self._cond.notify_all()
         return self
 
+    def try_take(self) -> bool:
+        """Take a slot only if one is idle and no call waits for it (a hedged copy's); :meth:`give_back`
+        returns it."""
+        with self._cond:
+            if self._free > 0 and not self._waiting:
+                self._take()
+                return True
+            return False
+
+    def give_back(self) -> None:
+        self.__exit__()
+
     def __exit__(self, *exc: object) -> None:
         with self._cond:
             self._account()

@@ -6,7 +6,8 @@ same size usually answers long before that.  Whichever copy answers first is
 used and the other is abandoned (closed when it ends).  Copies are the same
 request, so a server that honours the request's seed gives the same answer
 either way; which copy wins changes timing, never results.  :class:`HedgeBudget`
-bounds the extra load to a share of all calls.
+bounds the extra load to a share of all calls, and a copy takes only an idle
+slot of the run's ``--concurrency``, so the bound on requests in flight holds.
 """
 
 from __future__ import annotations
@@ -58,9 +59,12 @@ class HedgeBudget:
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"hedge share must be between 0 and 1, got {share}")
         self.share, self.burst = share, burst
-        #: Whether copies may go to this server now; the model says no for a server with fixed slots (a
+        #: Whether copies may go to this server; the model says no for a server with fixed slots (a
         #: llama.cpp server), where a copy competes for the compute of the call it hedges.
         self.allowed: Callable[[], bool] = lambda: True
+        #: An idle slot of the run's ``--concurrency`` for a copy (its release), or None when every slot is
+        #: busy or wanted: copies use only idle capacity and never exceed the bound.  Set by the model.
+        self.spare_slot: Callable[[], Optional[Callable[[], None]]] = lambda: _nothing
         self.calls = 0
         self.hedged = 0
         self.won = 0
@@ -75,13 +79,16 @@ class HedgeBudget:
         with self._lock:
             self.calls += 1
 
-    def take(self) -> bool:
-        """True (and counted) when one more copy is allowed and stays within the share."""
+    def take(self) -> Optional[Callable[[], None]]:
+        """A copy's idle slot (its release; counted) when the copy stays within the share, else None."""
         with self._lock:
             if self.hedged >= self.share * self.calls + self.burst or not self.allowed():
-                return False
+                return None
+            release = self.spare_slot()
+            if release is None:
+                return None
             self.hedged += 1
-            return True
+            return release
 
     def count_win(self) -> None:
         with self._lock:
@@ -90,6 +97,10 @@ class HedgeBudget:
     def snapshot(self) -> dict[str, int]:
         with self._lock:
             return {"hedged_calls": self.hedged, "hedges_won": self.won}
+
+
+def _nothing() -> None:
+    return None
 
 
 #: What one copy ended with: its response or the error it raised, and how long it took.
@@ -112,19 +123,21 @@ class _Race:
         self.pending = 0
         self._lock = threading.Lock()
 
-    def start(self, request: httpx.Request) -> None:
+    def start(self, request: httpx.Request, release: Callable[[], None] = _nothing) -> None:
         with self._lock:
             self.pending += 1
             index = self.pending
-        threading.Thread(target=self._run, args=(index, request), daemon=True, name="lits-hedge").start()
+        threading.Thread(target=self._run, args=(index, request, release), daemon=True, name="lits-hedge").start()
 
-    def _run(self, index: int, request: httpx.Request) -> None:
+    def _run(self, index: int, request: httpx.Request, release: Callable[[], None]) -> None:
         started = time.monotonic()
         outcome: Union[httpx.Response, BaseException]
         try:
             outcome = self.send(request)
         except BaseException as exc:  # handed to the caller's thread, which raises it
             outcome = exc
+        finally:
+            release()  # the copy's slot, as soon as its request ends
         with self._lock:
             late = self.settled
         if late:
@@ -171,8 +184,9 @@ def hedged_send(send: Callable[[httpx.Request], httpx.Response], request: httpx.
             break
         ended = race.next(timeout=COLD_POLL if due is None else min(COLD_POLL, due - waited))
     copies = 1
-    if ended is None and budget.take():
-        race.start(copy_request(request))
+    release = budget.take() if ended is None else None
+    if release is not None:
+        race.start(copy_request(request), release)
         copies = 2
     try:
         if ended is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from typing import Any, Literal, Optional
+from typing import Any, Callable, Literal, Optional
 
 import httpx
 
@@ -142,6 +142,7 @@ class OpenAICompatibleModel(LanguageModel):
                                    check=reply_fault, stats=self._faults)
         self._transport = transport
         transport.hedges.allowed = lambda: self.slots.slots is None
+        transport.hedges.spare_slot = self._spare_slot
         self.client = httpx.Client(
             base_url=self.base_url,
             params=self._query,
@@ -149,6 +150,10 @@ class OpenAICompatibleModel(LanguageModel):
             timeout=httpx.Timeout(connect=connect_timeout, read=read, write=read, pool=None),
             transport=transport,
         )
+
+    def _spare_slot(self) -> Optional[Callable[[], None]]:
+        """An idle ``--concurrency`` slot for a hedged copy (its release), or None."""
+        return self.limiter.give_back if self.limiter.try_take() else None
 
     @property
     def display_url(self) -> str:
