@@ -30,7 +30,7 @@ import tempfile
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 #: The original LiTS at 10 iterations on this workload (docs/benchmarks.md, "Search engine at scale").
 ORIGINAL_MS_PER_ITERATION = 25.0
@@ -65,26 +65,22 @@ def one_run(data: str, iterations: int, profile: bool) -> dict[str, Any]:
     from lits.runs import runner
     from lits.testing.scripted import ScriptedModel
 
-    spent = {"generate": 0.0, "model": 0.0, "calls": 0}
-    generate, inner = LanguageModel.generate, ScriptedModel._generate
+    spent = {"generate": 0.0, "model": 0.0}
+    calls = {"generate": 0, "model": 0}
 
-    def timed_generate(self: LanguageModel, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return generate(self, *args, **kwargs)
-        finally:
-            spent["generate"] += time.perf_counter() - start
-            spent["calls"] += 1
+    def timed(method: Callable[..., Any], key: str) -> Callable[..., Any]:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - start
+                calls[key] += 1
 
-    def timed_inner(self: ScriptedModel, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return inner(self, *args, **kwargs)
-        finally:
-            spent["model"] += time.perf_counter() - start
+        return wrapper
 
-    LanguageModel.generate = timed_generate  # type: ignore[method-assign]
-    ScriptedModel._generate = timed_inner  # type: ignore[method-assign]
+    LanguageModel.generate = timed(LanguageModel.generate, "generate")  # type: ignore[method-assign]
+    ScriptedModel._generate = timed(ScriptedModel._generate, "model")  # type: ignore[method-assign]
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:
         one = runner._Runner.one
@@ -106,8 +102,8 @@ def one_run(data: str, iterations: int, profile: bool) -> dict[str, Any]:
         seconds = sum(json.loads(p.read_text())["seconds"] for p in (run / "timings").iterdir())
     out: dict[str, Any] = {
         "ms_per_iteration": 1000 * seconds / (5 * iterations),
-        "framework_ms_per_call": 1000 * (spent["generate"] - spent["model"]) / max(1, spent["calls"]),
-        "calls": spent["calls"],
+        "framework_ms_per_call": 1000 * (spent["generate"] - spent["model"]) / max(1, calls["generate"]),
+        "calls": calls["generate"],
     }
     if profiler is not None:
         import pstats

@@ -92,11 +92,11 @@ class ResponseCache:
 
     def put_many(self, entries: list[tuple[str, Any]]) -> None:
         """Store several answers in one transaction (one commit, not one per answer)."""
-        rows = [(key, json.dumps(value, ensure_ascii=False)) for key, value in entries]
-        if len(rows) <= 1:  # one statement commits on its own
+        if len(entries) <= 1:  # one statement commits on its own
             for key, value in entries:
                 self.put(key, value)
             return
+        rows = [(key, json.dumps(value, ensure_ascii=False)) for key, value in entries]
         try:
             with self._lock:
                 self._conn.execute("BEGIN")

@@ -152,10 +152,8 @@ class OpenAICompatibleModel(LanguageModel):
         )
 
     def _spare_slot(self) -> Optional[Callable[[], None]]:
-        """An idle ``--concurrency`` slot for a hedged copy (its release), or None (also under a limiter that
-        cannot lend one at once, such as the Ray workers' shared bound)."""
-        try_take = getattr(self.limiter, "try_take", None)
-        return self.limiter.give_back if try_take is not None and try_take() else None
+        """An idle ``--concurrency`` slot for a hedged copy (its release), or None."""
+        return self.limiter.give_back if self.limiter.try_take() else None
 
     @property
     def display_url(self) -> str:

@@ -159,6 +159,13 @@ class SharedLimiter:
     def __exit__(self, *exc: object) -> None:
         self.coordinator.release.remote(self.holder, self.pool)
 
+    def try_take(self) -> bool:
+        """An idle slot at once (a hedged copy's): never here, where every slot is a round trip away."""
+        return False
+
+    def give_back(self) -> None:
+        self.__exit__()
+
     def busy_area(self) -> float:
         return 0.0  # the coordinator integrates calls in flight for the whole cluster
 
