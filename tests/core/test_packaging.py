@@ -53,10 +53,12 @@ def test_every_distribution_passes_twine_check(built: dict[str, list[Path]], dis
 
 
 @pytest.mark.parametrize("dist", DISTRIBUTIONS)
-def test_every_wheel_carries_its_license_and_classifiers(built: dict[str, list[Path]], dist: str) -> None:
+def test_every_wheel_carries_its_license_classifiers_and_urls(built: dict[str, list[Path]], dist: str) -> None:
     wheel = _wheel(built[dist])
     meta = _metadata(wheel)
     assert meta["License"] == "Apache-2.0"
+    urls = dict(entry.split(", ", 1) for entry in meta.get_all("Project-URL", []))
+    assert urls["Paper reference code"].startswith("https://")
     assert "License :: OSI Approved :: Apache Software License" in meta.get_all("Classifier", [])
     with zipfile.ZipFile(wheel) as zf:
         license_text = next(zf.read(n) for n in zf.namelist() if n.endswith("licenses/LICENSE"))
