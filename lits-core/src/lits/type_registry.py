@@ -46,12 +46,13 @@ def get_type(name: str) -> type:
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
-def serialize(value: Any) -> Any:
+def serialize(value: object) -> object:
     """JSON-ready form of ``value``; objects with ``to_dict`` keep their type."""
     if type(value) in _PLAIN:  # exact types: a str subclass may carry its own to_dict
         return value
-    if hasattr(value, "to_dict") and callable(value.to_dict):
-        return value.to_dict()
+    to_dict = getattr(value, "to_dict", None)
+    if to_dict is not None and callable(to_dict):
+        return to_dict()
     if isinstance(value, dict):
         return {str(k): serialize(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -59,13 +60,12 @@ def serialize(value: Any) -> Any:
     return value
 
 
-def deserialize(payload: Any) -> Any:
-    """Inverse of :func:`serialize`."""
+def deserialize(payload: object) -> Any:
+    """Inverse of :func:`serialize` (``Any``: the class rebuilt is named by the data, not the caller)."""
     if isinstance(payload, dict):
         type_name = payload.get("__type__")
         if type_name is not None:
-            cls: Any = get_type(type_name)
-            return cls.from_dict(payload)
+            return getattr(get_type(type_name), "from_dict")(payload)
         return {k: deserialize(v) for k, v in payload.items()}
     if isinstance(payload, list):
         return [deserialize(v) for v in payload]

@@ -11,9 +11,9 @@ import difflib
 import inspect
 import typing
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Generic, Optional, Sequence, TypeVar
+from typing import Any, ClassVar, Generic, Optional, Sequence, TypeVar, Unpack
 
-from lits.lm.base import Completion, LanguageModel, Prompt
+from lits.lm.base import Completion, LanguageModel, Prompt, SamplingArgs
 from lits.observability import call_context
 from lits.prompts.registry import PromptRegistry
 from lits.structures.base import Step
@@ -46,7 +46,7 @@ class Component(ABC):
         task_name: Optional[str] = None,
         task_prompt_spec: Any = None,
         usr_prompt_spec: Any = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         self.base_model = base_model
         self.task_name = task_name
@@ -69,7 +69,7 @@ class Component(ABC):
     def _get_agent_name(self) -> str:
         return self.AGENT_NAME or type(self).__name__.lower()
 
-    def _call_model(self, prompt: Prompt, **params: Any) -> Completion:
+    def _call_model(self, prompt: Prompt, **params: Unpack[SamplingArgs]) -> Completion:
         """One model call, tagged with this component for the inference log."""
         if self.base_model is None:
             raise ValueError(f"{type(self).__name__} needs a base_model to call")
@@ -88,7 +88,7 @@ class Policy(Component, Generic[StateT, StepT]):
         task_name: Optional[str] = None,
         n_actions: int = 3,
         temperature: float = 0.8,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         super().__init__(base_model, task_name, **kwargs)
         self.n_actions = n_actions
@@ -99,10 +99,10 @@ class Policy(Component, Generic[StateT, StepT]):
         state: StateT,
         n_actions: Optional[int] = None,
         temperature: Optional[float] = None,
-        query: Any = None,
+        query: object = None,
         query_idx: Optional[int] = None,
         from_phase: str = "",
-        **kwargs: Any,
+        **kwargs: object,
     ) -> list[StepT]:
         """Return up to ``n_actions`` candidate Steps for ``state``.
 
@@ -157,18 +157,20 @@ class Transition(Component, Generic[StateT, ActionT]):
     def step(
         self,
         state: StateT,
-        step_or_action: Any,
-        query_or_goals: Any = None,
+        step_or_action: object,
+        query_or_goals: object = None,
         query_idx: Optional[int] = None,
         from_phase: str = "",
-        **kwargs: Any,
-    ) -> tuple[StateT, dict[str, Any]]:
+        **kwargs: object,
+    ) -> tuple[StateT, dict[str, object]]:
         """Apply ``step_or_action``; returns ``(new_state, aux)``."""
         with call_context(component="transition", **_phase(from_phase)):
             return self._step(state, step_or_action, query_or_goals, **kwargs)
 
     @abstractmethod
-    def _step(self, state: StateT, step_or_action: Any, query_or_goals: Any, **kwargs: Any) -> tuple[StateT, dict[str, Any]]:
+    def _step(
+        self, state: StateT, step_or_action: Any, query_or_goals: Any, **kwargs: Any
+    ) -> tuple[StateT, dict[str, object]]:
         """The new state (a copy: never change ``state``) and an aux dict (e.g. ``goal_reached``)."""
 
     def is_terminal(self, state: StateT, query_or_goals: Any = None, **kwargs: Any) -> bool:
@@ -192,11 +194,11 @@ class RewardModel(Component, Generic[StateT, ActionT]):
         self,
         state: StateT,
         action: ActionT,
-        query: Any = None,
+        query: object = None,
         query_idx: Optional[int] = None,
         from_phase: str = "",
-        **kwargs: Any,
-    ) -> tuple[float, dict[str, Any]]:
+        **kwargs: object,
+    ) -> tuple[float, dict[str, object]]:
         """Score an action before it is executed, in [0, 1] (calls :meth:`_fast_reward`)."""
         with call_context(component="reward", **_phase(from_phase)):
             return self._fast_reward(state, action, query, query_idx, from_phase=from_phase, **kwargs)
@@ -205,11 +207,11 @@ class RewardModel(Component, Generic[StateT, ActionT]):
         self,
         state: StateT,
         actions: Sequence[ActionT],
-        query: Any = None,
+        query: object = None,
         query_idx: Optional[int] = None,
         from_phase: str = "",
-        steps: Optional[Sequence[Any]] = None,
-    ) -> list[tuple[float, dict[str, Any]]]:
+        steps: Optional[Sequence[Optional[Step]]] = None,
+    ) -> list[tuple[float, dict[str, object]]]:
         """Fast rewards of sibling actions, in order.
 
         The default scores each action concurrently (one dependent round, one
@@ -222,8 +224,8 @@ class RewardModel(Component, Generic[StateT, ActionT]):
 
     def _fast_rewards(
         self, state: StateT, actions: list[ActionT], query: Any, query_idx: Optional[int],
-        from_phase: str = "", steps: Sequence[Any] = (),
-    ) -> list[tuple[float, dict[str, Any]]]:
+        from_phase: str = "", steps: Sequence[Optional[Step]] = (),
+    ) -> list[tuple[float, dict[str, object]]]:
         """Override to judge all siblings in one request; default: :meth:`fast_reward` each, concurrently."""
         from lits.concurrency import parallel_map
 
@@ -233,11 +235,11 @@ class RewardModel(Component, Generic[StateT, ActionT]):
 
     def _fast_reward(
         self, state: StateT, action: ActionT, query: Any, query_idx: Optional[int], from_phase: str = "", **kwargs: Any
-    ) -> tuple[float, dict[str, Any]]:
+    ) -> tuple[float, dict[str, object]]:
         """``(score in [0, 1], details)`` for one action; default 0 (no opinion)."""
         return 0.0, {}
 
-    def reward(self, state: StateT, action: ActionT, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def reward(self, state: StateT, action: ActionT, **kwargs: Any) -> tuple[float, dict[str, object]]:
         """Reward after execution; default: the fast reward (passed as ``fast_reward``)."""
         return float(kwargs.get("fast_reward", 0.0)), {}
 

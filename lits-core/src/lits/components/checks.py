@@ -8,10 +8,9 @@ domain without ``init_state`` is one clear line, not an empty run.
 from __future__ import annotations
 
 import inspect
-from typing import Any
 
 
-def problems_of(kind: str, obj: Any) -> list[str]:
+def problems_of(kind: str, obj: object) -> list[str]:
     """What is missing from a registered ``obj`` of ``kind``; empty when it looks complete."""
     if kind in ("transition", "policy", "reward_model"):
         return _component_problems(kind, obj)
@@ -22,10 +21,11 @@ def problems_of(kind: str, obj: Any) -> list[str]:
     return []
 
 
-def _component_problems(kind: str, cls: Any) -> list[str]:
+def _component_problems(kind: str, cls: object) -> list[str]:
     from lits.components.base import Policy, RewardModel, Transition
 
-    base = {"transition": Transition, "policy": Policy, "reward_model": RewardModel}[kind]
+    bases: dict[str, type] = {"transition": Transition, "policy": Policy, "reward_model": RewardModel}
+    base = bases[kind]
     if not inspect.isclass(cls):
         return [f"is a {type(cls).__name__}, not a class"]
     if not issubclass(cls, base):
@@ -56,7 +56,7 @@ def _env_transition_problems(cls: type) -> list[str]:
     return problems
 
 
-def _agent_problems(kind: str, cls: Any) -> list[str]:
+def _agent_problems(kind: str, cls: object) -> list[str]:
     if not inspect.isclass(cls):
         return [f"is a {type(cls).__name__}, not a class"]
     method = "search" if kind == "search" else "run"

@@ -10,19 +10,20 @@ name registered classes explicitly and win over both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Union
 
 from lits.components.base import Policy, RewardModel, Transition, settings_of
 from lits.components.checks import describe_problems, problems_of
 from lits.lm.base import LanguageModel
 from lits.registry import ComponentRegistry, get_registration, get_search_framework, infer_task_type, load_resource
+from lits.structures.base import State, Step
 
 
 @dataclass
 class Components:
-    policy: Policy[Any, Any]
-    transition: Transition[Any, Any]
-    reward_model: RewardModel[Any, Any]
+    policy: Policy[State, Step]
+    transition: Transition[State, object]
+    reward_model: RewardModel[State, object]
     task_type: str
     #: The dataset's own ``evaluate(example, final_answer) -> dict`` (tool use / QA), if registered.
     evaluate: Optional[Callable[..., dict[str, Any]]] = None
@@ -34,7 +35,7 @@ class Components:
 Choice = Union[str, type, object, None]
 
 
-def _resolve(getter: Any, explicit: Choice, dataset: str, fallback: Optional[type]) -> Any:
+def _resolve(getter: Callable[[str], type], explicit: Choice, dataset: str, fallback: Optional[type]) -> object:
     """The named class, else the dataset's own, else the generic one; checked before it is built.
 
     A class given directly is checked the same way; an object given directly is used as it is."""
@@ -51,8 +52,10 @@ def _resolve(getter: Any, explicit: Choice, dataset: str, fallback: Optional[typ
             if fallback is None:
                 raise
             name, cls = fallback.__name__, fallback
-    kind = {ComponentRegistry.get_transition: "transition", ComponentRegistry.get_policy: "policy",
-            ComponentRegistry.get_reward_model: "reward_model"}[getter]
+    kinds: dict[Callable[[str], type], str] = {
+        ComponentRegistry.get_transition: "transition", ComponentRegistry.get_policy: "policy",
+        ComponentRegistry.get_reward_model: "reward_model"}
+    kind = kinds[getter]
     problems = problems_of(kind, cls)
     if problems:
         owner = getattr(cls, "__module__", "?").split(".")[0]
@@ -71,11 +74,11 @@ def create_components(
     reward: Choice = None,
     n_actions: int = 3,
     temperature: float = 0.8,
-    policy_kwargs: Optional[dict[str, Any]] = None,
-    resource_args: Optional[dict[str, Any]] = None,
+    policy_kwargs: Optional[Mapping[str, object]] = None,
+    resource_args: Optional[Mapping[str, object]] = None,
     framework: Optional[str] = None,
     resource: Optional[str] = None,
-    resource_options: Optional[dict[str, Any]] = None,
+    resource_options: Optional[Mapping[str, object]] = None,
 ) -> Components:
     """Instantiate the components for ``dataset`` (see module docstring).
 
@@ -104,7 +107,7 @@ def create_components(
     policy_cls = _resolve(ComponentRegistry.get_policy, policy, dataset, EnvGroundedPolicy)
     reward_cls = _resolve(ComponentRegistry.get_reward_model, reward, dataset, EnvGroundedPRM)
 
-    domain: dict[str, Any] = {}
+    domain: dict[str, object] = {}
     if getattr(transition_cls, "has_enumerable_actions", lambda: False)():
         from functools import partial
 
@@ -113,7 +116,7 @@ def create_components(
         domain["generate_all_actions"] = partial(legal_actions, transition_cls if isinstance(transition_cls, type)
                                                  else type(transition_cls))
     if getattr(transition_cls, "has_action_validation", lambda: False)():
-        domain["validate_action"] = transition_cls.validate_action
+        domain["validate_action"] = getattr(transition_cls, "validate_action")
 
     return Components(
         policy=_built(
@@ -132,7 +135,7 @@ def create_components(
     )
 
 
-def _accepted(cls: Any, domain: dict[str, Any]) -> dict[str, Any]:
+def _accepted(cls: object, domain: Mapping[str, object]) -> dict[str, object]:
     """The domain's action functions a component declares it takes (a plugin's own may take none)."""
     if not isinstance(cls, type):  # an object the caller built took what it needs
         return {}
@@ -140,8 +143,8 @@ def _accepted(cls: Any, domain: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in domain.items() if k in known}
 
 
-def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Choice, transition: Choice,
-              reward: Choice, n_actions: int, temperature: float,
+def _tool_use(dataset: str, base_model: LanguageModel, eval_model: Optional[LanguageModel], policy: Choice,
+              transition: Choice, reward: Choice, n_actions: int, temperature: float,
               resource: dict[str, Any]) -> Components:
     """Tool use: the resource gives the tools; generic components do the rest."""
     from lits.components.policy.tool_use import ToolUsePolicy
@@ -163,8 +166,8 @@ def _tool_use(dataset: str, base_model: Any, eval_model: Any, policy: Choice, tr
     )
 
 
-def _load_tools(dataset: str, resource: Optional[str], options: dict[str, Any],
-                dataset_args: dict[str, Any]) -> dict[str, Any]:
+def _load_tools(dataset: str, resource: Optional[str], options: Mapping[str, object],
+                dataset_args: Mapping[str, object]) -> dict[str, Any]:
     """The named resource (``--resource``), else the dataset's own: ``{"tools": [...], "tool_context": str}``."""
     if resource:
         return load_resource(resource, **options)  # KeyError lists the registered resources
@@ -174,9 +177,10 @@ def _load_tools(dataset: str, resource: Optional[str], options: dict[str, Any],
         raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
 
 
-def _language_grounded(dataset: str, base_model: Any, eval_model: Any, transition_model: Any, policy: Choice,
+def _language_grounded(dataset: str, base_model: LanguageModel, eval_model: Optional[LanguageModel],
+                       transition_model: Optional[LanguageModel], policy: Choice,
                        transition: Choice, reward: Choice, n_actions: int,
-                       temperature: float, policy_kwargs: dict[str, Any]) -> Components:
+                       temperature: float, policy_kwargs: Mapping[str, object]) -> Components:
     """Chain of thought by default; the dataset supplies answer extraction, equivalence and scoring."""
     from lits.answers import extract_stated_answer, same_text
     from lits.components.policy.concat import ConcatPolicy

@@ -15,7 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional, Sequence, TypedDict
+from typing import Any, Iterator, Optional, Sequence, TypedDict, Unpack, cast
 
 from lits.concurrency import tick_round
 from lits.lm.cache import ResponseCache, request_key, sample_keys
@@ -29,6 +29,33 @@ class Message(TypedDict):
 
 Prompt = str | Sequence[Message]
 """A completion prompt (``str``) or a chat conversation (list of messages)."""
+
+
+class _TokenLogprobJSON(TypedDict):
+    token: str
+    logprob: float
+    top: dict[str, float]
+
+
+class CompletionJSON(TypedDict):
+    """A :class:`Completion` as the response cache stores it."""
+
+    text: str
+    tokens_in: int
+    tokens_out: int
+    finish_reason: str | None
+    logprobs: list[_TokenLogprobJSON] | None
+
+
+class SamplingArgs(TypedDict, total=False):
+    """The keyword arguments of :meth:`LanguageModel.generate`, for wrappers that pass them on."""
+
+    n: int
+    temperature: float
+    max_tokens: int
+    stop: Sequence[str] | str | None
+    top_logprobs: int
+    seed: int | None
 
 
 class ModelError(RuntimeError):
@@ -129,7 +156,7 @@ class Completion(str):
     def text(self) -> str:
         return str.__str__(self)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
         return (str, (self.text,))
 
 
@@ -295,14 +322,14 @@ class LanguageModel(ABC):
             return self._paid_generate(prompt, params)
         keys = self._sample_keys(prompt, params)
         with self._single_flight(keys[0]):
-            found = [self.cache.get(k) for k in keys]
+            found = [cast(Optional[CompletionJSON], self.cache.get(k)) for k in keys]
             missing = [i for i, hit in enumerate(found) if hit is None]
             if len(missing) < params.n:
                 hits = [v["text"] for v in found if v is not None] if self.log_prompts else None
                 self._record_raw("generate", 0, 0, 0.0, cached=True, prompt=prompt, reply=hits)
             if missing:
                 fresh = self._paid_generate(prompt, dataclasses.replace(params, n=len(missing)))
-                stored = []
+                stored: list[tuple[str, object]] = []
                 for i, completion in zip(missing, fresh):
                     found[i] = _completion_to_json(completion)
                     stored.append((keys[i], found[i]))
@@ -337,9 +364,9 @@ class LanguageModel(ABC):
         """What distinguishes this backend's answers (part of every cache key)."""
         return f"{type(self).__name__}:{self.name}"
 
-    def _key(self, kind: str, prompt: Any, params: Any, index: int) -> str:
+    def _key(self, kind: str, prompt: object, params: object, index: int) -> str:
         if isinstance(params, GenerationParams):
-            body = {f: getattr(params, f) for f in _KEY_FIELDS}
+            body: object = {f: getattr(params, f) for f in _KEY_FIELDS}
         else:
             body = params
         return request_key(self.identity(), kind, {"prompt": prompt, "params": body, "sample": index})
@@ -349,11 +376,11 @@ class LanguageModel(ABC):
         body = {f: getattr(params, f) for f in _KEY_FIELDS}
         return sample_keys(self.identity(), "generate", {"prompt": prompt, "params": body}, params.n)
 
-    def complete(self, prompt: str, **params: Any) -> Completion:
+    def complete(self, prompt: str, **params: Unpack[SamplingArgs]) -> Completion:
         """One completion of a plain-text prompt."""
         return self.generate(prompt, **params)[0]
 
-    def chat(self, messages: Sequence[Message], **params: Any) -> Completion:
+    def chat(self, messages: Sequence[Message], **params: Unpack[SamplingArgs]) -> Completion:
         """One reply to a chat conversation."""
         return self.generate(list(messages), **params)[0]
 
@@ -366,7 +393,8 @@ class LanguageModel(ABC):
         with self._scores_lock:
             missing = [c for c in dict.fromkeys(continuations) if (prompt, c) not in self._scores]
         if missing and self.cache is not None:
-            stored = {c: self.cache.get(self._key("loglikelihood", prompt, c, 0)) for c in missing}
+            stored = {c: cast(Optional[float], self.cache.get(self._key("loglikelihood", prompt, c, 0)))
+                      for c in missing}
             hits = {c: v for c, v in stored.items() if v is not None}
             if hits:
                 self._record_raw("loglikelihood", 0, 0, 0.0, cached=True, prompt=prompt, reply=hits)
@@ -401,7 +429,7 @@ class LanguageModel(ABC):
     def close(self) -> None:
         """Release connections or model memory."""
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """What a run records about this backend in ``config.json`` (never a key)."""
         return {"backend": type(self).__name__, "name": self.name}
 
@@ -410,7 +438,7 @@ class LanguageModel(ABC):
         return {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0}
 
     # -- logging --------------------------------------------------------
-    def _record(self, kind: str, outs: Sequence[Completion], seconds: float, prompt: Any = None) -> None:
+    def _record(self, kind: str, outs: Sequence[Completion], seconds: float, prompt: Optional[Prompt] = None) -> None:
         # Each completion carries the prompt tokens billed for it (0 when shared).
         tokens_in = sum(c.tokens_in for c in outs)
         tokens_out = sum(c.tokens_out for c in outs)
@@ -419,7 +447,7 @@ class LanguageModel(ABC):
 
     def _record_raw(
         self, kind: str, tokens_in: int, tokens_out: int, seconds: float, *, cached: bool = False,
-        prompt: Any = None, reply: Any = None,
+        prompt: Optional[Prompt] = None, reply: object = None,
     ) -> None:
         cost = (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
         logged = self.log_prompts and prompt is not None
@@ -432,28 +460,29 @@ class LanguageModel(ABC):
                 seconds=seconds,
                 cost=cost,
                 cached=cached,
-                prompt=_plain(prompt) if logged else None,
+                prompt=_plain(prompt) if logged and prompt is not None else None,
                 reply=reply if logged else None,
             )
         )
 
 
-def _plain(prompt: Any) -> Any:
+def _plain(prompt: Prompt) -> str | list[dict[str, object]]:
     """A prompt as JSON can hold it: text, or the chat messages as plain dicts."""
     return prompt if isinstance(prompt, str) else [dict(m) for m in prompt]
 
 
-def _completion_to_json(c: Completion) -> dict[str, Any]:
+def _completion_to_json(c: Completion) -> CompletionJSON:
     return {
         "text": c.text,
         "tokens_in": c.tokens_in,
         "tokens_out": c.tokens_out,
         "finish_reason": c.finish_reason,
-        "logprobs": None if c.logprobs is None else [dataclasses.asdict(t) for t in c.logprobs],
+        "logprobs": None if c.logprobs is None else [
+            {"token": t.token, "logprob": t.logprob, "top": dict(t.top)} for t in c.logprobs],
     }
 
 
-def _completion_from_json(v: dict[str, Any]) -> Completion:
+def _completion_from_json(v: CompletionJSON) -> Completion:
     logprobs = v.get("logprobs")
     return Completion(
         v["text"],

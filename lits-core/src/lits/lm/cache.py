@@ -16,16 +16,16 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Mapping, NoReturn, Sequence
 
 
-def request_key(identity: str, kind: str, payload: Any) -> str:
+def request_key(identity: str, kind: str, payload: object) -> str:
     """Stable hash of a request (sorted-key JSON)."""
     text = json.dumps([identity, kind, payload], sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def sample_keys(identity: str, kind: str, payload: dict[str, Any], n: int) -> list[str]:
+def sample_keys(identity: str, kind: str, payload: Mapping[str, object], n: int) -> list[str]:
     """``request_key(identity, kind, {**payload, "sample": i})`` for i < n, encoding the request once.
 
     ``"sample"`` sorts after the payload's other keys ("params", "prompt"), so
@@ -74,7 +74,8 @@ class ResponseCache:
         detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise CacheError(self.path, f"{what} ({detail}{question})") from None
 
-    def get(self, key: str) -> Optional[Any]:
+    def get(self, key: str) -> object:
+        """The JSON value stored under ``key`` (None when there is none)."""
         try:
             with self._lock:
                 row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
@@ -82,7 +83,7 @@ class ResponseCache:
         except (sqlite3.Error, ValueError) as exc:  # ValueError must not reach a policy (it means "bad output")
             self._fail("cannot be read", exc)
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: object) -> None:
         text = json.dumps(value, ensure_ascii=False)
         try:
             with self._lock:
@@ -90,7 +91,7 @@ class ResponseCache:
         except sqlite3.Error as exc:
             self._fail("cannot be written", exc, ": is the disk full?")
 
-    def put_many(self, entries: list[tuple[str, Any]]) -> None:
+    def put_many(self, entries: Sequence[tuple[str, object]]) -> None:
         """Store several answers in one transaction (one commit, not one per answer)."""
         if len(entries) <= 1:  # one statement commits on its own
             for key, value in entries:

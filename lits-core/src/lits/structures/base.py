@@ -8,7 +8,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Generic, Optional, TypeVar
+from typing import Any, Generic, Iterable, Optional, Self, TypeVar
 
 from lits.type_registry import deserialize, register_type, serialize
 
@@ -21,11 +21,11 @@ class Action:
 class StringAction(str, Action):
     """A free-text action; ``str(action)`` is the text itself."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"__type__": type(self).__name__, "text": str.__str__(self)}
 
     @classmethod
-    def from_dict(cls, payload: dict[str, Any]) -> "StringAction":
+    def from_dict(cls, payload: dict[str, object]) -> "StringAction":
         return cls(payload["text"])
 
     def __str__(self) -> str:
@@ -43,10 +43,10 @@ class Step:
 
     error: Optional[str] = dataclasses.field(default=None, kw_only=True)
 
-    def get_action(self) -> Any:
+    def get_action(self) -> object:
         return getattr(self, "action", None)
 
-    def get_answer(self) -> Any:
+    def get_answer(self) -> object:
         return getattr(self, "answer", None)
 
     def verb_step(self) -> str:
@@ -57,14 +57,14 @@ class Step:
         text = self.verb_step()
         return [{"role": "assistant", "content": text}] if text else []
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"__type__": type(self).__name__}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"__type__": type(self).__name__}
         for name in field_names(type(self)):
             out[name] = serialize(getattr(self, name))
         return out
 
     @classmethod
-    def from_dict(cls, payload: dict[str, Any]) -> "Step":
+    def from_dict(cls, payload: dict[str, object]) -> "Step":
         names = {f.name for f in dataclasses.fields(cls) if f.init}
         kwargs = {k: deserialize(v) for k, v in payload.items() if k in names}
         return cls(**kwargs)
@@ -76,11 +76,11 @@ StepT = TypeVar("StepT", bound=Step)
 class State:
     """Marker base of every state type; see :class:`TrajectoryState`."""
 
-    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - interface
+    def to_dict(self) -> dict[str, object]:  # pragma: no cover - interface
         raise NotImplementedError
 
     @classmethod
-    def from_dict(cls, payload: dict[str, Any]) -> "State":  # pragma: no cover - interface
+    def from_dict(cls, payload: dict[str, object]) -> "State":  # pragma: no cover - interface
         raise NotImplementedError
 
     def save(self, path: str | Path) -> None:
@@ -100,14 +100,14 @@ class State:
 class TrajectoryState(list, State, Generic[StepT]):
     """A list of steps.  Subclasses add fields (as dataclasses) and helpers."""
 
-    def __init__(self, steps: Any = ()) -> None:
+    def __init__(self, steps: Iterable[StepT] = ()) -> None:
         super().__init__(steps)
 
     @property
     def steps(self) -> "TrajectoryState[StepT]":
         return self
 
-    def copy(self) -> Any:
+    def copy(self) -> Self:
         """A new state of the same class; steps are shared (they are not mutated)."""
         new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
@@ -118,19 +118,19 @@ class TrajectoryState(list, State, Generic[StepT]):
         """Human-readable trajectory, one step per block."""
         return "\n".join(step.verb_step() for step in self)
 
-    def _extra_fields(self) -> dict[str, Any]:
+    def _extra_fields(self) -> dict[str, object]:
         if dataclasses.is_dataclass(self):
             return {name: getattr(self, name) for name in field_names(type(self))}
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"__type__": type(self).__name__}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"__type__": type(self).__name__}
         out.update({k: serialize(v) for k, v in self._extra_fields().items()})
         out["steps"] = [serialize(s) for s in self]
         return out
 
     @classmethod
-    def from_dict(cls, payload: dict[str, Any]) -> "TrajectoryState[Any]":
+    def from_dict(cls, payload: dict[str, Any]) -> Self:
         steps = [deserialize(s) for s in payload.get("steps", [])]
         extras = {k: deserialize(v) for k, v in payload.items() if k not in ("__type__", "steps")}
         if dataclasses.is_dataclass(cls):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Optional
 
 from lits.structures.base import Step, StringAction, TrajectoryState
 from lits.type_registry import register_type
@@ -35,7 +35,7 @@ class EnvState(TrajectoryState[EnvStep]):
     init_state: str = ""
 
     @property
-    def env_state(self) -> Any:
+    def env_state(self) -> str:
         for step in reversed(self):
             if step.next_state is not None:
                 return step.next_state

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Optional
 
 from lits.structures.base import Step, TrajectoryState
 from lits.type_registry import register_type
@@ -25,7 +25,7 @@ class ThoughtStep(Step):
 class ThoughtState(TrajectoryState[ThoughtStep]):
     """The steps of a chain of thought; concatenated they form the solution."""
 
-    def get_final_answer(self) -> Any:
+    def get_final_answer(self) -> object:
         """The answer stated by the latest step, if it states one."""
         return self[-1].get_answer() if self else None
 

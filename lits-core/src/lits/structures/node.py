@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Protocol, Sequence
 
-from lits.structures.base import field_names
+from lits.structures.base import State, Step, field_names
 from lits.type_registry import deserialize, register_type, serialize
 
 
@@ -20,14 +20,14 @@ class SearchNode:
     id: int = 0
     parent: Optional["SearchNode"] = dataclasses.field(default=None, repr=False)
     children: list["SearchNode"] = dataclasses.field(default_factory=list, repr=False)
-    action: Any = None
-    step: Any = None
-    state: Any = None
+    action: object = None
+    step: Optional[Step] = None
+    state: Optional[State] = None
     depth: int = 0
     fast_reward: float = 0.0
-    fast_reward_details: dict[str, Any] = dataclasses.field(default_factory=dict)
+    fast_reward_details: dict[str, object] = dataclasses.field(default_factory=dict)
     reward: float = 0.0
-    reward_details: dict[str, Any] = dataclasses.field(default_factory=dict)
+    reward_details: dict[str, object] = dataclasses.field(default_factory=dict)
     is_terminal: bool = False
     #: After how many iterations (MCTS) or depths (BFS) the node exists: the viewer's slider, for any search.
     born: int = 0
@@ -58,20 +58,20 @@ class SearchNode:
     # -- serialization -----------------------------------------------------
     _SKIP = ("parent", "children")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         out = self.to_flat_dict()
         out["children"] = [c.to_dict() for c in self.children]
         return out
 
-    def to_flat_dict(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    def to_flat_dict(self, skip: tuple[str, ...] = ()) -> dict[str, object]:
         """This node's own fields (no parent, no children): one journal record."""
-        out: dict[str, Any] = {"__type__": type(self).__name__}
+        out: dict[str, object] = {"__type__": type(self).__name__}
         for name in field_names(type(self)):
             if name not in self._SKIP and name not in skip:
                 out[name] = serialize(getattr(self, name))
         return out
 
-    def update_from_flat(self, payload: dict[str, Any]) -> None:
+    def update_from_flat(self, payload: dict[str, object]) -> None:
         """Apply a journal record written by :meth:`to_flat_dict`."""
         names = {f.name for f in dataclasses.fields(self)} - set(self._SKIP)
         for key, value in payload.items():
@@ -123,7 +123,15 @@ class BFSNode(SearchNode):
     cum_reward: float = 0.0
 
 
-def backpropagate(path: Sequence[Any], aggregate: str = "mean") -> list[float]:
+class Backed(Protocol):
+    """What :func:`backpropagate` needs of a node."""
+
+    reward: float
+    visits: int
+    cum_rewards: list[float]
+
+
+def backpropagate(path: Sequence[Backed], aggregate: str = "mean") -> list[float]:
     """MCTS's backup, and what a journal's backed-up ``paths`` mean.
 
     Node i gets G_i = aggregate(r_i .. r_k) over the rewards from it to the leaf.  The root

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Optional
 
 from lits.structures.base import Step, StringAction, TrajectoryState
 from lits.type_registry import register_type
@@ -53,7 +53,7 @@ class ToolUseStep(Step):
 class ToolUseState(TrajectoryState[ToolUseStep]):
     """State container for tool-use traces; each entry is a :class:`ToolUseStep`."""
 
-    def get_final_answer(self) -> Any:
+    def get_final_answer(self) -> object:
         """The answer of the latest step, if it has one."""
         return self[-1].get_answer() if self else None
 
