@@ -43,6 +43,7 @@ def register_resources(register: Callable[..., Any]) -> None:
 
 @hookimpl
 def register_prompts(register: Callable[..., Any]) -> None:
+    from lits.prompts import continuation
     from lits.prompts import env_grounded as env
     from lits.prompts import language_grounded as lang
     from lits.prompts import tool_use
@@ -60,6 +61,8 @@ def register_prompts(register: Callable[..., Any]) -> None:
         register("policy", "concat", key, lang.POLICY_USER, user=True)
         register("reward", "generative", key, lang.REWARD_SYSTEM)
         register("reward", "generative", key, lang.REWARD_USER, user=True)
+    register("bn", "continuation", "default", continuation.SYSTEM)
+    register("bn", "continuation", "default", continuation.USER, user=True)
 
 
 @hookimpl

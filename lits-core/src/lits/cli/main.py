@@ -46,9 +46,11 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                    help="endpoint to use on the server (default: chat)")
     for role, short, what in (("policy", "-pm", "the policy"), ("eval", "-em", "the reward model (e.g. a "
                               "process reward model for --search-framework rest)"),
-                              ("transition", "-tm", "the transition")):
+                              ("transition", "-tm", "the transition"),
+                              ("bn", "-bm", "the branching-necessity evaluator (--search-arg add_continuation=true)")):
+        default = "the policy's model" if role == "bn" else "--model"
         g.add_argument(f"--{role}-model", short, default=None, metavar="NAME",
-                       help=f"model for {what} (default: --model); a name, 'local', or a .gguf file")
+                       help=f"model for {what} (default: {default}); a name, 'local', or a .gguf file")
         g.add_argument(f"--{role}-base-url", default=None, metavar="URL",
                        help=f"server of --{role}-model (default: --base-url; may change on --resume)")
         g.add_argument(f"--{role}-model-arg", action="append", default=[], metavar="K=V",

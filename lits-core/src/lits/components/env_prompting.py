@@ -24,7 +24,7 @@ DEFAULT_ACTION_FORMAT = "{action}\n"
 class EnvPrompt:
     """Fills a system prompt and user template for one state."""
 
-    def __init__(self, system: Any, user: Optional[dict[str, str]]) -> None:
+    def __init__(self, system: object, user: Optional[dict[str, str]]) -> None:
         if user is not None and not isinstance(user, dict):
             raise TypeError("env-grounded user prompt must be a dict with a 'state' template")
         self.system = "" if system is None else str(system)
@@ -35,7 +35,7 @@ class EnvPrompt:
                 "register one with @register_user_prompt('policy', 'env_grounded', <task>)"
             )
 
-    def fields(self, state: EnvState, goals: Any, actions: Sequence[str] = ()) -> dict[str, str]:
+    def fields(self, state: EnvState, goals: object, actions: Sequence[str] = ()) -> dict[str, str]:
         plan = "".join(f"{s.action}\n" for s in state if s.action is not None and s.error is None)
         return {
             "env_state": str(state.env_state),
@@ -45,12 +45,12 @@ class EnvPrompt:
             "actions": "\n".join(actions),
         }
 
-    def completion(self, state: EnvState, goals: Any, actions: Sequence[str] = ()) -> str:
+    def completion(self, state: EnvState, goals: object, actions: Sequence[str] = ()) -> str:
         """Plain-text prompt that ends where the next action is written."""
         body = self.user["state"].format(**self.fields(state, goals, actions))
         return f"{self.system}\n\n{body}" if self.system else body
 
-    def messages(self, state: EnvState, goals: Any, actions: Sequence[str] = ()) -> list[Message]:
+    def messages(self, state: EnvState, goals: object, actions: Sequence[str] = ()) -> list[Message]:
         """Chat form: system prompt, worked examples as earlier user/assistant turns, then the state.
 
         A domain that gives ``chat_system`` and ``chat_examples`` (a list of

@@ -12,14 +12,14 @@ a model that cannot follow the format behind fallbacks.
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional
+from typing import Optional
 
 from lits.observability import current_context
 
 FIELDS = ("replies", "unparseable", "reasks", "fallbacks")
 
 _lock = threading.Lock()
-_counts: dict[Any, dict[str, dict[str, int]]] = {}
+_counts: dict[object, dict[str, dict[str, int]]] = {}
 
 
 def _add(field: str, amount: int, component: Optional[str]) -> None:
@@ -49,14 +49,14 @@ def count_fallback(amount: int = 1, component: Optional[str] = None) -> None:
     _add("fallbacks", amount, component)
 
 
-def take(instance: Any) -> dict[str, dict[str, int]]:
+def take(instance: object) -> dict[str, dict[str, int]]:
     """The counts recorded for ``instance`` by component (removed from memory), in a stable order."""
     with _lock:
         found = _counts.pop(instance, {})
     return {who: dict(found[who]) for who in sorted(found)}
 
 
-def forget(instance: Any) -> None:
+def forget(instance: object) -> None:
     """Drop what a failed attempt counted, so a retry of the instance counts once."""
     with _lock:
         _counts.pop(instance, None)

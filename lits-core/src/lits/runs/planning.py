@@ -35,7 +35,7 @@ def plan(settings: dict[str, Any], objects: Optional[dict[str, Any]] = None) -> 
     config = make_config(agent_reg, agent_args, mode)
     selected = select(resolved["dataset"], resolved)
     try:
-        build_components(resolved, {"policy": None, "eval": None, "transition": None}, config, task_type,
+        build_components(resolved, {"policy": None, "eval": None, "transition": None, "bn": None}, config, task_type,
                          objects or {})
     except UserError:
         raise

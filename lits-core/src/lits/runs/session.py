@@ -142,7 +142,8 @@ def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
         which = f"models {describe_models(settings)}" if uses_own_models(settings) else f"model {models['policy'].name}"
         print(f"lits: {mode} {dataset} with {which} -> {run_dir.root}", file=sys.stderr)
         stats = ProcessStats(run_dir, owned, components)
-        make_agent = agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name)
+        make_agent = agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name,
+                                   bn_model=models["bn"])
         with control.handling_sigint():
             if settings["executor"] == "ray":
                 from lits.runs.ray_executor import RayExecutor

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from lits.errors import UserError
 
-Role = Literal["policy", "eval", "transition"]
+Role = Literal["policy", "eval", "transition", "bn"]
 #: A component given by registered name, by class, or as an object built by the caller.
 ComponentChoice = Union[str, type, object, None]
 

@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 
 from lits.components.base import Policy
 from lits.components.parsing import count_reask, count_reply
-from lits.lm.base import Message
+from lits.lm.base import LanguageModel, Message, Prompt
 from lits.structures.language_grounded import ThoughtState, ThoughtStep
 
 
@@ -25,8 +25,8 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
     TASK_TYPE = "language_grounded"
     AGENT_NAME = "concat"
 
-    def __init__(self, base_model: Any = None, task_name: Optional[str] = None, max_tokens: int = 200,
-                 max_depth: Optional[int] = None, **kwargs: Any) -> None:
+    def __init__(self, base_model: Optional[LanguageModel] = None, task_name: Optional[str] = None,
+                 max_tokens: int = 200, max_depth: Optional[int] = None, **kwargs: Any) -> None:
         super().__init__(base_model, task_name, **kwargs)
         self.max_tokens = max_tokens
         #: The search's depth limit: the last step allowed is asked for the final answer.
@@ -40,7 +40,7 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         spec = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
         return str(spec.get(key) or spec.get(f"{key}_format") or default)
 
-    def completion_prompt(self, state: ThoughtState, query: Any, exclude: Sequence[str] = ()) -> str:
+    def completion_prompt(self, state: ThoughtState, query: object, exclude: Sequence[str] = ()) -> str:
         """Problem, numbered steps so far, and the cue for the next step (after the siblings not to repeat)."""
         step = self._template("step", "Step {index}:")
         lines = [str(self.task_prompt_spec or "").strip(), "",
@@ -52,7 +52,7 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         lines.append(f"{cue} {self._template('final', FINAL)}" if self._is_last(state) else cue)
         return "\n".join(lines).lstrip()
 
-    def messages(self, state: ThoughtState, query: Any, exclude: Sequence[str] = ()) -> list[Message]:
+    def messages(self, state: ThoughtState, query: object, exclude: Sequence[str] = ()) -> list[Message]:
         """System prompt, worked examples as earlier user/assistant turns, then the ask for the next step."""
         user = self._ask(query, [s.action for s in state if s.action], len(state) + 1, self._is_last(state))
         if exclude:
@@ -60,7 +60,7 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         return [{"role": "system", "content": str(self.task_prompt_spec or "")}, *self._example_turns(),
                 {"role": "user", "content": user}]
 
-    def _ask(self, query: Any, done: list[str], index: int, last: bool) -> str:
+    def _ask(self, query: object, done: list[str], index: int, last: bool) -> str:
         step = self._template("step", "Step {index}:")
         shown = "\n".join(f"{step.format(index=i)} {action}" for i, action in enumerate(done, 1))
         ask = self._template("chat_next", "Write only step {index}.").format(index=index)
@@ -82,14 +82,14 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
                 turns.append({"role": "assistant", "content": step_text})
         return turns
 
-    def _get_actions(self, state: ThoughtState, n_actions: int, temperature: float, query: Any = None,
-                     exclude: Sequence[str] = (), **kwargs: Any) -> list[ThoughtStep]:
+    def _get_actions(self, state: ThoughtState, n_actions: int, temperature: float, query: object = None,
+                     exclude: Sequence[str] = (), **kwargs: object) -> list[ThoughtStep]:
         """``n_actions`` sampled steps, repeats included (the search counts and drops them); ``exclude``: the
         siblings' steps, shown so the model writes a different one."""
         if self.base_model is None:
             raise ValueError("ConcatPolicy needs a base_model")
         chat = bool(getattr(self.base_model, "chat_native", False))
-        prompt: Any = self.messages(state, query, exclude) if chat else self.completion_prompt(state, query, exclude)
+        prompt: Prompt = self.messages(state, query, exclude) if chat else self.completion_prompt(state, query, exclude)
         # A completion model writes one line per step; a chat model may wrap, so stop at the next cue.
         next_cue = self._template("step", "Step {index}:").format(index=len(state) + 2)
         stop = [f"\n{next_cue}", "\nProblem:", "\n\n\n"] if chat else ["\n"]

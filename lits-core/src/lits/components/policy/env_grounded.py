@@ -14,12 +14,12 @@ Two ways to pick actions:
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Literal, Optional, Sequence
+from typing import Callable, Literal, Optional, Sequence
 
 from lits.components.base import Policy
 from lits.components.env_prompting import EnvPrompt, parse_action_line
 from lits.components.parsing import count_fallback, count_reask, count_reply
-from lits.lm.base import LoglikelihoodUnsupported
+from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, Message
 from lits.observability import current_context
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 
@@ -39,14 +39,14 @@ class DiversityStats:
         self._lock = threading.Lock()
         self.counts = dict.fromkeys(self.FIELDS, 0)
         # Sampled valid proposals per instance, so evaluation can tell which were wrong.
-        self._proposals: dict[Any, list[tuple[str, bool]]] = {}
+        self._proposals: dict[object, list[tuple[str, bool]]] = {}
 
     def propose(self, action: str, duplicate: bool) -> None:
         instance = current_context().get("instance")
         with self._lock:
             self._proposals.setdefault(instance, []).append((action, duplicate))
 
-    def take_proposals(self, instance: Any) -> list[tuple[str, bool]]:
+    def take_proposals(self, instance: object) -> list[tuple[str, bool]]:
         """The proposals recorded for ``instance`` (removed from memory)."""
         with self._lock:
             return self._proposals.pop(instance, [])
@@ -56,9 +56,9 @@ class DiversityStats:
             for key, value in deltas.items():
                 self.counts[key] += value
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, float]:
         with self._lock:
-            out: dict[str, Any] = dict(self.counts)
+            out: dict[str, float] = dict(self.counts)
         out["duplicate_rate"] = round(out["duplicates"] / out["outputs"], 4) if out["outputs"] else 0.0
         return out
 
@@ -69,7 +69,7 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
 
     def __init__(
         self,
-        base_model: Any = None,
+        base_model: Optional[LanguageModel] = None,
         task_name: Optional[str] = None,
         generate_all_actions: Optional[Callable[[str], list[str]]] = None,
         validate_action: Optional[Callable[[str, str], tuple[bool, str]]] = None,
@@ -80,7 +80,7 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         max_attempts: int = 3,
         max_tokens: int = 48,
         strategy: Strategy = "auto",
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         super().__init__(base_model, task_name, n_actions=n_actions, temperature=temperature, **kwargs)
         if strategy not in ("auto", "rank", "generate"):
@@ -100,9 +100,9 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         state: EnvState,
         n_actions: int,
         temperature: float,
-        query: Any = None,
+        query: object = None,
         exclude: Sequence[str] = (),
-        **kwargs: Any,
+        **kwargs: object,
     ) -> list[EnvStep]:
         valid = self.generate_all_actions(state.env_state) if self.generate_all_actions else None
         if valid is not None:
@@ -124,7 +124,7 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
             return True
         return self.strategy == "auto" and bool(getattr(self.base_model, "supports_loglikelihood", False))
 
-    def _rank(self, state: EnvState, query: Any, valid: list[str], n: int) -> list[str]:
+    def _rank(self, state: EnvState, query: object, valid: list[str], n: int) -> list[str]:
         if self.base_model is None:
             raise ValueError("EnvGroundedPolicy needs a base_model")
         prompt = self.prompt.completion(state, query, valid)
@@ -137,7 +137,7 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
     def _sample(
         self,
         state: EnvState,
-        query: Any,
+        query: object,
         valid: Optional[list[str]],
         n: int,
         temperature: float,
@@ -169,7 +169,7 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
             for reply in replies:
                 action = self._accept(state, parse_action_line(reply), lookup)
                 count_reply(action is not None)
-                if action is None and chat and not reasked:  # one bounded re-ask per request
+                if action is None and isinstance(prompt, list) and not reasked:  # one bounded re-ask (chat)
                     reasked = True
                     action = self._reask(state, prompt, str(reply), lookup, temp)
                     count_reply(action is not None)
@@ -189,7 +189,7 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
             chosen.extend(fill)
         return chosen[:n]
 
-    def _reask(self, state: EnvState, prompt: list[Any], reply: str, lookup: Optional[dict[str, str]],
+    def _reask(self, state: EnvState, prompt: list[Message], reply: str, lookup: Optional[dict[str, str]],
                temperature: float) -> Optional[str]:
         """Tell a chat model why its reply was unusable and ask once more (counted as a re-ask)."""
         assert self.base_model is not None
@@ -197,14 +197,14 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         why = (f"{text!r} is not one of the valid actions" if text else "the reply held no action")
         if text and lookup is None and self.validate_action is not None:
             why = f"{text!r} cannot be done: {self.validate_action(state.env_state, text)[1]}"
-        follow_up = [*prompt, {"role": "assistant", "content": reply},
+        follow_up: list[Message] = [*prompt, {"role": "assistant", "content": reply},
                      {"role": "user", "content": f"That cannot be used: {why}. {REASK}"}]
         count_reask()
         again = self.base_model.generate(follow_up, n=1, temperature=temperature, max_tokens=self.max_tokens,
                                          stop=CHAT_STOP)
         return self._accept(state, parse_action_line(again[0]), lookup) if again else None
 
-    def _prompt_for(self, state: EnvState, query: Any, valid: list[str]) -> Any:
+    def _prompt_for(self, state: EnvState, query: object, valid: list[str]) -> str | list[Message]:
         if getattr(self.base_model, "chat_native", False):
             return self.prompt.messages(state, query, valid)
         return self.prompt.completion(state, query, valid)

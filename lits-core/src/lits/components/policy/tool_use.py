@@ -25,7 +25,7 @@ from typing import Any, Optional, Sequence, cast
 
 from lits.components.base import Policy
 from lits.components.parsing import count_reask, count_reply
-from lits.lm.base import Message
+from lits.lm.base import LanguageModel, Message, Prompt
 from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
 from lits.tools.base import BaseTool
 
@@ -125,7 +125,7 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
 
     def __init__(
         self,
-        base_model: Any = None,
+        base_model: Optional[LanguageModel] = None,
         task_name: Optional[str] = None,
         tools: Sequence[BaseTool] = (),
         tool_context: str = "",
@@ -149,10 +149,10 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
             text += f"\n\nContext:\n{self.tool_context}"
         return text
 
-    def _question(self, query: Any) -> str:
+    def _question(self, query: object) -> str:
         return self._user_spec().get("question", "Question: {question}").format(question=query)
 
-    def messages(self, state: ToolUseState, query: Any) -> list[Message]:
+    def messages(self, state: ToolUseState, query: object) -> list[Message]:
         """The chat form: worked examples (if any) go into the system message."""
         system = self._preamble()
         examples = self._user_spec().get("examples")
@@ -163,7 +163,7 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
                  *state.to_messages()]
         return cast(list[Message], turns)
 
-    def completion_prompt(self, state: ToolUseState, query: Any) -> str:
+    def completion_prompt(self, state: ToolUseState, query: object) -> str:
         """The text form for base models: examples right before the question, the trajectory, then the cue."""
         parts = [self._preamble()]
         examples = self._user_spec().get("examples")
@@ -173,12 +173,12 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
         parts.append("\n".join(body))
         return "\n\n".join(parts)
 
-    def _get_actions(self, state: ToolUseState, n_actions: int, temperature: float, query: Any = None,
-                     **kwargs: Any) -> list[ToolUseStep]:
+    def _get_actions(self, state: ToolUseState, n_actions: int, temperature: float, query: object = None,
+                     **kwargs: object) -> list[ToolUseStep]:
         if self.base_model is None:
             raise ValueError("ToolUsePolicy needs a base_model")
         chat = bool(getattr(self.base_model, "chat_native", False))
-        prompt: Any = self.messages(state, query) if chat else self.completion_prompt(state, query)
+        prompt: Prompt = self.messages(state, query) if chat else self.completion_prompt(state, query)
         replies = self.base_model.generate(prompt, n=n_actions, temperature=temperature, max_tokens=self.max_tokens,
                                            stop=list(STOPS if chat else COMPLETION_STOPS))
         steps, seen = [], set()
@@ -188,6 +188,7 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
             count_reply(step.error is None)
             if step.error is not None and chat and not reasked:  # one bounded re-ask per request
                 reasked = True
+                assert not isinstance(prompt, str)  # chat: the prompt is the messages
                 step = self._reask(prompt, str(reply), str(step.error), temperature)
                 count_reply(step.error is None)
             key = str(step.action or step.answer or step.error or step.think)
@@ -196,10 +197,10 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
                 steps.append(step)
         return steps
 
-    def _reask(self, prompt: list[Any], reply: str, error: str, temperature: float) -> ToolUseStep:
+    def _reask(self, prompt: Sequence[Message], reply: str, error: str, temperature: float) -> ToolUseStep:
         """Tell a chat model why its reply could not be used and ask once more (counted as a re-ask)."""
         assert self.base_model is not None
-        follow_up = [*prompt, {"role": "assistant", "content": reply},
+        follow_up: list[Message] = [*prompt, {"role": "assistant", "content": reply},
                      {"role": "user", "content": f"That reply cannot be used: {error}. {REASK}"}]
         count_reask()
         again = self.base_model.generate(follow_up, n=1, temperature=temperature, max_tokens=self.max_tokens,

@@ -16,9 +16,10 @@ from typing import Any, Callable, Optional, Sequence
 from lits.components.base import RewardModel
 from lits.components.env_prompting import EnvPrompt
 from lits.components.reward.judging import numbered_yes_probabilities, shuffled_order, yes_probability
-from lits.lm.base import LoglikelihoodUnsupported, Message
+from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, Message, Prompt
 from lits.prompts.registry import PromptRegistry
 from lits.structures.env_grounded import EnvAction, EnvState
+from lits.structures.base import Step
 
 
 #: Asks a chat model about every sibling at once; a domain may register its own as the user
@@ -41,12 +42,12 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
 
     def __init__(
         self,
-        base_model: Any = None,
+        base_model: Optional[LanguageModel] = None,
         task_name: Optional[str] = None,
         fast_weight: float = 0.5,
         goal_reward: float = 1.0,
         judge_siblings_together: bool = True,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         super().__init__(base_model, task_name, **kwargs)
         self.fast_weight = fast_weight
@@ -63,8 +64,9 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         self.use_scoring = True
 
     def _fast_reward(
-        self, state: EnvState, action: EnvAction, query: Any, query_idx: Optional[int], from_phase: str = "", **kwargs: Any
-    ) -> tuple[float, dict[str, Any]]:
+        self, state: EnvState, action: EnvAction, query: object, query_idx: Optional[int], from_phase: str = "",
+        **kwargs: Any,
+    ) -> tuple[float, dict[str, object]]:
         if self.base_model is None or action is None:
             return 0.0, {}
         if self.use_scoring and getattr(self.base_model, "supports_loglikelihood", False):
@@ -75,9 +77,9 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         return self._self_eval(state, action, query)
 
     def _fast_rewards(
-        self, state: EnvState, actions: list[EnvAction], query: Any, query_idx: Optional[int],
-        from_phase: str = "", steps: Sequence[Any] = (),
-    ) -> list[tuple[float, dict[str, Any]]]:
+        self, state: EnvState, actions: list[EnvAction], query: object, query_idx: Optional[int],
+        from_phase: str = "", steps: Sequence[Optional[Step]] = (),
+    ) -> list[tuple[float, dict[str, object]]]:
         """All siblings judged in one request where the backend allows (one dependent round, one slot).
 
         Backends that score text score every sibling's action text after one
@@ -104,7 +106,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
                     for i, value in enumerate(judged)]
         return super()._fast_rewards(state, actions, query, query_idx, from_phase=from_phase, steps=steps)
 
-    def _judge_together(self, state: EnvState, actions: list[EnvAction], query: Any) -> list[Optional[float]]:
+    def _judge_together(self, state: EnvState, actions: list[EnvAction], query: object) -> list[Optional[float]]:
         assert self.base_model is not None
         user = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
         template = user.get("evaluate_many", EVALUATE_MANY)
@@ -120,7 +122,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             judged[i] = verdicts[shown]
         return judged
 
-    def _intuition(self, state: EnvState, action: EnvAction, query: Any) -> tuple[float, dict[str, Any]]:
+    def _intuition(self, state: EnvState, action: EnvAction, query: object) -> tuple[float, dict[str, object]]:
         assert self.base_model is not None
         prompt = self.policy_prompt.completion(state, query, self._valid(state))
         logprob = self.base_model.loglikelihood(prompt, [self.policy_prompt.continuation(str(action))])[0]
@@ -130,7 +132,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         generate = getattr(self, "generate_all_actions", None)
         return list(generate(state.env_state)) if generate else []
 
-    def _self_eval(self, state: EnvState, action: EnvAction, query: Any) -> tuple[float, dict[str, Any]]:
+    def _self_eval(self, state: EnvState, action: EnvAction, query: object) -> tuple[float, dict[str, object]]:
         assert self.base_model is not None
         user = self.usr_prompt_spec or {}
         template = user.get("evaluate") if isinstance(user, dict) else None
@@ -138,7 +140,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             return 0.0, {}
         fields = self.policy_prompt.fields(state, query)
         question = template.format(action=str(action), **fields)
-        prompt: Any = question
+        prompt: Prompt = question
         if getattr(self.base_model, "chat_native", False):
             prompt = [{"role": "system", "content": str(self.task_prompt_spec or "")},
                       {"role": "user", "content": question}]
@@ -146,7 +148,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         p_yes = yes_probability(reply)
         return p_yes, {"self_eval": p_yes}
 
-    def reward(self, state: EnvState, action: EnvAction, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def reward(self, state: EnvState, action: EnvAction, **kwargs: Any) -> tuple[float, dict[str, object]]:
         if kwargs.get("error"):
             return 0.0, {"error": kwargs["error"]}
         fast = float(kwargs.get("fast_reward", 0.0))

@@ -11,14 +11,16 @@ from typing import Any, Optional
 
 from lits.components.base import RewardModel
 from lits.components.reward.judging import judge_yes
+from lits.structures.base import Step, TrajectoryState
 
 
-class GenerativePRM(RewardModel[Any, Any]):
+class GenerativePRM(RewardModel[TrajectoryState[Step], object]):
     TASK_TYPE = "language_grounded"
     AGENT_NAME = "generative"
 
-    def _fast_reward(self, state: Any, action: Any, query: Any, query_idx: Optional[int], from_phase: str = "",
-                     **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def _fast_reward(self, state: TrajectoryState[Step], action: object, query: object, query_idx: Optional[int],
+                     from_phase: str = "",
+                     **kwargs: Any) -> tuple[float, dict[str, object]]:
         step = kwargs.get("step")
         text = step.verb_step() if step is not None else str(action or "")
         if self.base_model is None or not text:
@@ -30,7 +32,7 @@ class GenerativePRM(RewardModel[Any, Any]):
         p_yes, route = judge_yes(self.base_model, question, system=str(self.task_prompt_spec or ""))
         return p_yes, {"p_yes": round(p_yes, 4), "route": route}
 
-    def reward(self, state: Any, action: Any, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def reward(self, state: TrajectoryState[Step], action: object, **kwargs: Any) -> tuple[float, dict[str, object]]:
         fast = float(kwargs.get("fast_reward", 0.0))
         confidence = float(kwargs.get("confidence", 1.0))
         return fast * confidence, {"fast_reward": fast, "confidence": confidence}

@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import Any, Optional
+from typing import Optional
 
 from lits.components.parsing import count_fallback, count_reply
-from lits.lm.base import LanguageModel, LoglikelihoodUnsupported
+from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, Prompt
 
 
-def yes_probability(reply: Any) -> float:
+def yes_probability(reply: object) -> float:
     """P(Yes) from a reply's top log-probabilities when present, else from its text.
 
     A reply that is neither counts as unparseable, and its 0.5 as a fallback
@@ -51,7 +51,7 @@ def yes_probability(reply: Any) -> float:
 _NUMBERED_ANSWER = re.compile(r"^\W*(\d+)\s*[:.)\-]?\s*\**\s*(yes|no)\b", re.IGNORECASE | re.MULTILINE)
 
 
-def numbered_yes_probabilities(reply: Any, count: int) -> list[Optional[float]]:
+def numbered_yes_probabilities(reply: object, count: int) -> list[Optional[float]]:
     """P(Yes) per item of a reply answering ``count`` numbered questions ("1: Yes", "2: No", ...).
 
     The text says which item each answer belongs to; when the reply's Yes/No
@@ -99,7 +99,7 @@ def judge_yes(model: LanguageModel, question: str, system: Optional[str] = None)
             return p_yes, "loglikelihood"
         except LoglikelihoodUnsupported:
             pass
-    prompt: Any = question
+    prompt: Prompt = question
     if getattr(model, "chat_native", False):
         prompt = [{"role": "system", "content": system or "Answer with Yes or No."},
                   {"role": "user", "content": question}]

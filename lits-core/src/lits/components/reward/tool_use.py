@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from lits.components.base import RewardModel
 from lits.components.reward.judging import judge_yes
-from lits.structures.tool_use import ToolUseState, ToolUseStep
+from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
 
 SYSTEM = "You judge the steps of an agent that answers questions with tools."
 #: Long tool results would crowd a small model's context: the judge sees their start.
@@ -42,19 +42,19 @@ def history(state: ToolUseState) -> str:
     return text if len(text) <= HISTORY_CHARS else "... " + text[-HISTORY_CHARS:]
 
 
-def judge_question(state: ToolUseState, proposal: str, query: Any, is_answer: bool) -> str:
+def judge_question(state: ToolUseState, proposal: str, query: object, is_answer: bool) -> str:
     ask = ("Is this the correct final answer to the question?" if is_answer
            else "Is this a useful next step towards answering the question?")
     return (f"Question: {query}\nSteps so far:\n{history(state)}\nProposed next step:\n{proposal}\n"
             f"{ask} Answer Yes or No.\nAnswer:")
 
 
-class ToolUsePRM(RewardModel[ToolUseState, Any]):
+class ToolUsePRM(RewardModel[ToolUseState, Optional[ToolUseAction]]):
     TASK_TYPE = "tool_use"
     AGENT_NAME = "tool_use"
 
-    def _fast_reward(self, state: ToolUseState, action: Any, query: Any, query_idx: Optional[int],
-                     from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def _fast_reward(self, state: ToolUseState, action: Optional[ToolUseAction], query: object,
+                     query_idx: Optional[int], from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, object]]:
         step = kwargs.get("step")
         if not isinstance(step, ToolUseStep):
             step = ToolUseStep(action=action) if action is not None else None
@@ -68,7 +68,9 @@ class ToolUsePRM(RewardModel[ToolUseState, Any]):
                                  system=system)
         return p_yes, {"self_eval": p_yes, "route": route}
 
-    def reward(self, state: ToolUseState, action: Any, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def reward(
+        self, state: ToolUseState, action: Optional[ToolUseAction], **kwargs: Any
+    ) -> tuple[float, dict[str, object]]:
         fast = float(kwargs.get("fast_reward", 0.0))
         confidence = float(kwargs.get("confidence", 1.0))
         return fast * confidence, {"fast_reward": fast, "confidence": confidence}

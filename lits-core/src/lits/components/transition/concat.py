@@ -17,11 +17,11 @@ class ConcatTransition(Transition[ThoughtState, str]):
         super().__init__(**kwargs)
         self.extract_answer = extract_answer or extract_stated_answer
 
-    def init_state(self, **kwargs: Any) -> ThoughtState:
+    def init_state(self, **kwargs: object) -> ThoughtState:
         return ThoughtState()
 
-    def _step(self, state: ThoughtState, step_or_action: Any, query_or_goals: Any,
-              **kwargs: Any) -> tuple[ThoughtState, dict[str, Any]]:
+    def _step(self, state: ThoughtState, step_or_action: object, query_or_goals: object,
+              **kwargs: object) -> tuple[ThoughtState, dict[str, object]]:
         new_state = state.copy()
         if isinstance(step_or_action, ThoughtStep) and step_or_action.error is not None:
             new_state.append(step_or_action)

@@ -6,6 +6,7 @@ from typing import Any, ClassVar, Optional
 
 from lits.components.base import Transition
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
+from lits.lm.base import LanguageModel
 
 
 class EnvGroundedTransition(Transition[EnvState, EnvAction]):
@@ -20,7 +21,8 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
     #: A step budget a domain may keep (the seeds pass ``max_steps=10``); agents use their own limits.
     max_steps: Optional[int] = None
 
-    def __init__(self, base_model: Any = None, task_name: Optional[str] = None, **kwargs: Any) -> None:
+    def __init__(self, base_model: Optional[LanguageModel] = None, task_name: Optional[str] = None,
+                 **kwargs: object) -> None:
         super().__init__(base_model, task_name, **kwargs)
 
     # -- the domain's part -------------------------------------------------
@@ -67,12 +69,12 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
     def step(
         self,
         state: EnvState,
-        step_or_action: Any,
-        query_or_goals: Any = None,
+        step_or_action: object,
+        query_or_goals: object = None,
         query_idx: Optional[int] = None,
         from_phase: str = "",
-        **kwargs: Any,
-    ) -> tuple[EnvState, dict[str, Any]]:
+        **kwargs: object,
+    ) -> tuple[EnvState, dict[str, object]]:
         step = step_or_action if isinstance(step_or_action, EnvStep) else None
         if step is not None and step.error is not None:
             return self._append_unchanged(state, step, query_or_goals)
@@ -102,7 +104,9 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
             return None if ok else (reason or "rejected by the domain")
         return None
 
-    def _append_unchanged(self, state: EnvState, step: EnvStep, query_or_goals: Any) -> tuple[EnvState, dict[str, Any]]:
+    def _append_unchanged(
+        self, state: EnvState, step: EnvStep, query_or_goals: Any
+    ) -> tuple[EnvState, dict[str, object]]:
         new_state = state.copy()
         step.next_state = state.env_state
         new_state.append(step)

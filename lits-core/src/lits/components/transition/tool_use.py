@@ -29,10 +29,11 @@ class ToolUseTransition(Transition[ToolUseState, ToolUseAction]):
         self.observation_on_error = observation_on_error
         self.tool_timeout = tool_timeout
 
-    def init_state(self, **kwargs: Any) -> ToolUseState:
+    def init_state(self, **kwargs: object) -> ToolUseState:
         return ToolUseState()
 
-    def _step(self, state: ToolUseState, step_or_action: Any, query_or_goals: Any, **kwargs: Any) -> tuple[ToolUseState, dict[str, Any]]:
+    def _step(self, state: ToolUseState, step_or_action: object, query_or_goals: object,
+              **kwargs: object) -> tuple[ToolUseState, dict[str, object]]:
         step = step_or_action if isinstance(step_or_action, ToolUseStep) else \
             ToolUseStep(action=ToolUseAction(str(step_or_action)))
         new_state = state.copy()
@@ -55,7 +56,7 @@ class ToolUseTransition(Transition[ToolUseState, ToolUseAction]):
         new_state.append(step)
         return new_state, {"confidence": 1.0}
 
-    def is_terminal(self, state: ToolUseState, query_or_goals: Any = None, **kwargs: Any) -> bool:
+    def is_terminal(self, state: ToolUseState, query_or_goals: object = None, **kwargs: object) -> bool:
         if not state:
             return False
         return bool(state[-1].get_answer())
