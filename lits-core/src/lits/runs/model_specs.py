@@ -1,4 +1,4 @@
-"""Which model each component calls: ``--policy-model``, ``--eval-model``, ``--transition-model``.
+"""Which model each component calls: ``--policy-model``, ``--eval-model``, ``--transition-model``, ``--bn-model``.
 
 A run has a default model (``--model``/``--base-url``/``--api``); a component
 given its own model, server or settings uses that spec instead.  Settings keep
@@ -14,8 +14,11 @@ from typing import Any, Optional
 
 from lits.errors import UserError
 
-#: The components that call a model, as the flags name them (``eval`` is the reward model).
-ROLES = ("policy", "eval", "transition")
+#: The components that call a model, as the flags name them (``eval`` is the reward model, ``bn`` the
+#: branching-necessity evaluator of Chain-in-Tree continuation).
+ROLES = ("policy", "eval", "transition", "bn")
+#: Roles that use another role's model when given none of their own (the BN evaluator: the policy's).
+FALLBACK_ROLES = {"bn": "policy"}
 
 #: ``--ROLE-model-arg`` keys: the endpoint, where the key comes from, and sampling settings
 #: applied to every call of that model (they win over what the component asks for).
@@ -68,8 +71,11 @@ def role_spec(settings: dict[str, Any], role: str) -> dict[str, Any]:
     """The full model spec ``role`` uses: its own flags over the run's ``--model``/``--base-url``/``--api``.
 
     A component given only a model name keeps the run's ``--base-url`` (one server, several models),
-    unless its model runs in this process (``local``, ``scripted``, a ``.gguf`` file)."""
+    unless its model runs in this process (``local``, ``scripted``, a ``.gguf`` file).  A role in
+    :data:`FALLBACK_ROLES` given nothing of its own uses its fallback role's spec."""
     given = (settings.get("component_models") or {}).get(role) or {}
+    if not given and role in FALLBACK_ROLES:
+        return role_spec(settings, FALLBACK_ROLES[role])
     model = given.get("model") or settings.get("model") or "local"
     args = dict(given.get("args") or {})
     base_url = given.get("base_url")

@@ -93,7 +93,8 @@ class _Built:
             model.use_cache(shared_cache)
         self.components = build_components(settings, models, config, task_type)
         self.run_dir = RunDir(root).create()
-        make_agent = agent_factory(agent_reg.obj, config, self.components, self.run_dir, mode, agent_reg.name)
+        make_agent = agent_factory(agent_reg.obj, config, self.components, self.run_dir, mode, agent_reg.name,
+                                   bn_model=models["bn"])
         self.log = InferenceLog()
         self._collecting = collecting(self.log)
         self._collecting.__enter__()  # for the worker's life: every call of every instance lands here

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from lits.errors import UserError, one_line
+from lits.lm.base import LanguageModel
 from lits.runs.artifacts import RunDir
 
 #: The chain a task type runs when ``--chain`` is not given.
@@ -136,8 +137,10 @@ def _depth_limit(task_type: str, config: Any) -> dict[str, Any]:
 
 
 def agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir, mode: str,
-                  name: str) -> Callable[[], Any]:
-    """Agents that tag their calls with the name they are registered under, not their class name."""
+                  name: str, bn_model: Optional[LanguageModel] = None) -> Callable[[], Any]:
+    """Agents that tag their calls with the name they are registered under, not their class name.
+
+    ``bn_model``: a search's branching-necessity evaluator model (``--bn-model``; Chain-in-Tree continuation)."""
     serves = getattr(agent_cls, "TASK_TYPES", None)
     if serves is not None and components.task_type not in serves:
         raise ValueError(f"--{mode} {name} works on {' and '.join(serves)} tasks, not on this "
@@ -148,6 +151,8 @@ def agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir,
             agent = agent_cls(config, components.policy, components.transition,
                               components.reward_model, checkpoint_dir=run_dir.checkpoints)
             agent.search_name = name
+            if bn_model is not None:
+                agent.bn_model = bn_model
         else:
             agent = agent_cls(config, components.policy, components.transition, checkpoint_dir=run_dir.checkpoints)
             agent.chain_name = name

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Optional, Protocol, Sequence
+from typing import Any, Iterator, Optional, Protocol, Sequence, TypedDict
 
 from lits.structures.base import State, Step, field_names
 from lits.type_registry import deserialize, register_type, serialize
+
+
+class Branching(TypedDict):
+    """A branching-necessity verdict: did the node need several children, by which method, how sure, why."""
+
+    method: str
+    branch: bool
+    score: float
+    why: str
 
 
 @register_type
@@ -31,6 +40,9 @@ class SearchNode:
     is_terminal: bool = False
     #: After how many iterations (MCTS) or depths (BFS) the node exists: the viewer's slider, for any search.
     born: int = 0
+    #: Chain-in-Tree: the branching-necessity verdict taken before expanding this node (method, branch, score,
+    #: why), or None when no evaluator ran (see :mod:`lits.agents.tree.continuation`).
+    branching: Optional[Branching] = None
 
     # -- tree walking ------------------------------------------------------
     def add_child(self, child: "SearchNode") -> "SearchNode":

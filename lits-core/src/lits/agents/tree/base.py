@@ -28,6 +28,7 @@ from lits import layout
 from lits.agents.config import TreeSearchConfig
 from lits.agents.tree.journal import TreeJournal
 from lits.concurrency import parallel_map
+from lits.lm.base import LanguageModel
 from lits.observability import call_context
 from lits.structures.node import SearchNode
 
@@ -134,6 +135,8 @@ class BaseTreeSearch(ABC):
         self._paths: list[int] = []  # leaves of the paths backed up since the last checkpoint
         self._provisional = _PROVISIONAL
         self.proposals: list[tuple[str, bool]] = []  # journaled, so a resume keeps them
+        #: The branching-necessity evaluator's model (``--bn-model``); None: the policy's.
+        self.bn_model: Optional[LanguageModel] = None
 
     # -- the algorithm -----------------------------------------------------
     @abstractmethod
@@ -283,31 +286,43 @@ class BaseTreeSearch(ABC):
         return node.children
 
     def propose(self, node: SearchNode, phase: str = "expand") -> list[Any]:
-        """The policy's candidate steps for ``node`` (a model call; safe to run concurrently).
+        """The policy's candidate steps for ``node`` (model calls; safe to run concurrently).
 
-        With ``sibling_aware``, a node that got fewer distinct steps than ``n_actions`` asks again (at most
+        With ``add_continuation`` a branching-necessity evaluator first decides whether ``node`` needs more
+        than one child (:mod:`lits.agents.tree.continuation`).
+        """
+        if getattr(self.config, "add_continuation", False):
+            from lits.agents.tree import continuation
+
+            return continuation.propose(self, node, phase)
+        with self.phase(phase, depth=node.depth, iteration=self.iteration):
+            return self.sample(node, self.config.n_actions, phase)
+
+    def sample(self, node: SearchNode, n: int, phase: str = "expand", *, count: bool = True) -> list[Any]:
+        """``n`` steps from the policy for ``node`` (counted as an expansion unless ``count`` is false).
+
+        With ``sibling_aware``, a node that got fewer distinct steps than ``n`` asks again (at most
         :data:`SIBLING_ROUNDS` times) for the missing ones, passing the steps it has as ``exclude``.
         """
-        n = self.config.n_actions
-        with self.phase(phase, depth=node.depth, iteration=self.iteration):
-            steps = list(self.policy.get_actions(
-                node.state, n_actions=n, temperature=self.config.temperature,
-                query=self.query, query_idx=self.query_idx, from_phase=phase,
-            ))
-            if getattr(self.config, "sibling_aware", False) and accepts_exclude(self.policy):
-                for _ in range(SIBLING_ROUNDS):
-                    if len({step_key(s) for s in steps if not getattr(s, "error", None)}) >= n:
-                        break
-                    have = distinct_actions(steps)
-                    more = list(self.policy.get_actions(
-                        node.state, n_actions=n - len(have), temperature=self.config.temperature,
-                        query=self.query, query_idx=self.query_idx, from_phase=phase, exclude=have,
-                    ))
-                    if not distinct_actions(more):
-                        break
-                    steps += more
+        steps = list(self.policy.get_actions(
+            node.state, n_actions=n, temperature=self.config.temperature,
+            query=self.query, query_idx=self.query_idx, from_phase=phase,
+        ))
+        if getattr(self.config, "sibling_aware", False) and accepts_exclude(self.policy):
+            for _ in range(SIBLING_ROUNDS):
+                if len({step_key(s) for s in steps if not getattr(s, "error", None)}) >= n:
+                    break
+                have = distinct_actions(steps)
+                more = list(self.policy.get_actions(
+                    node.state, n_actions=n - len(have), temperature=self.config.temperature,
+                    query=self.query, query_idx=self.query_idx, from_phase=phase, exclude=have,
+                ))
+                if not distinct_actions(more):
+                    break
+                steps += more
         with self._lock:
-            self.stats["expansions"] += 1
+            if count:
+                self.stats["expansions"] += 1
             self.stats["proposed"] = self.stats.get("proposed", 0) + len(steps)  # a journal may predate it
         return steps
 
@@ -327,6 +342,10 @@ class BaseTreeSearch(ABC):
     def score_children(self, parents: list[SearchNode], phase: str = "expand") -> None:
         """Fast rewards of every child of ``parents``, as few model rounds as the reward model allows."""
         groups = [p for p in parents if p.children]
+        if getattr(self.config, "add_continuation", False):
+            from lits.agents.tree import continuation
+
+            groups = continuation.inherit_scores(self, groups)
 
         def score(parent: SearchNode) -> None:
             actions = [c.action for c in parent.children]

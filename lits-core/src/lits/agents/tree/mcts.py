@@ -72,6 +72,11 @@ class MCTS(BaseTreeSearch):
                 self.expand(leaf)
                 rng = random.Random(f"{self.config.seed}:{self.query_idx}:{iteration}")
                 return self._simulate(path, rng)
+        if not leaf.is_terminal and getattr(self.config, "add_continuation", False):
+            from lits.agents.tree.continuation import reopen
+
+            with self.working_on(iteration):
+                reopen(self, path)  # a chain ended unsolved: the next selection may try its spared siblings
         return path
 
     def stop_reason(self) -> str:

@@ -1,0 +1,231 @@
+"""Chain-in-Tree continuation: a node gets several children only when it needs them.
+
+With ``add_continuation=true`` every expansion first asks a branching-necessity
+(BN) evaluator whether the node's next step is open (worth several children)
+or settled.  A settled node gets one child, so the search runs on along a
+chain inside the tree and spends nothing on siblings it would not need: no
+extra fast rewards, transitions or rewards for them.  The evaluators:
+
+* ``direct`` asks the BN model (``--bn-model``, default the policy's) whether
+  the next step is obvious; one call per decision.
+* ``sc_exact`` samples ``bn_k`` next steps from the policy, each on its own
+  sampling stream (seeded, so repeatable and cached apart), and branches when
+  their texts differ; the sampled steps are the children when it branches.
+* ``sc`` as ``sc_exact``, but steps whose texts differ are shown to the BN
+  model, which says whether they mean the same (one call, only then).
+* ``entropy`` branches when the normalized entropy of the sampled steps'
+  text clusters exceeds ``bn_threshold`` (default 0.6: a 2-1 split of three
+  samples continues, a 1-1-1 split branches).
+
+Each verdict is kept on its node (``SearchNode.branching``: method, branch,
+score, why), journaled with it, and counted in ``search_stats``:
+``bn_decisions``, ``bn_branched``, ``bn_continued``, ``bn_calls`` (calls the
+BN model made) and ``bn_samples`` (policy calls made to sample steps for it).
+The prompts are registered (``register_prompts``: component ``bn``, agent
+``continuation``), so a dataset may word its own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+from lits.agents.tree.base import BaseTreeSearch, step_key
+from lits.concurrency import parallel_map
+from lits.lm.base import Prompt, sampling_stream
+from lits.observability import call_context
+from lits.prompts.registry import PromptRegistry
+from lits.structures.node import Branching, SearchNode
+
+#: The score above which a method branches when ``bn_threshold`` is not given.
+DEFAULT_THRESHOLDS = {"sc": 0.0, "sc_exact": 0.0, "entropy": 0.6, "direct": 0.5}
+#: The prompts' names in the registry: (component, agent).
+PROMPT_COMPONENT, PROMPT_AGENT = "bn", "continuation"
+#: Counters this module adds to ``search_stats``.
+STATS = ("bn_decisions", "bn_branched", "bn_continued", "bn_calls", "bn_samples")
+
+
+def propose(search: BaseTreeSearch, node: SearchNode, phase: str) -> list[object]:
+    """The steps to attach to ``node``: one unless the BN evaluator finds it needs branching."""
+    config = search.config
+    method = config.bn_method
+    threshold = config.bn_threshold if config.bn_threshold is not None else DEFAULT_THRESHOLDS[method]
+    samples = 0
+    with search.phase(phase, depth=node.depth, iteration=search.iteration):
+        if method == "direct":
+            verdict, calls = _direct(search, node, phase, threshold)
+            steps = search.sample(node, config.n_actions if verdict["branch"] else 1, phase)
+        else:
+            k = config.bn_k or max(2, config.n_actions)
+            candidates = _candidates(search, node, phase, k)
+            samples = k
+            verdict, calls, keep = _agreement(search, node, phase, method, candidates, threshold)
+            steps = candidates if verdict["branch"] else keep
+    node.branching = verdict
+    search.mark(node)
+    with search._lock:
+        stats = search.stats
+        for key in STATS:
+            stats.setdefault(key, 0)
+        stats["bn_decisions"] += 1
+        stats["bn_branched" if verdict["branch"] else "bn_continued"] += 1
+        stats["bn_calls"] += calls
+        stats["bn_samples"] += samples
+        if samples:  # the sampled steps were this expansion's proposals
+            stats["expansions"] += 1
+    return steps
+
+
+def inherit_scores(search: BaseTreeSearch, parents: list[SearchNode]) -> list[SearchNode]:
+    """The parents whose children still need fast rewards.
+
+    A continued node's lone child is a chain step: it takes its parent's fast
+    reward (the step that began the chain was judged) instead of a call of
+    its own.  Below the root only: the root has no judged step to pass on.
+    """
+    rest = []
+    for parent in parents:
+        verdict = parent.branching
+        if verdict is None or verdict["branch"] or parent.parent is None or len(parent.children) != 1:
+            rest.append(parent)
+            continue
+        child = parent.children[0]
+        child.fast_reward, child.fast_reward_details = parent.fast_reward, {"chain_from": parent.id}
+        search.mark(child)
+    return rest
+
+
+def reopen(search: BaseTreeSearch, path: Sequence[SearchNode], phase: str = "reopen") -> bool:
+    """A chain that ended unsolved: its deepest continued node gets the siblings it was spared.
+
+    Returns False when no node on ``path`` was continued (nothing to reopen).
+    """
+    node = next((n for n in reversed(path[:-1]) if n.branching is not None and not n.branching["branch"]), None)
+    if node is None or node.branching is None:
+        return False
+    have = {step_key(c.step) for c in node.children}
+    with search.phase(phase, depth=node.depth, iteration=search.iteration):
+        steps = search.sample(node, search.config.n_actions, phase)
+    for step in steps:
+        key = step_key(step)
+        if key not in have and not getattr(step, "error", None):
+            have.add(key)
+            node.add_child(search.new_node(action=_action(step), step=step))
+    search.score_children([node], phase)
+    node.branching = {**node.branching, "branch": True, "why": node.branching["why"] + "; reopened: the chain "
+                      "below it ended unsolved"}
+    search.mark(node)
+    with search._lock:
+        search.stats["bn_reopened"] = search.stats.get("bn_reopened", 0) + 1
+    return True
+
+
+def _candidates(search: BaseTreeSearch, node: SearchNode, phase: str, k: int) -> list[object]:
+    """``k`` next steps, each from its own policy call on its own sampling stream (errors dropped)."""
+
+    def one(j: int) -> list[object]:
+        with sampling_stream(j), call_context(sample=j):
+            return search.sample(node, 1, phase, count=False)[:1]
+
+    drawn = [step for steps in parallel_map(one, range(k)) for step in steps]
+    usable = [s for s in drawn if not getattr(s, "error", None)]
+    return usable or drawn[:1]
+
+
+def _agreement(search: BaseTreeSearch, node: SearchNode, phase: str, method: str, candidates: list[object],
+               threshold: float) -> tuple[Branching, int, list[object]]:
+    """The verdict on sampled steps, the BN model calls it took, and the one step to keep if not branching."""
+    clusters: dict[str, list[object]] = {}
+    for step in candidates:
+        clusters.setdefault(_text_key(step), []).append(step)
+    sizes = sorted((len(c) for c in clusters.values()), reverse=True)
+    largest = max(clusters.values(), key=len) if clusters else candidates
+    keep = largest[:1]
+    total = max(1, len(candidates))
+    calls = 0
+    if method == "entropy":
+        score = _normalized_entropy(sizes, total)
+        why = f"entropy {score:.2f} of {len(candidates)} sampled steps in {len(clusters)} distinct"
+    else:
+        score = 1 - sizes[0] / total if sizes else 0.0
+        why = f"{len(clusters)} distinct of {len(candidates)} sampled steps"
+        if method == "sc" and len(clusters) > 1:
+            same, calls = _same_meaning(search, node, phase, [str(_action(c[0])) for c in clusters.values()])
+            if same:
+                score, why = 0.0, why + "; the BN model judged them the same in meaning"
+            else:
+                why += "; the BN model judged them different"
+    branch = score > threshold
+    return {"method": method, "branch": branch, "score": round(score, 4), "why": why}, calls, keep
+
+
+def _normalized_entropy(sizes: Sequence[int], total: int) -> float:
+    """Entropy of the cluster distribution over the most it could be for ``total`` samples (0..1)."""
+    if total < 2:
+        return 0.0
+    entropy = -sum(n / total * math.log(n / total) for n in sizes if n)
+    return entropy / math.log(total)
+
+
+def _direct(search: BaseTreeSearch, node: SearchNode, phase: str, threshold: float) -> tuple[Branching, int]:
+    """Ask the BN model whether the next step is obvious: Yes continues, No (or no clear answer) branches."""
+    reply = _ask(search, "direct", question=_query(search), progress=_progress(node))
+    answer = _yes_no(reply)
+    score = {True: 0.0, False: 1.0, None: 1.0}[answer]
+    why = {True: "the BN model called the next step obvious", False: "the BN model saw several options",
+           None: f"no Yes/No in the BN model's reply {reply[:40]!r}: branch to be safe"}[answer]
+    return {"method": "direct", "branch": score > threshold, "score": score, "why": why}, 1
+
+
+def _same_meaning(search: BaseTreeSearch, node: SearchNode, phase: str, texts: list[str]) -> tuple[bool, int]:
+    """Whether the BN model reads the distinct sampled steps as one step (one call)."""
+    listed = "\n".join(f"- {t}" for t in texts)
+    reply = _ask(search, "same", question=_query(search), progress=_progress(node), candidates=listed)
+    return _yes_no(reply) is True, 1
+
+
+def _ask(search: BaseTreeSearch, key: str, **fields: str) -> str:
+    """One call to the BN model with the registered prompt ``key``, tagged as the ``bn`` component."""
+    policy = search.policy
+    task_name, task_type = getattr(policy, "task_name", None), getattr(policy, "TASK_TYPE", None)
+    system = PromptRegistry.get(PROMPT_COMPONENT, PROMPT_AGENT, task_name, task_type) or ""
+    templates = PromptRegistry.get_usr(PROMPT_COMPONENT, PROMPT_AGENT, task_name, task_type) or {}
+    user = str(templates[key]).format(**fields)
+    model = search.bn_model if search.bn_model is not None else getattr(policy, "base_model", None)
+    if model is None:
+        raise ValueError("add_continuation with a BN model call needs a model (--bn-model, or the policy's)")
+    prompt: Prompt = ([{"role": "system", "content": str(system)}, {"role": "user", "content": user}]
+                      if getattr(model, "chat_native", False) else f"{system}\n\n{user}".lstrip())
+    with call_context(component=PROMPT_COMPONENT):
+        replies = model.generate(prompt, n=1, temperature=0.0, max_tokens=8, stop=["\n"])
+    return str(replies[0]) if replies else ""
+
+
+def _yes_no(reply: str) -> Optional[bool]:
+    words = reply.strip().lower().lstrip("*\"' ").split()
+    first = words[0].strip(".,:;!*\"'") if words else ""
+    return True if first == "yes" else False if first == "no" else None
+
+
+def _query(search: BaseTreeSearch) -> str:
+    return str(search.query)
+
+
+def _progress(node: SearchNode) -> str:
+    """What the state shows so far: the steps taken and, for an environment, where it stands."""
+    state = node.state
+    steps: list[str] = [str(_action(s)) for s in state] if isinstance(state, list) else []
+    lines = [f"Step {i}: {text}" for i, text in enumerate(steps, 1) if text]
+    shown = "Steps so far:\n" + "\n".join(lines) if lines else "No steps taken yet."
+    where = getattr(state, "env_state", None)
+    return f"{shown}\nCurrent state: {where}" if where else shown
+
+
+def _action(step: object) -> object:
+    get = getattr(step, "get_action", None)
+    return get() if callable(get) else getattr(step, "action", step)
+
+
+def _text_key(step: object) -> str:
+    """Steps with equal keys say the same in the same words (case, spacing and a final period aside)."""
+    return " ".join(str(_action(step)).lower().split()).rstrip(".")

@@ -1,0 +1,165 @@
+"""Chain-in-Tree continuation: a node gets one child unless the branching-necessity evaluator says it needs more."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from lits.testing.server import FakeOpenAIServer
+
+Behaviour = dict[str, Any]
+
+
+def responder(behaviour: Behaviour) -> Callable[[str, dict[str, Any], int], str]:
+    """A chat model whose sampled steps agree or differ (by sampling stream), and whose BN answers are set."""
+
+    def respond(prompt: str, body: dict[str, Any], index: int) -> str:
+        ask = str(body["messages"][-1]["content"]) if body.get("messages") else prompt
+        if "Is the next step obvious" in ask:
+            return str(behaviour.get("direct", "Yes"))
+        if "Candidate next steps" in ask:
+            return str(behaviour.get("same", "No"))
+        if "Write only step" in ask:
+            sample = int(body.get("seed") or 0) + index
+            return str(behaviour.get("steps", lambda j: f"Try approach {j}.")(sample))
+        return "Yes"
+
+    return respond
+
+
+@pytest.fixture
+def behaviour() -> Behaviour:
+    return {}
+
+
+@pytest.fixture
+def server(behaviour: Behaviour) -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(responder=responder(behaviour)) as srv:
+        yield srv
+
+
+@pytest.fixture
+def search(tmp_path: Path, server: FakeOpenAIServer) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """One GSM8K instance under ToT-BFS (3 children per node, depth 2, beam 1)."""
+
+    def run(*extra: str, save: str = "run") -> subprocess.CompletedProcess[str]:
+        args = ["search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
+                "--search-arg", "n_actions=3", "--search-arg", "max_depth=2", "--search-arg", "beam_width=1",
+                "--search-arg", "early_stop=false", "--model", "m", "--base-url", server.base_url, "--no-cache",
+                "--save-dir", save, *extra]
+        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=300, env={**os.environ, "LITS_HEDGE_SHARE": "0"})
+
+    return run
+
+
+@pytest.fixture
+def result(tmp_path: Path, search: Callable[..., subprocess.CompletedProcess[str]]) -> Callable[..., dict[str, Any]]:
+    """Run, check it finished, and return the instance's result record with its best path."""
+
+    def run(*extra: str) -> dict[str, Any]:
+        shutil.rmtree(tmp_path / "run", ignore_errors=True)  # a test may run several times
+        done = search(*extra)
+        assert done.returncode == 0, done.stderr
+        record = dict(json.loads((tmp_path / "run" / "results" / "0.json").read_text()))
+        record["best_path"] = json.loads((tmp_path / "run" / "paths" / "0.json").read_text())
+        return record
+
+    return run
+
+
+def continuation(method: str, *more: str) -> list[str]:
+    return ["--search-arg", "add_continuation=true", "--search-arg", f"bn_method={method}", *more]
+
+
+def root_verdict(record: dict[str, Any]) -> dict[str, Any]:
+    return dict(record["best_path"][0]["branching"])
+
+
+def test_without_it_every_node_gets_n_actions_children(result):
+    stats = result()["search_stats"]
+    assert stats["nodes"] == 1 + 3 + 3 and "bn_decisions" not in stats
+
+
+def test_direct_continues_with_one_child_when_the_bn_model_calls_the_step_obvious(result):
+    record = result(*continuation("direct"))
+    assert record["search_stats"]["nodes"] == 3  # a chain: root, one step, the last step
+    assert root_verdict(record) == {"method": "direct", "branch": False, "score": 0.0,
+                                    "why": "the BN model called the next step obvious"}
+
+
+def test_continuation_saves_model_calls(result, server):
+    result()
+    without = len(server.requests)
+    server.requests.clear()
+    result(*continuation("direct"))
+    assert len(server.requests) < without
+
+
+def test_direct_branches_when_the_bn_model_sees_options(result, behaviour):
+    behaviour["direct"] = "No"
+    record = result(*continuation("direct"))
+    assert record["search_stats"]["nodes"] == 7 and root_verdict(record)["branch"] is True
+
+
+def test_bn_calls_are_counted_apart(result):
+    stats = result(*continuation("direct"))["search_stats"]
+    assert (stats["bn_decisions"], stats["bn_calls"], stats["bn_continued"], stats["bn_branched"]) == (2, 2, 2, 0)
+
+
+def test_sc_exact_branches_when_sampled_steps_differ(result):
+    record = result(*continuation("sc_exact"))
+    assert root_verdict(record)["branch"] is True and record["search_stats"]["bn_samples"] == 6
+
+
+def test_sc_exact_continues_when_sampled_steps_agree(result, behaviour):
+    behaviour["steps"] = lambda j: "Add the numbers."
+    record = result(*continuation("sc_exact"))
+    assert root_verdict(record)["branch"] is False and record["search_stats"]["nodes"] == 3
+
+
+def test_sc_asks_the_bn_model_whether_differently_worded_steps_mean_the_same(result, behaviour):
+    behaviour["steps"] = lambda j: "Add the numbers." if j % 2 else "add the  numbers"  # same words
+    behaviour["same"] = "No"
+    stats = result(*continuation("sc"))["search_stats"]
+    assert stats["bn_calls"] == 0 and stats["bn_continued"] == 2  # texts equal up to case and spacing
+    behaviour["steps"] = lambda j: "Add the numbers." if j % 2 else "Sum them up."
+    behaviour["same"] = "Yes"
+    stats = result(*continuation("sc"))["search_stats"]
+    assert stats["bn_calls"] == 2 and stats["bn_continued"] == 2
+
+
+def test_entropy_continues_on_a_majority_where_sc_exact_branches(result, behaviour):
+    behaviour["steps"] = lambda j: "Sum them up." if j == 2 else "Add the numbers."  # a 2-1 split of 3
+    assert root_verdict(result(*continuation("entropy")))["branch"] is False
+    assert root_verdict(result(*continuation("sc_exact")))["branch"] is True
+
+
+def test_bn_threshold_moves_the_line(result, behaviour):
+    behaviour["steps"] = lambda j: "Sum them up." if j == 2 else "Add the numbers."
+    verdict = root_verdict(result(*continuation("sc_exact", "--search-arg", "bn_threshold=0.5")))
+    assert verdict["branch"] is False and verdict["score"] == pytest.approx(1 / 3, abs=1e-3)
+
+
+def test_a_bad_bn_method_is_one_line(search):
+    done = search(*continuation("vote"))
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "bn_method" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bn_model_calls_go_to_the_bn_model(tmp_path, search, server):
+    with FakeOpenAIServer(responder=lambda prompt, body: "Yes") as judge:
+        done = search(*continuation("direct"), "--bn-model", "judge", "--bn-base-url", judge.base_url)
+        assert done.returncode == 0, done.stderr
+        assert len(judge.requests) == 2 and all(body["model"] == "judge" for body in judge.requests)
+    asked = [str(b["messages"][-1]["content"]) for b in server.requests if b.get("messages")]
+    assert not any("Is the next step obvious" in a for a in asked)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["models"]["bn"]["model"] == "judge"
