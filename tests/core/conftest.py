@@ -169,6 +169,10 @@ class Hello:
 @hookimpl
 def register_commands(register):
     register("every-cmd", Hello.add_arguments, help="say hello")
+
+@hookimpl
+def register_augmentors(register):
+    register("every_a", Thing, description="remembers nothing")
 """
 
 

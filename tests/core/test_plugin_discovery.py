@@ -89,7 +89,7 @@ def test_every_hook_registers_its_kind(install_plugin, run_lits, run_python):
         "chain": ["every_c"], "dataset": ["every_d"], "policy": ["every_p"],
         "prompt": ["policy/every/every_d/user"], "resource": ["every_d"], "reward_model": ["every_r"],
         "search": ["every_s"], "search_framework": ["every_f"], "transition": ["every_t"], "model": ["every_m"],
-        "command": ["every-cmd"],
+        "command": ["every-cmd"], "augmentor": ["every_a"],
     }
     hello = run_lits("every-cmd", "--who", "lits")
     assert (hello.returncode, hello.stdout) == (0, "hello lits\n"), hello.stderr

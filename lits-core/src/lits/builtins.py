@@ -81,6 +81,16 @@ def register_chains(register: Callable[..., Any]) -> None:
 
 
 @hookimpl
+def register_augmentors(register: Callable[..., Any]) -> None:
+    register("fact", "lits.memory.builtin:FactMemory",
+             description="facts a failed attempt established (observations, refusals), shown to the next")
+    register("reflection", "lits.memory.builtin:Reflection",
+             description="after a failed attempt, a model-written lesson shown to the next")
+    register("critic", "lits.memory.builtin:Critic",
+             description="after a failed attempt, the model names its first wrong step, shown to the next")
+
+
+@hookimpl
 def register_search_frameworks(register: Callable[..., Any]) -> None:
     # Chain-of-thought components under two algorithms: the paper's component-reuse demonstration.
     register("rest", policy="concat", transition="concat", reward_model="generative", search="mcts",

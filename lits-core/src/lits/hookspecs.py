@@ -82,3 +82,11 @@ def register_models(register: Callable[..., Any]) -> None:
     ``--model NAME`` picks it; options are ``base_url``, ``api``, ``concurrency``,
     ``price_in``, ``price_out`` (take ``**options`` and use what you need).
     """
+
+
+@hookspec
+def register_augmentors(register: Callable[..., Any]) -> None:
+    """``register(name, cls, description="")`` for each augmentor (a ``lits.memory.Augmentor`` subclass).
+
+    ``--memory-arg augmentors=NAME[,NAME]`` runs it between a run's attempts of each instance.
+    """

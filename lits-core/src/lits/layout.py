@@ -11,6 +11,8 @@ was written in; a reader refuses a run from a newer LiTS in one line instead of 
     cache.sqlite                the response cache (default place)
     checkpoints/{idx}.journal.jsonl  a search's tree, change by change
     checkpoints/{idx}.json      a chain's state
+    checkpoints/attempt-{k}/    the same, for attempt k > 0 (``--attempts``)
+    attempts/{idx}.{k}.json     attempt k's record and the memory after it (``--attempts``, ``--memory-arg``)
     terminal_nodes/{idx}.json   every terminal node a search found
     paths/{idx}.json            the path a search chose
     timings/{idx}.json          seconds, rounds, calls and parse counts of the instance
@@ -31,6 +33,7 @@ CACHE = "cache.sqlite"
 SUMMARY = "eval_results.json"
 SUMMARY_TEXT = "eval.log"
 CHECKPOINTS = "checkpoints"
+ATTEMPTS = "attempts"
 RESULTS = "results"
 PATHS = "paths"
 TERMINAL_NODES = "terminal_nodes"

@@ -298,6 +298,9 @@ def _call_hooks(pm_name: str, owner: str) -> None:
     def command(name: str, add_arguments: Any, help: str = "") -> None:
         add_registration("command", name, add_arguments, help=help, owner=owner)
 
+    def augmentor(name: str, cls: Any, description: str = "") -> None:
+        add_registration("augmentor", name, cls, description=description, owner=owner)
+
     def prompt(component: str, agent: str, key: str, value: Any, user: bool = False) -> None:
         register_prompt(component, agent, key, value, user=user, owner=owner)
 
@@ -312,6 +315,7 @@ def _call_hooks(pm_name: str, owner: str) -> None:
     caller("register_search_frameworks")(register=register_search_framework)
     caller("register_models")(register=model)
     caller("register_commands")(register=command)
+    caller("register_augmentors")(register=augmentor)
 
 
 def _snapshot() -> tuple[bool, list[PluginInfo], pluggy.PluginManager, set[str]]:

@@ -60,6 +60,7 @@ def render() -> str:
     from lits.agents.tree.base import BaseTreeSearch
     from lits.components.base import Policy, RewardModel, Transition
     from lits.components.transition.env_grounded import EnvGroundedTransition
+    from lits.memory.base import Augmentor
     from lits.structures.node import BFSNode, MCTSNode, SearchNode
 
     parts = [
@@ -84,6 +85,11 @@ def render() -> str:
                              "--check` and every run check this.\n"),
         _class_methods(Policy, "Policy"),
         _class_methods(RewardModel, "RewardModel"),
+        "## Augmentors (`--memory-arg augmentors=NAME`)\n",
+        "Subclass `lits.memory.Augmentor`, keep what it remembers in `self.memory` (JSON: saved with each "
+        "attempt, restored on `--resume`), declare the `--memory-arg` keys it reads in `OPTIONS`, and register it "
+        "with `register_augmentors` or `@register_augmentor(name)`. See docs/memory-and-attempts.md.\n",
+        _class_methods(Augmentor, "Augmentor"),
         "## Search algorithms\n",
         "Subclass `BaseTreeSearch` and implement `search()`; register it with "
         "`@register_search(name, config_class=...)`.\n",

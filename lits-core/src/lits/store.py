@@ -32,6 +32,7 @@ KINDS = (
     "search_framework",
     "model",
     "command",
+    "augmentor",
 )
 TASK_TYPES = ("env_grounded", "language_grounded", "tool_use")
 #: The owner of LiTS's own registrations: a plugin cannot take one of their names.
@@ -47,7 +48,8 @@ class DuplicateNameError(RegistryError):
 
 
 #: Kinds whose objects may be registered lazily as ``"package.module:attribute"``.
-LAZY_KINDS = ("transition", "policy", "reward_model", "dataset", "resource", "search", "chain", "model", "command")
+LAZY_KINDS = ("transition", "policy", "reward_model", "dataset", "resource", "search", "chain", "model", "command",
+              "augmentor")
 
 
 class Registration:

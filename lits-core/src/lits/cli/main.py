@@ -82,7 +82,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="continue the run in --save-dir; finished instances are not redone. Only "
                         "operational flags may be given again (--concurrency, --base-url, --ROLE-base-url, --cache, "
                         "--no-cache, --call-budget, --read-timeout, prices, --log-prompts, --executor, "
-                        "--ray-address); the rest come from the run")
+                        "--ray-address); the rest come from the run, --attempts and --memory-arg included")
     g.add_argument("--executor", choices=["local", "ray"], default=None,
                    help="where instances run: 'local' (threads of this process, the default) or 'ray' (tasks "
                         "on a Ray cluster; needs lits-core[ray], and LiTS and the run's plugins on every node)")
@@ -98,6 +98,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dry-run", action="store_true",
                    help="check every setting, the data, the plugins and the components, print the resolved run "
                         "and a bound on its model calls; write nothing, call no model")
+    g.add_argument("--attempts", type=int, default=None, metavar="N",
+                   help="try each instance up to N times; an attempt that solves ends it (pass@1 and pass@N in "
+                        "the summary; default 1)")
+    g.add_argument("--memory-arg", action="append", default=[], metavar="K=V",
+                   help="memory between attempts: augmentors=fact,reflection (see `lits plugins`), and their "
+                        "options, e.g. max_facts=8 (repeatable)")
     g.add_argument("--policy", default=None, help="registered policy name (default: by dataset, else generic)")
     g.add_argument("--transition", default=None, help="registered transition name (default: the dataset's)")
 

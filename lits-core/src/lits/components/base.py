@@ -107,8 +107,12 @@ class Policy(Component, Generic[StateT, StepT]):
         """Return up to ``n_actions`` candidate Steps for ``state``.
 
         A ``ValueError`` from the model's output (unparseable text) becomes
-        error steps, so search can continue; other errors propagate.
+        error steps, so search can continue; other errors propagate.  Notes from
+        earlier attempts (``--memory-arg``) reach every policy here, after the query.
         """
+        from lits.memory.notes import with_notes
+
+        query = with_notes(query)
         n = self.n_actions if n_actions is None else n_actions
         temp = self.temperature if temperature is None else temperature
         with call_context(component="policy", **_phase(from_phase)):

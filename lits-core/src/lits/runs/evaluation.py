@@ -91,7 +91,24 @@ def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog,
         "inference_by_component": log.by("component"),
         "parse": parse_totals({i: timings.get(i) or {} for i in results}),
     }
+    tried = pass_at(results)
+    if tried is not None:
+        summary["pass_at"] = tried
     return summary
+
+
+def pass_at(results: dict[int, dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """pass@1 (the first attempt solved) and pass@N (any attempt did) over instances run with ``--attempts``;
+    None for a run without attempts."""
+    tried = [r["attempts"] for r in results.values() if r.get("attempts")]
+    if not tried:
+        return None
+    n = len(tried)
+    first = sum(1 for attempts in tried if attempts[0].get("solved"))
+    anyone = sum(1 for attempts in tried if any(a.get("solved") for a in attempts))
+    return {"instances": n, "solved_at_1": first, "solved_at_n": anyone,
+            "pass_at_1": round(first / n, 4), "pass_at_n": round(anyone / n, 4),
+            "attempts_run": sum(len(attempts) for attempts in tried)}
 
 
 def parse_totals(timings: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -180,6 +197,10 @@ def format_table(summary: dict[str, Any]) -> str:
         ("model seconds", inf["seconds"]),
         ("seconds / instance", summary["seconds_per_instance"]),
     ]
+    tried = summary.get("pass_at")
+    if tried:
+        rows.append((f"pass@1 / pass@{tried.get('n', 'N')}", f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} "
+                                         f"({tried['attempts_run']} attempts run)"))
     invalid = parsing.describe(summary.get("parse") or {})
     if invalid is not None:
         rows.append(("invalid replies", invalid))

@@ -42,7 +42,7 @@ def plan(settings: dict[str, Any], objects: Optional[dict[str, Any]] = None) -> 
     except Exception as exc:
         raise UserError(f"the components cannot be built: {one_line(exc)}") from None
     resolved[f"{mode}_args"] = config.model_dump()
-    per_instance = calls_per_instance(config, mode)
+    per_instance = with_attempts(calls_per_instance(config, mode), resolved)
     return {"settings": resolved, "instances": [idx for idx, _ in selected], "models": check_models(resolved),
             "calls_per_instance": per_instance,
             "calls": None if per_instance is None else per_instance * len(selected)}
@@ -64,6 +64,16 @@ def calls_per_instance(config: Any, mode: str) -> Optional[int]:
     beam = getattr(config, "beam_width", None) or getattr(config, "n_beams", None)
     rounds = iterations if isinstance(iterations, int) else (beam if isinstance(beam, int) else 1)
     return rounds * depth * (2 + width)
+
+
+def with_attempts(per_attempt: Optional[int], settings: dict[str, Any]) -> Optional[int]:
+    """The bound over ``--attempts N``: N attempts, and one call per augmentor between two attempts (an
+    augmentor that calls the model more often is not bounded)."""
+    from lits.memory.memory import augmentor_classes
+
+    augmentors = augmentor_classes(settings.get("memory_args") or {})
+    attempts = int(settings.get("attempts") or 1)
+    return None if per_attempt is None else per_attempt * attempts + len(augmentors) * (attempts - 1)
 
 
 def check_models(settings: dict[str, Any]) -> dict[str, str]:

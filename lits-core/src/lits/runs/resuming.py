@@ -35,6 +35,8 @@ MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--chain-arg", "chain_arg", "chain_args"),
     ("--model", "model", "model"),
     ("--api", "api", "api"),
+    ("--attempts", "attempts", "attempts"),
+    ("--memory-arg", "memory_arg", "memory_args"),
 )
 #: Operational settings given again as flags (the cache's two are judged on their own, below).
 OPERATIONAL_KEYS = tuple(sorted(OPERATIONAL_FIELDS - {"cache", "no_cache"}))
@@ -147,6 +149,7 @@ _NORMALIZE: dict[str, Callable[[Any], Any]] = {
     "model": model_spec,
     "api": lambda v: v or "chat",
     "offset": lambda v: v or 0,
+    "attempts": lambda v: v or 1,
 }
 
 

@@ -28,6 +28,7 @@ from lits.concurrency import fan_out_width, start_round_clock
 from lits.lm.base import CallsStopped
 from lits.observability import InferenceLog, InferenceRecord, call_context, collecting
 from lits.runs.artifacts import RunDir
+from lits.runs.attempts import AttemptSettings, Finished, InstanceAttempts, search_files
 from lits.runs.control import BREAKER, RESOURCE, RunControl
 from lits.runs.failures import classify
 from lits.components import parsing
@@ -126,8 +127,9 @@ class _Runner:
 
     def __init__(self, make_agent: Callable[[], Any], components: Components, run_dir: RunDir, mode: str,
                  control: RunControl, log: InferenceLog, progress: Progress,
-                 after_instance: Optional[Callable[[], None]]) -> None:
+                 after_instance: Optional[Callable[[], None]], attempts: AttemptSettings = AttemptSettings()) -> None:
         self.make_agent, self.components, self.run_dir, self.mode = make_agent, components, run_dir, mode
+        self.attempts = attempts
         self.control, self.log, self.progress, self.after_instance = control, log, progress, after_instance
         self.outcome = RunOutcome()
         self.execution = run_dir.logger()
@@ -145,10 +147,9 @@ class _Runner:
         try:
             with call_context(instance=idx):
                 rounds = start_round_clock()
-                agent = self.make_agent()
-                result = agent.run(example.get("query"), idx, example, resume=resume)
-            record = result_record(idx, example, result, self.components, self.mode)
-            self._write(idx, record, result, started, rounds[0])
+                finished = self._run(idx, example, resume)
+            record = finished.record
+            self._write(idx, finished, started, rounds[0])
         except CallsStopped:
             with self.lock:
                 self.outcome.interrupted.append(idx)
@@ -168,20 +169,31 @@ class _Runner:
         if self.after_instance is not None:
             self.after_instance()
 
-    def _write(self, idx: int, record: dict[str, Any], result: Any, started: float, rounds: int) -> None:
-        if self.mode == "search":
-            payload = result.to_dict()
-            self.run_dir.write_json(layout.terminal_nodes(idx), payload.get("terminal_nodes", []), indent=None)
-            self.run_dir.write_json(layout.path(idx), payload.get("best_path", []), indent=None)
-        self.run_dir.write_json(layout.timing(idx), {
+    def _run(self, idx: int, example: dict[str, Any], resume: bool) -> Finished:
+        """The instance's record: one agent run, or its attempts (``--attempts``, ``--memory-arg``)."""
+        if not self.attempts.plain:
+            return InstanceAttempts(self.make_agent, self.components, self.run_dir, self.mode,
+                                    self.attempts).run(idx, example, resume)
+        result = self.make_agent().run(example.get("query"), idx, example, resume=resume)
+        return Finished(result_record(idx, example, result, self.components, self.mode),
+                        search_files(idx, result) if self.mode == "search" else {})
+
+    def _write(self, idx: int, finished: Finished, started: float, rounds: int) -> None:
+        for relative, payload in finished.files.items():
+            self.run_dir.write_json(relative, payload, indent=None)
+        timing: dict[str, Any] = {
             "seconds": round(time.perf_counter() - started, 3),
             "dependent_rounds": rounds,
             "inference": self.log.summary(instance=idx),
             # How the model's replies parsed, counted by the process that ran the instance: like the
             # call counts, a resumed instance counts only what it parsed after the resume.
             "parse": parsing.take(idx),
-        })
-        self.run_dir.write_result(idx, record)  # last: its presence marks the instance done
+        }
+        if "attempts" in finished.record:  # each attempt's calls, as counted by the process(es) that ran it
+            timing["attempts"] = [self.log.summary(instance=idx, attempt=k)
+                                  for k in range(len(finished.record["attempts"]))]
+        self.run_dir.write_json(layout.timing(idx), timing)
+        self.run_dir.write_result(idx, finished.record)  # last: its presence marks the instance done
 
     def _failed(self, idx: int, exc: Exception) -> None:
         failure = classify(exc, str(self.run_dir.root))
@@ -281,6 +293,7 @@ def run_instances(
     retry_rounds: int = RETRY_ROUNDS,
     grace: float = STOP_GRACE,
     after_instance: Optional[Callable[[], None]] = None,
+    attempts: AttemptSettings = AttemptSettings(),
 ) -> RunOutcome:
     """Run every example not already finished, retrying failed ones, until done or stopped."""
     progress_stream = progress_stream or sys.stderr
@@ -291,7 +304,7 @@ def run_instances(
         run_dir.repair_inference_log()
     log = _RunLog(Path(run_dir.inference_log_path))
     progress = Progress(len(todo), log, progress_stream)
-    runner = _Runner(make_agent, components, run_dir, mode, control, log, progress, after_instance)
+    runner = _Runner(make_agent, components, run_dir, mode, control, log, progress, after_instance, attempts)
     outcome = runner.outcome
     outcome.skipped = sorted(i for i, _ in examples if i in done)
     runner.execution.info("%s: %d instances to run, %d already done", mode, len(todo), len(outcome.skipped))

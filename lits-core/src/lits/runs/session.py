@@ -19,7 +19,9 @@ from typing import Any, Iterator
 
 from lits import layout
 from lits.errors import UserError
+from lits.memory.memory import augmentor_classes
 from lits.runs.artifacts import RunDir, check_writable
+from lits.runs.attempts import AttemptSettings
 from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
 from lits.runs.model_specs import describe_models, uses_own_models
 from lits.runs.runner import RunOutcome
@@ -103,9 +105,12 @@ def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
     from lits.runs.runner import run_instances
 
     mode = settings["command"]
+    attempts = AttemptSettings.of(settings)
     if settings["executor"] == "ray":
         from lits.runs.ray_executor import require_ray
 
+        if not attempts.plain:
+            raise UserError("--attempts and --memory-arg do not run on --executor ray yet; use --executor local")
         require_ray()
     dataset = settings["dataset"]
     try:
@@ -118,6 +123,7 @@ def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
     agent_reg, agent_args = agent_registration(settings, mode, task_type)
     config = make_config(agent_reg, agent_args, mode)
     selected = select(dataset, settings)
+    augmentor_classes(attempts.memory_args)  # an unknown augmentor or option costs no model load
     if resume:
         run_dir.read_results(mode)  # a damaged result file is reported now, not after the run
         run_dir.remove_torn_writes()  # a process killed mid-write left its temporary file
@@ -155,7 +161,7 @@ def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
                 with stats.saved_periodically():
                     outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
                                             concurrency=settings["concurrency"], resume=resume,
-                                            control=control, after_instance=stats.save)
+                                            control=control, after_instance=stats.save, attempts=attempts)
             stats.save(outcome.seconds)
             return _finished(run_dir, mode, settings, outcome, [idx for idx, _ in selected])
     finally:
@@ -284,6 +290,8 @@ def summarize(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: Run
     summary.update(whole_run(run_dir.root))
     summary["stopped"] = outcome.stop_reason
     summary["retried_instances"] = outcome.attempts
+    if "pass_at" in summary:
+        summary["pass_at"]["n"] = settings.get("attempts") or 1
     if uses_own_models(settings):
         summary["models"] = describe_models(settings)
     write_eval(run_dir, settings, summary)

@@ -29,7 +29,7 @@ SERVER_CONCURRENCY = 16
 
 #: Fields the command line sets with a differently named flag.
 FLAGS = {"dataset_args": "--dataset-arg", "resource_args": "--resource-arg", "search_args": "--search-arg",
-         "chain_args": "--chain-arg"}
+         "chain_args": "--chain-arg", "memory_args": "--memory-arg"}
 #: Checks across fields, as the Python API and the command line say them: field -> (problem, flag problem).
 _ACROSS = {
     "resource_args": ("needs resource NAME (e.g. resource='mcp')", "needs --resource NAME (e.g. --resource mcp)"),
@@ -84,6 +84,10 @@ class RunSpec(BaseModel):
     search_framework: Optional[str] = None
     chain: Optional[str] = None
     chain_args: dict[str, Any] = Field(default_factory=dict)
+    #: Tries per instance; an attempt that solves ends the instance (pass@N).
+    attempts: int = 1
+    #: ``augmentors=fact,reflection`` and the augmentors' options: memory between attempts.
+    memory_args: dict[str, Any] = Field(default_factory=dict)
     model: str = "local"
     base_url: Optional[str] = None
     api: Optional[Literal["chat", "completion"]] = None
@@ -120,7 +124,7 @@ class RunSpec(BaseModel):
             raise ValueError("must be 0 or more")
         return value
 
-    @field_validator("limit", "concurrency")
+    @field_validator("limit", "concurrency", "attempts")
     @classmethod
     def _at_least_one(cls, value: Optional[int]) -> Optional[int]:
         if value is not None and value < 1:
@@ -194,6 +198,8 @@ class RunSpec(BaseModel):
             "ray_address": self.ray_address, "lits_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
+        if self.attempts != 1 or self.memory_args:  # absent otherwise: a run without them records what it did
+            out.update(attempts=self.attempts, memory_args=dict(self.memory_args))
         if self.command == "search":
             out.update(search=self.search, reward=component_name(self.reward),
                        search_framework=self.search_framework, search_args=dict(self.search_args))

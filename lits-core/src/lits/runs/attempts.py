@@ -1,0 +1,149 @@
+"""``--attempts N`` and ``--memory-arg``: an instance tried up to N times, with memory between attempts.
+
+Attempt 0 is the run without attempts: same checkpoints, same calls, same record.
+Attempt k > 0 samples on its own stream (seed offset ``k * ATTEMPT_STREAM``), keeps its
+checkpoints in ``checkpoints/attempt-k/`` and is tagged ``attempt=k`` in the inference log.
+An attempt that solves ends the instance (pass@N).  Each finished attempt is saved, with
+the memory after it, in ``attempts/{idx}.{k}.json``; ``--resume`` skips the saved ones,
+restores the memory, and continues the unfinished attempt from its checkpoints, so a
+resumed run writes the same results as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+from lits import layout
+from lits.components.factory import Components
+from lits.lm.base import sampling_stream
+from lits.memory.base import AugmentorContext, JSONValue, Outcome
+from lits.memory.memory import Memory
+from lits.memory.notes import offering
+from lits.observability import call_context
+from lits.runs.artifacts import RunDir
+from lits.runs.records import result_record
+
+#: Seed offset between attempts: far apart from the streams an agent uses inside one attempt (``--chain sc``).
+ATTEMPT_STREAM = 10_000
+
+
+@dataclass(frozen=True)
+class AttemptSettings:
+    """How many attempts an instance gets and what memory runs between them."""
+
+    attempts: int = 1
+    memory_args: Mapping[str, object] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, settings: Mapping[str, object]) -> "AttemptSettings":
+        attempts = settings.get("attempts")
+        memory = settings.get("memory_args")
+        return cls(attempts if isinstance(attempts, int) else 1, dict(memory) if isinstance(memory, dict) else {})
+
+    @property
+    def plain(self) -> bool:
+        """One attempt without memory: the run as it always was."""
+        return self.attempts == 1 and not self.memory_args
+
+
+@dataclass
+class Finished:
+    """An instance's final record and the files a search writes with it (its chosen path, its terminal nodes)."""
+
+    record: dict[str, Any]
+    files: dict[str, object]
+
+
+def attempt_file(idx: int, attempt: int) -> str:
+    return f"{layout.ATTEMPTS}/{idx}.{attempt}.json"
+
+
+def search_files(idx: int, result: Any) -> dict[str, object]:
+    """What a search writes next to its result: its terminal nodes and chosen path."""
+    payload = result.to_dict()
+    return {layout.terminal_nodes(idx): payload.get("terminal_nodes", []), layout.path(idx): payload.get("best_path", [])}
+
+
+def answer_of(record: Mapping[str, Any]) -> Optional[str]:
+    """A record's answer: the answer judged, else the plan as one line."""
+    evaluation = record.get("eval") or {}
+    answer = evaluation.get("answer")
+    if answer is None and evaluation.get("plan"):
+        answer = "; ".join(str(step) for step in evaluation["plan"])
+    return None if answer is None else str(answer)
+
+
+def summary_of(attempt: int, record: Mapping[str, Any], notes: Optional[str]) -> dict[str, object]:
+    """One attempt as the instance record lists it."""
+    return {"attempt": attempt, "solved": bool((record.get("eval") or {}).get("solved")), "answer": answer_of(record),
+            "stopped": record.get("stopped"), "notes": notes}
+
+
+class InstanceAttempts:
+    """One instance's attempts, from the first unsaved one to the first that solves (or the last)."""
+
+    def __init__(self, make_agent: Callable[[], Any], components: Components, run_dir: RunDir, mode: str,
+                 settings: AttemptSettings) -> None:
+        self.make_agent, self.components, self.run_dir, self.mode = make_agent, components, run_dir, mode
+        self.settings = settings
+
+    def run(self, idx: int, example: dict[str, Any], resume: bool) -> Finished:
+        memory = Memory.from_args(self.settings.memory_args)
+        saved = self._saved(idx) if resume else []
+        if saved and memory is not None:
+            memory.restore(saved[-1].get("memory") or {})
+        fresh = not saved  # the first attempt this process runs may continue from its checkpoints
+        while not saved or not (saved[-1]["record"]["eval"]["solved"] or len(saved) >= self.settings.attempts):
+            attempt = len(saved)
+            payload = self._attempt(idx, example, attempt, memory, resume and fresh)
+            self.run_dir.write_json(attempt_file(idx, attempt), payload, indent=None)
+            saved.append(payload)
+            fresh = False
+        final = saved[-1]
+        summaries = [summary_of(k, p["record"], p.get("notes")) for k, p in enumerate(saved)]
+        return Finished({**final["record"], "attempts": summaries}, dict(final.get("files") or {}))
+
+    def _attempt(self, idx: int, example: dict[str, Any], attempt: int, memory: Optional[Memory],
+                 resume: bool) -> dict[str, Any]:
+        context = AugmentorContext(idx=idx, query=example.get("query"), example=example,
+                                   task_type=self.components.task_type, attempt=attempt,
+                                   attempts=self.settings.attempts,
+                                   model=getattr(self.components.policy, "base_model", None),
+                                   options=memory.options if memory is not None else {})
+        notes = memory.notes(context) if memory is not None else None
+        agent = self.make_agent()
+        if attempt:
+            folder = self.run_dir.checkpoints / f"attempt-{attempt}"
+            folder.mkdir(parents=True, exist_ok=True)
+            agent.checkpoint_dir = folder
+        with _stream(attempt), call_context(attempt=attempt):
+            with offering(notes):
+                result = agent.run(example.get("query"), idx, example, resume=resume)
+            record = result_record(idx, example, result, self.components, self.mode)
+            if memory is not None:
+                trajectory = result.best_state if self.mode == "search" else result.state
+                outcome = Outcome(bool(record["eval"]["solved"]), answer_of(record), str(record.get("stopped")))
+                memory.attempt_ended(list(trajectory), outcome, context)
+        files = search_files(idx, result) if self.mode == "search" else {}
+        state: dict[str, JSONValue] = memory.state() if memory is not None else {}
+        return {"record": record, "files": files, "memory": state, "notes": notes}
+
+    def _saved(self, idx: int) -> list[dict[str, Any]]:
+        """The attempts already saved for ``idx``, in order (a gap ends the list)."""
+        out: list[dict[str, Any]] = []
+        while (path := self.run_dir.root / attempt_file(idx, len(out))).exists():
+            out.append(json.loads(path.read_text(encoding="utf-8")))
+        return out
+
+
+@contextlib.contextmanager
+def _stream(attempt: int) -> Iterator[None]:
+    """Attempt 0 samples as a run without attempts does; attempt k on its own seeded stream."""
+    if not attempt:
+        yield
+        return
+    with sampling_stream(attempt * ATTEMPT_STREAM):
+        yield

@@ -1,0 +1,142 @@
+"""``attempts`` (pass@N) and ``memory_args`` (augmentors) from Python, with the scripted model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import lits
+from lits.memory import Augmentor, AugmentorContext, Outcome
+from lits.errors import UserError
+from lits.memory.notes import HEADING, notes_block, offering, with_notes
+from lits.runs.spec import SpecError
+from lits.registry import isolated_registry, register_augmentor
+
+BLOCKS = {"dataset": "blocksworld", "model": "scripted", "limit": 4}
+
+
+def _records(run: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((run / "results").iterdir())}
+
+
+def test_one_attempt_is_the_run_without_attempts(tmp_path):
+    plain = lits.chain(**BLOCKS, save_dir=tmp_path / "plain")
+    once = lits.chain(**BLOCKS, attempts=1, save_dir=tmp_path / "once")
+    assert _records(tmp_path / "plain") == _records(tmp_path / "once")
+    assert not (tmp_path / "once" / "attempts").exists()
+    assert "attempts" not in json.loads((tmp_path / "once" / "config.json").read_text())
+    assert "pass_at" not in plain.summary and plain.solved == once.solved
+
+
+def test_first_attempt_is_the_run_without_attempts(tmp_path):
+    lits.chain(**BLOCKS, save_dir=tmp_path / "plain")
+    lits.chain(**BLOCKS, attempts=3, save_dir=tmp_path / "three")
+    for name in ("0.json", "1.json"):
+        first = json.loads((tmp_path / "three" / "attempts" / name.replace(".json", ".0.json")).read_text())
+        plain = json.loads((tmp_path / "plain" / "results" / name).read_text())
+        assert first["record"] == plain
+
+
+def test_every_attempt_is_recorded_and_a_solving_attempt_ends_the_instance(tmp_path):
+    result = lits.chain(**BLOCKS, attempts=3, memory_args={"augmentors": "reflection"}, save_dir=tmp_path / "r")
+    for outcome in result.instances:
+        attempts = outcome.record["attempts"]
+        assert [a["attempt"] for a in attempts] == list(range(len(attempts)))
+        assert all(not a["solved"] for a in attempts[:-1])
+        assert len(attempts) == 3 or attempts[-1]["solved"]
+        assert outcome.solved == attempts[-1]["solved"]
+
+
+def test_pass_at_1_counts_first_attempts_and_pass_at_n_any(tmp_path):
+    result = lits.chain(**BLOCKS, attempts=3, memory_args={"augmentors": "reflection"}, save_dir=tmp_path / "r")
+    tried = result.summary["pass_at"]
+    firsts = sum(bool(i.record["attempts"][0]["solved"]) for i in result.instances)
+    assert (tried["n"], tried["solved_at_1"], tried["solved_at_n"]) == (3, firsts, result.solved)
+    assert tried["solved_at_n"] > tried["solved_at_1"]  # the lessons changed the later attempts
+    assert "pass@1 / pass@3" in (tmp_path / "r" / "eval.log").read_text()
+
+
+def test_without_memory_a_greedy_attempt_repeats_itself(tmp_path):
+    tried = lits.chain(**BLOCKS, attempts=3, save_dir=tmp_path / "r").summary["pass_at"]
+    assert tried["solved_at_n"] == tried["solved_at_1"]
+
+
+def test_a_reflection_lesson_is_shown_to_the_next_attempt(tmp_path):
+    result = lits.chain(**BLOCKS, attempts=2, memory_args={"augmentors": "reflection"}, save_dir=tmp_path / "r")
+    failed_first = [i for i in result.instances if not i.record["attempts"][0]["solved"]]
+    assert failed_first
+    for outcome in failed_first:
+        first, second = outcome.record["attempts"]
+        assert first["notes"] is None and second["notes"].startswith(f"{HEADING}\n- Lesson: ")
+    calls = [json.loads(line) for line in (tmp_path / "r" / "inference.jsonl").read_text().splitlines()]
+    assert sum(c["context"].get("component") == "memory" for c in calls) == len(failed_first)
+
+
+def test_search_runs_attempts_and_writes_the_final_attempt_s_tree(tmp_path):
+    result = lits.search(**BLOCKS, attempts=2, memory_args={"augmentors": "fact,critic"},
+                         search_args={"n_iterations": 2}, save_dir=tmp_path / "s")
+    assert result.summary["pass_at"]["instances"] == 4
+    for outcome in result.instances:
+        last = len(outcome.record["attempts"]) - 1
+        saved = json.loads((tmp_path / "s" / "attempts" / f"{outcome.idx}.{last}.json").read_text())
+        path = json.loads((tmp_path / "s" / "paths" / f"{outcome.idx}.json").read_text())
+        assert saved["files"][f"paths/{outcome.idx}.json"] == path
+
+
+def test_the_plan_bounds_calls_over_every_attempt():
+    once = lits.plan(command="chain", **BLOCKS)
+    thrice = lits.plan(command="chain", **BLOCKS, attempts=3, memory_args={"augmentors": "reflection"})
+    assert thrice["calls_per_instance"] == 3 * once["calls_per_instance"] + 2
+
+
+def test_an_unknown_augmentor_is_one_line_naming_the_registered_ones(tmp_path):
+    with pytest.raises(UserError, match=r"unknown augmentor 'facts'.*registered augmentors: .*fact"):
+        lits.chain(**BLOCKS, memory_args={"augmentors": "facts"}, save_dir=tmp_path / "r")
+    assert not (tmp_path / "r" / "results").exists()
+
+
+def test_an_option_no_named_augmentor_reads_is_refused(tmp_path):
+    with pytest.raises(UserError, match="--memory-arg max_fact is not an option.*max_facts"):
+        lits.chain(**BLOCKS, memory_args={"augmentors": "fact", "max_fact": 3}, save_dir=tmp_path / "r")
+
+
+def test_attempts_must_be_at_least_one(tmp_path):
+    with pytest.raises(SpecError, match="attempts must be at least 1"):
+        lits.chain(**BLOCKS, attempts=0, save_dir=tmp_path / "r")
+
+
+def test_notes_reach_a_text_query_only_while_offered():
+    block = notes_block(["Lesson: check the goal", " "])
+    assert block == f"{HEADING}\n- Lesson: check the goal"
+    with offering(block):
+        assert with_notes("Stack A on B") == f"Stack A on B\n\n{block}"
+        assert with_notes({"goal": 1}) == {"goal": 1}
+    assert with_notes("Stack A on B") == "Stack A on B"
+
+
+class Counting(Augmentor):
+    """Remembers how many attempts failed and says so."""
+
+    OPTIONS = {"label": "failed"}
+
+    def on_trajectory_complete(self, trajectory: object, outcome: Outcome, context: AugmentorContext) -> None:
+        if not outcome.solved:
+            self.memory["count"] = int(str(self.memory.get("count", 0))) + 1
+
+    def notes(self, context: AugmentorContext) -> list[str]:
+        return [f"{self.options['label']}: {self.memory['count']}"] if "count" in self.memory else []
+
+
+def test_a_registered_augmentor_runs_with_its_options_and_keeps_its_memory(tmp_path):
+    with isolated_registry():
+        register_augmentor("counting")(Counting)
+        result = lits.chain(**BLOCKS, attempts=3, memory_args={"augmentors": "counting", "label": "misses"},
+                            save_dir=tmp_path / "r")
+    unsolved = [i for i in result.instances if not i.solved]
+    assert unsolved
+    notes = [a["notes"] for a in unsolved[0].record["attempts"]]
+    assert notes == [None, f"{HEADING}\n- misses: 1", f"{HEADING}\n- misses: 2"]
+    saved = json.loads((tmp_path / "r" / "attempts" / f"{unsolved[0].idx}.2.json").read_text())
+    assert saved["memory"] == {"counting": {"count": 3}}
