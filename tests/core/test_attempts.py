@@ -140,3 +140,19 @@ def test_a_registered_augmentor_runs_with_its_options_and_keeps_its_memory(tmp_p
     assert notes == [None, f"{HEADING}\n- misses: 1", f"{HEADING}\n- misses: 2"]
     saved = json.loads((tmp_path / "r" / "attempts" / f"{unsolved[0].idx}.2.json").read_text())
     assert saved["memory"] == {"counting": {"count": 3}}
+
+
+def test_the_viewer_draws_the_last_attempt_s_tree(tmp_path):
+    result = lits.search(**BLOCKS, attempts=2, memory_args={"augmentors": "reflection"},
+                         search_args={"n_iterations": 2}, save_dir=tmp_path / "s")
+    retried = next(i for i in result.instances if len(i.record["attempts"]) == 2)
+    tree = result.tree(retried.idx)
+    path = json.loads((tmp_path / "s" / "paths" / f"{retried.idx}.json").read_text())
+    labels = {node["id"]: node["label"] for node in tree["nodes"]} if tree else {}
+    assert [labels.get(node["id"]) for node in path[1:]] == [node["action"]["text"] for node in path[1:]]
+    assert (tmp_path / "s" / "checkpoints" / "attempt-1" / f"{retried.idx}.journal.jsonl").exists()
+
+
+def test_ray_refuses_attempts_in_one_line(tmp_path):
+    with pytest.raises(UserError, match="--attempts and --memory-arg do not run on --executor ray yet"):
+        lits.chain(**BLOCKS, attempts=2, executor="ray", save_dir=tmp_path / "r")

@@ -22,6 +22,24 @@ def best_first(install_path) -> None:
     install_path(EXAMPLES / "lits-search-bestfirst")
 
 
+@pytest.fixture
+def wrong_answers(install_path) -> None:
+    install_path(EXAMPLES / "lits-memory-wrong-answers")
+
+
+@pytest.mark.usefixtures("wrong_answers")
+def test_third_party_augmentor_is_listed_and_its_notes_reach_the_next_attempt(run_lits, site_dir):
+    info = plugins_json(run_lits("plugins", "--json"))["lits-memory-wrong-answers"]
+    assert info["registered"]["augmentor"] == ["wrong_answers"]
+    result = run_lits("chain", "--dataset", "blocksworld", "--model", "scripted", "--limit", "2", "--attempts", "3",
+                      "--memory-arg", "augmentors=wrong_answers", "--memory-arg", "max_wrong=1", "--save-dir", "run")
+    assert result.returncode == 0, result.stderr
+    record = json.loads((site_dir.parent / "run" / "results" / "0.json").read_text())
+    first, second = record["attempts"][:2]
+    assert second["notes"] == ("Notes from earlier attempts:\n- This answer was judged wrong; do not give it again: "
+                               + first["answer"])
+
+
 @pytest.mark.usefixtures("switches")
 def test_domain_example_is_listed_with_its_registrations(run_lits):
     info = plugins_json(run_lits("plugins", "--json"))["lits-plugin-switches"]

@@ -59,6 +59,11 @@ def timing(idx: int) -> str:
     return f"{TIMINGS}/{idx}.json"
 
 
+def attempt_checkpoints(attempt: int) -> str:
+    """The checkpoint folder of attempt ``attempt`` (``--attempts``): attempt 0 keeps the usual one."""
+    return f"{CHECKPOINTS}/attempt-{attempt}" if attempt else CHECKPOINTS
+
+
 def journal_name(idx: int) -> str:
     """A search's journal, inside the checkpoint folder."""
     return f"{idx}.journal.jsonl"

@@ -116,7 +116,7 @@ class InstanceAttempts:
         notes = memory.notes(context) if memory is not None else None
         agent = self.make_agent()
         if attempt:
-            folder = self.run_dir.checkpoints / f"attempt-{attempt}"
+            folder = self.run_dir.root / layout.attempt_checkpoints(attempt)
             folder.mkdir(parents=True, exist_ok=True)
             agent.checkpoint_dir = folder
         with _stream(attempt), call_context(attempt=attempt):

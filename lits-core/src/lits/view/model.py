@@ -113,7 +113,8 @@ def build_report(root: Path) -> dict[str, Any]:
 
 def instance_tree(root: Path, idx: int, command: str, config: dict[str, Any],
                   result: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    """A search instance's tree from its journal, or a chain instance's steps as a path."""
+    """A search instance's tree from its journal, or a chain instance's steps as a path (of the last attempt,
+    under ``--attempts``)."""
     if command == "chain":
         state = result.get("final_state") if result else (read_json(root / layout.CHECKPOINTS / layout.chain_checkpoint_name(idx)) or {}).get(
             "state")
@@ -123,7 +124,9 @@ def instance_tree(root: Path, idx: int, command: str, config: dict[str, Any],
     terminal = {int(n["id"]) for n in read_json(root / layout.terminal_nodes(idx)) or []
                 if isinstance(n, dict)}
     aggregate = str((config.get("search_args") or {}).get("aggregate") or "mean")
-    tree = search_tree(root / layout.CHECKPOINTS / layout.journal_name(idx), aggregate, selected, terminal)
+    last = len((result or {}).get("attempts") or [None]) - 1
+    journal = root / layout.attempt_checkpoints(last) / layout.journal_name(idx)
+    tree = search_tree(journal, aggregate, selected, terminal)
     return tree if tree is not None or not path else path_only_tree(path, terminal)
 
 
