@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["README.md", "docs/python-api.md", "docs/plugins.md", "docs/reasoning-formulations.md",
+PAGES = ["README.md", "docs/continuation.md", "docs/python-api.md", "docs/plugins.md", "docs/reasoning-formulations.md",
          "docs/self-consistency.md", "docs/sibling-aware-expansion.md", "docs/writing-a-domain-plugin.md",
          "docs/writing-a-search-algorithm.md"]
 

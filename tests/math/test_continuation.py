@@ -163,3 +163,16 @@ def test_bn_model_calls_go_to_the_bn_model(tmp_path, search, server):
     assert not any("Is the next step obvious" in a for a in asked)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["models"]["bn"]["model"] == "judge"
+
+
+def test_the_viewer_shows_each_verdict(tmp_path, result):
+    from lits.view.model import instance_tree
+
+    result(*continuation("direct"))
+    run = tmp_path / "run"
+    tree = instance_tree(run, 0, "search", json.loads((run / "config.json").read_text()), None)
+    assert tree is not None
+    verdicts = [n["detail"].get("branching") for n in tree["nodes"]]
+    assert verdicts[0] == {"method": "direct", "branch": False, "score": 0.0,
+                           "why": "the BN model called the next step obvious"}
+    assert verdicts[-1] is None  # the last step was never expanded

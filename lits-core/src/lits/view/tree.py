@@ -215,6 +215,8 @@ def node_row(node_id: int, parent: Optional[int], flat: dict[str, Any], *, visit
         "fast_reward_details": flat.get("fast_reward_details") or {},
         "reward_details": flat.get("reward_details") or {},
     }
+    if flat.get("branching"):  # Chain-in-Tree: whether the node needed branching, and why
+        detail["branching"] = flat["branching"]
     row: NodeRow = {
         "id": node_id, "parent": parent, "depth": int(flat.get("depth") or 0),
         "label": step_label(step, action) or ("root" if parent is None else f"node {node_id}"),

@@ -96,12 +96,16 @@ def inherit_scores(search: BaseTreeSearch, parents: list[SearchNode]) -> list[Se
 
 
 def reopen(search: BaseTreeSearch, path: Sequence[SearchNode], phase: str = "reopen") -> bool:
-    """A chain that ended unsolved: its deepest continued node gets the siblings it was spared.
+    """A chain that ended unsolved: one of its continued nodes gets the siblings it was spared.
 
-    Returns False when no node on ``path`` was continued (nothing to reopen).
+    The least sure verdict is reopened first, the shallowest among equals (an early step decides
+    most of what follows).  Returns False when no node on ``path`` was continued.
     """
-    node = next((n for n in reversed(path[:-1]) if n.branching is not None and not n.branching["branch"]), None)
-    if node is None or node.branching is None:
+    continued = [n for n in path[:-1] if n.branching is not None and not n.branching["branch"]]
+    if not continued:
+        return False
+    node = max(continued, key=lambda n: (n.branching["score"] if n.branching else 0.0, -n.depth))
+    if node.branching is None:
         return False
     have = {step_key(c.step) for c in node.children}
     with search.phase(phase, depth=node.depth, iteration=search.iteration):

@@ -266,6 +266,8 @@
         if (p[1]) { details.appendChild(el("h3", { text: p[0] })); details.appendChild(el("pre", { text: p[1] })); }
       });
       if (node.detail.step && node.detail.step !== node.detail.action) details.appendChild(el("details", null, el("summary", { text: "step" }), el("pre", { text: node.detail.step })));
+      var bn = node.detail.branching;  // Chain-in-Tree: did the node need branching, and why
+      if (bn) details.appendChild(el("pre", { text: (bn.branch ? "branched" : "continued as a chain") + " (" + bn.method + ", score " + bn.score + "): " + bn.why }));
       [["reward details", node.detail.reward_details], ["fast reward details", node.detail.fast_reward_details]].forEach(function (p) {
         if (Object.keys(p[1]).length) details.appendChild(el("details", null, el("summary", { text: p[0] }), el("pre", { text: JSON.stringify(p[1], null, 1) })));
       });
