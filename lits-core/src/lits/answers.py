@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence, TypedDict
 
 Extractor = Callable[[str], Optional[str]]
 Equivalence = Callable[[str, str], bool]
@@ -36,12 +36,20 @@ def extract_stated_answer(text: str) -> Optional[str]:
     return answer or None
 
 
-def normalize_text(value: Any) -> str:
+def normalize_text(value: object) -> str:
     return " ".join(str(value or "").lower().strip().rstrip(".").split())
 
 
-def same_text(a: Any, b: Any) -> bool:
+def same_text(a: object, b: object) -> bool:
     return normalize_text(a) == normalize_text(b)
+
+
+class Cluster(TypedDict):
+    """One group of equivalent answers in a vote."""
+
+    answer: str
+    weight: float
+    count: int
 
 
 @dataclass
@@ -50,9 +58,9 @@ class Vote:
 
     answer: Optional[str]
     share: float
-    clusters: list[dict[str, Any]] = field(default_factory=list)
+    clusters: list[Cluster] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"answer": self.answer, "share": self.share, "clusters": self.clusters}
 
 
@@ -66,7 +74,7 @@ def majority_vote(
     pairs; ``None`` answers do not vote.  Ties go to the group seen first, so
     the result does not depend on hash order.
     """
-    clusters: list[dict[str, Any]] = []
+    clusters: list[Cluster] = []
     for item in answers:
         answer, weight = item if isinstance(item, tuple) else (item, 1.0)
         if answer is None or not str(answer).strip():

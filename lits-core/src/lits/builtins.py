@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from lits.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from lits.lm.base import LanguageModel
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Options passed through to :class:`~lits.lm.openai_compat.OpenAICompatibleModel`.
@@ -109,7 +112,8 @@ def register_models(register: Callable[..., Any]) -> None:
                                                  "(vLLM, llama.cpp, Ollama, OpenAI); any unregistered name")
 
 
-def local_model(spec: str, *, base_url: Optional[str] = None, concurrency: int = 1, **options: Any) -> Any:
+def local_model(spec: str, *, base_url: Optional[str] = None, concurrency: int = 1,
+                **options: object) -> LanguageModel:
     if base_url:
         raise ValueError("--base-url is for server models; give --model NAME too (not 'local')")
     from lits.lm.local import LocalLlamaModel
@@ -117,14 +121,14 @@ def local_model(spec: str, *, base_url: Optional[str] = None, concurrency: int =
     return LocalLlamaModel(concurrency=concurrency)
 
 
-def scripted_model(spec: str, *, concurrency: int = 1, **options: Any) -> Any:
+def scripted_model(spec: str, *, concurrency: int = 1, **options: object) -> LanguageModel:
     from lits.testing.scripted import ScriptedModel
 
     return ScriptedModel(concurrency=concurrency, chat_native=True)
 
 
 def server_model(spec: str, *, base_url: Optional[str] = None, api: Optional[str] = None, concurrency: int = 1,
-                 **options: Any) -> Any:
+                 **options: Any) -> LanguageModel:
     from lits.lm.openai_compat import OpenAICompatibleModel
 
     return OpenAICompatibleModel(

@@ -16,15 +16,15 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator, Optional, TextIO
 
-_CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
+_CONTEXT: contextvars.ContextVar[dict[str, object]] = contextvars.ContextVar(
     "lits_call_context", default={}
 )
 
 
 @contextlib.contextmanager
-def call_context(**tags: Any) -> Iterator[None]:
+def call_context(**tags: object) -> Iterator[None]:
     """Bind tags (e.g. ``component="policy"``, ``phase="expand"``) to calls made inside."""
     token = _CONTEXT.set({**_CONTEXT.get(), **tags})
     try:
@@ -33,7 +33,7 @@ def call_context(**tags: Any) -> Iterator[None]:
         _CONTEXT.reset(token)
 
 
-def current_context() -> dict[str, Any]:
+def current_context() -> dict[str, object]:
     return dict(_CONTEXT.get())
 
 
@@ -47,15 +47,15 @@ class InferenceRecord:
     cost: float = 0.0
     cached: bool = False
     time: float = field(default_factory=time.time)
-    context: dict[str, Any] = field(default_factory=dict)
+    context: dict[str, object] = field(default_factory=dict)
     #: With ``--log-prompts``: what was asked (text or chat messages) and what came back
     #: (completion texts; scored continuations with their log-probabilities).
-    prompt: Any = None
-    reply: Any = None
+    prompt: object = None
+    reply: object = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The JSONL line's fields (``dataclasses.asdict`` deep-copies, which costs per call)."""
-        out = {"model": self.model, "kind": self.kind, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
+        out: dict[str, object] = {"model": self.model, "kind": self.kind, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
                "seconds": self.seconds, "cost": self.cost, "cached": self.cached, "time": self.time,
                "context": self.context}
         if self.prompt is not None:
@@ -70,7 +70,7 @@ class InferenceLog:
         self.path = path
         self.records: list[InferenceRecord] = []
         self._lock = threading.Lock()
-        self._fh: Any = None
+        self._fh: Optional[TextIO] = None
 
     def add(self, record: InferenceRecord) -> None:
         line = json.dumps(record.as_dict(), default=str) + "\n"
@@ -88,7 +88,7 @@ class InferenceLog:
                 self._fh.close()
                 self._fh = None
 
-    def summary(self, **filters: Any) -> dict[str, Any]:
+    def summary(self, **filters: object) -> dict[str, float]:
         """Totals over the records whose context matches ``filters``."""
         with self._lock:
             recs = [
@@ -97,7 +97,7 @@ class InferenceLog:
             ]
         return _totals(recs)
 
-    def by(self, key: str) -> dict[str, dict[str, Any]]:
+    def by(self, key: str) -> dict[str, dict[str, float]]:
         """Totals grouped by a context tag (e.g. ``component`` or ``phase``)."""
         groups: dict[str, list[InferenceRecord]] = {}
         with self._lock:
@@ -123,7 +123,7 @@ class InferenceLog:
         return log
 
 
-def _totals(records: list[InferenceRecord]) -> dict[str, Any]:
+def _totals(records: list[InferenceRecord]) -> dict[str, float]:
     """Paid calls, cache hits, tokens, model seconds and cost of ``records``."""
     paid = [r for r in records if not r.cached]
     return {

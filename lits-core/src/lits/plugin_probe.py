@@ -24,7 +24,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from importlib_metadata import EntryPoint
 
 #: Seconds one plugin's import may take in the probe.
 ENV_TIMEOUT = "LITS_PLUGIN_PROBE_TIMEOUT"
@@ -47,12 +50,12 @@ for index, target in enumerate(sys.argv[2:]):
 """
 
 
-def entry_id(ep: Any) -> str:
+def entry_id(ep: EntryPoint) -> str:
     dist = ep.dist.name if ep.dist is not None else ""
     return f"{dist}:{ep.name}={ep.value}"
 
 
-def verdicts(points: list[Any]) -> dict[str, str]:
+def verdicts(points: list[EntryPoint]) -> dict[str, str]:
     """Entry points (by :func:`entry_id`) that must not be imported here, with why; {} when all are healthy."""
     if not points or os.environ.get(ENV_PROBE, "").lower() in ("off", "0", "false", "no"):
         return {}
@@ -78,7 +81,7 @@ def cache_dir() -> Path:
     return Path(base) / "lits" / "plugin-probe"
 
 
-def environment_key(points: list[Any]) -> str:
+def environment_key(points: list[EntryPoint]) -> str:
     """Changes when a plugin is installed, removed, upgraded or its top-level module file is edited."""
     digest = hashlib.sha256(f"{sys.executable}|{sys.version}".encode())
     for ep in points:
@@ -100,7 +103,7 @@ def _module_file(value: str) -> Optional[str]:
     return None
 
 
-def probe(points: list[Any]) -> dict[str, str]:
+def probe(points: list[EntryPoint]) -> dict[str, str]:
     """Import each entry point's module in a child process; the ones that exited it or hung, with why."""
     limit = float(os.environ.get(ENV_TIMEOUT) or DEFAULT_TIMEOUT)
     bad: dict[str, str] = {}

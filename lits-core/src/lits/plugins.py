@@ -17,9 +17,12 @@ import re
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import pluggy
+
+if TYPE_CHECKING:
+    from importlib_metadata import EntryPoint
 
 from lits import hookspecs, plugin_probe
 from lits.store import (
@@ -62,7 +65,7 @@ class PluginInfo:
     #: Skipped on purpose (``LITS_DISABLE_PLUGINS`` / ``--disable-plugin``).
     disabled: bool = False
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
             "distribution": self.distribution,
@@ -176,7 +179,7 @@ def unknown_selections() -> list[str]:
     return list(_STATE.unknown)
 
 
-def _unknown_selections(allowed: Optional[set[str]], points: list[Any]) -> list[str]:
+def _unknown_selections(allowed: Optional[set[str]], points: list[EntryPoint]) -> list[str]:
     import difflib
 
     if not allowed:
@@ -208,14 +211,14 @@ def _names_in(variable: str) -> Optional[set[str]]:
     return {_norm(n.strip()) for n in raw.split(",") if n.strip()}
 
 
-def _entry_points() -> list[Any]:
+def _entry_points() -> list[EntryPoint]:
     import importlib_metadata
 
     eps = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
     return sorted(eps, key=lambda ep: (ep.dist.name if ep.dist else "", ep.name))
 
 
-def _dist_name(ep: Any) -> str:
+def _dist_name(ep: EntryPoint) -> str:
     return ep.dist.name if ep.dist is not None else ep.name
 
 
@@ -271,37 +274,37 @@ def _call_hooks(pm_name: str, owner: str) -> None:
     pm = _STATE.pm
     others = [p for n, p in pm.list_name_plugin() if n != pm_name]
 
-    def caller(hook: str) -> Any:
+    def caller(hook: str) -> pluggy.HookCaller:
         return pm.subset_hook_caller(hook, remove_plugins=others)
 
     def component(kind: str) -> Callable[..., None]:
-        def register(name: str, cls: Any, task_type: Optional[str] = None) -> None:
+        def register(name: str, cls: object, task_type: Optional[str] = None) -> None:
             add_registration(kind, name, cls, task_type=task_type, owner=owner)
 
         return register
 
-    def dataset(name: str, loader: Any, task_type: Optional[str] = None, **meta: Any) -> None:
+    def dataset(name: str, loader: object, task_type: Optional[str] = None, **meta: Any) -> None:
         add_registration("dataset", name, loader, task_type=task_type, owner=owner, **meta)
 
-    def resource(name: str, loader: Any) -> None:
+    def resource(name: str, loader: object) -> None:
         add_registration("resource", name, loader, owner=owner)
 
     def algorithm(kind: str) -> Callable[..., None]:
-        def register(name: str, cls: Any, config_class: Optional[type] = None) -> None:
+        def register(name: str, cls: object, config_class: Optional[type] = None) -> None:
             add_registration(kind, name, cls, config_class=config_class, owner=owner)
 
         return register
 
-    def model(name: str, factory: Any, description: str = "") -> None:
+    def model(name: str, factory: object, description: str = "") -> None:
         add_registration("model", name, factory, description=description, owner=owner)
 
-    def command(name: str, add_arguments: Any, help: str = "") -> None:
+    def command(name: str, add_arguments: object, help: str = "") -> None:
         add_registration("command", name, add_arguments, help=help, owner=owner)
 
-    def augmentor(name: str, cls: Any, description: str = "") -> None:
+    def augmentor(name: str, cls: object, description: str = "") -> None:
         add_registration("augmentor", name, cls, description=description, owner=owner)
 
-    def prompt(component: str, agent: str, key: str, value: Any, user: bool = False) -> None:
+    def prompt(component: str, agent: str, key: str, value: object, user: bool = False) -> None:
         register_prompt(component, agent, key, value, user=user, owner=owner)
 
     caller("register_transitions")(register=component("transition"))

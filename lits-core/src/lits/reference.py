@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
+
+from pydantic import BaseModel
 
 PROSE_DATASETS = """\
 ## Dataset examples
@@ -104,19 +106,19 @@ def render() -> str:
     return "\n".join(p.rstrip() + "\n" for p in parts if p)
 
 
-def _first_line(obj: Any) -> str:
+def _first_line(obj: object) -> str:
     doc = inspect.getdoc(obj) or ""
     return " ".join(doc.split("\n\n")[0].split())
 
 
-def _routines(items: Iterable[tuple[str, Callable[..., Any]]]) -> str:
+def _routines(items: Iterable[tuple[str, Callable[..., object]]]) -> str:
     rows = ["| name | arguments | what |", "|---|---|---|"]
     for name, fn in items:
         rows.append(f"| `{name}` | `{_signature(fn)}` | {_first_line(fn).replace('|', '/')} |")
     return "\n".join(rows) + "\n"
 
 
-def _signature(fn: Callable[..., Any]) -> str:
+def _signature(fn: Callable[..., object]) -> str:
     try:
         try:
             text = str(inspect.signature(fn, eval_str=True))
@@ -164,7 +166,7 @@ def _dataclass_fields(cls: type, only_own: bool = False) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _config(cls: Any) -> str:
+def _config(cls: type[BaseModel]) -> str:
     own = set(cls.__annotations__)
     own_doc = " ".join((cls.__dict__.get("__doc__") or "").split())
     rows = [f"### `{cls.__name__}`" + (f" ({own_doc})" if own_doc else "") + "\n",

@@ -18,7 +18,7 @@ import importlib
 import inspect
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 KINDS = (
     "transition",
@@ -59,8 +59,8 @@ class Registration:
     component a plugin offers.
     """
 
-    def __init__(self, kind: str, name: str, obj: Any, owner: str, task_type: Optional[str] = None,
-                 meta: Optional[dict[str, Any]] = None) -> None:
+    def __init__(self, kind: str, name: str, obj: object, owner: str, task_type: Optional[str] = None,
+                 meta: Optional[Mapping[str, object]] = None) -> None:
         self.kind, self.name, self.owner, self.task_type = kind, name, owner, task_type
         self._meta = dict(meta or {})
         self._obj = obj
@@ -72,7 +72,7 @@ class Registration:
     @property
     def obj(self) -> Any:
         if self.lazy:
-            self._obj = self._load(self._obj)
+            self._obj = self._load(str(self._obj))
         return self._obj
 
     @property
@@ -83,7 +83,7 @@ class Registration:
             self._meta["config_class"] = self._load(config)
         return self._meta
 
-    def _load(self, path: str) -> Any:
+    def _load(self, path: str) -> object:
         module_name, _, attribute = path.partition(":")
         try:
             return getattr(importlib.import_module(module_name), attribute)
@@ -118,7 +118,7 @@ def set_package_owners(owners: dict[str, str]) -> None:
     _PACKAGE_OWNERS.update(owners)
 
 
-def owner_of(obj: Any) -> str:
+def owner_of(obj: object) -> str:
     """Who registers ``obj``: the distribution shipping its module, whoever imported it first.
 
     A plugin that imports another plugin's module does not take over that
@@ -137,6 +137,10 @@ def owner_of(obj: Any) -> str:
 
 
 # -- the store -------------------------------------------------------------------
+
+#: What :meth:`RegistryStore.snapshot` returns: entries by kind, conflicts, refused names by owner.
+StoreSnapshot = tuple[dict[str, dict[str, Registration]], dict[tuple[str, str], list[str]],
+                      dict[str, list[tuple[str, str]]]]
 
 class RegistryStore:
     """Registrations by kind and name; thread-safe; nothing else."""
@@ -200,12 +204,12 @@ class RegistryStore:
         with self.lock:
             return [r for table in self.entries.values() for r in table.values() if r.owner == owner]
 
-    def snapshot(self) -> Any:
+    def snapshot(self) -> StoreSnapshot:
         with self.lock:
             return (copy.copy({k: dict(v) for k, v in self.entries.items()}), dict(self.conflicts),
                     {k: list(v) for k, v in self.refused.items()})
 
-    def restore(self, snap: Any) -> None:
+    def restore(self, snap: StoreSnapshot) -> None:
         with self.lock:
             self.entries, self.conflicts = {k: dict(v) for k, v in snap[0].items()}, dict(snap[1])
             self.refused = {k: list(v) for k, v in snap[2].items()}
@@ -230,8 +234,8 @@ STORE = RegistryStore()
 
 
 def add_registration(
-    kind: str, name: str, obj: Any, *, task_type: Optional[str] = None, replace: bool = False,
-    owner: Optional[str] = None, **meta: Any
+    kind: str, name: str, obj: object, *, task_type: Optional[str] = None, replace: bool = False,
+    owner: Optional[str] = None, **meta: object
 ) -> Registration:
     """The one way in: decorators and plugin hooks both end here.
 
@@ -285,7 +289,7 @@ def prompt_name(component: str, agent: str, key: str, *, user: bool) -> str:
     return f"{component}/{agent}/{key}/{'user' if user else 'system'}"
 
 
-def register_prompt(component: str, agent: str, key: str, value: Any, *, user: bool = False,
+def register_prompt(component: str, agent: str, key: str, value: object, *, user: bool = False,
                     replace: bool = False, owner: Optional[str] = None) -> Registration:
     """Register a prompt value (or a zero-argument function returning it)."""
     if user and isinstance(value, str):

@@ -171,7 +171,7 @@ def is_permanent_body(response: httpx.Response) -> bool:
     return any(marker in text for marker in PERMANENT_MARKERS)
 
 
-def attempts_of(obj: Any) -> Optional[int]:
+def attempts_of(obj: object) -> Optional[int]:
     """How many attempts the transport made for a returned response or raised error."""
     if isinstance(obj, httpx.Response):
         value = obj.extensions.get("lits_attempts")
