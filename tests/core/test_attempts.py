@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -13,6 +14,7 @@ from lits.errors import UserError
 from lits.memory.notes import HEADING, notes_block, offering, with_notes
 from lits.runs.spec import SpecError
 from lits.registry import isolated_registry, register_augmentor
+from lits.structures.base import Step
 
 BLOCKS = {"dataset": "blocksworld", "model": "scripted", "limit": 4}
 
@@ -156,3 +158,20 @@ def test_the_viewer_draws_the_last_attempt_s_tree(tmp_path):
 def test_ray_refuses_attempts_in_one_line(tmp_path):
     with pytest.raises(UserError, match="--attempts and --memory-arg do not run on --executor ray yet"):
         lits.chain(**BLOCKS, attempts=2, executor="ray", save_dir=tmp_path / "r")
+
+
+class NoPickUp(Augmentor):
+    """Refuses every pick-up, before it is executed."""
+
+    def check_step(self, state: object, step: Step, context: AugmentorContext) -> Optional[str]:
+        return "picking up is not allowed here" if str(step.get_action()).startswith("pick up") else None
+
+
+def test_a_step_an_augmentor_refuses_is_recorded_with_the_reason_and_not_executed(tmp_path):
+    with isolated_registry():
+        register_augmentor("no_pick_up")(NoPickUp)
+        result = lits.chain(**BLOCKS, memory_args={"augmentors": "no_pick_up"}, save_dir=tmp_path / "r")
+    steps = [s for i in result.instances for s in i.record["final_state"]["steps"]]
+    refused = [s for s in steps if str(s["action"]["text"]).startswith("pick up")]
+    assert refused and all(s["error"] == "picking up is not allowed here" for s in refused)
+    assert all(s["error"] is None for s in steps if s not in refused)

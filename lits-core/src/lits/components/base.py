@@ -167,9 +167,12 @@ class Transition(Component, Generic[StateT, ActionT]):
         from_phase: str = "",
         **kwargs: object,
     ) -> tuple[StateT, dict[str, object]]:
-        """Apply ``step_or_action``; returns ``(new_state, aux)``."""
+        """Apply ``step_or_action``; returns ``(new_state, aux)``.  A step an augmentor refuses (``check_step``,
+        e.g. SQL that does not compile) arrives as an error step, appended without being executed."""
+        from lits.memory.notes import checked
+
         with call_context(component="transition", **_phase(from_phase)):
-            return self._step(state, step_or_action, query_or_goals, **kwargs)
+            return self._step(state, checked(state, step_or_action), query_or_goals, **kwargs)
 
     @abstractmethod
     def _step(

@@ -86,6 +86,12 @@ class Augmentor:
         """Lines to show the policy in the prompts of attempt ``context.attempt`` (none by default)."""
         return []
 
+    def check_step(self, state: object, step: "Step", context: AugmentorContext) -> Optional[str]:
+        """Before ``step`` is executed: why it must not be (it is then recorded with the reason as its error and
+        observation, at no cost), or None to let it run.  Decide from the step alone and change no memory here:
+        a search checks steps concurrently, and a resumed one does not check them again."""
+        return None
+
 
 def describe_step(step: "Step") -> str:
     """One step as a line of text: its action (or thought), what it observed or answered, its error."""

@@ -82,6 +82,14 @@ class Memory:
         """The notes block for attempt ``context.attempt`` (None when no augmentor has anything to say)."""
         return notes_block([line for _, aug in self.augmentors for line in aug.notes(context)])
 
+    def check(self, state: object, step: Step, context: AugmentorContext) -> Optional[str]:
+        """The first augmentor's reason not to execute ``step``, or None."""
+        for _, aug in self.augmentors:
+            reason = aug.check_step(state, step, context)
+            if reason is not None:
+                return reason
+        return None
+
     def attempt_ended(self, trajectory: Sequence[Step], outcome: Outcome, context: AugmentorContext) -> None:
         """Each step in order, then the whole trajectory, to every augmentor in the order named."""
         for _, aug in self.augmentors:

@@ -12,6 +12,7 @@ resumed run writes the same results as an uninterrupted one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Optional
@@ -120,7 +121,8 @@ class InstanceAttempts:
             folder.mkdir(parents=True, exist_ok=True)
             agent.checkpoint_dir = folder
         with _stream(attempt), call_context(attempt=attempt):
-            with offering(notes):
+            check = None if memory is None else functools.partial(memory.check, context=context)
+            with offering(notes, check):
                 result = agent.run(example.get("query"), idx, example, resume=resume)
             record = result_record(idx, example, result, self.components, self.mode)
             if memory is not None:

@@ -75,6 +75,9 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
         from_phase: str = "",
         **kwargs: object,
     ) -> tuple[EnvState, dict[str, object]]:
+        from lits.memory.notes import checked
+
+        step_or_action = checked(state, step_or_action)  # an augmentor's refusal comes back as an error step
         step = step_or_action if isinstance(step_or_action, EnvStep) else None
         if step is not None and step.error is not None:
             return self._append_unchanged(state, step, query_or_goals)

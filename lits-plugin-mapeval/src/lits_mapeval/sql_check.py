@@ -1,0 +1,62 @@
+"""``--memory-arg augmentors=sql_validator``: SQL is compiled (SQLite's EXPLAIN) before ``query_sql`` runs it.
+
+A query that does not compile is not sent to the tool: the step records SQLite's
+message as its observation, so the model reads what is wrong without a tool call
+being spent.  EXPLAIN only prepares the statement, on a read-only, hardened
+connection to the same city the run queries (``--memory-arg sql_db=PATH``;
+default: the plugin's own city).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Optional
+
+from lits.memory import Augmentor, AugmentorContext
+from lits.structures.base import Step
+from lits.tools.base import parse_tool_call
+from lits_mapeval.sql_guard import harden
+
+
+def compile_error(database: Path, sql: str) -> Optional[str]:
+    """SQLite's reason ``sql`` does not compile against ``database``, or None when it does."""
+    conn = sqlite3.connect(f"file:{database.resolve()}?mode=ro", uri=True)
+    try:
+        harden(conn)
+        conn.execute(f"EXPLAIN {sql}").close()
+        return None
+    except (sqlite3.Error, sqlite3.Warning) as exc:  # Warning: more than one statement
+        return " ".join(str(exc).split())
+    finally:
+        conn.close()
+
+
+class SqlValidator(Augmentor):
+    """Refuses a ``query_sql`` call whose SQL does not compile; the reason is the step's observation."""
+
+    OPTIONS = {"sql_db": ""}
+
+    def _database(self) -> Path:
+        given = str(self.options.get("sql_db") or "")
+        if given:
+            return Path(given)
+        from lits_mapeval.dataset import default_db
+
+        return default_db()
+
+    def check_step(self, state: object, step: Step, context: AugmentorContext) -> Optional[str]:
+        action = step.get_action()
+        if action is None:
+            return None
+        try:
+            name, args = parse_tool_call(action)
+        except ValueError:
+            return None  # the tool call itself is malformed: the transition says so
+        sql = args.get("query")
+        if name != "query_sql" or not isinstance(sql, str) or not sql.strip():
+            return None
+        problem = compile_error(self._database(), sql)
+        if problem is None:
+            return None
+        return f"SQL error (checked before running; query_sql was not called): {problem}. Fix the query."

@@ -1,0 +1,59 @@
+"""``--memory-arg augmentors=sql_validator``: SQL that does not compile is refused before query_sql runs it."""
+
+from __future__ import annotations
+
+import pytest
+
+import lits
+from lits.testing.server import FakeOpenAIServer
+from lits_mapeval.dataset import default_db
+from lits_mapeval.sql_check import compile_error
+
+BAD = '{"tool": "query_sql", "args": {"query": "SELEC count(*) FROM places"}}'
+GOOD = '{"tool": "query_sql", "args": {"query": "SELECT count(*) FROM places"}}'
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LITS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _typo_then_fixed(prompt: str, body: dict) -> str:
+    if "Answer Yes or No" in prompt:
+        return "Yes"
+    if "user: Observation: count(*)" in prompt:
+        return "Thought: I have what I need\nAnswer: 1"
+    if "user: Observation:" in prompt:  # told what is wrong with the SQL
+        return f"Thought: fix the typo\nAction: {GOOD}"
+    return f"Thought: count the places\nAction: {BAD}"
+
+
+def test_sql_that_compiles_passes_and_sql_that_does_not_is_named():
+    city = default_db()
+    assert compile_error(city, "SELECT count(*) FROM places") is None
+    assert "syntax error" in (compile_error(city, "SELEC count(*) FROM places") or "")
+    assert compile_error(city, "SELECT nope FROM places") == "no such column: nope"
+
+
+def test_two_statements_are_refused_as_the_tool_would():
+    assert compile_error(default_db(), "SELECT 1; SELECT 2") is not None
+
+
+def _run(tmp_path, **memory):
+    with FakeOpenAIServer(responder=_typo_then_fixed) as srv:
+        return lits.chain("mapeval-sql", limit=1, model="m", base_url=srv.base_url, save_dir=tmp_path / "run",
+                          **memory)
+
+
+def test_a_query_that_does_not_compile_becomes_the_observation_without_a_tool_call(tmp_path):
+    steps = _run(tmp_path, memory_args={"augmentors": "sql_validator"}).instances[0].record["final_state"]["steps"]
+    assert steps[0]["observation"].startswith("SQL error (checked before running; query_sql was not called): "
+                                              "near \"SELEC\": syntax error")
+    assert steps[0]["error"] == steps[0]["observation"]
+    assert steps[1]["observation"] == "count(*)\n24" and steps[2]["answer"] == "1"
+
+
+def test_without_the_validator_the_tool_runs_the_bad_query(tmp_path):
+    steps = _run(tmp_path).instances[0].record["final_state"]["steps"]
+    assert steps[0]["error"] is None and "syntax error" in steps[0]["observation"]
+    assert "checked before running" not in steps[0]["observation"]
