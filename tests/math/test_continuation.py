@@ -176,3 +176,14 @@ def test_the_viewer_shows_each_verdict(tmp_path, result):
     assert verdicts[0] == {"method": "direct", "branch": False, "score": 0.0,
                            "why": "the BN model called the next step obvious"}
     assert verdicts[-1] is None  # the last step was never expanded
+
+
+def test_samples_drawn_inside_an_attempts_stream_stay_on_it():
+    """Streams nest, so an evaluator's samples in attempt k (stream k * 10000) are not attempt 0's again."""
+    from lits.lm.base import sampling_stream
+    from lits.testing.scripted import ScriptedModel
+
+    model = ScriptedModel(["step"])
+    with sampling_stream(10_000), sampling_stream(2):
+        model.generate("next?", temperature=0.8)
+    assert model.calls[0][1].seed == 10_002

@@ -91,8 +91,9 @@ def sampling_stream(index: int) -> Iterator[None]:
 
     Independent samples of the same request (self-consistency's chains) are
     then different requests, to the server and to the response cache alike.
+    Streams nest: inside stream ``s`` (an attempt), stream ``index`` is ``s + index``.
     """
-    token = _STREAM.set(index)
+    token = _STREAM.set((_STREAM.get() or 0) + index)
     try:
         yield
     finally:
