@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 import warnings
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, TextIO
 
 from lits.cli import commands
 from lits.cli.errors import UserError, describe
@@ -185,7 +185,7 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
-def add_plugin_commands(sub: Any, builtin: set[str]) -> None:
+def add_plugin_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], builtin: set[str]) -> None:
     """``lits NAME ...`` for each command a plugin registers (the ``register_commands`` hook)."""
     from lits.registry import get_registration, list_names
 
@@ -218,7 +218,8 @@ def _wants_plugin_commands(argv: Sequence[str]) -> bool:
     return True
 
 
-def _one_line_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      file: Optional[TextIO] = None,
                       line: Optional[str] = None) -> None:
     """Warnings (a torn journal line dropped, a damaged log line skipped) as one ``lits: warning:`` line."""
     text = " ".join(str(message).split())

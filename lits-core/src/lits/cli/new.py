@@ -14,7 +14,6 @@ import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
 
 from lits.cli.errors import UserError
 
@@ -26,7 +25,7 @@ _NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
 _SUFFIX = ".tmpl"
 
 
-def add_new_parser(sub: Any) -> None:
+def add_new_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``lits new`` to the CLI's sub-command parsers."""
     p = sub.add_parser("new", help="write a new plugin distribution (a domain or a search algorithm) to start from")
     p.add_argument("kind", choices=sorted(KINDS), help="what the plugin adds")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Optional
+from typing import Any, Optional, TextIO
 
 from lits.cli.errors import UserError
 
@@ -76,7 +76,7 @@ def show(name: str) -> str:
     raise UserError(unknown_name_message("registration", name, known))
 
 
-def _describe(kind: str, name: str, owner: str, obj: Any, meta: dict[str, Any]) -> str:
+def _describe(kind: str, name: str, owner: str, obj: object, meta: dict[str, Any]) -> str:
     head = f"{kind.replace('_', ' ')} {name!r} from {owner}"
     doc = (getattr(obj, "__doc__", None) or meta.get("description") or "").strip().splitlines()
     lines = [head + (f": {doc[0]}" if doc else "")]
@@ -98,7 +98,7 @@ def _describe(kind: str, name: str, owner: str, obj: Any, meta: dict[str, Any]) 
     return "\n".join(lines)
 
 
-def _type_name(annotation: Any) -> str:
+def _type_name(annotation: object) -> str:
     import typing
 
     if typing.get_origin(annotation) is None and hasattr(annotation, "__name__"):
@@ -106,7 +106,7 @@ def _type_name(annotation: Any) -> str:
     return str(annotation).replace("typing.", "")
 
 
-def warn_broken_plugins(stream: Optional[Any] = None) -> None:
+def warn_broken_plugins(stream: Optional[TextIO] = None) -> None:
     """One warning line per plugin that failed to load, and per unknown LITS_PLUGINS entry."""
     from lits.plugins import plugin_infos, unknown_selections
 

@@ -19,12 +19,12 @@ class PromptRegistry:
     """System prompts and user templates by (component, agent, key)."""
 
     @classmethod
-    def register(cls, component: str, agent: str, key: str, value: Any) -> None:
+    def register(cls, component: str, agent: str, key: str, value: object) -> None:
         """Set the system prompt (``task_prompt_spec``) for ``(component, agent, key)``, replacing any."""
         register_prompt(component, agent, key, value, user=False, replace=True)
 
     @classmethod
-    def register_usr(cls, component: str, agent: str, key: str, value: Any) -> None:
+    def register_usr(cls, component: str, agent: str, key: str, value: object) -> None:
         """Set the user template (``usr_prompt_spec``); a dict or template, not a str."""
         register_prompt(component, agent, key, value, user=True, replace=True)
 

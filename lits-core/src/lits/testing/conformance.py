@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 from lits.components.transition.env_grounded import EnvGroundedTransition
-from lits.structures.base import Step
+from lits.structures.base import State, Step
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 
 if TYPE_CHECKING:
@@ -274,7 +274,7 @@ def first_difference(a: object, b: object, path: str = "") -> Optional[str]:
     return None if a == b else f"{path.rstrip('.') or 'value'}: {a!r} != {b!r}"
 
 
-def check_round_trip(at: str, what: str, state: Any) -> None:
+def check_round_trip(at: str, what: str, state: State) -> None:
     """``state`` survives ``to_dict`` -> JSON -> :func:`lits.type_registry.deserialize` unchanged."""
     from lits.type_registry import deserialize
 
@@ -349,7 +349,7 @@ class _DomainCheck:
             fail(self.at, f"validate_action() returned {verdict!r}, not (ok, reason)")
         self.execute(start, PROBE_ACTION, None)
 
-    def execute(self, state: EnvState, action: Any, rejected: Optional[str]) -> tuple[EnvState, dict[str, Any]]:
+    def execute(self, state: EnvState, action: object, rejected: Optional[str]) -> tuple[EnvState, dict[str, object]]:
         """``step()`` on ``action``; with a ``rejected`` message an error step is a failure."""
         before = state.to_dict()
         step = action if isinstance(action, Step) else EnvStep(action=EnvAction(str(action)))

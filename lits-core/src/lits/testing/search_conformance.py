@@ -56,8 +56,8 @@ class CounterTransition(EnvGroundedTransition):
     def init_state(self, **kwargs: Any) -> EnvState:
         return EnvState(init_state=kwargs["init_state_str"])
 
-    def _step(self, state: EnvState, step_or_action: Any, query_or_goals: Any,
-              **kwargs: Any) -> tuple[EnvState, dict[str, Any]]:
+    def _step(self, state: EnvState, step_or_action: object, query_or_goals: Any,
+              **kwargs: object) -> tuple[EnvState, dict[str, object]]:
         action = str(step_or_action.action if isinstance(step_or_action, EnvStep) else step_or_action)
         now = _count(state.env_state)
         now = now * 2 if action == "double" else now + int(action.split()[1])
