@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import time
 
-from lits.observability import InferenceLog
+from lits.observability import InferenceLog, InferenceRecord, _totals
 from lits.runs.runner import Progress
 
 
@@ -22,3 +22,18 @@ def test_progress_counts_finished_solved_and_failed_instances():
     progress.update(True)
     progress.update(None)
     assert out.getvalue().splitlines()[-1].startswith("[2/3] solved 1, failed 1 |")
+
+
+def test_the_run_totals_equal_a_recount_of_every_record_however_records_arrive():
+    log = InferenceLog()
+    for i in range(40):
+        record = InferenceRecord("m", "chat", tokens_in=10 + i, tokens_out=i, seconds=0.1 * i, cost=0.001 * i,
+                                 cached=i % 5 == 0)
+        if i % 2:
+            log.add(record)
+        else:  # as InferenceLog.read fills a log
+            log.records.append(record)
+        if i % 7 == 0:
+            assert log.summary() == _totals(log.records)
+    assert log.summary() == _totals(log.records)
+    assert log.summary()["cache_hits"] == 8

@@ -71,6 +71,9 @@ class InferenceLog:
         self.records: list[InferenceRecord] = []
         self._lock = threading.Lock()
         self._fh: Optional[TextIO] = None
+        #: Totals over ``records[:_counted]``, kept up to date so the progress line costs O(1), not O(run).
+        self._running = _Running()
+        self._counted = 0
 
     def add(self, record: InferenceRecord) -> None:
         line = json.dumps(record.as_dict(), default=str) + "\n"
@@ -91,6 +94,11 @@ class InferenceLog:
     def summary(self, **filters: object) -> dict[str, float]:
         """Totals over the records whose context matches ``filters``."""
         with self._lock:
+            if not filters:
+                for record in self.records[self._counted:]:
+                    self._running.add(record)
+                self._counted = len(self.records)
+                return self._running.totals()
             recs = [
                 r for r in self.records
                 if all(r.context.get(k) == v for k, v in filters.items())
@@ -121,6 +129,29 @@ class InferenceLog:
             if torn:
                 warnings.warn(f"{path}: skipped {torn} damaged line(s)", stacklevel=2)
         return log
+
+
+class _Running:
+    """The sums of :func:`_totals`, added up one record at a time (in the same order, so to the same bits)."""
+
+    def __init__(self) -> None:
+        self.calls = self.hits = self.tokens_in = self.tokens_out = 0
+        self.seconds: float = 0
+        self.cost: float = 0
+
+    def add(self, record: InferenceRecord) -> None:
+        if record.cached:
+            self.hits += 1
+            return
+        self.calls += 1
+        self.tokens_in += record.tokens_in
+        self.tokens_out += record.tokens_out
+        self.seconds += record.seconds
+        self.cost += record.cost
+
+    def totals(self) -> dict[str, float]:
+        return {"calls": self.calls, "cache_hits": self.hits, "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out, "seconds": round(self.seconds, 3), "cost": round(self.cost, 6)}
 
 
 def _totals(records: list[InferenceRecord]) -> dict[str, float]:

@@ -1,0 +1,143 @@
+"""The lean plain-HTTP transport: kept-alive connections, and socket failures as the httpx errors retries expect."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Callable, Iterator
+
+import httpx
+import pytest
+
+from lits.lm.transport import LeanHTTPTransport
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\": 1} \n"
+
+#: What the server does with one accepted connection (it reads the requests itself).
+Handler = Callable[[socket.socket], None]
+
+
+class RawServer:
+    """A loopback TCP server whose per-connection behaviour a test writes; counts connections."""
+
+    def __init__(self, handle: Handler) -> None:
+        self.handle = handle
+        self.connections = 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+def read_request(conn: socket.socket) -> bool:
+    """Read one request with a Content-Length body; False when the client closed the connection."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return False
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        body += conn.recv(65536)
+    return True
+
+
+def keep_alive(conn: socket.socket) -> None:
+    while read_request(conn):
+        conn.sendall(OK)
+
+
+def one_reply_then_close(conn: socket.socket) -> None:
+    """Answers as if keeping the connection alive, then closes it (as an idle-timeout would)."""
+    if read_request(conn):
+        conn.sendall(OK)
+    conn.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Handler], RawServer]]:
+    servers: list[RawServer] = []
+
+    def start(handle: Handler) -> RawServer:
+        servers.append(RawServer(handle))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.sock.close()
+
+
+def client(base_url: str, read: float = 5.0) -> httpx.Client:
+    return httpx.Client(base_url=base_url, transport=LeanHTTPTransport(httpx.HTTPTransport()),
+                        timeout=httpx.Timeout(connect=2.0, read=read, write=read, pool=None))
+
+
+def test_sequential_calls_share_one_kept_alive_connection(serve):
+    server = serve(keep_alive)
+    with client(server.url) as http:
+        replies = [http.post("/chat/completions", json={"n": i}).json() for i in range(5)]
+    assert replies == [{"ok": 1}] * 5
+    assert server.connections == 1
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced_without_an_error(serve):
+    server = serve(one_reply_then_close)
+    with client(server.url) as http:
+        first = http.post("/x", json={}).status_code
+        threading.Event().wait(0.1)  # the server's close reaches the idle connection
+        second = http.post("/x", json={}).status_code
+    assert (first, second) == (200, 200)
+    assert server.connections == 2
+
+
+def test_a_refused_connection_is_a_connect_error_that_says_refused():
+    free = socket.create_server(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    with client(f"http://127.0.0.1:{port}") as http, pytest.raises(httpx.ConnectError, match="refused"):
+        http.post("/x", json={})
+
+
+def test_a_server_that_never_answers_is_a_read_timeout(serve):
+    server = serve(lambda conn: (read_request(conn), threading.Event().wait(5)))
+    with client(server.url, read=0.2) as http, pytest.raises(httpx.ReadTimeout):
+        http.post("/x", json={})
+
+
+def test_a_body_cut_short_is_a_remote_protocol_error(serve):
+    def cut(conn: socket.socket) -> None:
+        read_request(conn)
+        conn.sendall(OK[:-4])
+        conn.close()
+
+    server = serve(cut)
+    with client(server.url) as http, pytest.raises(httpx.RemoteProtocolError):
+        http.post("/x", json={})
+
+
+def test_https_goes_through_the_fallback_transport():
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, json={"ok": 1})
+
+    transport = LeanHTTPTransport(httpx.MockTransport(answer))
+    with httpx.Client(transport=transport) as http:
+        assert http.get("https://models.example/v1/models").json() == {"ok": 1}
+    assert seen == ["https://models.example/v1/models"]
