@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["README.md", "docs/continuation.md", "docs/python-api.md", "docs/plugins.md", "docs/reasoning-formulations.md",
-         "docs/self-consistency.md", "docs/sibling-aware-expansion.md", "docs/writing-a-domain-plugin.md",
+         "docs/memory-and-attempts.md", "docs/self-consistency.md", "docs/sibling-aware-expansion.md", "docs/writing-a-domain-plugin.md",
          "docs/writing-a-search-algorithm.md"]
 
 

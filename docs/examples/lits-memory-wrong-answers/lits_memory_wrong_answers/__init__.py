@@ -1,7 +1,5 @@
 """``--memory-arg augmentors=wrong_answers``: the next attempt is told which answers were judged wrong."""
 
-from __future__ import annotations
-
 from typing import Callable, Sequence
 
 from lits.hookspecs import hookimpl
