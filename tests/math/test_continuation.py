@@ -187,3 +187,12 @@ def test_samples_drawn_inside_an_attempts_stream_stay_on_it():
     with sampling_stream(10_000), sampling_stream(2):
         model.generate("next?", temperature=0.8)
     assert model.calls[0][1].seed == 10_002
+
+
+def test_the_dry_run_bound_counts_the_evaluators_calls(search):
+    bounds = {}
+    for name, extra in (("without", []), ("direct", continuation("direct")), ("sc", continuation("sc"))):
+        done = search(*extra, "--dry-run", save=name)
+        assert done.returncode == 0, done.stderr
+        bounds[name] = int(done.stdout.split("model calls   at most ")[1].split()[0])
+    assert bounds["without"] < bounds["direct"] < bounds["sc"]

@@ -52,8 +52,9 @@ def calls_per_instance(config: Any, mode: str) -> Optional[int]:
     """A bound on model calls per instance from the agent's own limits (None when it declares none).
 
     Search: each iteration expands at most ``max_depth`` nodes, each with one policy call, one reward
-    call per proposed child and one transition call; a chain: three calls per step. Cached replies and
-    early stops make real runs cheaper; re-asks of malformed replies can add one policy call per step."""
+    call per proposed child and one transition call (with continuation, what its evaluator adds); a chain:
+    three calls per step. Cached replies and early stops make real runs cheaper; re-asks of malformed
+    replies can add one policy call per step."""
     depth = getattr(config, "max_depth", None) if mode == "search" else getattr(config, "max_steps", None)
     if not isinstance(depth, int):
         return None
@@ -63,7 +64,18 @@ def calls_per_instance(config: Any, mode: str) -> Optional[int]:
     width = getattr(config, "n_actions", 1) or 1
     beam = getattr(config, "beam_width", None) or getattr(config, "n_beams", None)
     rounds = iterations if isinstance(iterations, int) else (beam if isinstance(beam, int) else 1)
-    return rounds * depth * (2 + width)
+    return rounds * depth * (2 + width + _bn_calls(config, width))
+
+
+def _bn_calls(config: Any, width: int) -> int:
+    """What Chain-in-Tree's evaluator adds per expansion: a BN-model call, or its samples (and ``sc``'s call)."""
+    if not getattr(config, "add_continuation", False):
+        return 0
+    method = getattr(config, "bn_method", "sc_exact")
+    if method == "direct":
+        return 1
+    k = getattr(config, "bn_k", None) or max(2, width)
+    return int(k) + (1 if method == "sc" else 0)
 
 
 def with_attempts(per_attempt: Optional[int], settings: dict[str, Any]) -> Optional[int]:
