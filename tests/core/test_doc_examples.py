@@ -151,3 +151,14 @@ def test_self_refine_example_runs_as_a_script(tmp_path):
                           timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "[Iteration 2]" in done.stdout and "solved=True" in done.stdout
+
+
+@pytest.mark.usefixtures("best_first")
+def test_a_third_party_search_gets_continuation_with_no_code_of_its_own(run_lits, site_dir):
+    result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
+                      "--limit", "1", "--search-arg", "n_expansions=4", "--search-arg", "add_continuation=true",
+                      "--search-arg", "bn_method=direct", "--save-dir", "run")
+    assert result.returncode == 0, result.stderr
+    stats = json.loads((site_dir.parent / "run" / "results" / "0.json").read_text())["search_stats"]
+    assert stats["bn_decisions"] == stats["bn_continued"] == stats["expansions"] >= 2
+    assert stats["nodes"] == stats["expansions"] + 1  # one child per expansion: a chain
