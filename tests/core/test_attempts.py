@@ -175,3 +175,13 @@ def test_a_step_an_augmentor_refuses_is_recorded_with_the_reason_and_not_execute
     refused = [s for s in steps if str(s["action"]["text"]).startswith("pick up")]
     assert refused and all(s["error"] == "picking up is not allowed here" for s in refused)
     assert all(s["error"] is None for s in steps if s not in refused)
+
+
+def test_lits_eval_recomputes_pass_at_n_from_the_saved_attempts(tmp_path):
+    from lits.cli.main import main
+
+    result = lits.chain(**BLOCKS, attempts=3, memory_args={"augmentors": "reflection"}, save_dir=tmp_path / "r")
+    written = result.summary["pass_at"]
+    (tmp_path / "r" / "eval_results.json").unlink()
+    assert main(["eval", "--save-dir", str(tmp_path / "r")]) == 0
+    assert json.loads((tmp_path / "r" / "eval_results.json").read_text())["pass_at"] == written

@@ -95,7 +95,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                    resource_args=config.get("dataset_args") or {},
                                    framework=config.get("search_framework"))
     results = reevaluate(components, results, {})
-    summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings())
+    summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings(), config.get("attempts"))
     previous = _read_json(run_dir.root / layout.SUMMARY)
     summary.update(instance_counts(len(results), previous.get("total"), previous.get("failed")))
     measured = whole_run(run_dir.root)

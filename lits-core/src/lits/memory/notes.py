@@ -28,7 +28,7 @@ HEADING = "Notes from earlier attempts:"
 
 def notes_block(lines: Sequence[str]) -> Optional[str]:
     """The block shown to the policy, or None when there is nothing to show."""
-    kept = [" ".join(line.split()) for line in lines if line and line.strip()]
+    kept = [" ".join(str(line).split()) for line in lines if line is not None and str(line).strip()]
     return HEADING + "".join(f"\n- {line}" for line in kept) if kept else None
 
 

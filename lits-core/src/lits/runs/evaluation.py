@@ -66,8 +66,9 @@ def evaluate_instance(components: Any, example: dict[str, Any], state: Any,
 
 
 def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog,
-              timings: Optional[dict[int, dict[str, Any]]] = None) -> dict[str, Any]:
-    """Run-level metrics from per-instance results, their timings and the inference log."""
+              timings: Optional[dict[int, dict[str, Any]]] = None, attempts: Optional[int] = None) -> dict[str, Any]:
+    """Run-level metrics from per-instance results, their timings and the inference log (``attempts``: the
+    run's ``--attempts``, for pass@N)."""
     timings = timings or {}
     evals = [r["eval"] for r in results.values() if r.get("eval")]
     n = len(evals)
@@ -93,7 +94,8 @@ def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog,
     }
     tried = pass_at(results)
     if tried is not None:
-        summary["pass_at"] = tried
+        summary["pass_at"] = {"n": attempts or max(len(r.get("attempts") or ()) for r in results.values()),
+                              **tried}
     return summary
 
 
@@ -199,7 +201,7 @@ def format_table(summary: dict[str, Any]) -> str:
     ]
     tried = summary.get("pass_at")
     if tried:
-        rows.append((f"pass@1 / pass@{tried.get('n', 'N')}", f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} "
+        rows.append((f"pass@1 / pass@{tried['n']}", f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} "
                                          f"({tried['attempts_run']} attempts run)"))
     invalid = parsing.describe(summary.get("parse") or {})
     if invalid is not None:

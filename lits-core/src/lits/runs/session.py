@@ -285,13 +285,11 @@ def summarize(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: Run
     from lits.runs.stats import whole_run
 
     results = run_dir.read_results(mode)
-    summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings())
+    summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings(), settings.get("attempts"))
     summary.update(instance_counts(len(results), total, len(outcome.failed)))
     summary.update(whole_run(run_dir.root))
     summary["stopped"] = outcome.stop_reason
     summary["retried_instances"] = outcome.attempts
-    if "pass_at" in summary:
-        summary["pass_at"]["n"] = settings.get("attempts") or 1
     if uses_own_models(settings):
         summary["models"] = describe_models(settings)
     write_eval(run_dir, settings, summary)
