@@ -48,11 +48,12 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                               "process reward model for --search-framework rest)"),
                               ("transition", "-tm", "the transition"),
                               ("bn", "-bm", "the branching-necessity evaluator (--search-arg add_continuation=true)")):
-        default = "the policy's model" if role == "bn" else "--model"
+        default, server = (("the policy's model", "--base-url, or the policy's server without --bn-model")
+                           if role == "bn" else ("--model", "--base-url"))
         g.add_argument(f"--{role}-model", short, default=None, metavar="NAME",
                        help=f"model for {what} (default: {default}); a name, 'local', or a .gguf file")
         g.add_argument(f"--{role}-base-url", default=None, metavar="URL",
-                       help=f"server of --{role}-model (default: --base-url; may change on --resume)")
+                       help=f"server of --{role}-model (default: {server}; may change on --resume)")
         g.add_argument(f"--{role}-model-arg", action="append", default=[], metavar="K=V",
                        help="that model's own setting: api=chat|completion, api_key_env=VARNAME (the key is "
                             "read from that variable, never recorded), temperature, max_tokens, seed (repeatable)")
