@@ -6,26 +6,26 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from lits import layout
 from lits.agents.config import ChainConfig
 from lits.observability import call_context
-from lits.structures.base import atomic_write_text
+from lits.structures.base import State, Step, TrajectoryState, atomic_write_text
 from lits.type_registry import deserialize
 
 
 @dataclass
 class ChainResult:
-    state: Any
+    state: TrajectoryState[Step]
     solved: bool
     steps: int
     stopped: str
     proposals: Optional[list[tuple[str, bool]]] = None
     #: Every sampled chain's final state, when the agent sampled several (self-consistency).
-    samples: Optional[list[Any]] = None
+    samples: Optional[list[TrajectoryState[Step]]] = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"solved": self.solved, "steps": self.steps, "stopped": self.stopped,
                 "state": self.state.to_dict()}
 
@@ -48,7 +48,8 @@ class ChainAgent:
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
         self.proposals: list[tuple[str, bool]] = []
 
-    def run(self, query: Any, query_idx: int, example: dict[str, Any], *, resume: bool = False) -> ChainResult:
+    def run(self, query: object, query_idx: int, example: Mapping[str, object], *,
+            resume: bool = False) -> ChainResult:
         with call_context(instance=query_idx, search=self.chain_name):
             state = self._load(query_idx) if resume else None
             state, solved, stopped = self.walk(query, query_idx, example, state, save=True)
@@ -56,8 +57,9 @@ class ChainAgent:
         return ChainResult(state=state, solved=solved, steps=len(state), stopped=stopped,
                            proposals=sorted(self.proposals))
 
-    def walk(self, query: Any, query_idx: int, example: dict[str, Any], state: Any = None, *,
-             save: bool = False) -> tuple[Any, bool, str]:
+    def walk(self, query: object, query_idx: int, example: Mapping[str, object],
+             state: Optional[TrajectoryState[Step]] = None, *,
+             save: bool = False) -> tuple[TrajectoryState[Step], bool, str]:
         """One chain from ``state`` (None: the start): ``(final state, solved, why it stopped)``."""
         deadline = time.monotonic() + self.config.runtime_limit if self.config.runtime_limit else None
         if state is None:
@@ -89,13 +91,13 @@ class ChainAgent:
     def _path(self, query_idx: int) -> Optional[Path]:
         return self.checkpoint_dir / layout.chain_checkpoint_name(query_idx) if self.checkpoint_dir else None
 
-    def _save(self, query_idx: int, state: Any) -> None:
+    def _save(self, query_idx: int, state: State) -> None:
         path = self._path(query_idx)
         if path is not None:
             self.proposals.extend(self._take_proposals(query_idx))
             atomic_write_text(path, json.dumps({"state": state.to_dict(), "proposals": self.proposals}))
 
-    def _load(self, query_idx: int) -> Any:
+    def _load(self, query_idx: int) -> Optional[TrajectoryState[Step]]:
         path = self._path(query_idx)
         if path is None or not path.exists():
             return None

@@ -10,13 +10,14 @@ does.  A resumed instance runs its chains again from the response cache.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from lits.agents.chain.base import ChainAgent, ChainResult
 from lits.agents.config import SelfConsistencyConfig
 from lits.answers import same_text
 from lits.lm.base import sampling_stream
 from lits.observability import call_context
+from lits.structures.base import Step, TrajectoryState
 
 
 class SelfConsistencyChain(ChainAgent):
@@ -29,8 +30,9 @@ class SelfConsistencyChain(ChainAgent):
                  **kwargs: Any) -> None:
         super().__init__(config or SelfConsistencyConfig.model_validate({}), policy, transition, **kwargs)
 
-    def run(self, query: Any, query_idx: int, example: dict[str, Any], *, resume: bool = False) -> ChainResult:
-        samples: list[tuple[Any, bool, str]] = []
+    def run(self, query: object, query_idx: int, example: Mapping[str, object], *,
+            resume: bool = False) -> ChainResult:
+        samples: list[tuple[TrajectoryState[Step], bool, str]] = []
         with call_context(instance=query_idx, search=self.chain_name):
             for j in range(self.config.k):
                 with sampling_stream(j), call_context(sample=j):
@@ -41,7 +43,9 @@ class SelfConsistencyChain(ChainAgent):
                            proposals=sorted(self.proposals), samples=[s for s, _, _ in samples])
 
 
-def _representative(samples: list[tuple[Any, bool, str]]) -> tuple[Any, bool, str]:
+def _representative(
+    samples: list[tuple[TrajectoryState[Step], bool, str]]
+) -> tuple[TrajectoryState[Step], bool, str]:
     """The first chain whose answer is the most common one (plain text match), or the first chain."""
     answers = [_answer(state) for state, _, _ in samples]
     counts = [sum(1 for other in answers if a is not None and other is not None and same_text(a, other))
@@ -50,6 +54,6 @@ def _representative(samples: list[tuple[Any, bool, str]]) -> tuple[Any, bool, st
     return samples[best]
 
 
-def _answer(state: Any) -> Optional[str]:
+def _answer(state: object) -> Optional[str]:
     final = state.get_final_answer() if hasattr(state, "get_final_answer") else None
     return None if final is None else str(final)

@@ -22,7 +22,7 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 from lits import layout
 from lits.agents.config import TreeSearchConfig
@@ -30,9 +30,13 @@ from lits.agents.tree.journal import TreeJournal
 from lits.concurrency import parallel_map
 from lits.lm.base import LanguageModel
 from lits.observability import call_context
+from lits.components.base import Policy
+from lits.structures.base import State, Step
 from lits.structures.node import SearchNode
 
 N = TypeVar("N", bound=SearchNode)
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: Nodes created inside :meth:`BaseTreeSearch.numbered` go to this list instead of taking ids.
 _PENDING: contextvars.ContextVar[Optional[list[SearchNode]]] = contextvars.ContextVar(
@@ -55,8 +59,8 @@ class SearchResult:
     #: The policy's sampled proposals ``(action, duplicate)``, across resumes.
     proposals: list[tuple[str, bool]] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        def flat(node: SearchNode) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
+        def flat(node: SearchNode) -> dict[str, object]:
             return node.to_flat_dict()
 
         return {
@@ -73,7 +77,7 @@ class SearchResult:
 SIBLING_ROUNDS = 2
 
 
-def distinct_actions(steps: list[Any]) -> list[str]:
+def distinct_actions(steps: Sequence[object]) -> list[str]:
     """The steps' actions as text, without repeats or error steps, in order."""
     out: list[str] = []
     for step in steps:
@@ -86,13 +90,13 @@ def distinct_actions(steps: list[Any]) -> list[str]:
     return out
 
 
-def accepts_exclude(policy: Any) -> bool:
+def accepts_exclude(policy: Policy[State, Step]) -> bool:
     """Whether the policy can be told which actions its siblings already have (``exclude=``)."""
     params = inspect.signature(policy._get_actions).parameters
     return "exclude" in params
 
 
-def step_key(step: Any) -> str:
+def step_key(step: object) -> str:
     """Identity of a proposed step: siblings with equal keys are duplicates.
 
     The whole step counts, not just its action: Self-Refine steps that share a
@@ -122,7 +126,7 @@ class BaseTreeSearch(ABC):
         self.reward_model = reward_model
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
         self.root: SearchNode = self.NODE_CLASS()
-        self.query: Any = None
+        self.query: object = None
         self.query_idx = 0
         self.iteration = 0  # completed iterations (or depths)
         self.stats: dict[str, Any] = {"nodes": 1, "expansions": 0, "duplicates": 0, "proposed": 0}
@@ -140,7 +144,7 @@ class BaseTreeSearch(ABC):
 
     # -- the algorithm -----------------------------------------------------
     @abstractmethod
-    def search(self, query: Any, query_idx: int) -> None:
+    def search(self, query: object, query_idx: int) -> None:
         """Grow ``self.root``; read ``self.iteration`` to continue after a resume."""
 
     def stop_reason(self) -> str:
@@ -152,7 +156,8 @@ class BaseTreeSearch(ABC):
         return "budget"
 
     # -- running -----------------------------------------------------------
-    def run(self, query: Any, query_idx: int, example: dict[str, Any], *, resume: bool = False) -> SearchResult:
+    def run(self, query: object, query_idx: int, example: Mapping[str, object], *,
+            resume: bool = False) -> SearchResult:
         """Search one instance (continuing its journal when ``resume``); the tree ends compacted on disk."""
         self.query, self.query_idx = query, query_idx
         limit = self.config.runtime_limit
@@ -216,7 +221,7 @@ class BaseTreeSearch(ABC):
             pending.append(node)
         return node  # type: ignore[return-value]
 
-    def numbered(self, tasks: list[Any], fn: Any) -> list[Any]:
+    def numbered(self, tasks: Sequence[T], fn: Callable[[T], R]) -> list[R]:
         """``parallel_map(fn, tasks)``, numbering the nodes each task creates afterwards.
 
         Ids follow task order, then creation order within a task, so the tree
@@ -224,7 +229,7 @@ class BaseTreeSearch(ABC):
         """
         created: list[list[SearchNode]] = [[] for _ in tasks]
 
-        def run(i: int) -> Any:
+        def run(i: int) -> R:
             token = _PENDING.set(created[i])
             try:
                 return fn(tasks[i])
@@ -249,7 +254,7 @@ class BaseTreeSearch(ABC):
         if self._journal is not None:
             self._paths.append(path[-1].id)
 
-    def backup_values(self, path: list[SearchNode]) -> Any:
+    def backup_values(self, path: list[SearchNode]) -> object:
         """The algorithm's backup (MCTS: visits and returns); replayed from the journal on resume."""
         raise NotImplementedError(f"{type(self).__name__} does not back values up along paths")
 
@@ -258,7 +263,7 @@ class BaseTreeSearch(ABC):
         return self._deadline is not None and time.monotonic() >= self._deadline
 
     @contextlib.contextmanager
-    def phase(self, name: str, **tags: Any) -> Iterator[None]:
+    def phase(self, name: str, **tags: object) -> Iterator[None]:
         """Tag the model calls made inside (phase, depth, iteration) for the inference log."""
         if "iteration" in tags and _ITERATION.get() is not None:
             tags["iteration"] = _ITERATION.get()
@@ -285,7 +290,7 @@ class BaseTreeSearch(ABC):
         self.score_children([node], phase)
         return node.children
 
-    def propose(self, node: SearchNode, phase: str = "expand") -> list[Any]:
+    def propose(self, node: SearchNode, phase: str = "expand") -> list[Step]:
         """The policy's candidate steps for ``node`` (model calls; safe to run concurrently).
 
         With ``add_continuation`` a branching-necessity evaluator first decides whether ``node`` needs more
@@ -298,7 +303,7 @@ class BaseTreeSearch(ABC):
         with self.phase(phase, depth=node.depth, iteration=self.iteration):
             return self.sample(node, self.config.n_actions, phase)
 
-    def sample(self, node: SearchNode, n: int, phase: str = "expand", *, count: bool = True) -> list[Any]:
+    def sample(self, node: SearchNode, n: int, phase: str = "expand", *, count: bool = True) -> list[Step]:
         """``n`` steps from the policy for ``node`` (counted as an expansion unless ``count`` is false).
 
         With ``sibling_aware``, a node that got fewer distinct steps than ``n`` asks again (at most
@@ -326,7 +331,7 @@ class BaseTreeSearch(ABC):
             self.stats["proposed"] = self.stats.get("proposed", 0) + len(steps)  # a journal may predate it
         return steps
 
-    def attach(self, node: SearchNode, steps: list[Any]) -> list[SearchNode]:
+    def attach(self, node: SearchNode, steps: list[Step]) -> list[SearchNode]:
         """Add one child per distinct step, in the policy's order."""
         seen: set[str] = set()
         for step in steps:

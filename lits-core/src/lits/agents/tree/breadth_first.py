@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from lits.agents.config import BFSConfig
 from lits.agents.tree.base import BaseTreeSearch, SearchResult
@@ -15,7 +15,7 @@ class BFS(BaseTreeSearch):
     search_name = "bfs"
     config: BFSConfig
 
-    def search(self, query: Any, query_idx: int) -> None:
+    def search(self, query: object, query_idx: int) -> None:
         self.materialize(self.root)
         frontier = self._frontier()
         while frontier and self.iteration < self.config.max_depth:
@@ -62,7 +62,7 @@ class BFS(BaseTreeSearch):
 
 
 def bfs(
-    query: Any,
+    query: object,
     policy: Any,
     transition: Any,
     reward_model: Any,
@@ -70,7 +70,7 @@ def bfs(
     n_actions: int = 3,
     max_depth: int = 6,
     beam_width: int = 3,
-    example: Optional[dict[str, Any]] = None,
+    example: Optional[Mapping[str, object]] = None,
     query_idx: int = 0,
     **settings: Any,
 ) -> SearchResult:

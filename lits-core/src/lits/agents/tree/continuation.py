@@ -35,6 +35,7 @@ from lits.concurrency import parallel_map
 from lits.lm.base import Prompt, sampling_stream
 from lits.observability import call_context
 from lits.prompts.registry import PromptRegistry
+from lits.structures.base import Step
 from lits.structures.node import Branching, SearchNode
 
 #: The score above which a method branches when ``bn_threshold`` is not given.
@@ -45,7 +46,7 @@ PROMPT_COMPONENT, PROMPT_AGENT = "bn", "continuation"
 STATS = ("bn_decisions", "bn_branched", "bn_continued", "bn_calls", "bn_samples")
 
 
-def propose(search: BaseTreeSearch, node: SearchNode, phase: str) -> list[object]:
+def propose(search: BaseTreeSearch, node: SearchNode, phase: str) -> list[Step]:
     """The steps to attach to ``node``: one unless the BN evaluator finds it needs branching."""
     config = search.config
     method = config.bn_method
@@ -124,10 +125,10 @@ def reopen(search: BaseTreeSearch, path: Sequence[SearchNode], phase: str = "reo
     return True
 
 
-def _candidates(search: BaseTreeSearch, node: SearchNode, phase: str, k: int) -> list[object]:
+def _candidates(search: BaseTreeSearch, node: SearchNode, phase: str, k: int) -> list[Step]:
     """``k`` next steps, each from its own policy call on its own sampling stream (errors dropped)."""
 
-    def one(j: int) -> list[object]:
+    def one(j: int) -> list[Step]:
         with sampling_stream(j), call_context(sample=j):
             return search.sample(node, 1, phase, count=False)[:1]
 
@@ -136,10 +137,10 @@ def _candidates(search: BaseTreeSearch, node: SearchNode, phase: str, k: int) ->
     return usable or drawn[:1]
 
 
-def _agreement(search: BaseTreeSearch, node: SearchNode, phase: str, method: str, candidates: list[object],
-               threshold: float) -> tuple[Branching, int, list[object]]:
+def _agreement(search: BaseTreeSearch, node: SearchNode, phase: str, method: str, candidates: list[Step],
+               threshold: float) -> tuple[Branching, int, list[Step]]:
     """The verdict on sampled steps, the BN model calls it took, and the one step to keep if not branching."""
-    clusters: dict[str, list[object]] = {}
+    clusters: dict[str, list[Step]] = {}
     for step in candidates:
         clusters.setdefault(_text_key(step), []).append(step)
     sizes = sorted((len(c) for c in clusters.values()), reverse=True)

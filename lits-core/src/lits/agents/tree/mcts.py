@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Optional, cast
+from typing import Optional, cast
 
 from lits.agents.config import MCTSConfig
 from lits.agents.tree.base import BaseTreeSearch
@@ -41,7 +41,7 @@ class MCTS(BaseTreeSearch):
     search_name = "mcts"
     config: MCTSConfig
 
-    def search(self, query: Any, query_idx: int) -> None:
+    def search(self, query: object, query_idx: int) -> None:
         self.materialize(self.root)
         while self.iteration < self.config.n_iterations:
             if self.out_of_time() or (self.config.early_stop and self.first_solution()):
