@@ -211,3 +211,25 @@ def test_streamed_compaction_keeps_proposals_and_the_latest_node_fields_like_the
     TreeJournal(path).compact()
     assert path.read_text() == _merged_in_memory(lines)
     assert json.loads(path.read_text())["proposals"] == [["a", True], ["b", False], ["c", True]]
+
+
+@pytest.mark.parametrize("search_cls, config", [
+    (MCTS, MCTSConfig(n_iterations=25, early_stop=False, simulate="sample")),
+    (BFS, BFSConfig(beam_width=2, max_depth=4, early_stop=False)),
+], ids=["mcts", "bfs"])
+def test_the_journal_that_wrote_the_lines_compacts_them_from_memory_to_the_same_bytes(parts, tmp_path, search_cls,
+                                                                                     config, monkeypatch):
+    path = tmp_path / "0.journal.jsonl"
+    compact = TreeJournal.compact
+    seen: list[str] = []
+
+    def compact_without_reading(self: TreeJournal) -> None:
+        self.flush()
+        seen.extend(path.read_text().splitlines())
+        monkeypatch.setattr(TreeJournal, "_records", lambda self: pytest.fail("compaction read the file back"))
+        compact(self)
+
+    monkeypatch.setattr(TreeJournal, "compact", compact_without_reading)
+    search_cls(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
+    assert len(seen) > 3
+    assert path.read_text() == _merged_in_memory(seen)

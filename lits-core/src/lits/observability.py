@@ -73,6 +73,7 @@ class InferenceLog:
         self._fh: Optional[TextIO] = None
         #: Totals over ``records[:_counted]``, kept up to date so the progress line costs O(1), not O(run).
         self._running = _Running()
+        self._by_instance: dict[object, list[InferenceRecord]] = {}
         self._counted = 0
 
     def add(self, record: InferenceRecord) -> None:
@@ -94,13 +95,18 @@ class InferenceLog:
     def summary(self, **filters: object) -> dict[str, float]:
         """Totals over the records whose context matches ``filters``."""
         with self._lock:
+            for record in self.records[self._counted:]:
+                self._running.add(record)
+                self._by_instance.setdefault(record.context.get("instance"), []).append(record)
+            self._counted = len(self.records)
             if not filters:
-                for record in self.records[self._counted:]:
-                    self._running.add(record)
-                self._counted = len(self.records)
                 return self._running.totals()
+            instance = filters.get("instance")
+            candidates = self.records
+            if "instance" in filters and getattr(instance, "__hash__", None) is not None:
+                candidates = self._by_instance.get(instance, [])  # an instance's own records, not the run's
             recs = [
-                r for r in self.records
+                r for r in candidates
                 if all(r.context.get(k) == v for k, v in filters.items())
             ]
         return _totals(recs)

@@ -25,7 +25,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
 
 from lits.structures.node import SearchNode
 from lits.type_registry import deserialize
@@ -47,13 +47,17 @@ class TreeJournal:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._fh: Optional[Any] = None
+        self._fh: Optional[TextIO] = None
         self._written = float("-inf")  # the first checkpoint is written at once
         self.bytes_written = 0
-        self._nodes: dict[int, dict[str, Any]] = {}
+        self._nodes: dict[int, dict[str, object]] = {}
         self._paths: list[int] = []
         self._proposals: list[tuple[str, bool]] = []
         self._counters: Optional[tuple[int, int, dict[str, Any]]] = None
+        #: The lines this journal wrote, kept as compaction needs them (latest text per node), while the
+        #: file holds nothing else and the copy stays small: compaction then reads nothing back.
+        self._mirror: Optional[_Mirror] = None
+        self._mirror_usable = True
 
     # -- writing -------------------------------------------------------------
     def append(self, iteration: int, next_id: int, stats: dict[str, Any],
@@ -81,18 +85,22 @@ class TreeJournal:
         if self._counters is None:
             return
         iteration, next_id, stats = self._counters
-        record = {
-            "iteration": iteration,
-            "next_id": next_id,
-            "stats": stats,
-            "nodes": [self._nodes[i] for i in sorted(self._nodes)],
-            "paths": self._paths,
-            "proposals": self._proposals,
-        }
-        line = json.dumps(record, separators=(",", ":")) + "\n"
+        texts = [(i, _dumps(self._nodes[i])) for i in sorted(self._nodes)]
+        proposals = [_dumps(list(p)) for p in self._proposals]
+        # The bytes of json.dumps of the whole record (compact separators), built from its parts.
+        line = (_dumps({"iteration": iteration, "next_id": next_id, "stats": stats})[:-1]
+                + ',"nodes":[' + ",".join(text for _, text in texts) + '],"paths":' + _dumps(self._paths)
+                + ',"proposals":[' + ",".join(proposals) + "]}\n")
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self._mirror is None and self._mirror_usable:
+                self._mirror_usable = not self.exists()  # lines of an earlier process: read the file
+                self._mirror = _Mirror() if self._mirror_usable else None
             self._fh = open(self.path, "a", encoding="utf-8")
+        if self._mirror is not None:
+            self._mirror.add(texts, self._paths, proposals, (iteration, next_id, stats))
+            if self._mirror.size > MIRROR_BYTES:
+                self._mirror, self._mirror_usable = None, False
         self._fh.write(line)
         self._fh.flush()  # to the OS: a killed process loses nothing it wrote
         self.bytes_written += len(line)
@@ -112,17 +120,23 @@ class TreeJournal:
             self._fh.close()
             self._fh = None
         nodes: dict[int, str] = {}
-        paths: list[Any] = []
+        paths: list[object] = []
         proposals: list[str] = []
         last: Optional[dict[str, Any]] = None
         count = 0
-        for record in self._records():
-            count += 1
-            for flat in record.pop("nodes"):
-                nodes[int(flat["id"])] = _dumps(flat)
-            paths.extend(record.get("paths") or [])
-            proposals.extend(_dumps(p) for p in record.get("proposals") or [])
-            last = record
+        mirror = self._mirror if self._mirror_usable else None
+        if mirror is not None:
+            nodes, paths, proposals, count = mirror.nodes, list(mirror.paths), list(mirror.proposals), mirror.lines
+            if mirror.last is not None:
+                last = dict(zip(("iteration", "next_id", "stats"), mirror.last))
+        else:
+            for record in self._records():
+                count += 1
+                for flat in record.pop("nodes"):
+                    nodes[int(flat["id"])] = _dumps(flat)
+                paths.extend(record.get("paths") or [])
+                proposals.extend(_dumps(p) for p in record.get("proposals") or [])
+                last = record
         if pending:
             iteration, next_id, stats = self._counters  # type: ignore[misc]
             last = {"iteration": iteration, "next_id": next_id, "stats": stats}
@@ -147,6 +161,7 @@ class TreeJournal:
             self.close()  # the pending checkpoints as a line of their own, if the disk takes it
             raise
         self._nodes, self._paths, self._proposals, self._counters = {}, [], [], None
+        self._mirror, self._mirror_usable = None, False  # the file is one merged line now
 
     def close(self) -> None:
         """Write what is pending (a search that raised keeps its last checkpoints) and close."""
@@ -159,7 +174,7 @@ class TreeJournal:
     def exists(self) -> bool:
         return self.path.is_file() and self.path.stat().st_size > 0
 
-    def replay(self, backup: Optional[Callable[[list[SearchNode]], Any]] = None
+    def replay(self, backup: Optional[Callable[[list[SearchNode]], object]] = None
                ) -> Optional[tuple[SearchNode, dict[str, Any]]]:
         """The tree and the last line's counters, or None for an empty journal.
 
@@ -216,12 +231,39 @@ class TreeJournal:
                 os.fsync(out.fileno())
 
 
-def _dumps(value: Any) -> str:
+#: Compaction reads the journal back instead once the lines it wrote exceed this (bounded memory).
+MIRROR_BYTES = 8 << 20
+
+
+class _Mirror:
+    """What compaction needs of the lines written so far: each node's latest text, paths, proposals."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, str] = {}
+        self.paths: list[object] = []
+        self.proposals: list[str] = []
+        self.last: Optional[tuple[int, int, dict[str, Any]]] = None
+        self.lines = 0
+        self.size = 0
+
+    def add(self, texts: list[tuple[int, str]], paths: list[int], proposals: list[str],
+            counters: tuple[int, int, dict[str, Any]]) -> None:
+        for node_id, text in texts:
+            self.size += len(text) - len(self.nodes.get(node_id, ""))
+            self.nodes[node_id] = text
+        self.paths.extend(paths)
+        self.proposals.extend(proposals)
+        self.size += 8 * len(paths) + sum(len(p) for p in proposals)
+        self.last = counters
+        self.lines += 1
+
+
+def _dumps(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
 @contextlib.contextmanager
-def _atomic_writer(path: Path) -> Iterator[Any]:
+def _atomic_writer(path: Path) -> Iterator[TextIO]:
     """A text file that replaces ``path`` (fsynced) only when the block ends without an error."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -236,7 +278,7 @@ def _atomic_writer(path: Path) -> Iterator[Any]:
         raise
 
 
-def _flat(node: SearchNode, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+def _flat(node: SearchNode, skip: tuple[str, ...] = ()) -> dict[str, object]:
     out = node.to_flat_dict(skip=skip)
     out["parent"] = node.parent.id if node.parent is not None else None
     return out
