@@ -65,7 +65,7 @@ def _resolve(getter: Callable[[str], type], explicit: Choice, dataset: str, fall
 
 def create_components(
     dataset: str,
-    base_model: LanguageModel,
+    base_model: Optional[LanguageModel],
     *,
     eval_model: Optional[LanguageModel] = None,
     transition_model: Optional[LanguageModel] = None,
@@ -143,7 +143,7 @@ def _accepted(cls: object, domain: Mapping[str, object]) -> dict[str, object]:
     return {k: v for k, v in domain.items() if k in known}
 
 
-def _tool_use(dataset: str, base_model: LanguageModel, eval_model: Optional[LanguageModel], policy: Choice,
+def _tool_use(dataset: str, base_model: Optional[LanguageModel], eval_model: Optional[LanguageModel], policy: Choice,
               transition: Choice, reward: Choice, n_actions: int, temperature: float,
               resource: dict[str, Any]) -> Components:
     """Tool use: the resource gives the tools; generic components do the rest."""
@@ -177,7 +177,7 @@ def _load_tools(dataset: str, resource: Optional[str], options: Mapping[str, obj
         raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
 
 
-def _language_grounded(dataset: str, base_model: LanguageModel, eval_model: Optional[LanguageModel],
+def _language_grounded(dataset: str, base_model: Optional[LanguageModel], eval_model: Optional[LanguageModel],
                        transition_model: Optional[LanguageModel], policy: Choice,
                        transition: Choice, reward: Choice, n_actions: int,
                        temperature: float, policy_kwargs: Mapping[str, object]) -> Components:

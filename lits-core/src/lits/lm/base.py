@@ -15,7 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional, Sequence, TypedDict, Unpack, cast
+from typing import Any, Iterator, Optional, Protocol, Sequence, TypedDict, Unpack, cast
 
 from lits.concurrency import tick_round
 from lits.lm.cache import ResponseCache, request_key, sample_keys
@@ -256,6 +256,23 @@ class CallLimiter:
             return self._busy_area
 
 
+class Limiter(Protocol):
+    """What a backend needs of its concurrency bound: :class:`CallLimiter`, or a cluster-wide one (Ray)."""
+
+    @property
+    def limit(self) -> int: ...
+
+    def __enter__(self) -> object: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def try_take(self) -> bool: ...
+
+    def give_back(self) -> None: ...
+
+    def busy_area(self) -> float: ...
+
+
 class LanguageModel(ABC):
     """Base class of all backends.
 
@@ -277,7 +294,7 @@ class LanguageModel(ABC):
     price_out: float = 0.0
 
     def __init__(self, *, concurrency: int = 1) -> None:
-        self.limiter = CallLimiter(concurrency)
+        self.limiter: Limiter = CallLimiter(concurrency)
         #: Record each call's prompt and reply in the inference log (``--log-prompts``; off by
         #: default: prompts repeat the whole state and make the log many times larger).
         self.log_prompts = False

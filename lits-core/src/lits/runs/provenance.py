@@ -39,7 +39,7 @@ def plugin_versions() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def environment() -> dict[str, Any]:
+def environment() -> dict[str, object]:
     return {
         "python": platform.python_version(),
         "implementation": sys.implementation.name,
@@ -49,7 +49,7 @@ def environment() -> dict[str, Any]:
     }
 
 
-def model_record(model: Any, concurrency: int) -> dict[str, Any]:
+def model_record(model: object, concurrency: int) -> dict[str, object]:
     """The backend's own description plus how hard the run drove it."""
     describe = getattr(model, "describe", None)
     record = dict(describe()) if describe is not None else {"backend": type(model).__name__,
@@ -65,7 +65,7 @@ def record_models(settings: dict[str, Any], models: dict[str, Any]) -> None:
     default = spec_key(default_spec(settings))
     settings["models"] = {}
     used_default = False
-    described: dict[int, dict[str, Any]] = {}  # a shared model is described (and its server asked) once
+    described: dict[int, dict[str, object]] = {}  # a shared model is described (and its server asked) once
     for role in ROLES:
         spec = role_spec(settings, role)
         model = models[role]

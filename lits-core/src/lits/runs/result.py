@@ -17,7 +17,7 @@ class InstanceOutcome:
 
     idx: int
     id: str
-    query: Any
+    query: object
     finished: bool
     solved: Optional[bool]
     answer: Optional[str]
@@ -123,6 +123,6 @@ def _status(outcome: InstanceOutcome) -> str:
     return {True: "solved", False: "not solved", None: "finished"}[outcome.solved]
 
 
-def _cell(value: Any, limit: int = 120) -> str:
+def _cell(value: object, limit: int = 120) -> str:
     text = "" if value is None else str(value)
     return html.escape(text if len(text) <= limit else text[: limit - 1] + "…")

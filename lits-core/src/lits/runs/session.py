@@ -15,7 +15,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 from lits import layout
 from lits.errors import UserError
@@ -29,6 +29,12 @@ from lits.runs.setup import agent_factory, agent_registration, build_components,
     distinct_models, make_config
 from lits.runs.resuming import ResumeRequest, resumed_run
 from lits.runs.spec import RunSpec
+
+if TYPE_CHECKING:
+    from lits.components.factory import Components
+    from lits.lm.base import LanguageModel
+    from lits.lm.cache import ResponseCache
+    from lits.observability import InferenceLog
 
 
 @dataclass
@@ -173,7 +179,7 @@ def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
                 cache.close()
 
 
-def _object_models(objects: dict[str, Any]) -> list[Any]:
+def _object_models(objects: Mapping[str, object]) -> list[LanguageModel]:
     """The models of components given as objects, so they share the run's cache and counters."""
     from lits.lm.base import LanguageModel
 
@@ -194,7 +200,7 @@ def select(dataset: str, settings: dict[str, Any]) -> list[tuple[int, dict[str, 
     return selected
 
 
-def _open_cache(run_dir: RunDir, settings: dict[str, Any]) -> Any:
+def _open_cache(run_dir: RunDir, settings: dict[str, Any]) -> Optional[ResponseCache]:
     if settings.get("no_cache"):
         return None
     from lits.lm.cache import CacheError, ResponseCache
@@ -209,7 +215,7 @@ class ProcessStats:
     """This process's counters in ``stats/process-N.json``, rewritten after each instance and every
     few seconds, so a process killed with SIGKILL loses at most those seconds of counts."""
 
-    def __init__(self, run_dir: RunDir, models: list[Any], components: Any) -> None:
+    def __init__(self, run_dir: RunDir, models: list[LanguageModel], components: Components) -> None:
         from lits.runs.stats import ProcessStats as StatsFile
 
         self.run_dir, self.models, self.components = run_dir, models, components
@@ -247,9 +253,9 @@ class ProcessStats:
             self.run_dir.write_json(self.relative, payload)  # reported elsewhere
 
 
-def _summed(counts: list[dict[str, Any]]) -> dict[str, Any]:
+def _summed(counts: list[dict[str, float | int]]) -> dict[str, float | int]:
     """Each counter added up over the run's models."""
-    out: dict[str, Any] = {}
+    out: dict[str, float | int] = {}
     for each in counts:
         for key, value in each.items():
             out[key] = out.get(key, 0) + value
@@ -296,7 +302,7 @@ def summarize(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: Run
     return summary
 
 
-def read_inference_log(run_dir: RunDir) -> Any:
+def read_inference_log(run_dir: RunDir) -> InferenceLog:
     """The inference log; damaged lines are skipped with one ``lits: warning:`` line."""
     from lits.observability import InferenceLog
 

@@ -6,17 +6,23 @@ One home for both a local run (:mod:`lits.runs.session`) and every Ray worker
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from lits.errors import UserError, one_line
 from lits.lm.base import LanguageModel
 from lits.runs.artifacts import RunDir
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from lits.components.factory import Components
+    from lits.store import Registration
+
 #: The chain a task type runs when ``--chain`` is not given.
 DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react", "language_grounded": "cot"}
 
 
-def agent_registration(settings: dict[str, Any], mode: str, task_type: str) -> tuple[Any, dict[str, Any]]:
+def agent_registration(settings: dict[str, Any], mode: str, task_type: str) -> tuple[Registration, dict[str, Any]]:
     """The registered search or chain to run and its settings (fills in the defaults it chose)."""
     from lits.registry import get_registration, get_search_framework
 
@@ -32,7 +38,7 @@ def agent_registration(settings: dict[str, Any], mode: str, task_type: str) -> t
     return get_registration("chain", settings["chain"]), settings["chain_args"]
 
 
-def make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
+def make_config(reg: Registration, values: dict[str, Any], mode: str) -> BaseModel:
     """The agent's config from ``--search-arg``/``--chain-arg`` values; an unknown key suggests the closest."""
     config_class = reg.meta.get("config_class")
     if config_class is None:
@@ -53,7 +59,7 @@ def make_config(reg: Any, values: dict[str, Any], mode: str) -> Any:
         raise UserError(f"{reg.name}: {one_line(exc)}") from None
 
 
-def create_run_model(settings: dict[str, Any], spec: Optional[dict[str, Any]] = None) -> Any:
+def create_run_model(settings: dict[str, Any], spec: Optional[dict[str, Any]] = None) -> LanguageModel:
     """A language model as the run's settings describe it (backend, server, bounds, prices).
 
     ``spec`` is one component's model (:func:`lits.runs.model_specs.role_spec`); default: ``--model``."""
@@ -81,13 +87,13 @@ def create_run_model(settings: dict[str, Any], spec: Optional[dict[str, Any]] = 
     return model
 
 
-def create_run_models(settings: dict[str, Any]) -> dict[str, Any]:
+def create_run_models(settings: dict[str, Any]) -> dict[str, LanguageModel]:
     """Each component's model (``policy``, ``eval``, ``transition``); equal specs share one object."""
     from lits.runs.model_specs import ROLES, default_spec, role_spec, spec_key
 
     default = spec_key(default_spec(settings))
-    built: dict[str, Any] = {}
-    models: dict[str, Any] = {}
+    built: dict[str, LanguageModel] = {}
+    models: dict[str, LanguageModel] = {}
     for role in ROLES:
         spec = role_spec(settings, role)
         key = spec_key(spec)
@@ -102,17 +108,17 @@ def create_run_models(settings: dict[str, Any]) -> dict[str, Any]:
     return models
 
 
-def distinct_models(models: dict[str, Any]) -> list[Any]:
+def distinct_models(models: Mapping[str, LanguageModel]) -> list[LanguageModel]:
     """Each model object once, in component order."""
-    out: list[Any] = []
+    out: list[LanguageModel] = []
     for model in models.values():
         if all(model is not seen for seen in out):
             out.append(model)
     return out
 
 
-def build_components(settings: dict[str, Any], models: dict[str, Any], config: Any, task_type: str,
-                     objects: Optional[dict[str, Any]] = None) -> Any:
+def build_components(settings: dict[str, Any], models: Mapping[str, Optional[LanguageModel]], config: object,
+                     task_type: str, objects: Optional[Mapping[str, object]] = None) -> Components:
     """The run's components from its settings, each calling its own model (see :func:`create_run_models`).
 
     ``objects``: components the caller gave as classes or built objects (the Python API), by role."""
@@ -128,7 +134,7 @@ def build_components(settings: dict[str, Any], models: dict[str, Any], config: A
         framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config))
 
 
-def _depth_limit(task_type: str, config: Any) -> dict[str, Any]:
+def _depth_limit(task_type: str, config: object) -> dict[str, object]:
     """Language-grounded policies ask for the final answer at the agent's depth limit."""
     if task_type != "language_grounded":
         return {}
@@ -136,7 +142,7 @@ def _depth_limit(task_type: str, config: Any) -> dict[str, Any]:
     return {"max_depth": limit} if limit else {}
 
 
-def agent_factory(agent_cls: Any, config: Any, components: Any, run_dir: RunDir, mode: str,
+def agent_factory(agent_cls: Any, config: object, components: Components, run_dir: RunDir, mode: str,
                   name: str, bn_model: Optional[LanguageModel] = None) -> Callable[[], Any]:
     """Agents that tag their calls with the name they are registered under, not their class name.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 #: Counters whose merged value is recomputed from others rather than added.
 RATES = {"duplicate_rate": ("duplicates", "outputs")}
@@ -27,12 +27,12 @@ class ProcessStats:
         self.relative = f"stats/process-{number}.json"
 
 
-def merge_counts(parts: list[Optional[dict[str, Any]]]) -> Optional[dict[str, Any]]:
+def merge_counts(parts: Sequence[Optional[Mapping[str, object]]]) -> Optional[dict[str, float]]:
     """Add numeric counters key by key; rates are recomputed from their parts."""
     present = [p for p in parts if p]
     if not present:
         return None
-    total: dict[str, Any] = {}
+    total: dict[str, float] = {}
     for part in present:
         for key, value in part.items():
             if key in RATES or isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -57,7 +57,7 @@ def read_all(run_root: Path) -> list[dict[str, Any]]:
     return out
 
 
-def whole_run(run_root: Path) -> dict[str, Any]:
+def whole_run(run_root: Path) -> dict[str, object]:
     """Policy statistics, fault costs, seconds and calls in flight over every process of the run."""
     parts = read_all(run_root)
     seconds = sum(float(p.get("seconds") or 0.0) for p in parts)
