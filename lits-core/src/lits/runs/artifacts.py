@@ -13,7 +13,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from lits import layout
 from lits.errors import UserError
@@ -91,7 +91,7 @@ class RunDir:
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         return self
 
-    def write_json(self, relative: str, payload: Any, *, indent: Optional[int] = 1) -> Path:
+    def write_json(self, relative: str, payload: object, *, indent: Optional[int] = 1) -> Path:
         """``payload`` as JSON, atomically; ``indent=None`` for bulk data nobody reads by eye (5x faster)."""
         path = self.root / relative
         text = json.dumps(payload, indent=indent, default=str)
@@ -104,7 +104,7 @@ class RunDir:
     def write_config(self, config: dict[str, Any]) -> None:
         self.write_json(layout.CONFIG, {"format": layout.FORMAT, **redact(config)})
 
-    def write_result(self, idx: int, result: dict[str, Any]) -> None:
+    def write_result(self, idx: int, result: Mapping[str, object]) -> None:
         self.write_json(layout.result(idx), result)
 
     # -- reading ---------------------------------------------------------------
@@ -120,7 +120,7 @@ class RunDir:
             raise RunFileError(f"{self.root}: {newer}")
         return config
 
-    def _read(self, path: Path, remedy: str) -> Any:
+    def _read(self, path: Path, remedy: str) -> object:
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sized
 
 from lits.answers import same_text
 from lits.components import parsing
 from lits.observability import InferenceLog
 from lits.type_registry import deserialize
 
+if TYPE_CHECKING:
+    from lits.components.factory import Components
+    from lits.structures.env_grounded import EnvState
 
-def evaluate_env_instance(transition: Any, example: dict[str, Any], state: Any) -> dict[str, Any]:
+
+def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: EnvState) -> dict[str, object]:
     """Goal reached (checked by the domain), progress, plan length vs optimal.
 
     A dataset may give ``eval_goals``: ground truth that evaluation uses and
@@ -40,8 +44,8 @@ def evaluate_env_instance(transition: Any, example: dict[str, Any], state: Any) 
     }
 
 
-def evaluate_answer_instance(evaluate: Any, example: dict[str, Any], state: Any,
-                             answer: Optional[str] = None) -> dict[str, Any]:
+def evaluate_answer_instance(evaluate: Optional[Callable[..., Mapping[str, object]]], example: Mapping[str, object],
+                             state: Sized, answer: Optional[str] = None) -> dict[str, object]:
     """Tool use / QA: the final answer, judged by the dataset's ``evaluate`` or by exact match.
 
     ``answer`` is the answer selected across several trajectories (majority
@@ -58,8 +62,8 @@ def evaluate_answer_instance(evaluate: Any, example: dict[str, Any], state: Any,
             "plan_length": len(state), "optimal_length": None, "optimal": False, "metrics": verdict}
 
 
-def evaluate_instance(components: Any, example: dict[str, Any], state: Any,
-                      answer: Optional[str] = None) -> dict[str, Any]:
+def evaluate_instance(components: Components, example: Mapping[str, Any], state: Any,
+                      answer: Optional[str] = None) -> dict[str, object]:
     if components.task_type == "env_grounded":
         return evaluate_env_instance(components.transition, example, state)
     return evaluate_answer_instance(components.evaluate, example, state, answer)
@@ -99,7 +103,7 @@ def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog,
     return summary
 
 
-def pass_at(results: dict[int, dict[str, Any]]) -> Optional[dict[str, Any]]:
+def pass_at(results: dict[int, dict[str, Any]]) -> Optional[dict[str, float]]:
     """pass@1 (the first attempt solved) and pass@N (any attempt did) over instances run with ``--attempts``;
     None for a run without attempts."""
     tried = [r["attempts"] for r in results.values() if r.get("attempts")]
@@ -137,7 +141,7 @@ def _mean_metrics(evals: list[dict[str, Any]]) -> dict[str, float]:
     return {k: round(sum(v) / len(v), 4) for k, v in sorted(values.items())}
 
 
-def _diversity(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def _diversity(results: dict[int, dict[str, Any]]) -> dict[str, object]:
     """Unique states visited and policy calls per state, over all search instances."""
     stats = [r["search_stats"] for r in results.values() if r.get("search_stats")]
     unique = sum(s.get("unique_states", 0) for s in stats)
@@ -147,7 +151,8 @@ def _diversity(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
             "duplicate_siblings_dropped": sum(s.get("duplicates", 0) for s in stats)}
 
 
-def reevaluate(components: Any, results: dict[int, dict[str, Any]], examples: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+def reevaluate(components: Components, results: dict[int, dict[str, Any]],
+               examples: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """Recompute each result's ``eval`` from its saved final state."""
     out = {}
     for idx, result in results.items():
@@ -159,7 +164,7 @@ def reevaluate(components: Any, results: dict[int, dict[str, Any]], examples: di
     return out
 
 
-def instance_counts(finished: int, total: Optional[int], failed: Optional[int]) -> dict[str, Any]:
+def instance_counts(finished: int, total: Optional[int], failed: Optional[int]) -> dict[str, object]:
     """Finished, failed and selected instances, kept apart: accuracy is over the finished ones."""
     total = finished if total is None else max(total, finished)
     failed = 0 if failed is None else min(failed, total - finished)

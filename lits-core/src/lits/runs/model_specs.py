@@ -10,7 +10,7 @@ share one model object (one limiter, one cache), see :func:`spec_key`.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, Optional, TypedDict
 
 from lits.errors import UserError
 
@@ -36,6 +36,15 @@ IN_PROCESS = ("local", "scripted")
 def is_gguf(spec: Optional[str]) -> bool:
     """A model spec naming a GGUF file: loaded by the embedded llama.cpp backend unless a server is given."""
     return bool(spec) and str(spec).lower().endswith(".gguf")
+
+
+class ModelSpec(TypedDict):
+    """The model one component uses: name, server, API and ``--ROLE-model-arg`` settings."""
+
+    model: str
+    base_url: Optional[str]
+    api: Optional[str]
+    args: dict[str, Any]
 
 
 def in_process(spec: str) -> bool:
@@ -67,7 +76,7 @@ def check_model_args(role: str, args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def role_spec(settings: dict[str, Any], role: str) -> dict[str, Any]:
+def role_spec(settings: dict[str, Any], role: str) -> ModelSpec:
     """The full model spec ``role`` uses: its own flags over the run's ``--model``/``--base-url``/``--api``.
 
     A component given only a model name keeps the run's ``--base-url`` (one server, several models),
@@ -85,12 +94,12 @@ def role_spec(settings: dict[str, Any], role: str) -> dict[str, Any]:
             "args": args}
 
 
-def default_spec(settings: dict[str, Any]) -> dict[str, Any]:
+def default_spec(settings: dict[str, Any]) -> ModelSpec:
     return {"model": settings.get("model") or "local", "base_url": settings.get("base_url"),
             "api": settings.get("api"), "args": {}}
 
 
-def spec_key(spec: dict[str, Any]) -> str:
+def spec_key(spec: ModelSpec) -> str:
     """Equal for specs that must share one model object."""
     return json.dumps(spec, sort_keys=True, default=str)
 

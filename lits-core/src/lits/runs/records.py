@@ -42,7 +42,7 @@ def _vote(result: Any, components: Components) -> Optional[Vote]:
     return majority_vote(answers, components.equivalent or same_text)
 
 
-def _chain_vote(result: Any, components: Components) -> Optional[Vote]:
+def _chain_vote(result: object, components: Components) -> Optional[Vote]:
     """Self-consistency over the final answers of a chain agent's samples (``--chain sc``)."""
     samples = getattr(result, "samples", None)
     if not samples:
@@ -51,7 +51,7 @@ def _chain_vote(result: Any, components: Components) -> Optional[Vote]:
     return majority_vote(answers, components.equivalent or same_text)
 
 
-def take_proposals(policy: Any, idx: int) -> list[tuple[str, bool]]:
+def take_proposals(policy: object, idx: int) -> list[tuple[str, bool]]:
     """The policy's recorded proposals for instance ``idx`` (removed from its memory), sorted."""
     take = getattr(getattr(policy, "stats", None), "take_proposals", None)
     return sorted(take(idx)) if take is not None else []  # concurrent expansions record in any order

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from lits.components.factory import Components
+    from lits.runs.model_specs import ModelSpec
     from lits.store import Registration
 
 #: The chain a task type runs when ``--chain`` is not given.
@@ -59,7 +60,7 @@ def make_config(reg: Registration, values: dict[str, Any], mode: str) -> BaseMod
         raise UserError(f"{reg.name}: {one_line(exc)}") from None
 
 
-def create_run_model(settings: dict[str, Any], spec: Optional[dict[str, Any]] = None) -> LanguageModel:
+def create_run_model(settings: dict[str, Any], spec: Optional[ModelSpec] = None) -> LanguageModel:
     """A language model as the run's settings describe it (backend, server, bounds, prices).
 
     ``spec`` is one component's model (:func:`lits.runs.model_specs.role_spec`); default: ``--model``."""

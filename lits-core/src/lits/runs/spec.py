@@ -114,7 +114,7 @@ class RunSpec(BaseModel):
 
     @field_validator("model", mode="before")
     @classmethod
-    def _model(cls, value: Any) -> Any:
+    def _model(cls, value: object) -> object:
         return "local" if value in (None, "") else value
 
     @field_validator("offset")
@@ -164,7 +164,7 @@ class RunSpec(BaseModel):
                              "in a plugin and pass their names")
         return self
 
-    def objects(self) -> dict[str, Any]:
+    def objects(self) -> dict[str, object]:
         """The components given as classes or objects rather than registered names."""
         return {role: value for role in ("policy", "transition", "reward")
                 if (value := getattr(self, role)) is not None and not isinstance(value, str)}
@@ -251,7 +251,7 @@ def component_name(value: ComponentChoice) -> Optional[str]:
     return f"{OBJECT_PREFIX}{cls.__module__}.{cls.__qualname__}"
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str) -> object:
     """``10`` -> 10, ``0.5`` -> 0.5, ``true`` -> True, ``null`` -> None, else the string."""
     lowered = text.strip().lower()
     if lowered in ("true", "false"):
@@ -316,7 +316,7 @@ def _closest(name: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def default_concurrency(model: Any) -> int:
+def default_concurrency(model: Optional[str]) -> int:
     from lits.runs.model_specs import is_gguf
 
     return 1 if model in (None, "", "local", "scripted") or is_gguf(model) else SERVER_CONCURRENCY
