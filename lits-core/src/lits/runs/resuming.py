@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir, check_writable
@@ -49,7 +49,7 @@ class ResumeRequest:
     save_dir: Optional[str]
     mode: str
     #: Meaning flags given again: (flag, key in config.json, value; ``K=V`` flags as a dict).
-    meaning: list[tuple[str, str, Any]] = field(default_factory=list)
+    meaning: list[tuple[str, str, object]] = field(default_factory=list)
     #: Operational settings given again, by key.
     operational: dict[str, Any] = field(default_factory=dict)
     #: ``--ROLE-model``/``--ROLE-base-url``/``--ROLE-model-arg`` given again, by role.
@@ -130,7 +130,7 @@ def _resumed_component_models(given: dict[str, dict[str, Any]], saved: dict[str,
     return out
 
 
-def refuse_meaning_changes(meaning: list[tuple[str, str, Any]], saved: dict[str, Any]) -> None:
+def refuse_meaning_changes(meaning: Sequence[tuple[str, str, object]], saved: dict[str, Any]) -> None:
     """One line naming the first flag that would make the resumed run a different run."""
     for flag, key, given in meaning:
         if isinstance(given, dict):  # K=V pairs: each must equal what the run has
@@ -153,6 +153,6 @@ _NORMALIZE: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def _refuse(given: str, have: Any) -> None:
+def _refuse(given: str, have: object) -> None:
     raise UserError(f"{given} cannot be used with --resume: it would change what the run computes "
                     f"(the run has {have!r}); start a new run with another --save-dir")

@@ -13,13 +13,16 @@ import atexit
 import json
 import threading
 import weakref
-from typing import Any, ClassVar, Literal, Optional, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from lits.tools.base import DEFAULT_TIMEOUT, BaseTool, ToolFailed
 from lits.tools.mcp_bridge import START_TIMEOUT, McpConnection, McpServerSpec
 from lits.tools.mcp_stdio import CUT_PATTERN
+
+if TYPE_CHECKING:
+    from mcp.types import Tool
 
 #: The most of one tool result a model sees, as for the built-in SQL tools.
 RESULT_CHARS = 4000
@@ -99,7 +102,7 @@ class McpTool(BaseTool):
     connection: McpConnection
     input_schema: dict[str, object]
 
-    def __init__(self, connection: McpConnection, info: Any, timeout: float) -> None:
+    def __init__(self, connection: McpConnection, info: Tool, timeout: float) -> None:
         schema = dict(info.input_schema or {})
         super().__init__(connection=connection, name=info.name, description=info.description or "",
                          input_schema=schema, args_schema=args_model(info.name, schema), timeout=timeout)

@@ -21,10 +21,14 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import IO, Any, Awaitable, Callable, NoReturn, Optional, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Awaitable, Callable, NoReturn, Optional, TypeVar
 
 from lits.secrets import KEY_ENV_VARS, redact_text
 from lits.tools.base import ToolUnavailable
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import CallToolResult, Tool
 
 T = TypeVar("T")
 
@@ -84,10 +88,10 @@ class McpConnection:
         self.mcp = import_sdk()
         self.spec = spec
         self.start_timeout = start_timeout
-        self.tools: list[Any] = []  # the server's Tool descriptions, as listed at start-up
+        self.tools: list[Tool] = []  # the server's Tool descriptions, as listed at start-up
         self.instructions: Optional[str] = None
         self.restarts_left = RESTARTS
-        self._session: Any = None
+        self._session: Optional[ClientSession] = None
         self._lost: Optional[str] = None  # why the server is gone for good
         self._stop: Optional[asyncio.Event] = None
         self._holder: Optional[Future[None]] = None
@@ -95,7 +99,7 @@ class McpConnection:
         self._errlog: Optional[IO[str]] = None
         self._lock = threading.Lock()  # one restart at a time
         self._generation = 0
-        self._calls: dict[int, Future[Any]] = {}  # worker thread id -> its call in flight
+        self._calls: dict[int, Future[CallToolResult]] = {}  # worker thread id -> its call in flight
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="lits-mcp", daemon=True)
         self._thread.start()
@@ -168,9 +172,9 @@ class McpConnection:
 
         return streamable_http_client(str(self.spec.url))
 
-    async def _list_tools(self, session: Any) -> list[Any]:
+    async def _list_tools(self, session: ClientSession) -> list[Tool]:
         """Every page of the listing, in the server's order."""
-        tools: list[Any] = []
+        tools: list[Tool] = []
         page = await session.list_tools()
         for _ in range(100):  # a server that pages forever cannot hang the start
             tools.extend(page.tools)
@@ -226,7 +230,7 @@ class McpConnection:
 
     # -- calls ------------------------------------------------------------------------------------------
 
-    def _submit(self, make: Callable[[Any], Awaitable[T]]) -> Future[T]:
+    def _submit(self, make: Callable[[ClientSession], Awaitable[T]]) -> Future[T]:
         session = self._session
         if session is None:
             raise McpServerLost(self._lost or f"MCP server {self.spec.label} is not running")
@@ -236,7 +240,7 @@ class McpConnection:
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop)  # type: ignore[return-value]
 
-    def call_tool(self, name: str, arguments: dict[str, object], budget: float) -> Any:
+    def call_tool(self, name: str, arguments: dict[str, object], budget: float) -> CallToolResult:
         """The server's ``CallToolResult``; raises the SDK's error for a refused call, ``TimeoutError`` after
         ``budget`` s, :class:`McpServerLost` when the server is gone and was already restarted."""
         for attempt in range(2):
