@@ -109,7 +109,7 @@ def resume(save_dir: str | Path, **changes: Any) -> RunResult:
 
     run_dir = RunDir(Path(save_dir))
     saved = run_dir.read_config()
-    objects: dict[str, Any] = {role: changes.pop(role) for role in ("policy", "transition", "reward")
+    objects: dict[str, object] = {role: changes.pop(role) for role in ("policy", "transition", "reward")
                                if role in changes}
     for role, obj in objects.items():
         if component_name(obj) != saved.get(role):
@@ -153,5 +153,5 @@ def model(name: str = "local", **options: Any) -> LanguageModel:
     return create_model(name, **options)
 
 
-def _fields_of(spec: RunSpec) -> dict[str, Any]:
+def _fields_of(spec: RunSpec) -> dict[str, object]:
     return {name: getattr(spec, name) for name in spec.model_fields_set}

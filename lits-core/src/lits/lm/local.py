@@ -17,9 +17,14 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Optional
 
 from lits.lm.base import Completion, GenerationParams, LanguageModel, ModelError, Prompt
+
+if TYPE_CHECKING:
+    import numpy
+    from numpy.typing import NDArray
 
 INSTALL_NOTE = "(compiles llama.cpp once, about 5 minutes on 2 cores; pip then caches the wheel)"
 INSTALL_HINT = ("the embedded model needs llama-cpp-python: pip install 'lits-core[local]' " + INSTALL_NOTE)
@@ -126,7 +131,7 @@ class LocalLlamaModel(LanguageModel):
     def identity(self) -> str:
         return f"local:{self.name}"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """The GGUF file by name, size and SHA-256 (remembered beside the file), and llama.cpp's settings."""
         return {**super().describe(), "file": self.path.name, "sha256": file_sha256(self.path),
                 "bytes": self.path.stat().st_size, "n_ctx": self.n_ctx, "seed": self.seed,
@@ -200,7 +205,7 @@ class LocalLlamaModel(LanguageModel):
         llm.eval(tokens[common:])
         return len(tokens) - common
 
-    def _last_logits(self, np: Any) -> Any:
+    def _last_logits(self, np: ModuleType) -> NDArray[numpy.float32]:
         ptr = self._llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).copy()
 
@@ -209,7 +214,7 @@ class LocalLlamaModel(LanguageModel):
             self._llm.close()
 
 
-def _quiet_native_output() -> Any:
+def _quiet_native_output() -> contextlib.AbstractContextManager[object]:
     """Silence llama.cpp's C-level notes while the context is created (``verbose=False`` misses one)."""
     try:
         from llama_cpp._utils import suppress_stdout_stderr  # the pinned version's own helper
@@ -218,6 +223,6 @@ def _quiet_native_output() -> Any:
     return suppress_stdout_stderr(disable=False)
 
 
-def _log_softmax_at(np: Any, logits: Any, index: int) -> float:
+def _log_softmax_at(np: ModuleType, logits: NDArray[numpy.float32], index: int) -> float:
     peak = float(logits.max())
     return float(logits[index] - peak - np.log(np.exp(logits - peak).sum()))
