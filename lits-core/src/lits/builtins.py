@@ -19,33 +19,33 @@ SERVER_OPTIONS = ("api_key", "price_in", "price_out", "timeout", "call_budget", 
 # Registered as "module:attribute": imported when a run uses them, not at start-up.
 
 @hookimpl
-def register_policies(register: Callable[..., Any]) -> None:
+def register_policies(register: Callable[..., object]) -> None:
     register("env_grounded", "lits.components.policy.env_grounded:EnvGroundedPolicy", task_type="env_grounded")
     register("tool_use", "lits.components.policy.tool_use:ToolUsePolicy", task_type="tool_use")
     register("concat", "lits.components.policy.concat:ConcatPolicy", task_type="language_grounded")
 
 
 @hookimpl
-def register_reward_models(register: Callable[..., Any]) -> None:
+def register_reward_models(register: Callable[..., object]) -> None:
     register("env_grounded", "lits.components.reward.env_grounded:EnvGroundedPRM", task_type="env_grounded")
     register("tool_use", "lits.components.reward.tool_use:ToolUsePRM", task_type="tool_use")
     register("generative", "lits.components.reward.generative:GenerativePRM", task_type="language_grounded")
 
 
 @hookimpl
-def register_transitions(register: Callable[..., Any]) -> None:
+def register_transitions(register: Callable[..., object]) -> None:
     register("tool_use", "lits.components.transition.tool_use:ToolUseTransition", task_type="tool_use")
     register("concat", "lits.components.transition.concat:ConcatTransition", task_type="language_grounded")
 
 
 @hookimpl
-def register_resources(register: Callable[..., Any]) -> None:
+def register_resources(register: Callable[..., object]) -> None:
     # `--resource mcp`: the tools of an MCP server (the SDK loads only when a run uses it).
     register("mcp", "lits.tools.mcp:load_mcp_resource")
 
 
 @hookimpl
-def register_prompts(register: Callable[..., Any]) -> None:
+def register_prompts(register: Callable[..., object]) -> None:
     from lits.prompts import continuation
     from lits.prompts import env_grounded as env
     from lits.prompts import language_grounded as lang
@@ -69,13 +69,13 @@ def register_prompts(register: Callable[..., Any]) -> None:
 
 
 @hookimpl
-def register_searches(register: Callable[..., Any]) -> None:
+def register_searches(register: Callable[..., object]) -> None:
     register("mcts", "lits.agents.tree.mcts:MCTS", config_class="lits.agents.config:MCTSConfig")
     register("bfs", "lits.agents.tree.breadth_first:BFS", config_class="lits.agents.config:BFSConfig")
 
 
 @hookimpl
-def register_chains(register: Callable[..., Any]) -> None:
+def register_chains(register: Callable[..., object]) -> None:
     register("env_chain", "lits.agents.chain.env_chain:EnvChain", config_class="lits.agents.config:ChainConfig")
     register("react", "lits.agents.chain.react:ReActChat", config_class="lits.agents.config:ChainConfig")
     register("cot", "lits.agents.chain.cot:CoTChain", config_class="lits.agents.config:ChainConfig")
@@ -84,7 +84,7 @@ def register_chains(register: Callable[..., Any]) -> None:
 
 
 @hookimpl
-def register_augmentors(register: Callable[..., Any]) -> None:
+def register_augmentors(register: Callable[..., object]) -> None:
     register("fact", "lits.memory.builtin:FactMemory",
              description="facts a failed attempt established (observations, refusals), shown to the next")
     register("reflection", "lits.memory.builtin:Reflection",
@@ -94,7 +94,7 @@ def register_augmentors(register: Callable[..., Any]) -> None:
 
 
 @hookimpl
-def register_search_frameworks(register: Callable[..., Any]) -> None:
+def register_search_frameworks(register: Callable[..., object]) -> None:
     # Chain-of-thought components under two algorithms: the paper's component-reuse demonstration.
     register("rest", policy="concat", transition="concat", reward_model="generative", search="mcts",
              search_args={"early_stop": False},
@@ -105,7 +105,7 @@ def register_search_frameworks(register: Callable[..., Any]) -> None:
 
 
 @hookimpl
-def register_models(register: Callable[..., Any]) -> None:
+def register_models(register: Callable[..., object]) -> None:
     register("local", "lits.builtins:local_model", description="embedded Gemma 3 270M on llama.cpp, in-process (the default)")
     register("scripted", scripted_model, description="deterministic offline stand-in, for smoke tests")
     register("openai", server_model, description="a model served by an OpenAI-compatible server at --base-url "

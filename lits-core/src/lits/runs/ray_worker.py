@@ -16,13 +16,16 @@ import tempfile
 import threading
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 from lits import layout
 from lits.lm.cache import ResponseCache
 from lits.observability import InferenceLog, collecting
 from lits.runs.ray_actors import SharedCache, SharedLimiter
+
+if TYPE_CHECKING:
+    from lits.lm.base import LanguageModel
 
 #: Files an instance leaves in its (scratch) run dir, by folder.
 INSTANCE_FOLDERS = layout.INSTANCE_FOLDERS
@@ -32,18 +35,18 @@ class WorkerCache(ResponseCache):
     """The per-worker variant (``LITS_RAY_CACHE=worker``, for the benchmark): a SQLite file of the worker's
     own, seeded with the run's cache; what it stores goes back to the driver with each instance."""
 
-    def __init__(self, path: Path, seed: list[tuple[str, Any]]) -> None:
+    def __init__(self, path: Path, seed: list[tuple[str, object]]) -> None:
         super().__init__(path)
         for key, value in seed:
             super().put(key, value)
-        self.fresh: list[tuple[str, Any]] = []
+        self.fresh: list[tuple[str, object]] = []
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: object) -> None:
         super().put(key, value)
         with self._lock:
             self.fresh.append((key, value))
 
-    def take_fresh(self) -> list[tuple[str, Any]]:
+    def take_fresh(self) -> list[tuple[str, object]]:
         with self._lock:
             fresh, self.fresh = self.fresh, []
         return fresh
@@ -182,7 +185,7 @@ class InstanceWorker:
                     path.unlink()
         return out
 
-    def _take_records(self, built: _Built, idx: int) -> list[dict[str, Any]]:
+    def _take_records(self, built: _Built, idx: int) -> list[dict[str, object]]:
         log = built.log
         with log._lock:
             mine = [r for r in log.records if r.context.get("instance") == idx]
@@ -196,7 +199,7 @@ class InstanceWorker:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _policy_stats(built: _Built) -> dict[str, Any] | None:
+def _policy_stats(built: _Built) -> object:
     as_dict = getattr(getattr(built.components.policy, "stats", None), "as_dict", None)
     return as_dict() if as_dict is not None else None
 
@@ -225,9 +228,9 @@ def _worker_runner(base: type) -> type:
     return WorkerRunner
 
 
-def _summed_faults(models: list[Any]) -> dict[str, Any]:
+def _summed_faults(models: list[LanguageModel]) -> dict[str, float | int]:
     """Each fault counter added up over the worker's models."""
-    out: dict[str, Any] = {}
+    out: dict[str, float | int] = {}
     for model in models:
         for key, value in model.fault_stats().items():
             out[key] = out.get(key, 0) + value
