@@ -15,20 +15,20 @@ from typing import Any, Optional
 from lits.components.base import RewardModel
 from lits.components.reward.env_grounded import EnvGroundedPRM
 from lits.components.reward.judging import yes_probability
-from lits.lm.base import LoglikelihoodUnsupported
+from lits.lm.base import LoglikelihoodUnsupported, Prompt
 from lits.registry import register_reward_model
 from lits.structures.env_grounded import EnvState
 from lits_crosswords.board import cells, parse_action, parse_board, place
 
 
-def clue_for(query: Any, slot: str) -> str:
+def clue_for(query: object, slot: str) -> str:
     for line in str(query or "").splitlines():
         if line.lower().startswith(f"{slot}."):
             return line.split(".", 1)[1].strip()
     return ""
 
 
-def filled_fraction(state: EnvState, action: Any) -> float:
+def filled_fraction(state: EnvState, action: object) -> float:
     slot, word = parse_action(str(action))
     board = place(parse_board(state.env_state), slot, word)
     return sum(c != "_" for c in board.grid) / 25
@@ -38,8 +38,8 @@ def filled_fraction(state: EnvState, action: Any) -> float:
 class CrosswordsPRM(EnvGroundedPRM):
     """Clue fit judged by the model plus board coverage; no ground truth."""
 
-    def _fast_reward(self, state: EnvState, action: Any, query: Any, query_idx: Optional[int],
-                     from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def _fast_reward(self, state: EnvState, action: object, query: object, query_idx: Optional[int],
+                     from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, object]]:
         if self.base_model is None or action is None:
             return 0.0, {}
         slot, word = parse_action(str(action))
@@ -52,14 +52,14 @@ class CrosswordsPRM(EnvGroundedPRM):
                 self.use_scoring = False
         template = (self.usr_prompt_spec or {}).get("fit", "Clue: {clue}\nAnswer: {word}\nCorrect? Yes or No:")
         question = template.format(clue=clue, word=word)
-        prompt: Any = question
+        prompt: Prompt = question
         if getattr(self.base_model, "chat_native", False):
             prompt = [{"role": "system", "content": str(self.task_prompt_spec or "")},
                       {"role": "user", "content": question}]
         p_yes = yes_probability(self.base_model.generate(prompt, temperature=0.0, max_tokens=3, top_logprobs=5)[0])
         return p_yes, {"clue_fit": p_yes}
 
-    def reward(self, state: EnvState, action: Any, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def reward(self, state: EnvState, action: object, **kwargs: Any) -> tuple[float, dict[str, object]]:
         if kwargs.get("error") or action is None:
             return 0.0, {"error": kwargs.get("error")}
         fast = float(kwargs.get("fast_reward", 0.0))
@@ -69,24 +69,24 @@ class CrosswordsPRM(EnvGroundedPRM):
 
 
 @register_reward_model("crosswords-oracle", task_type="env_grounded")
-class CrosswordsOracleRM(RewardModel[EnvState, Any]):
+class CrosswordsOracleRM(RewardModel[EnvState, object]):
     """Reads the answers (ground truth): for experiments only, never the default."""
 
     TASK_TYPE = "env_grounded"
 
-    def _answer(self, query: Any) -> str:
+    def _answer(self, query: object) -> str:
         answer = getattr(query, "answer", None)
         if not answer:
             raise ValueError("the crosswords-oracle reward reads the answers: add --dataset-arg oracle=true")
         return str(answer)
 
-    def _fast_reward(self, state: EnvState, action: Any, query: Any, query_idx: Optional[int],
-                     from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def _fast_reward(self, state: EnvState, action: object, query: object, query_idx: Optional[int],
+                     from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, object]]:
         answer = self._answer(query)
         slot, word = parse_action(str(action))
         return float(word == "".join(answer[i] for i in cells(slot))), {"oracle": True}
 
-    def reward(self, state: EnvState, action: Any, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def reward(self, state: EnvState, action: object, **kwargs: Any) -> tuple[float, dict[str, object]]:
         if kwargs.get("error") or action is None:
             return 0.0, {"oracle": True}
         return float(kwargs.get("fast_reward", 0.0)), {"oracle": True}

@@ -13,7 +13,7 @@ from lits_crosswords.board import SLOTS, Board, cells, clash, parse_action, pars
 _ANSWER = re.compile(r"^Answer:\s*([A-Za-z]{25})\s*$", re.M)
 
 
-def answer_in(goals: Any) -> Optional[str]:
+def answer_in(goals: object) -> Optional[str]:
     """The 25-letter solution when the goals carry it (evaluation only), else None."""
     m = _ANSWER.search(str(goals or ""))
     return m.group(1).upper() if m else None

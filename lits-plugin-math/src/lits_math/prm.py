@@ -19,8 +19,9 @@ from typing import Any, Optional, Sequence
 
 from lits.answers import majority_vote, same_text
 from lits.components.base import RewardModel
-from lits.lm.base import LoglikelihoodUnsupported, ModelError
+from lits.lm.base import LoglikelihoodUnsupported, ModelError, Prompt
 from lits.registry import register_reward_model
+from lits.structures.base import Step, TrajectoryState
 
 LABEL_SYSTEM = (
     "You grade a single step of a math solution. Reply with one character only: "
@@ -32,22 +33,22 @@ VERIFIER_SYSTEM = (
 )
 
 
-def _steps_text(state: Any) -> list[str]:
+def _steps_text(state: Optional[Sequence[Step]]) -> list[str]:
     return [s.verb_step() for s in state] if state else []
 
 
-def _step_text(action: Any, kwargs: dict[str, Any]) -> str:
+def _step_text(action: object, kwargs: dict[str, Any]) -> str:
     step = kwargs.get("step")
     return step.verb_step() if step is not None else str(action or "")
 
 
-def grading_prompt(question: Any, earlier: Sequence[str], step: str) -> str:
+def grading_prompt(question: object, earlier: Sequence[str], step: str) -> str:
     shown = "\n".join(f"Step {i}: {s}" for i, s in enumerate(earlier, 1)) or "(no steps yet)"
     return (f"Problem: {question}\n\nSteps so far:\n{shown}\n\n"
             f"Step {len(earlier) + 1} to grade: {step}\n\nGrade (+ or -):")
 
 
-def label_probability(reply: Any, positive: str = "+", negative: str = "-") -> Optional[float]:
+def label_probability(reply: object, positive: str = "+", negative: str = "-") -> Optional[float]:
     """P(positive) / (P(positive) + P(negative)) from a reply's first-token top log-probabilities."""
     logprobs = getattr(reply, "logprobs", None)
     if not logprobs:
@@ -65,15 +66,16 @@ def label_probability(reply: Any, positive: str = "+", negative: str = "-") -> O
 
 
 @register_reward_model("prm-logprob", task_type="language_grounded")
-class LogprobPRM(RewardModel[Any, Any]):
+class LogprobPRM(RewardModel[TrajectoryState[Step], object]):
     """A step's score is the model's probability of the "+" label (see module docstring)."""
 
     TASK_TYPE = "language_grounded"
     AGENT_NAME = "prm_logprob"
     top_logprobs: int = 10
 
-    def _fast_reward(self, state: Any, action: Any, query: Any, query_idx: Optional[int], from_phase: str = "",
-                     **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def _fast_reward(self, state: TrajectoryState[Step], action: object, query: object, query_idx: Optional[int],
+                     from_phase: str = "",
+                     **kwargs: Any) -> tuple[float, dict[str, object]]:
         text = _step_text(action, kwargs)
         if self.base_model is None or not text:
             return 0.0, {}
@@ -87,7 +89,7 @@ class LogprobPRM(RewardModel[Any, Any]):
                 return p, {"p_plus": round(p, 4), "route": "loglikelihood"}
             except LoglikelihoodUnsupported:
                 pass
-        messages: Any = prompt
+        messages: Prompt = prompt
         if model.chat_native:
             messages = [{"role": "system", "content": LABEL_SYSTEM}, {"role": "user", "content": prompt}]
         else:
@@ -100,7 +102,9 @@ class LogprobPRM(RewardModel[Any, Any]):
                              "server that returns logprobs (vLLM, llama.cpp) or a backend that scores text")
         return p_plus, {"p_plus": round(p_plus, 4), "route": "logprobs"}
 
-    def reward(self, state: Any, action: Any, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def reward(
+        self, state: TrajectoryState[Step], action: object, **kwargs: Any
+    ) -> tuple[float, dict[str, object]]:
         return float(kwargs.get("fast_reward", 0.0)), {}
 
 
@@ -113,22 +117,23 @@ def step_verdicts(critique: str) -> dict[int, bool]:
 
 
 @register_reward_model("prm-verifier", task_type="language_grounded")
-class VerifierPRM(RewardModel[Any, Any]):
+class VerifierPRM(RewardModel[TrajectoryState[Step], object]):
     """A generative verifier: a critique with per-step verdicts; the new step's verdict is the score."""
 
     TASK_TYPE = "language_grounded"
     AGENT_NAME = "prm_verifier"
     max_tokens: int = 256
 
-    def _fast_reward(self, state: Any, action: Any, query: Any, query_idx: Optional[int], from_phase: str = "",
-                     **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def _fast_reward(self, state: TrajectoryState[Step], action: object, query: object, query_idx: Optional[int],
+                     from_phase: str = "",
+                     **kwargs: Any) -> tuple[float, dict[str, object]]:
         text = _step_text(action, kwargs)
         if self.base_model is None or not text:
             return 0.0, {}
         steps = [*_steps_text(state), text]
         shown = "\n".join(f"Step {i}: {s}" for i, s in enumerate(steps, 1))
         prompt = f"Problem: {query}\n\nSolution so far:\n{shown}\n\nCheck every step."
-        messages: Any = ([{"role": "system", "content": VERIFIER_SYSTEM}, {"role": "user", "content": prompt}]
+        messages: Prompt = ([{"role": "system", "content": VERIFIER_SYSTEM}, {"role": "user", "content": prompt}]
                          if self.base_model.chat_native else f"{VERIFIER_SYSTEM}\n\n{prompt}\n")
         critique = self._call_model(messages, temperature=0.0, max_tokens=self.max_tokens)
         verdicts = step_verdicts(critique)
@@ -137,12 +142,14 @@ class VerifierPRM(RewardModel[Any, Any]):
             return 0.5, {"verdict": None, "parsed": False}  # no verdict for the step: no opinion
         return float(verdict), {"verdict": verdict, "parsed": True}
 
-    def reward(self, state: Any, action: Any, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def reward(
+        self, state: TrajectoryState[Step], action: object, **kwargs: Any
+    ) -> tuple[float, dict[str, object]]:
         return float(kwargs.get("fast_reward", 0.0)), {}
 
 
 @register_reward_model("prm-consistency", task_type="language_grounded")
-class ConsistencyPRM(RewardModel[Any, Any]):
+class ConsistencyPRM(RewardModel[TrajectoryState[Step], object]):
     """Self-consistency as a reward: k sampled finishes from the step; the share agreeing with the majority."""
 
     TASK_TYPE = "language_grounded"
@@ -151,8 +158,9 @@ class ConsistencyPRM(RewardModel[Any, Any]):
     temperature: float = 0.8
     max_tokens: int = 200
 
-    def _fast_reward(self, state: Any, action: Any, query: Any, query_idx: Optional[int], from_phase: str = "",
-                     **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def _fast_reward(self, state: TrajectoryState[Step], action: object, query: object, query_idx: Optional[int],
+                     from_phase: str = "",
+                     **kwargs: Any) -> tuple[float, dict[str, object]]:
         from lits.answers import extract_stated_answer
         from lits.registry import get_registration
 
@@ -165,7 +173,7 @@ class ConsistencyPRM(RewardModel[Any, Any]):
         shown = "\n".join([*_steps_text(state), text])
         prompt = (f"Problem: {query}\n\nSolution so far:\n{shown}\n\n"
                   "Finish the solution briefly and end with \"The answer is X\".")
-        messages: Any = [{"role": "user", "content": prompt}] if self.base_model.chat_native else prompt + "\n"
+        messages: Prompt = [{"role": "user", "content": prompt}] if self.base_model.chat_native else prompt + "\n"
         replies = self.base_model.generate(messages, n=self.samples, temperature=self.temperature,
                                            max_tokens=self.max_tokens)
         answers = [extract(str(r)) for r in replies]
@@ -174,5 +182,7 @@ class ConsistencyPRM(RewardModel[Any, Any]):
         share = agreeing / len(answers) if answers else 0.0
         return share, {"answer": vote.answer, "agree": agreeing, "samples": len(answers)}
 
-    def reward(self, state: Any, action: Any, **kwargs: Any) -> tuple[float, dict[str, Any]]:
+    def reward(
+        self, state: TrajectoryState[Step], action: object, **kwargs: Any
+    ) -> tuple[float, dict[str, object]]:
         return float(kwargs.get("fast_reward", 0.0)), {}
