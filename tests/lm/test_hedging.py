@@ -35,7 +35,7 @@ def test_after_warm_up_a_hung_call_is_answered_by_a_second_copy_long_before_the_
     chaos.fail_next("hang")
     started = time.monotonic()
     assert model.complete("question 99").text == "reply to 99"
-    assert time.monotonic() - started < 1.0  # the learned patience alone would wait 3 s
+    assert time.monotonic() - started < 2.0  # the learned patience alone would wait 3 s (the hang: 4 s)
     stats = model.fault_stats()
     assert (stats["hedged_calls"], stats["hedges_won"], stats["retries"]) == (1, 1, 0)
 

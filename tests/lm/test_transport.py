@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from typing import Callable, Iterator
 
 import httpx
 import pytest
 
-from lits.lm.transport import LeanHTTPTransport
+from lits.lm.transport import Interrupt, LeanHTTPTransport
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\": 1} \n"
 
@@ -141,3 +142,27 @@ def test_https_goes_through_the_fallback_transport():
     with httpx.Client(transport=transport) as http:
         assert http.get("https://models.example/v1/models").json() == {"ok": 1}
     assert seen == ["https://models.example/v1/models"]
+
+
+def test_an_interrupt_cuts_a_waiting_request_short_and_its_connection_is_not_reused(serve):
+    answered = threading.Event()
+
+    def hang_once(conn: socket.socket) -> None:
+        if not answered.is_set():
+            answered.set()
+            read_request(conn)
+            threading.Event().wait(5)  # never answers this one
+            return
+        keep_alive(conn)
+
+    server = serve(hang_once)
+    interrupt = Interrupt()
+    threading.Timer(0.2, interrupt.fire).start()
+    with client(server.url) as http:
+        started = time.monotonic()
+        request = http.build_request("POST", "/x", json={}, extensions={"lits_interrupt": interrupt})
+        with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
+            http.send(request)
+        assert time.monotonic() - started < 2.0  # not the 5 s hang, nor the 5 s read timeout
+        assert http.post("/x", json={}).json() == {"ok": 1}
+    assert server.connections == 2

@@ -12,6 +12,8 @@ slot of the run's ``--concurrency``, so the bound on requests in flight holds.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import os
 import queue
@@ -20,6 +22,8 @@ import time
 from typing import Callable, Optional, Union
 
 import httpx
+
+from lits.lm.transport import Interrupt
 
 #: Share of calls that may get a second copy unless ``LITS_HEDGE_SHARE`` says otherwise (0 turns hedging off).
 DEFAULT_HEDGE_SHARE = 0.1
@@ -193,14 +197,19 @@ class _Race:
 
 
 def hedged_send(send: Callable[[httpx.Request], httpx.Response], request: httpx.Request,
-                delay: Callable[[], Optional[float]], budget: HedgeBudget) -> tuple[httpx.Response, float]:
+                delay: Callable[[], Optional[float]], budget: HedgeBudget,
+                *, interruptible: bool = False) -> tuple[httpx.Response, float]:
     """Send ``request``; once it has waited ``delay()`` seconds send one copy (if the budget allows).
 
     ``delay`` is asked again while the call waits (None: nothing learned yet),
     so a call sent before any reply came back is still hedged once others
     have.  Returns the first response and how long its copy took; raises the
-    first copy's error only when no copy answered.
+    first copy's error only when no copy answered.  ``interruptible``: the
+    transport honours :class:`~lits.lm.transport.Interrupt`, so the first copy
+    is sent from the caller's own thread and a watcher sends the second.
     """
+    if interruptible:
+        return _Watched(send, request, delay, budget).run()
     race = _Race(send)
     started = time.monotonic()
     race.start(request)
@@ -236,3 +245,143 @@ def hedged_send(send: Callable[[httpx.Request], httpx.Response], request: httpx.
         return outcome, took
     finally:
         race.settle()
+
+
+class _Watched:
+    """A hedged call sent from its caller's thread; :data:`_WATCH` sends its copy if it runs late.
+
+    No thread hand-off on the common path (the reply comes before the delay):
+    the watcher only looks at the call when its delay is due.  A copy that
+    ends first fires the call's :class:`Interrupt`, which cuts the first
+    copy's wait short.
+    """
+
+    def __init__(self, send: Callable[[httpx.Request], httpx.Response], request: httpx.Request,
+                 delay: Callable[[], Optional[float]], budget: HedgeBudget) -> None:
+        self.send, self.request, self.delay, self.budget = send, request, delay, budget
+        self.interrupt = Interrupt()
+        self.started = time.monotonic()
+        self.settled = False
+        self.copied = False
+        self.copy_ended = threading.Event()
+        self.copy_outcome: Optional[Outcome] = None
+        self._lock = threading.Lock()
+
+    def run(self) -> tuple[httpx.Response, float]:
+        self.request.extensions["lits_interrupt"] = self.interrupt
+        _WATCH.watch(self)
+        try:
+            first: Union[httpx.Response, BaseException] = self.send(self.request)
+        except BaseException as exc:  # handed on below, once the copy's is known
+            first = exc
+        took = time.monotonic() - self.started
+        with self._lock:
+            self.settled = True
+            copied, copy_outcome = self.copied, self.copy_outcome
+        if not copied:
+            if isinstance(first, BaseException):
+                raise first
+            return first, took
+        if copy_outcome is not None and (isinstance(first, BaseException) or self.interrupt.fired):
+            if isinstance(first, httpx.Response):
+                first.close()
+            outcome, copy_took = copy_outcome
+            if isinstance(outcome, BaseException):
+                raise outcome  # the copy failed first: a fresh attempt is likelier to answer than the first
+            self.budget.count_win()
+            return outcome, copy_took
+        if isinstance(first, httpx.Response):
+            return first, took  # the copy, when it ends, is closed
+        # The first copy failed on its own after the second was sent: that one is newer, wait for it.
+        self.copy_ended.wait()
+        with self._lock:
+            copy_outcome = self.copy_outcome
+        if copy_outcome is not None and isinstance(copy_outcome[0], httpx.Response):
+            self.budget.count_win()
+            return copy_outcome[0], copy_outcome[1]
+        raise first
+
+    def send_copy(self) -> None:
+        """Called by the watcher when the delay is due: one copy in an idle slot, if the budget allows."""
+        release = self.budget.take()
+        if release is None:
+            return
+        with self._lock:
+            if self.settled:
+                release()
+                return
+            self.copied = True
+        _COPIES.run(lambda: self._run_copy(release))
+
+    def _run_copy(self, release: Callable[[], None]) -> None:
+        started = time.monotonic()
+        outcome: Union[httpx.Response, BaseException]
+        copy = copy_request(self.request)
+        del copy.extensions["lits_interrupt"]  # the copy is never cut short: it is the one waited for
+        try:
+            outcome = self.send(copy)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome = exc
+        finally:
+            release()
+        with self._lock:
+            late = self.settled
+            if not late:
+                self.copy_outcome = (outcome, time.monotonic() - started)
+        if late:
+            if isinstance(outcome, httpx.Response):
+                outcome.close()
+        else:
+            self.interrupt.fire()  # the first copy stops waiting: this outcome is the call's
+        self.copy_ended.set()
+
+
+class _Watch:
+    """One thread that looks at each hedged call when its delay is due (a heap of due times)."""
+
+    #: Calls due within this many seconds of each other are looked at in one wake-up.
+    SLACK = 0.005
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, _Watched]] = []
+        self._order = itertools.count()
+        self._cond = threading.Condition()
+        self._thread: Optional[threading.Thread] = None
+
+    def watch(self, call: _Watched) -> None:
+        self._push(call, self._due(call, call.started))
+
+    @staticmethod
+    def _due(call: _Watched, now: float) -> Optional[float]:
+        """When to look at ``call`` next; None when its copy is due now."""
+        delay = call.delay()
+        if delay is None:
+            return now + COLD_POLL
+        due = call.started + delay
+        return due if due > now else None
+
+    def _push(self, call: _Watched, when: Optional[float]) -> None:
+        with self._cond:
+            heapq.heappush(self._heap, (time.monotonic() if when is None else when, next(self._order), call))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, daemon=True, name="lits-hedge-watch")
+                self._thread.start()
+            elif self._heap[0][2] is call:
+                self._cond.notify()
+
+    def _serve(self) -> None:
+        while True:
+            with self._cond:
+                while not self._heap or self._heap[0][0] > time.monotonic() + self.SLACK:
+                    self._cond.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
+                _, _, call = heapq.heappop(self._heap)
+            if call.settled:
+                continue
+            when = self._due(call, time.monotonic())
+            if when is None:
+                call.send_copy()
+            else:
+                self._push(call, when)
+
+
+_WATCH = _Watch()

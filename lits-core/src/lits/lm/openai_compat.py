@@ -145,6 +145,7 @@ class OpenAICompatibleModel(LanguageModel):
                                    check=reply_fault, stats=self._faults)
         self._transport = transport
         transport.hedges.allowed = lambda: self.slots.slots is None
+        transport.interruptible = lambda request: request.url.scheme == "http"  # what the lean transport serves
         transport.hedges.spare_slot = self._spare_slot
         self.client = httpx.Client(
             base_url=self.base_url,

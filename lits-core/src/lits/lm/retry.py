@@ -92,10 +92,13 @@ class Patience:
         self._seen: dict[Hashable, deque[float]] = {}
         self._window = window
         self._lock = threading.Lock()
+        #: Each kind's 95th percentile, dropped when a reply of that kind is observed (asked once per call).
+        self._p95: dict[Hashable, float] = {}
 
     def observe(self, endpoint: Hashable, seconds: float) -> None:
         with self._lock:
             self._seen.setdefault(endpoint, deque(maxlen=self._window)).append(seconds)
+            self._p95.pop(endpoint, None)
 
     def read_timeout(self, endpoint: Hashable) -> Optional[float]:
         with self._lock:
@@ -114,7 +117,10 @@ class Patience:
         with self._lock:
             seen = self._seen.get(endpoint)
             if seen is not None and len(seen) >= HEDGE_WARMUP:
-                return max(HEDGE_FLOOR, percentile(list(seen), 0.95))
+                known_p95 = self._p95.get(endpoint)
+                if known_p95 is None:
+                    known_p95 = self._p95[endpoint] = percentile(list(seen), 0.95)
+                return max(HEDGE_FLOOR, known_p95)
             if not (isinstance(endpoint, tuple) and len(endpoint) == 2 and isinstance(endpoint[1], int)):
                 return None
             path, work = endpoint
@@ -223,7 +229,8 @@ class _Call:
             else:
                 response, took = hedged_send(self._send, self.request,
                                              lambda: self.transport.patience.hedge_delay(self.kind),
-                                             self.transport.hedges)
+                                             self.transport.hedges,
+                                             interruptible=self.transport.interruptible(self.request))
         except httpx.ReadTimeout:
             self.timeouts_seen += 1
             raise
@@ -296,6 +303,9 @@ class RetryTransport(httpx.BaseTransport):
         self.hedges = HedgeBudget(policy.hedge_share)
         #: Set once any HTTP response arrived: later refused connections are restarts, not typos.
         self.server_answered = False
+        #: Whether the inner transport honours a request's ``lits_interrupt`` (then a hedged call's first
+        #: copy is sent from the caller's thread); set by whoever builds the transport stack.
+        self.interruptible: Callable[[httpx.Request], bool] = lambda request: False
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         call = _Call(self, request)

@@ -12,12 +12,45 @@ goes through :class:`httpx.HTTPTransport` unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import socket
 import threading
 from typing import Optional
 
 import httpx
+
+class Interrupt:
+    """Lets another thread cut one in-flight request short: a hedged call whose copy answered first.
+
+    The transport attaches the request's socket while it waits on it; :meth:`fire` shuts that socket
+    down, so the waiting read fails at once instead of running to its timeout.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sock: Optional[socket.socket] = None
+        self.fired = False
+
+    def attach(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self.fired:
+                raise httpx.ReadError("cut short: another copy of the request answered first")
+            self._sock = sock
+
+    def detach(self) -> bool:
+        """Stop watching the socket; True when it was shut down meanwhile (it must not be reused)."""
+        with self._lock:
+            self._sock = None
+            return self.fired
+
+    def fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            if self._sock is not None:
+                with contextlib.suppress(OSError):
+                    self._sock.shutdown(socket.SHUT_RDWR)
+
 
 #: Idle connections kept per server; more are closed when handed back.
 MAX_IDLE = 128
@@ -43,11 +76,15 @@ class LeanHTTPTransport(httpx.BaseTransport):
         body = request.read()
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in request.headers.raw}
         target = url.raw_path.decode("ascii")
+        interrupt = request.extensions.get("lits_interrupt")
         conn = self._take(key)
         phase = "write"
         try:
             if conn.sock is None:
                 _connect(conn, timeouts.get("connect"))
+            if isinstance(interrupt, Interrupt):
+                assert conn.sock is not None
+                interrupt.attach(conn.sock)
             _settimeout(conn, timeouts.get("write"))
             conn.request(request.method, target, body, headers)
             phase = "read"
@@ -63,7 +100,9 @@ class LeanHTTPTransport(httpx.BaseTransport):
         except BaseException:
             conn.close()
             raise
-        self._give_back(key, conn, keep=not response.will_close)
+        finally:
+            cut = isinstance(interrupt, Interrupt) and interrupt.detach()
+        self._give_back(key, conn, keep=not response.will_close and not cut)
         return httpx.Response(
             response.status,
             headers=response.getheaders(),
