@@ -61,7 +61,7 @@ def serialize(value: object) -> object:
 
 
 def deserialize(payload: object) -> Any:
-    """Inverse of :func:`serialize` (``Any``: the class rebuilt is named by the data, not the caller)."""
+    """Inverse of :func:`serialize`; what it rebuilds is named by the data (``__type__``), not by the caller."""
     if isinstance(payload, dict):
         type_name = payload.get("__type__")
         if type_name is not None:

@@ -20,7 +20,7 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, Mapping, Optional, Protocol, TextIO
 
 from lits import layout
 from lits.components.factory import Components
@@ -40,6 +40,14 @@ RETRY_ROUNDS = 2
 STOP_GRACE = 5.0
 
 Item = tuple[int, dict[str, Any]]
+
+
+class Agent(Protocol):
+    """What the runner needs of a search or chain agent: one instance run, its result read by
+    :func:`lits.runs.records.result_record`."""
+
+    def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> object:
+        ...
 
 
 class Progress:
@@ -125,7 +133,7 @@ class RunOutcome:
 class _Runner:
     """One process's pass over the instances: rounds of attempts on worker threads."""
 
-    def __init__(self, make_agent: Callable[[], Any], components: Components, run_dir: RunDir, mode: str,
+    def __init__(self, make_agent: Callable[[], Agent], components: Components, run_dir: RunDir, mode: str,
                  control: RunControl, log: InferenceLog, progress: Progress,
                  after_instance: Optional[Callable[[], None]], attempts: AttemptSettings = AttemptSettings()) -> None:
         self.make_agent, self.components, self.run_dir, self.mode = make_agent, components, run_dir, mode
@@ -181,7 +189,7 @@ class _Runner:
     def _write(self, idx: int, finished: Finished, started: float, rounds: int) -> None:
         for relative, payload in finished.files.items():
             self.run_dir.write_json(relative, payload, indent=None)
-        timing: dict[str, Any] = {
+        timing: dict[str, object] = {
             "seconds": round(time.perf_counter() - started, 3),
             "dependent_rounds": rounds,
             "inference": self.log.summary(instance=idx),
@@ -280,7 +288,7 @@ def settle(outcome: RunOutcome, control: RunControl) -> None:
 
 
 def run_instances(
-    make_agent: Callable[[], Any],
+    make_agent: Callable[[], Agent],
     components: Components,
     examples: list[Item],
     run_dir: RunDir,

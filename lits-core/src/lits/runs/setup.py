@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from lits.components.factory import Components
     from lits.runs.model_specs import ModelSpec
+    from lits.runs.runner import Agent
     from lits.store import Registration
 
 #: The chain a task type runs when ``--chain`` is not given.
@@ -144,7 +145,7 @@ def _depth_limit(task_type: str, config: object) -> dict[str, object]:
 
 
 def agent_factory(agent_cls: Any, config: object, components: Components, run_dir: RunDir, mode: str,
-                  name: str, bn_model: Optional[LanguageModel] = None) -> Callable[[], Any]:
+                  name: str, bn_model: Optional[LanguageModel] = None) -> Callable[[], Agent]:
     """Agents that tag their calls with the name they are registered under, not their class name.
 
     ``bn_model``: a search's branching-necessity evaluator model (``--bn-model``; Chain-in-Tree continuation)."""
@@ -153,7 +154,7 @@ def agent_factory(agent_cls: Any, config: object, components: Components, run_di
         raise ValueError(f"--{mode} {name} works on {' and '.join(serves)} tasks, not on this "
                          f"{components.task_type} dataset")
 
-    def make_agent() -> Any:
+    def make_agent() -> Agent:
         if mode == "search":
             agent = agent_cls(config, components.policy, components.transition,
                               components.reward_model, checkpoint_dir=run_dir.checkpoints)
