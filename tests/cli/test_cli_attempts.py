@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from lits.testing.scripted import listed_actions
 from lits.testing.server import FakeOpenAIServer
 
@@ -34,8 +36,14 @@ def _lits(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True, timeout=300)
 
 
-def _args(srv: FakeOpenAIServer, *more: str) -> list[str]:
-    return ["chain", "--dataset", "blocksworld", "--dataset-arg", "steps=4,6", "--limit", "3", "--model", "m",
+#: Kills before the run is let finish.
+MAX_KILLS = 5
+#: The agent of each kill test: a chain, and a search (whose attempts journal their trees).
+AGENTS = {"chain": ["chain"], "search": ["search", "--search-arg", "n_iterations=3", "--search-arg", "early_stop=false"]}
+
+
+def _args(srv: FakeOpenAIServer, *more: str, agent: str = "chain") -> list[str]:
+    return [*AGENTS[agent], "--dataset", "blocksworld", "--dataset-arg", "steps=4,6", "--limit", "3", "--model", "m",
             "--base-url", srv.base_url, "--attempts", "3", "--memory-arg", "augmentors=fact,reflection", *more]
 
 
@@ -52,24 +60,25 @@ def test_each_attempt_samples_on_its_own_seed_and_sees_the_notes(tmp_path):
     assert later and all("Notes from earlier attempts" in text for text in later if "valid actions" in text.lower())
 
 
-def test_kill_9_during_attempts_then_resume_equals_an_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_kill_9_during_attempts_then_resume_equals_an_uninterrupted_run(tmp_path, agent):
     rng = random.Random(24)
     with FakeOpenAIServer(responder=varied, latency=0.01) as srv:
         whole = tmp_path / "whole"
-        assert _lits(*_args(srv, "--save-dir", str(whole))).returncode == 0
+        assert _lits(*_args(srv, "--save-dir", str(whole), agent=agent)).returncode == 0
         run = tmp_path / "killed"
-        proc = subprocess.Popen([sys.executable, "-m", "lits", *_args(srv, "--save-dir", str(run))],
+        proc = subprocess.Popen([sys.executable, "-m", "lits", *_args(srv, "--save-dir", str(run), agent=agent)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         kills = 0
-        while True:
-            time.sleep(rng.uniform(0.6, 1.5))
+        while kills < MAX_KILLS:  # then it finishes: a loaded machine may start a process slower than a kill
+            time.sleep(rng.uniform(0.6, 1.5) + 0.3 * kills)
             if proc.poll() is not None:
                 break
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             kills += 1
-            again = ["chain", "--resume", "--save-dir", str(run)] if (run / "config.json").exists() \
-                else _args(srv, "--save-dir", str(run))
+            again = [agent, "--resume", "--save-dir", str(run)] if (run / "config.json").exists() \
+                else _args(srv, "--save-dir", str(run), agent=agent)
             proc = subprocess.Popen([sys.executable, "-m", "lits", *again],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert proc.wait(timeout=300) == 0
