@@ -185,3 +185,10 @@ def test_lits_eval_recomputes_pass_at_n_from_the_saved_attempts(tmp_path):
     (tmp_path / "r" / "eval_results.json").unlink()
     assert main(["eval", "--save-dir", str(tmp_path / "r")]) == 0
     assert json.loads((tmp_path / "r" / "eval_results.json").read_text())["pass_at"] == written
+
+
+def test_lits_plugins_shows_an_augmentor_s_options(capsys):
+    from lits.cli.main import main
+
+    assert main(["plugins", "--show", "fact"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "options (--memory-arg KEY=VALUE): max_facts=8"

@@ -10,7 +10,8 @@ from typing import Any, Optional, TextIO
 from lits.cli.errors import UserError
 
 #: Kinds whose registrations ``--show`` can describe, in lookup order.
-SHOWABLE = ("search", "chain", "policy", "transition", "reward_model", "model", "dataset", "search_framework")
+SHOWABLE = ("search", "chain", "policy", "transition", "reward_model", "model", "dataset", "search_framework",
+            "augmentor")
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -91,6 +92,10 @@ def _describe(kind: str, name: str, owner: str, obj: object, meta: dict[str, Any
             kind_name = _type_name(field.annotation)
             lines.append(f"  {field_name}: {kind_name} = {field.default!r}"
                          + (f"  {field.description}" if field.description else ""))
+    elif kind == "augmentor":
+        options = getattr(obj, "OPTIONS", None) or {}
+        lines.append("options (--memory-arg KEY=VALUE): "
+                     + (", ".join(f"{key}={value!r}" for key, value in options.items()) or "none"))
     elif kind in ("policy", "transition", "reward_model") and isinstance(obj, type):
         from lits.components.base import settings_of
 
