@@ -22,7 +22,7 @@ from lits.tools.mcp_bridge import START_TIMEOUT, McpConnection, McpServerSpec
 from lits.tools.mcp_stdio import CUT_PATTERN
 
 if TYPE_CHECKING:
-    from mcp.types import Tool
+    from mcp.types import CallToolResult, Tool
 
 #: The most of one tool result a model sees, as for the built-in SQL tools.
 RESULT_CHARS = 4000
@@ -130,7 +130,7 @@ class McpTool(BaseTool):
         return self.connection.cancel(worker.ident)
 
 
-def result_text(result: Any, limit: int = RESULT_CHARS) -> str:
+def result_text(result: CallToolResult, limit: int = RESULT_CHARS) -> str:
     """The text blocks of a result joined by newlines (structured content as JSON when there is no text),
     cut to ``limit`` characters with a note saying so, as the built-in SQL tools cut theirs: a result is
     copied into every later prompt of the instance."""
@@ -145,7 +145,7 @@ def result_text(result: Any, limit: int = RESULT_CHARS) -> str:
     return cap_text(text, limit)
 
 
-def _joined_text(result: Any) -> str:
+def _joined_text(result: CallToolResult) -> str:
     return "\n".join(block.text for block in getattr(result, "content", None) or []
                      if getattr(block, "type", "") == "text")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional, TypedDict
+from typing import Any, Optional, TypedDict, cast
 
 #: At most this many points in a calls-in-flight curve (the page draws it as steps).
 CURVE_POINTS = 2000
@@ -15,9 +15,26 @@ CALL_FIELDS = ("time", "seconds", "component", "phase", "depth", "iteration", "t
                "cached", "cost", "prompt", "reply", "kind")
 
 
-def read_calls(path: Path) -> list[dict[str, Any]]:
+class CallRecord(TypedDict, total=False):
+    """One line of ``inference.jsonl`` (:meth:`lits.observability.InferenceRecord.as_dict`); read
+    defensively, as a log written by an older version may lack a field."""
+
+    model: str
+    kind: str
+    tokens_in: int
+    tokens_out: int
+    seconds: float
+    cost: float
+    cached: bool
+    time: float
+    context: dict[str, object]
+    prompt: object
+    reply: object
+
+
+def read_calls(path: Path) -> list[CallRecord]:
     """Every whole line of the inference log (a damaged or half-written line is left out)."""
-    calls: list[dict[str, Any]] = []
+    calls: list[CallRecord] = []
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -28,12 +45,12 @@ def read_calls(path: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue
         if isinstance(record, dict):
-            calls.append(record)
+            calls.append(cast(CallRecord, record))
     calls.sort(key=lambda r: float(r.get("time") or 0.0))
     return calls
 
 
-def call_row(record: dict[str, Any]) -> list[object]:
+def call_row(record: CallRecord) -> list[object]:
     """One call as the page keeps it (see CALL_FIELDS); prompt and reply only where the log has them."""
     ctx = record.get("context") or {}
     return [round(float(record.get("time") or 0.0), 4), round(float(record.get("seconds") or 0.0), 5),
@@ -51,7 +68,7 @@ class Totals(TypedDict):
     cost: float
 
 
-def totals(calls: list[dict[str, Any]]) -> Totals:
+def totals(calls: list[CallRecord]) -> Totals:
     """Paid calls, cache hits, tokens, model seconds and cost (as the run's summary counts them)."""
     paid = [c for c in calls if not c.get("cached")]
     return {
@@ -64,9 +81,9 @@ def totals(calls: list[dict[str, Any]]) -> Totals:
     }
 
 
-def breakdown(calls: list[dict[str, Any]], key: str) -> list[dict[str, object]]:
+def breakdown(calls: list[CallRecord], key: str) -> list[dict[str, object]]:
     """Calls and tokens grouped by a context tag (component, phase or depth), in a stable order."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[CallRecord]] = {}
     for call in calls:
         value = (call.get("context") or {}).get(key)
         groups.setdefault("—" if value is None else str(value), []).append(call)
@@ -77,7 +94,7 @@ def breakdown(calls: list[dict[str, Any]], key: str) -> list[dict[str, object]]:
     return [{"name": name, **totals(group)} for name, group in sorted(groups.items(), key=lambda g: order(g[0]))]
 
 
-def in_flight(calls: list[dict[str, Any]]) -> list[list[float]]:
+def in_flight(calls: list[CallRecord]) -> list[list[float]]:
     """Calls in flight over time: ``[seconds since the first call, calls running]`` at each change.
 
     A call's record is written when it ends; it started ``seconds`` earlier.
@@ -109,7 +126,7 @@ def in_flight(calls: list[dict[str, Any]]) -> list[list[float]]:
     return points
 
 
-def cost_pictures(calls: list[dict[str, Any]]) -> dict[str, object]:
+def cost_pictures(calls: list[CallRecord]) -> dict[str, object]:
     """The numbers behind the cost pictures of a run or an instance."""
     return {
         "by_component": breakdown(calls, "component"),
@@ -119,8 +136,8 @@ def cost_pictures(calls: list[dict[str, Any]]) -> dict[str, object]:
     }
 
 
-def calls_by_instance(calls: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
-    out: dict[int, list[dict[str, Any]]] = {}
+def calls_by_instance(calls: list[CallRecord]) -> dict[int, list[CallRecord]]:
+    out: dict[int, list[CallRecord]] = {}
     for call in calls:
         idx = (call.get("context") or {}).get("instance")
         if isinstance(idx, int):
@@ -128,7 +145,7 @@ def calls_by_instance(calls: list[dict[str, Any]]) -> dict[int, list[dict[str, A
     return out
 
 
-def attribute_calls(tree: dict[str, Any], calls: list[dict[str, Any]]) -> dict[int, list[int]]:
+def attribute_calls(tree: dict[str, Any], calls: list[CallRecord]) -> dict[int, list[int]]:
     """Which calls were made for which node: indices into ``calls`` by node id.
 
     Calls carry (iteration, depth), not node ids.  MCTS works on one path per

@@ -17,6 +17,7 @@ from lits.components import parsing
 from lits.runs.evaluation import parse_totals
 from lits.view.calls import (
     CALL_FIELDS,
+    CallRecord,
     attribute_calls,
     call_row,
     calls_by_instance,
@@ -131,7 +132,7 @@ def instance_tree(root: Path, idx: int, command: str, config: dict[str, Any],
 
 
 def instance_row(idx: int, result: Optional[dict[str, Any]], tree: Optional[dict[str, Any]],
-                 calls: list[dict[str, Any]], timing: dict[str, Any]) -> dict[str, Any]:
+                 calls: list[CallRecord], timing: dict[str, Any]) -> dict[str, Any]:
     """One line of the instance table."""
     evaluation = (result or {}).get("eval") or {}
     query = (result or {}).get("query")
