@@ -147,6 +147,7 @@ class OpenAICompatibleModel(LanguageModel):
         transport.hedges.allowed = lambda: self.slots.slots is None
         transport.interruptible = lambda request: request.url.scheme == "http"  # what the lean transport serves
         transport.hedges.spare_slot = self._spare_slot
+        self._templates: dict[str, httpx.Request] = {}
         self.client = httpx.Client(
             base_url=self.base_url,
             params=self._query,
@@ -300,14 +301,31 @@ class OpenAICompatibleModel(LanguageModel):
         return [float(s) for s in scores if s is not None], int((data.get("usage") or {}).get("prompt_tokens") or 0)
 
     # -- HTTP ------------------------------------------------------------------
+    def _request(self, path: str, body: dict[str, Any], extensions: dict[str, object]) -> httpx.Request:
+        """What ``client.post(path, json=body)`` sends, without its per-call URL merging, cookies and hooks.
+
+        The URL, headers and timeouts come from one request the client built for ``path``; the body is
+        encoded as httpx encodes JSON.  (The client's own plumbing was a quarter of a call's CPU.)
+        """
+        template = self._templates.get(path)
+        if template is None:
+            template = self._templates[path] = self.client.build_request("POST", path)
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        headers = template.headers.copy()
+        headers["Content-Type"] = "application/json"
+        headers["Content-Length"] = str(len(content))
+        timeout = template.extensions["timeout"]
+        return httpx.Request("POST", template.url, headers=headers, content=content,
+                             extensions={**extensions, "timeout": dict(timeout)})
+
     def _post(self, path: str, body: dict[str, Any], *, attempts: Optional[int] = None) -> dict[str, Any]:
         try:
-            extensions: dict[str, Any] = {"lits_work": request_work(body)}
+            extensions: dict[str, object] = {"lits_work": request_work(body)}
             if attempts:
                 extensions["lits_max_attempts"] = attempts
             self.server_slots()
             with self.slots.slot():
-                response = self.client.post(path, json=body, extensions=extensions)
+                response = self._transport.handle_request(self._request(path, body, extensions))
         except httpx.TransportError as exc:
             never = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)) and not self._transport.server_answered
             kind = ServerUnreachable if never else ModelError
