@@ -39,7 +39,8 @@ def _lits(*args: str) -> subprocess.CompletedProcess[str]:
 #: Kills before the run is let finish.
 MAX_KILLS = 5
 #: The agent of each kill test: a chain, and a search (whose attempts journal their trees).
-AGENTS = {"chain": ["chain"], "search": ["search", "--search-arg", "n_iterations=3", "--search-arg", "early_stop=false"]}
+AGENTS = {"chain": ["chain"], "search": ["search", "--search-arg", "n_iterations=3", "--search-arg", "early_stop=false"],
+          "chain, memory over the run": ["chain", "--memory-arg", "scope=run", "--concurrency", "4"]}
 
 
 def _args(srv: FakeOpenAIServer, *more: str, agent: str = "chain") -> list[str]:
@@ -77,7 +78,7 @@ def test_kill_9_during_attempts_then_resume_equals_an_uninterrupted_run(tmp_path
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             kills += 1
-            again = [agent, "--resume", "--save-dir", str(run)] if (run / "config.json").exists() \
+            again = [AGENTS[agent][0], "--resume", "--save-dir", str(run)] if (run / "config.json").exists() \
                 else _args(srv, "--save-dir", str(run), agent=agent)
             proc = subprocess.Popen([sys.executable, "-m", "lits", *again],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -192,3 +192,30 @@ def test_lits_plugins_shows_an_augmentor_s_options(capsys):
 
     assert main(["plugins", "--show", "fact"]) == 0
     assert capsys.readouterr().out.splitlines()[1] == "options (--memory-arg KEY=VALUE): max_facts=8"
+
+
+def test_memory_never_crosses_instances_by_default(tmp_path):
+    with isolated_registry():
+        register_augmentor("counting")(Counting)
+        result = lits.chain(**BLOCKS, attempts=2, memory_args={"augmentors": "counting"}, save_dir=tmp_path / "r")
+    assert [i.record["attempts"][0]["notes"] for i in result.instances] == [None] * 4
+
+
+def test_scope_run_carries_memory_from_each_instance_to_the_next(tmp_path):
+    with isolated_registry():
+        register_augmentor("counting")(Counting)
+        result = lits.chain(**BLOCKS, memory_args={"augmentors": "counting", "scope": "run"}, save_dir=tmp_path / "r")
+    failed_before = [sum(not j.solved for j in result.instances[:k]) for k in range(4)]
+    shown = [i.record["attempts"][0]["notes"] for i in result.instances]
+    assert shown == [None if n == 0 else f"{HEADING}\n- failed: {n}" for n in failed_before]
+    assert failed_before[-1] >= 1
+    with isolated_registry():
+        register_augmentor("counting")(Counting)
+        lits.chain(**BLOCKS, memory_args={"augmentors": "counting", "scope": "run"}, concurrency=4,
+                   save_dir=tmp_path / "c4")
+    assert _records(tmp_path / "c4") == _records(tmp_path / "r")
+
+
+def test_an_unknown_memory_scope_is_one_line(tmp_path):
+    with pytest.raises(UserError, match="--memory-arg scope=world is not a memory scope; scopes: instance, run"):
+        lits.chain(**BLOCKS, memory_args={"augmentors": "fact", "scope": "world"}, save_dir=tmp_path / "r")

@@ -9,8 +9,20 @@ from lits.memory.base import Augmentor, AugmentorContext, JSONValue, Outcome
 from lits.memory.notes import notes_block
 from lits.structures.base import Step
 
-#: The ``--memory-arg`` key that names the augmentors; every other key is an augmentor's option.
+#: The ``--memory-arg`` key that names the augmentors; every other key but ``scope`` is an augmentor's option.
 AUGMENTORS_KEY = "augmentors"
+#: ``scope=instance`` (the default): memory never crosses instances; ``scope=run``: each instance starts
+#: from the memory the instance before it (in the selection's order) ended with, and instances run one at a time.
+SCOPE_KEY = "scope"
+SCOPES = ("instance", "run")
+
+
+def memory_scope(memory_args: Mapping[str, object]) -> str:
+    """``instance`` or ``run``; one line for anything else."""
+    scope = str(memory_args.get(SCOPE_KEY) or "instance")
+    if scope not in SCOPES:
+        raise UserError(f"--memory-arg scope={scope} is not a memory scope; scopes: {', '.join(SCOPES)}")
+    return scope
 
 
 def augmentor_names(memory_args: Mapping[str, object]) -> list[str]:
@@ -33,6 +45,7 @@ def augmentor_classes(memory_args: Mapping[str, object]) -> list[tuple[str, type
 
     known = list_names("augmentor")
     names = augmentor_names(memory_args)
+    memory_scope(memory_args)
     if not names and any(key != AUGMENTORS_KEY for key in memory_args):
         raise UserError("--memory-arg options need augmentors=NAME[,NAME] "
                         f"(registered augmentors: {', '.join(known) or 'none'})")
@@ -47,7 +60,7 @@ def augmentor_classes(memory_args: Mapping[str, object]) -> list[tuple[str, type
         classes.append((name, cls))
     options = sorted({key for _, cls in classes for key in cls.OPTIONS})
     for key in memory_args:
-        if key != AUGMENTORS_KEY and key not in options:
+        if key not in (AUGMENTORS_KEY, SCOPE_KEY) and key not in options:
             raise UserError(f"--memory-arg {key} is not an option of the augmentors {', '.join(names)}; "
                             f"their options: {', '.join(options) or 'none'}")
     return classes
@@ -66,8 +79,14 @@ class Memory:
         classes = augmentor_classes(memory_args)
         if not classes:
             return None
-        options = {k: v for k, v in memory_args.items() if k != AUGMENTORS_KEY}
-        return cls([(name, klass(options)) for name, klass in classes], options)
+        options = {k: v for k, v in memory_args.items() if k not in (AUGMENTORS_KEY, SCOPE_KEY)}
+        augmentors = [(name, klass(options)) for name, klass in classes]
+        for _, aug in augmentors:  # a subclass whose __init__ skipped the base's still remembers
+            if not isinstance(getattr(aug, "memory", None), dict):
+                aug.memory = {}
+            if not isinstance(getattr(aug, "options", None), dict):
+                aug.options = dict(options)
+        return cls(augmentors, options)
 
     def state(self) -> dict[str, JSONValue]:
         """Every augmentor's memory, by name (what the attempt file keeps)."""

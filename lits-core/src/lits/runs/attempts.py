@@ -21,7 +21,7 @@ from lits import layout
 from lits.components.factory import Components
 from lits.lm.base import sampling_stream
 from lits.memory.base import AugmentorContext, JSONValue, Outcome
-from lits.memory.memory import Memory
+from lits.memory.memory import Memory, memory_scope
 from lits.memory.notes import offering
 from lits.observability import call_context
 from lits.runs.artifacts import RunDir
@@ -48,6 +48,11 @@ class AttemptSettings:
     def plain(self) -> bool:
         """One attempt without memory: the run as it always was."""
         return self.attempts == 1 and not self.memory_args
+
+    @property
+    def shared(self) -> bool:
+        """Memory carried from each instance to the next (``--memory-arg scope=run``)."""
+        return bool(self.memory_args) and memory_scope(self.memory_args) == "run"
 
 
 @dataclass
@@ -87,15 +92,21 @@ class InstanceAttempts:
     """One instance's attempts, from the first unsaved one to the first that solves (or the last)."""
 
     def __init__(self, make_agent: Callable[[], Any], components: Components, run_dir: RunDir, mode: str,
-                 settings: AttemptSettings) -> None:
+                 settings: AttemptSettings, previous: Optional[Mapping[int, int]] = None) -> None:
         self.make_agent, self.components, self.run_dir, self.mode = make_agent, components, run_dir, mode
         self.settings = settings
+        #: With ``scope=run``: each instance's predecessor in the selection, whose memory it starts from.
+        self.previous = previous or {}
 
     def run(self, idx: int, example: dict[str, Any], resume: bool) -> Finished:
         memory = Memory.from_args(self.settings.memory_args)
         saved = self._saved(idx) if resume else []
         if saved and memory is not None:
             memory.restore(saved[-1].get("memory") or {})
+        elif memory is not None and self.settings.shared and idx in self.previous:
+            before = self._saved(self.previous[idx])  # it ran first: instances sharing memory run in order
+            if before:
+                memory.restore(before[-1].get("memory") or {})
         fresh = not saved  # the first attempt this process runs may continue from its checkpoints
         while not saved or not (saved[-1]["record"]["eval"]["solved"] or len(saved) >= self.settings.attempts):
             attempt = len(saved)

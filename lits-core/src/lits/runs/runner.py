@@ -138,6 +138,8 @@ class _Runner:
                  after_instance: Optional[Callable[[], None]], attempts: AttemptSettings = AttemptSettings()) -> None:
         self.make_agent, self.components, self.run_dir, self.mode = make_agent, components, run_dir, mode
         self.attempts = attempts
+        #: Each instance's predecessor in the selection (memory shared over the run starts from it).
+        self.previous: dict[int, int] = {}
         self.control, self.log, self.progress, self.after_instance = control, log, progress, after_instance
         self.outcome = RunOutcome()
         self.execution = run_dir.logger()
@@ -181,7 +183,7 @@ class _Runner:
         """The instance's record: one agent run, or its attempts (``--attempts``, ``--memory-arg``)."""
         if not self.attempts.plain:
             return InstanceAttempts(self.make_agent, self.components, self.run_dir, self.mode,
-                                    self.attempts).run(idx, example, resume)
+                                    self.attempts, self.previous).run(idx, example, resume)
         result = self.make_agent().run(example.get("query"), idx, example, resume=resume)
         return Finished(result_record(idx, example, result, self.components, self.mode),
                         search_files(idx, result) if self.mode == "search" else {})
@@ -314,6 +316,9 @@ def run_instances(
     progress = Progress(len(todo), log, progress_stream)
     runner = _Runner(make_agent, components, run_dir, mode, control, log, progress, after_instance, attempts)
     outcome = runner.outcome
+    runner.previous = {after: before for (before, _), (after, _) in zip(examples, examples[1:])}
+    # memory shared over the run (--memory-arg scope=run) passes from instance to instance: one at a time
+    width = 1 if attempts.shared else concurrency
     outcome.skipped = sorted(i for i, _ in examples if i in done)
     runner.execution.info("%s: %d instances to run, %d already done", mode, len(todo), len(outcome.skipped))
 
@@ -325,7 +330,7 @@ def run_instances(
     started = time.perf_counter()
     with collecting(log), progress, fan_out_width(concurrency):
         in_rounds(todo, resume, retry_rounds, outcome, control, progress, progress_stream,
-                  lambda pending, resume_of: runner.run_round(pending, resume_of, concurrency, grace),
+                  lambda pending, resume_of: runner.run_round(pending, resume_of, width, grace),
                   before_retry=forget_proposals)
     outcome.seconds = time.perf_counter() - started
     with runner.lock:  # instances still in flight past the grace period may yet change it
