@@ -30,8 +30,10 @@ from lits.errors import UserError
 from lits.hookspecs import hookimpl
 from lits.lm.base import LanguageModel
 from lits.lm.factory import create_model
+from lits.memory import Augmentor, AugmentorContext, Outcome
 from lits.prompts.registry import PromptRegistry
 from lits.registry import (
+    register_augmentor,
     register_chain,
     register_dataset,
     register_model,
@@ -61,11 +63,11 @@ __all__ = [
     "EnvGroundedPRM", "GenerativePRM", "ToolUsePolicy", "ToolUseTransition", "LanguageModel",
     "Step", "State", "Action", "TrajectoryState", "EnvState", "EnvStep", "EnvAction", "ToolUseStep", "ToolUseState",
     "ToolUseAction", "SearchNode", "Tool", "BaseTool", "TreeSearchConfig", "ChainConfig", "BaseTreeSearch", "bfs",
-    "PromptRegistry",
+    "PromptRegistry", "Augmentor", "AugmentorContext", "Outcome",
     # registering
     "hookimpl", "register_transition", "register_policy", "register_reward_model", "register_dataset",
     "register_search", "register_chain", "register_resource", "register_model", "register_system_prompt",
-    "register_user_prompt", "register_type", "register_state",
+    "register_user_prompt", "register_type", "register_state", "register_augmentor",
 ]
 
 
