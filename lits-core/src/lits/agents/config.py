@@ -42,7 +42,10 @@ class MCTSConfig(TreeSearchConfig):
     simulate: Literal["greedy", "sample"] = Field("greedy", description="rollout: best fast reward, or sampled by it")
     seed: int = Field(0, description="seeds the sampled rollouts (with the instance and iteration)")
     parallel_iterations: int = Field(1, ge=1, description="rollouts run at once (tree-parallel MCTS with virtual loss)")
-    virtual_loss: float = Field(1.0, ge=0, description="return assumed for a rollout still in flight")
+    # 0 keeps K rollouts' solve rate equal to sequential MCTS on the 30-case BlocksWorld benchmark (27/30;
+    # 1.0, a return far below any real one on the 0..1 scale, solved 25/30).
+    virtual_loss: float = Field(0.0, ge=0, description="a rollout still in flight counts as a visit returning "
+                                                       "minus this (0: the lowest reward)")
 
 
 class BFSConfig(TreeSearchConfig):
