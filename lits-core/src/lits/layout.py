@@ -59,6 +59,11 @@ def timing(idx: int) -> str:
     return f"{TIMINGS}/{idx}.json"
 
 
+def attempt(idx: int, attempt: int) -> str:
+    """Attempt ``attempt`` of instance ``idx``: its record, files, notes and the memory after it."""
+    return f"{ATTEMPTS}/{idx}.{attempt}.json"
+
+
 def attempt_checkpoints(attempt: int) -> str:
     """The checkpoint folder of attempt ``attempt`` (``--attempts``): attempt 0 keeps the usual one."""
     return f"{CHECKPOINTS}/attempt-{attempt}" if attempt else CHECKPOINTS

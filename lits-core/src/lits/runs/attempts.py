@@ -63,10 +63,6 @@ class Finished:
     files: dict[str, object]
 
 
-def attempt_file(idx: int, attempt: int) -> str:
-    return f"{layout.ATTEMPTS}/{idx}.{attempt}.json"
-
-
 def search_files(idx: int, result: Any) -> dict[str, object]:
     """What a search writes next to its result: its terminal nodes and chosen path."""
     payload = result.to_dict()
@@ -111,7 +107,7 @@ class InstanceAttempts:
         while not saved or not (saved[-1]["record"]["eval"]["solved"] or len(saved) >= self.settings.attempts):
             attempt = len(saved)
             payload = self._attempt(idx, example, attempt, memory, resume and fresh)
-            self.run_dir.write_json(attempt_file(idx, attempt), payload, indent=None)
+            self.run_dir.write_json(layout.attempt(idx, attempt), payload, indent=None)
             saved.append(payload)
             fresh = False
         final = saved[-1]
@@ -147,7 +143,7 @@ class InstanceAttempts:
     def _saved(self, idx: int) -> list[dict[str, Any]]:
         """The attempts already saved for ``idx``, in order (a gap ends the list)."""
         out: list[dict[str, Any]] = []
-        while (path := self.run_dir.root / attempt_file(idx, len(out))).exists():
+        while (path := self.run_dir.root / layout.attempt(idx, len(out))).exists():
             out.append(json.loads(path.read_text(encoding="utf-8")))
         return out
 
