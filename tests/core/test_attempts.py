@@ -155,9 +155,10 @@ def test_the_viewer_draws_the_last_attempt_s_tree(tmp_path):
     assert (tmp_path / "s" / "checkpoints" / "attempt-1" / f"{retried.idx}.journal.jsonl").exists()
 
 
-def test_ray_refuses_attempts_in_one_line(tmp_path):
-    with pytest.raises(UserError, match="--attempts and --memory-arg do not run on --executor ray yet"):
-        lits.chain(**BLOCKS, attempts=2, executor="ray", save_dir=tmp_path / "r")
+def test_ray_refuses_memory_over_the_run_in_one_line(tmp_path):
+    with pytest.raises(UserError, match="scope=run passes memory from instance to instance in order"):
+        lits.chain(**BLOCKS, attempts=2, memory_args={"augmentors": "fact", "scope": "run"}, executor="ray",
+                   save_dir=tmp_path / "r")
 
 
 class NoPickUp(Augmentor):

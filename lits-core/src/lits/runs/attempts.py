@@ -15,6 +15,7 @@ import contextlib
 import functools
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 from lits import layout
@@ -61,6 +62,14 @@ class Finished:
 
     record: dict[str, Any]
     files: dict[str, object]
+
+
+def attempt_paths(root: Path, idx: int) -> list[str]:
+    """Instance ``idx``'s saved attempts and the checkpoints of its attempts after the first, relative to the
+    run dir (what a Ray worker sends back with the instance, and is sent to continue from)."""
+    found = [*(root / layout.ATTEMPTS).glob(f"{idx}.*.json"), *(root / layout.CHECKPOINTS).glob(f"attempt-*/{idx}.*")]
+    return sorted(str(p.relative_to(root)) for p in found
+                  if p.name.split(".")[0] == str(idx) and not p.name.endswith(".tmp"))
 
 
 def search_files(idx: int, result: Any) -> dict[str, object]:

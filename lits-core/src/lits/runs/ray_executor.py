@@ -351,9 +351,13 @@ class RayExecutor:
 
     def _journal_files(self, idx: int) -> dict[str, bytes]:
         """The instance's checkpoints on the driver, for a worker to continue from."""
+        from lits.runs.attempts import attempt_paths
+
         folder = self.run_dir.checkpoints
-        return {f"checkpoints/{p.name}": p.read_bytes() for p in sorted(folder.glob(f"{idx}.*"))
-                if p.name.split(".")[0] == str(idx) and not p.name.endswith(".tmp")} if folder.is_dir() else {}
+        files = {f"checkpoints/{p.name}": p.read_bytes() for p in sorted(folder.glob(f"{idx}.*"))
+                 if p.name.split(".")[0] == str(idx) and not p.name.endswith(".tmp")} if folder.is_dir() else {}
+        root = self.run_dir.root
+        return {**files, **{relative: (root / relative).read_bytes() for relative in attempt_paths(root, idx)}}
 
     def _take(self, out: dict[str, Any]) -> None:
         """Write what a worker sent for one instance; the result file last (it marks the instance done)."""

@@ -73,6 +73,7 @@ class _Built:
         from lits.registry import infer_task_type
         from lits.runs.artifacts import RunDir
         from lits.runs.control import RunControl
+        from lits.runs.attempts import AttemptSettings
         from lits.runs.runner import Progress, _Runner
         from lits.runs.setup import (agent_factory, agent_registration, build_components, create_run_models,
                                       distinct_models, make_config)
@@ -103,7 +104,8 @@ class _Built:
         self._collecting.__enter__()  # for the worker's life: every call of every instance lands here
         self.progress = Progress(0, self.log, stream=open(os.devnull, "w"))
         self.runner = _worker_runner(_Runner)(make_agent, self.components, self.run_dir, mode,
-                                              RunControl(breaker=0), self.log, self.progress, None)
+                                              RunControl(breaker=0), self.log, self.progress, None,
+                                              AttemptSettings.of(settings))
         self.lines = _Lines()
         self.runner.execution.addHandler(self.lines)
         self.concurrency = int(settings["concurrency"])
@@ -183,6 +185,11 @@ class InstanceWorker:
                 if path.name.split(".")[0] == str(idx) and not path.name.endswith(".tmp"):
                     out[f"{folder}/{path.name}"] = path.read_bytes()
                     path.unlink()
+        from lits.runs.attempts import attempt_paths
+
+        for relative in attempt_paths(root, idx):  # --attempts: each attempt's file and later checkpoints
+            out[relative] = (root / relative).read_bytes()
+            (root / relative).unlink()
         return out
 
     def _take_records(self, built: _Built, idx: int) -> list[dict[str, object]]:

@@ -115,8 +115,9 @@ def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
     if settings["executor"] == "ray":
         from lits.runs.ray_executor import require_ray
 
-        if not attempts.plain:
-            raise UserError("--attempts and --memory-arg do not run on --executor ray yet; use --executor local")
+        if attempts.shared:
+            raise UserError("--memory-arg scope=run passes memory from instance to instance in order, which "
+                            "--executor ray does not keep; use --executor local (or scope=instance)")
         require_ray()
     dataset = settings["dataset"]
     try:
