@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from lits.errors import UserError, one_line
 from lits.runs.setup import agent_registration, build_components, make_config
 
 
-def plan(settings: dict[str, Any], objects: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+def plan(settings: dict[str, Any], objects: Optional[Mapping[str, object]] = None) -> dict[str, Any]:
     """What the run would do: the resolved settings, the instances, the models and a bound on model calls."""
     from lits.registry import get_registration, infer_task_type
     from lits.runs.session import select
@@ -48,7 +48,7 @@ def plan(settings: dict[str, Any], objects: Optional[dict[str, Any]] = None) -> 
             "calls": None if per_instance is None else per_instance * len(selected)}
 
 
-def calls_per_instance(config: Any, mode: str) -> Optional[int]:
+def calls_per_instance(config: object, mode: str) -> Optional[int]:
     """A bound on model calls per instance from the agent's own limits (None when it declares none).
 
     Search: each iteration expands at most ``max_depth`` nodes, each with one policy call, one reward
@@ -67,7 +67,7 @@ def calls_per_instance(config: Any, mode: str) -> Optional[int]:
     return rounds * depth * (2 + width + _bn_calls(config, width))
 
 
-def _bn_calls(config: Any, width: int) -> int:
+def _bn_calls(config: object, width: int) -> int:
     """What Chain-in-Tree's evaluator adds per expansion: a BN-model call, or its samples (and ``sc``'s call)."""
     if not getattr(config, "add_continuation", False):
         return 0
@@ -126,7 +126,7 @@ def format_plan(planned: dict[str, Any]) -> str:
             "dry run: settings checked, nothing written, no model called")
 
 
-def print_plan(settings: dict[str, Any], objects: Optional[dict[str, Any]] = None) -> int:
+def print_plan(settings: dict[str, Any], objects: Optional[Mapping[str, object]] = None) -> int:
     """``--dry-run``: the resolved settings as JSON (secrets dropped), then the plan; exit status 0."""
     import json
 

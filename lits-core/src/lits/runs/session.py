@@ -104,7 +104,7 @@ def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, dict[st
 
 
 def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
-            objects: dict[str, Any] | None = None) -> Finished:
+            objects: Mapping[str, object] | None = None) -> Finished:
     """Run the selected instances; raises :class:`UserError` for a bad setting or a full disk."""
     from lits.registry import get_registration, infer_task_type
     from lits.runs.provenance import environment, record_models
