@@ -44,7 +44,9 @@ def model_flags(tier: str, out: Path) -> Iterator[list[str]]:
     from lits.testing.llama_server import llama_server
 
     with llama_server(instruct_model_path(), log=out / "server.log") as url:
-        yield ["--model", "qwen2.5-coder-0.5b-instruct", "--base-url", url]
+        # A shared 2-core machine answers slowly: wait for replies rather than count them as faults.
+        yield ["--model", "qwen2.5-coder-0.5b-instruct", "--base-url", url, "--read-timeout", "240",
+               "--call-budget", "600"]
 
 
 def main() -> None:
@@ -57,7 +59,10 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=10, help="MCTS rollouts (BlocksWorld)")
     parser.add_argument("--dataset-arg", action="append", default=[], help="more dataset flags, e.g. steps=2")
     parser.add_argument("--search-arg", action="append", default=[], help="more search flags, e.g. beam_width=1")
+    parser.add_argument("--model-flag", action="append", default=[], help="more model flags (real tier), e.g. "
+                        "--model-flag=--policy-model-arg --model-flag=max_tokens=64")
     parser.add_argument("--methods", default="direct,sc_exact,sc,entropy", help="BN methods to run, comma-separated")
+    parser.add_argument("--skip-without", action="store_true", help="only the runs with continuation")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary dir)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="lits-continuation-"))
@@ -67,8 +72,9 @@ def main() -> None:
     base = [a.format(**fill) for a in data + search]
     base += [f for pair in args.dataset_arg for f in ("--dataset-arg", pair)]
     base += [f for pair in args.search_arg for f in ("--search-arg", pair)]
-    runs = [("without", [])] + [(m, ["--search-arg", "add_continuation=true", "--search-arg", f"bn_method={m}"])
-                                for m in args.methods.split(",") if m]
+    runs: list[tuple[str, list[str]]] = [] if args.skip_without else [("without", [])]
+    runs += [(m, ["--search-arg", "add_continuation=true", "--search-arg", f"bn_method={m}"])
+             for m in args.methods.split(",") if m]
     print("| setting | solved | model calls | BN model calls | continued / branched / reopened | wall s |")
     print("|---|---|---|---|---|---|")
     with model_flags(args.tier, out) as model:
@@ -76,7 +82,8 @@ def main() -> None:
             run = out / f"{args.dataset}-{name}"
             started = time.time()
             done = subprocess.run([sys.executable, "-m", "lits", "search", *base, "--offset", str(args.offset),
-                                   "--limit", str(args.limit), *model, "--no-cache", "--save-dir", str(run), *extra],
+                                   "--limit", str(args.limit), *model, *args.model_flag, "--no-cache",
+                                   "--save-dir", str(run), *extra],
                                   capture_output=True, text=True)
             if done.returncode:
                 raise SystemExit(done.stderr.strip()[-2000:])
