@@ -182,3 +182,15 @@ def atomic_write_text(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def step_key(step: object) -> str:
+    """Identity of a proposed step: siblings with equal keys are duplicates.
+
+    The whole step counts, not just its action: Self-Refine steps that share a
+    draft but differ in feedback are different proposals.
+    """
+    to_dict = getattr(step, "to_dict", None)
+    if to_dict is None:
+        return str(step)
+    return json.dumps(to_dict(), sort_keys=True, default=str)

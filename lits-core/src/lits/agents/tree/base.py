@@ -18,7 +18,6 @@ import contextvars
 import inspect
 import threading
 import time
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from lits.concurrency import parallel_map
 from lits.lm.base import LanguageModel
 from lits.observability import call_context
 from lits.components.base import Policy
-from lits.structures.base import State, Step
+from lits.structures.base import State, Step, step_key
 from lits.structures.node import SearchNode
 
 N = TypeVar("N", bound=SearchNode)
@@ -94,18 +93,6 @@ def accepts_exclude(policy: Policy[State, Step]) -> bool:
     """Whether the policy can be told which actions its siblings already have (``exclude=``)."""
     params = inspect.signature(policy._get_actions).parameters
     return "exclude" in params
-
-
-def step_key(step: object) -> str:
-    """Identity of a proposed step: siblings with equal keys are duplicates.
-
-    The whole step counts, not just its action: Self-Refine steps that share a
-    draft but differ in feedback are different proposals.
-    """
-    to_dict = getattr(step, "to_dict", None)
-    if to_dict is None:
-        return str(step)
-    return json.dumps(to_dict(), sort_keys=True, default=str)
 
 
 class BaseTreeSearch(ABC):

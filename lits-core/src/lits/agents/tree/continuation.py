@@ -28,15 +28,17 @@ The prompts are registered (``register_prompts``: component ``bn``, agent
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
-from lits.agents.tree.base import BaseTreeSearch, step_key
 from lits.concurrency import parallel_map
 from lits.lm.base import Prompt, sampling_stream
 from lits.observability import call_context
 from lits.prompts.registry import PromptRegistry
-from lits.structures.base import Step
+from lits.structures.base import Step, step_key
 from lits.structures.node import Branching, SearchNode
+
+if TYPE_CHECKING:  # the search imports this module when it expands
+    from lits.agents.tree.base import BaseTreeSearch
 
 #: The score above which a method branches when ``bn_threshold`` is not given.
 DEFAULT_THRESHOLDS = {"sc": 0.0, "sc_exact": 0.0, "entropy": 0.6, "direct": 0.5}
