@@ -109,3 +109,13 @@ def test_the_result_shows_itself_as_a_table_in_jupyter(tmp_path: Path) -> None:
     result = lits.chain("blocksworld", model="scripted", limit=2, save_dir=tmp_path / "run")
     page = result._repr_html_()
     assert page.count("<tr>") == 3 and "chain blocksworld" in page
+
+
+def test_runs_started_in_the_same_second_without_a_save_dir_get_their_own_dirs(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("lits.runs.spec.time.strftime", lambda fmt: "20261125-120000")
+    first = lits.chain("blocksworld", model="scripted", limit=1)
+    second = lits.chain("blocksworld", model="scripted", limit=1)
+    assert (first.save_dir.name, second.save_dir.name) == ("blocksworld-chain-20261125-120000",
+                                                         "blocksworld-chain-20261125-120000-2")

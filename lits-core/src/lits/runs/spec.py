@@ -177,8 +177,14 @@ class RunSpec(BaseModel):
         return max(default_concurrency(name) for name in names)
 
     def default_save_dir(self) -> Path:
+        """``runs/DATASET-METHOD-TIME``; a run started in the same second as another gets ``-2``, ``-3`` ..."""
         name = (self.search_framework or self.search or "mcts") if self.command == "search" else (self.chain or "chain")
-        return Path("runs") / f"{self.dataset}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        base = Path("runs") / f"{self.dataset}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        candidate, n = base, 1
+        while candidate.exists():
+            n += 1
+            candidate = base.with_name(f"{base.name}-{n}")
+        return candidate
 
     def settings(self) -> dict[str, Any]:
         """The settings recorded in ``config.json``: every field but the save dir, objects by class name."""
