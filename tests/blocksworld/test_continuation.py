@@ -9,26 +9,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
-from lits.testing.scripted import listed_actions
 from lits.testing.server import FakeOpenAIServer
+from tests.cli.conftest import first_listed_action
 
 CONTINUATION = ["--search-arg", "add_continuation=true", "--search-arg", "bn_method=sc_exact"]
 
 
-def first_listed(prompt: str, body: dict[str, Any]) -> str:
-    """Always the first valid action (so sampled steps agree), Yes to every question; a little latency."""
-    time.sleep(0.005)
-    listed = listed_actions(prompt)
-    return listed[0] if listed else "Yes"
-
-
 @pytest.fixture
 def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(responder=first_listed) as srv:
+    # Always the first valid action (so sampled steps agree), Yes to every question; a little latency.
+    with FakeOpenAIServer(responder=first_listed_action, latency=0.005) as srv:
         yield srv
 
 

@@ -138,7 +138,8 @@ class InferenceLog:
 
 
 class _Running:
-    """The sums of :func:`_totals`, added up one record at a time (in the same order, so to the same bits)."""
+    """Paid calls, cache hits, tokens, model seconds and cost, added up one record at a time (so the run's
+    totals can be kept as records arrive)."""
 
     def __init__(self) -> None:
         self.calls = self.hits = self.tokens_in = self.tokens_out = 0
@@ -162,15 +163,10 @@ class _Running:
 
 def _totals(records: list[InferenceRecord]) -> dict[str, float]:
     """Paid calls, cache hits, tokens, model seconds and cost of ``records``."""
-    paid = [r for r in records if not r.cached]
-    return {
-        "calls": len(paid),
-        "cache_hits": len(records) - len(paid),
-        "tokens_in": sum(r.tokens_in for r in paid),
-        "tokens_out": sum(r.tokens_out for r in paid),
-        "seconds": round(sum(r.seconds for r in paid), 3),
-        "cost": round(sum(r.cost for r in paid), 6),
-    }
+    running = _Running()
+    for record in records:
+        running.add(record)
+    return running.totals()
 
 
 _SINKS: list[InferenceLog] = []
