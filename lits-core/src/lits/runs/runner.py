@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import sys
 import threading
 import time
 import traceback
 from collections import deque
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Protocol, TextIO
@@ -33,6 +35,7 @@ from lits.runs.control import BREAKER, RESOURCE, RunControl
 from lits.runs.failures import classify
 from lits.components import parsing
 from lits.runs.records import result_record, take_proposals
+from lits.structures.base import atomic_write_text, durable_together
 
 #: Extra rounds for instances that failed, after every other instance ran.
 RETRY_ROUNDS = 2
@@ -155,9 +158,12 @@ class _Runner:
         started = time.perf_counter()
         parsing.forget(idx)  # count this attempt's replies only (a long-lived process may hold older counts)
         try:
-            with call_context(instance=idx):
+            # the search's compacted journal and its files become durable together (one fsync wait): only
+            # without attempts, whose records must not get ahead of their attempts' journals
+            with call_context(instance=idx), durable_together() if self.attempts.plain else nullcontext():
                 rounds = start_round_clock()
                 finished = self._run(idx, example, resume)
+                self._write_files(finished.files)
             record = finished.record
             self._write(idx, finished, started, rounds[0])
         except CallsStopped:
@@ -188,9 +194,20 @@ class _Runner:
         return Finished(result_record(idx, example, result, self.components, self.mode),
                         search_files(idx, result) if self.mode == "search" else {})
 
+    def _write_files(self, files: Mapping[str, object]) -> None:
+        """The search's terminal nodes and path, as bulk JSON nobody reads by eye (no indentation: 5x faster)."""
+        for relative, payload in files.items():
+            self._write_json(relative, payload, indent=None)
+
+    def _write_json(self, relative: str, payload: object, *, indent: Optional[int]) -> None:
+        """``RunDir.write_json``, joining the durable group the caller opened."""
+        path = self.run_dir.root / relative
+        try:
+            atomic_write_text(path, json.dumps(payload, indent=indent, default=str), grouped=True)
+        except OSError as exc:  # a failed write on an open file names no file: name it
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
     def _write(self, idx: int, finished: Finished, started: float, rounds: int) -> None:
-        for relative, payload in finished.files.items():
-            self.run_dir.write_json(relative, payload, indent=None)
         timing: dict[str, object] = {
             "seconds": round(time.perf_counter() - started, 3),
             "dependent_rounds": rounds,
@@ -202,8 +219,9 @@ class _Runner:
         if "attempts" in finished.record:  # each attempt's calls, as counted by the process(es) that ran it
             timing["attempts"] = [self.log.summary(instance=idx, attempt=k)
                                   for k in range(len(finished.record["attempts"]))]
-        self.run_dir.write_json(layout.timing(idx), timing)
-        self.run_dir.write_result(idx, finished.record)  # last: its presence marks the instance done
+        with durable_together():  # renamed in order: the result last, its presence marks the instance done
+            self._write_json(layout.timing(idx), timing, indent=1)
+            self._write_json(layout.result(idx), finished.record, indent=1)
 
     def _failed(self, idx: int, exc: Exception) -> None:
         failure = classify(exc, str(self.run_dir.root))

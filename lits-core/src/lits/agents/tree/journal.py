@@ -18,15 +18,14 @@ read, and the file is truncated to its last whole line before more is appended.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
 
+from lits.structures.base import atomic_writer
 from lits.structures.node import SearchNode
 from lits.type_registry import deserialize
 
@@ -110,6 +109,9 @@ class TreeJournal:
     def compact(self) -> None:
         """Merge the journal's lines and the pending checkpoints into one line (atomically, fsynced).
 
+        Inside :func:`~lits.structures.base.durable_together` (the runner's end of an instance) the merged
+        file replaces the journal when that block ends, made durable together with the instance's files.
+
         Streams: each node's latest JSON text is kept (later lines win), the rest of a line is dropped once
         read, and the merged line is written piece by piece.  Pending checkpoints join the merge from
         memory, never written as a line of their own first (a short search's whole tree is often still
@@ -148,7 +150,7 @@ class TreeJournal:
             return
         tail = _dumps({k: last[k] for k in ("iteration", "next_id", "stats")})[1:]
         try:
-            with _atomic_writer(self.path) as fh:
+            with atomic_writer(self.path, grouped=True) as fh:
                 def write(piece: str) -> None:
                     fh.write(piece)
                     self.bytes_written += len(piece)
@@ -260,22 +262,6 @@ class _Mirror:
 
 def _dumps(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
-
-
-@contextlib.contextmanager
-def _atomic_writer(path: Path) -> Iterator[TextIO]:
-    """A text file that replaces ``path`` (fsynced) only when the block ends without an error."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _flat(node: SearchNode, skip: tuple[str, ...] = ()) -> dict[str, object]:

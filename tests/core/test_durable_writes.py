@@ -1,0 +1,57 @@
+"""Atomic writes made durable together: one fsync wait for a group of files, renamed in order."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from lits.structures import base
+from lits.structures.base import atomic_write_text, durable_together
+
+
+def test_grouped_writes_appear_when_the_block_ends_in_the_order_they_were_written(tmp_path: Path, monkeypatch):
+    renamed: list[str] = []
+    replace = os.replace
+
+    def spy(src: str, dst: str | Path) -> None:
+        renamed.append(Path(dst).name)
+        replace(src, dst)
+
+    monkeypatch.setattr(base.os, "replace", spy)
+    with durable_together():
+        atomic_write_text(tmp_path / "b.json", "B", grouped=True)
+        atomic_write_text(tmp_path / "a.json", "A", grouped=True)
+        assert not (tmp_path / "a.json").exists() and not (tmp_path / "b.json").exists()
+        atomic_write_text(tmp_path / "now.json", "N")  # not grouped: in place at once
+        assert (tmp_path / "now.json").read_text() == "N"
+    assert renamed == ["now.json", "b.json", "a.json"]
+    assert (tmp_path / "a.json").read_text() == "A" and (tmp_path / "b.json").read_text() == "B"
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_grouped_write_outside_a_group_is_in_place_at_once(tmp_path: Path):
+    atomic_write_text(tmp_path / "x.json", "X", grouped=True)
+    assert (tmp_path / "x.json").read_text() == "X"
+
+
+def test_files_written_before_an_error_in_the_block_are_still_put_in_place(tmp_path: Path):
+    with pytest.raises(RuntimeError), durable_together():
+        atomic_write_text(tmp_path / "kept.json", "K", grouped=True)
+        raise RuntimeError("the instance failed after its journal was compacted")
+    assert (tmp_path / "kept.json").read_text() == "K"
+
+
+def test_a_failed_fsync_names_its_file_and_leaves_no_file_of_the_group(tmp_path: Path, monkeypatch):
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(base.os, "fsync", full)
+    with pytest.raises(OSError) as caught, durable_together():
+        atomic_write_text(tmp_path / "a.json", "A", grouped=True)
+        atomic_write_text(tmp_path / "b.json", "B", grouped=True)
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename in (str(tmp_path / "a.json"),
+                                                                           str(tmp_path / "b.json"))
+    assert not list(tmp_path.iterdir())
