@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Protocol, Sequence, TypedDict, Unpack, cast
 
 from lits.concurrency import tick_round
-from lits.lm.cache import ResponseCache, request_key, sample_keys
+from lits.lm.cache import ResponseStore, request_key, sample_keys
 from lits.observability import InferenceRecord, current_context, record_call
 
 
@@ -301,7 +301,7 @@ class LanguageModel(ABC):
         #: Sampling settings that win over the caller's (``--policy-model-arg temperature=0.2`` etc.).
         self.sampling: dict[str, Any] = {}
         #: Optional persistent cache; see :meth:`use_cache`.
-        self.cache: ResponseCache | None = None
+        self.cache: ResponseStore | None = None
         # Scores are deterministic, so policy and reward model share them.
         self._scores: dict[tuple[str, str], float] = {}
         self._scores_lock = threading.Lock()
@@ -374,7 +374,7 @@ class LanguageModel(ABC):
         self._record("generate", outs, time.perf_counter() - start, prompt=prompt)
         return outs
 
-    def use_cache(self, cache: ResponseCache | None) -> None:
+    def use_cache(self, cache: ResponseStore | None) -> None:
         """Serve repeated requests from ``cache`` (None turns caching off)."""
         self.cache = cache
 

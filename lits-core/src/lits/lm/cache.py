@@ -16,7 +16,7 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Mapping, NoReturn, Sequence
+from typing import Mapping, NoReturn, Protocol, Sequence
 
 
 def request_key(identity: str, kind: str, payload: object) -> str:
@@ -46,6 +46,16 @@ class CacheError(RuntimeError):
         super().__init__(f"the response cache {path} {problem}; free space, delete or move it, pass "
                          "another --cache PATH, or --no-cache")
         self.path = path
+
+
+class ResponseStore(Protocol):
+    """What a model asks of its cache: :class:`ResponseCache`, or a Ray worker's view of the run's cache."""
+
+    def get(self, key: str) -> object: ...
+
+    def put(self, key: str, value: object) -> None: ...
+
+    def put_many(self, entries: Sequence[tuple[str, object]]) -> None: ...
 
 
 class ResponseCache:

@@ -17,7 +17,7 @@ import heapq
 import json
 import threading
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import ray
 from lits.lm.base import CallsStopped
@@ -115,18 +115,18 @@ class RunCoordinator:
         self._account()
         return self.area
 
-    def cache_get(self, key: str) -> Any:
+    def cache_get(self, key: str) -> object:
         return self.cache.get(key) if self.cache is not None else None
 
-    def cache_put(self, key: str, value: Any) -> None:
+    def cache_put(self, key: str, value: object) -> None:
         if self.cache is not None:
             self.cache.put(key, value)
 
-    def cache_put_many(self, entries: list[tuple[str, Any]]) -> None:
+    def cache_put_many(self, entries: list[tuple[str, object]]) -> None:
         for key, value in entries:
             self.cache_put(key, value)
 
-    def cache_dump(self) -> list[tuple[str, Any]]:
+    def cache_dump(self) -> list[tuple[str, object]]:
         """Every entry (to seed a worker's own cache: the per-worker variant the benchmark measures)."""
         if self.cache is None:
             return []
@@ -183,11 +183,11 @@ class SharedCache:
 
     def __init__(self, coordinator: Any) -> None:
         self.coordinator = coordinator
-        self.known: dict[str, Any] = {}
-        self.pending: list[tuple[str, Any]] = []
+        self.known: dict[str, object] = {}
+        self.pending: list[tuple[str, object]] = []
         self.lock = threading.Lock()
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> object:
         with self.lock:
             if key in self.known:
                 return self.known[key]
@@ -197,7 +197,7 @@ class SharedCache:
                 self.known[key] = value
         return value
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: object) -> None:
         with self.lock:
             self.known[key] = value
             self.pending.append((key, value))
@@ -205,7 +205,7 @@ class SharedCache:
         if full:
             self.flush()
 
-    def put_many(self, entries: list[tuple[str, Any]]) -> None:
+    def put_many(self, entries: Sequence[tuple[str, object]]) -> None:
         for key, value in entries:
             self.put(key, value)
 
