@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from lits.agents import ChainConfig, TreeSearchConfig
 from lits.agents.tree import BaseTreeSearch, bfs
@@ -54,10 +54,13 @@ from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
 from lits.tools import BaseTool, Tool
 from lits.type_registry import register_state, register_type
 
+if TYPE_CHECKING:
+    from lits.runs.planning import Plan
+
 __all__ = [
     # running
-    "run", "search", "chain", "resume", "run_async", "plan", "RunSpec", "ComponentModel", "RunResult", "InstanceOutcome",
-    "SpecError", "UserError", "model",
+    "run", "search", "chain", "resume", "run_async", "plan", "RunSpec", "ComponentModel", "RunResult",
+    "InstanceOutcome", "SpecError", "UserError", "model",
     # building blocks (the seeds' names)
     "Policy", "Transition", "RewardModel", "LlmTransition", "EnvGroundedTransition", "EnvGroundedPolicy",
     "EnvGroundedPRM", "GenerativePRM", "ToolUsePolicy", "ToolUseTransition", "LanguageModel",
@@ -71,7 +74,7 @@ __all__ = [
 ]
 
 
-def run(spec: Optional[RunSpec] = None, /, **fields: Any) -> RunResult:
+def run(spec: Optional[RunSpec] = None, /, **fields: object) -> RunResult:
     """Run ``spec`` (or a spec made from ``fields``; given both, ``fields`` override the spec's).
 
     Raises :class:`UserError` (one line) for a bad setting, an unknown name or a full disk; instances that
@@ -88,17 +91,17 @@ def run(spec: Optional[RunSpec] = None, /, **fields: Any) -> RunResult:
     return read_result(run_dir.root, done.selected, done.outcome.failed, done.outcome.stop_reason)
 
 
-def search(dataset: str, **fields: Any) -> RunResult:
+def search(dataset: str, **fields: object) -> RunResult:
     """A tree search over ``dataset``: ``search="mcts"`` (default) or any registered one, ``search_args={...}``."""
     return run(RunSpec.make(command="search", dataset=dataset, **fields))
 
 
-def chain(dataset: str, **fields: Any) -> RunResult:
+def chain(dataset: str, **fields: object) -> RunResult:
     """A chain agent (no search) over ``dataset``: ``chain=`` a registered one (default: by task type)."""
     return run(RunSpec.make(command="chain", dataset=dataset, **fields))
 
 
-def resume(save_dir: str | Path, **changes: Any) -> RunResult:
+def resume(save_dir: str | Path, **changes: object) -> RunResult:
     """Finish the run in ``save_dir``; finished instances are not redone.
 
     Only operational settings may change (``concurrency``, ``base_url``, ``cache``, timeouts, prices,
@@ -118,7 +121,8 @@ def resume(save_dir: str | Path, **changes: Any) -> RunResult:
             raise SpecError(role, f"must be what the run had ({saved.get(role)!r}), not {component_name(obj)!r}")
     for role in ("policy", "transition", "reward"):
         if str(saved.get(role) or "").startswith(OBJECT_PREFIX) and role not in objects:
-            raise SpecError(role, f"was an object ({saved[role][len(OBJECT_PREFIX):]}); pass it again as {role}=")
+            was = str(saved.get(role))[len(OBJECT_PREFIX):]
+            raise SpecError(role, f"was an object ({was}); pass it again as {role}=")
     unknown = [key for key in changes if key not in OPERATIONAL_FIELDS]
     if unknown:
         raise SpecError(unknown[0], "cannot change on resume: it would change what the run computes; "
@@ -129,7 +133,7 @@ def resume(save_dir: str | Path, **changes: Any) -> RunResult:
     return read_result(run_dir.root, done.selected, done.outcome.failed, done.outcome.stop_reason)
 
 
-def plan(spec: Optional[RunSpec] = None, /, **fields: Any) -> dict[str, Any]:
+def plan(spec: Optional[RunSpec] = None, /, **fields: object) -> Plan:
     """What :func:`run` would do, checked as a run checks it, with no model call and nothing written
     (``--dry-run``): the resolved ``settings``, the ``instances``, each component's ``models`` and a bound on
     model ``calls``."""
@@ -144,7 +148,7 @@ def plan(spec: Optional[RunSpec] = None, /, **fields: Any) -> dict[str, Any]:
     return plan_run(settings, spec.objects())
 
 
-async def run_async(spec: Optional[RunSpec] = None, /, **fields: Any) -> RunResult:
+async def run_async(spec: Optional[RunSpec] = None, /, **fields: object) -> RunResult:
     """:func:`run` for code already in an event loop: the run goes to a worker thread."""
     return await asyncio.to_thread(run, spec, **fields)
 

@@ -23,6 +23,8 @@ was written in; a reader refuses a run from a newer LiTS in one line instead of 
 
 from __future__ import annotations
 
+from typing import Mapping
+
 #: The layout's version, written into config.json as ``format``. 1: the layout above.
 FORMAT = 1
 
@@ -79,7 +81,7 @@ def chain_checkpoint_name(idx: int) -> str:
     return f"{idx}.json"
 
 
-def newer_format(config: dict[str, object]) -> str | None:
+def newer_format(config: Mapping[str, object]) -> str | None:
     """One line when ``config`` was written in a format newer than this LiTS reads, else None."""
     found = config.get("format", FORMAT)
     if isinstance(found, int) and found > FORMAT:

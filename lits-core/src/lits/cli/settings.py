@@ -8,11 +8,12 @@ checks, :mod:`lits.runs.resuming`), so a run made from Python is checked the sam
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
+from typing import Sequence
 
 from lits.cli.errors import UserError
 from lits.runs.model_specs import ROLES
 from lits.runs.resuming import MEANING_FLAGS, OPERATIONAL_KEYS, ResumeRequest
+from lits.runs.run_settings import GivenModel
 from lits.runs.spec import RunSpec, SpecError, parse_value
 
 #: Flags that set one spec field as given: (attribute of args, field).
@@ -29,9 +30,9 @@ _PAIR_FLAGS = (("dataset_arg", "dataset_args", "--dataset-arg"), ("resource_arg"
                ("memory_arg", "memory_args", "--memory-arg"))
 
 
-def parse_pairs(pairs: Sequence[str], flag: str) -> dict[str, Any]:
+def parse_pairs(pairs: Sequence[str], flag: str) -> dict[str, object]:
     """``K=V`` flags as a mapping (``-`` in keys read as ``_``); values as :func:`parse_value` reads them."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
@@ -40,12 +41,13 @@ def parse_pairs(pairs: Sequence[str], flag: str) -> dict[str, Any]:
     return out
 
 
-def component_models(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+def component_models(args: argparse.Namespace) -> dict[str, GivenModel]:
     """What ``--policy-model``/``--eval-model``/``--transition-model`` and their base URLs and args gave."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, GivenModel] = {}
     for role in ROLES:
-        given = {"model": getattr(args, f"{role}_model", None), "base_url": getattr(args, f"{role}_base_url", None),
-                 "args": parse_pairs(getattr(args, f"{role}_model_arg", None) or [], f"--{role}-model-arg")}
+        given: GivenModel = {"model": getattr(args, f"{role}_model", None),
+                             "base_url": getattr(args, f"{role}_base_url", None),
+                             "args": parse_pairs(getattr(args, f"{role}_model_arg", None) or [], f"--{role}-model-arg")}
         if given["model"] or given["base_url"] or given["args"]:
             out[role] = given
     return out
@@ -58,7 +60,7 @@ def run_request(args: argparse.Namespace, mode: str) -> RunSpec | ResumeRequest:
 
 def spec_from_args(args: argparse.Namespace, mode: str) -> RunSpec:
     """The run that ``--config FILE``, then the flags given, then ``--set`` describe; a bad value is one line."""
-    given: dict[str, Any] = {"command": mode}
+    given: dict[str, object] = {"command": mode}
     for attr, field in _FIELD_FLAGS:
         if getattr(args, attr, None) is not None:
             given[field] = getattr(args, attr)

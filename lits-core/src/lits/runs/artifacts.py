@@ -13,19 +13,22 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional, cast
 
 from lits import layout
 from lits.errors import UserError
 from lits.secrets import redact_query
 from lits.structures.base import atomic_write_text
 
+if TYPE_CHECKING:
+    from lits.runs.run_settings import RunSettings
+
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
 
 
-def redact(config: dict[str, Any]) -> dict[str, Any]:
+def redact(config: Mapping[str, object]) -> dict[str, object]:
     """Drop secret-looking keys and credentials embedded in URLs."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in config.items():
         if _SECRET_KEYS.search(key):
             continue
@@ -101,14 +104,14 @@ class RunDir:
             raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
         return path
 
-    def write_config(self, config: dict[str, Any]) -> None:
+    def write_config(self, config: RunSettings) -> None:
         self.write_json(layout.CONFIG, {"format": layout.FORMAT, **redact(config)})
 
     def write_result(self, idx: int, result: Mapping[str, object]) -> None:
         self.write_json(layout.result(idx), result)
 
     # -- reading ---------------------------------------------------------------
-    def read_config(self) -> dict[str, Any]:
+    def read_config(self) -> RunSettings:
         if not self.config_path.exists():
             raise FileNotFoundError(f"{self.root} is not a LiTS run directory (no config.json)")
         config = self._read(self.config_path, "restore it from a copy, or start a new run with another --save-dir")
@@ -118,7 +121,7 @@ class RunDir:
         newer = layout.newer_format(config)
         if newer is not None:
             raise RunFileError(f"{self.root}: {newer}")
-        return config
+        return cast("RunSettings", config)  # what write_config wrote
 
     def _read(self, path: Path, remedy: str) -> object:
         try:

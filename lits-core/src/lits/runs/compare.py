@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from lits import layout
 
@@ -12,11 +12,11 @@ COLUMNS = ("method", "dataset", "model", "instances", "accuracy", "tokens_in", "
            "cached", "seconds")
 
 
-def method_label(config: dict[str, Any]) -> str:
+def method_label(config: Mapping[str, object]) -> str:
     """What a reader calls the method: the chain, or the framework/search pair."""
     if config.get("command") == "chain":
         return f"{config.get('chain') or 'chain'} (chain)"
-    framework, search = config.get("search_framework"), config.get("search") or "mcts"
+    framework, search = config.get("search_framework"), str(config.get("search") or "mcts")
     return f"{framework} ({search})" if framework else search
 
 

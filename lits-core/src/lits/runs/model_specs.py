@@ -10,9 +10,12 @@ share one model object (one limiter, one cache), see :func:`spec_key`.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, TypedDict
+from typing import TYPE_CHECKING, Mapping, Optional, TypedDict
 
 from lits.errors import UserError
+
+if TYPE_CHECKING:
+    from lits.runs.run_settings import GivenModel, RunSettings
 
 #: The components that call a model, as the flags name them (``eval`` is the reward model, ``bn`` the
 #: branching-necessity evaluator of Chain-in-Tree continuation).
@@ -44,19 +47,19 @@ class ModelSpec(TypedDict):
     model: str
     base_url: Optional[str]
     api: Optional[str]
-    args: dict[str, Any]
+    args: dict[str, object]
 
 
 def in_process(spec: str) -> bool:
     return spec in IN_PROCESS or is_gguf(spec)
 
 
-def check_model_args(role: str, args: dict[str, Any]) -> dict[str, Any]:
+def check_model_args(role: str, args: Mapping[str, object]) -> dict[str, object]:
     """``--ROLE-model-arg`` values checked and typed; an unknown key names the closest known one."""
     from lits.store import unknown_name_message
 
     flag = f"--{role}-model-arg"
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in args.items():
         if key not in MODEL_ARGS:
             raise UserError(unknown_name_message(f"{flag} setting", key, list(MODEL_ARGS))
@@ -76,13 +79,13 @@ def check_model_args(role: str, args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def role_spec(settings: dict[str, Any], role: str) -> ModelSpec:
+def role_spec(settings: RunSettings, role: str) -> ModelSpec:
     """The full model spec ``role`` uses: its own flags over the run's ``--model``/``--base-url``/``--api``.
 
     A component given only a model name keeps the run's ``--base-url`` (one server, several models),
     unless its model runs in this process (``local``, ``scripted``, a ``.gguf`` file).  A role in
     :data:`FALLBACK_ROLES` given nothing of its own uses its fallback role's spec."""
-    given = (settings.get("component_models") or {}).get(role) or {}
+    given: GivenModel = (settings.get("component_models") or {}).get(role) or {}
     if not given and role in FALLBACK_ROLES:
         return role_spec(settings, FALLBACK_ROLES[role])
     model = given.get("model") or settings.get("model") or "local"
@@ -90,11 +93,12 @@ def role_spec(settings: dict[str, Any], role: str) -> ModelSpec:
     base_url = given.get("base_url")
     if base_url is None and not (given.get("model") and in_process(model)):
         base_url = settings.get("base_url")
-    return {"model": model, "base_url": base_url, "api": args.pop("api", None) or settings.get("api"),
+    api = args.pop("api", None)
+    return {"model": model, "base_url": base_url, "api": api if isinstance(api, str) and api else settings.get("api"),
             "args": args}
 
 
-def default_spec(settings: dict[str, Any]) -> ModelSpec:
+def default_spec(settings: RunSettings) -> ModelSpec:
     return {"model": settings.get("model") or "local", "base_url": settings.get("base_url"),
             "api": settings.get("api"), "args": {}}
 
@@ -104,7 +108,7 @@ def spec_key(spec: ModelSpec) -> str:
     return json.dumps(spec, sort_keys=True, default=str)
 
 
-def describe_models(settings: dict[str, Any]) -> str:
+def describe_models(settings: RunSettings) -> str:
     """``policy=A eval=B transition=A`` (server shown when a component has its own)."""
     parts = []
     for role in ROLES:
@@ -114,7 +118,7 @@ def describe_models(settings: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def uses_own_models(settings: dict[str, Any]) -> bool:
+def uses_own_models(settings: RunSettings) -> bool:
     """True when some component's spec differs from the run's default model."""
     default = spec_key(default_spec(settings))
     return any(spec_key(role_spec(settings, role)) != default for role in ROLES)

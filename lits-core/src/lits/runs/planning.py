@@ -9,18 +9,30 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional, TypedDict
 
 from lits.errors import UserError, one_line
+from lits.runs.run_settings import RunSettings, set_agent_args
 from lits.runs.setup import agent_registration, build_components, make_config
 
 
-def plan(settings: dict[str, Any], objects: Optional[Mapping[str, object]] = None) -> dict[str, Any]:
+class Plan(TypedDict):
+    """What :func:`plan` found: the resolved settings, the selected instances, where each component's calls
+    would go and a bound on model calls (None when the agent declares no depth limit)."""
+
+    settings: RunSettings
+    instances: list[int]
+    models: dict[str, str]
+    calls_per_instance: Optional[int]
+    calls: Optional[int]
+
+
+def plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = None) -> Plan:
     """What the run would do: the resolved settings, the instances, the models and a bound on model calls."""
     from lits.registry import get_registration, infer_task_type
     from lits.runs.session import select
 
-    resolved = dict(settings)
+    resolved = settings.copy()
     mode = resolved["command"]
     if resolved.get("executor") == "ray":
         from lits.runs.ray_executor import require_ray
@@ -41,7 +53,7 @@ def plan(settings: dict[str, Any], objects: Optional[Mapping[str, object]] = Non
         raise
     except Exception as exc:
         raise UserError(f"the components cannot be built: {one_line(exc)}") from None
-    resolved[f"{mode}_args"] = config.model_dump()
+    set_agent_args(resolved, mode, config.model_dump())
     per_instance = with_attempts(calls_per_instance(config, mode), resolved)
     return {"settings": resolved, "instances": [idx for idx, _ in selected], "models": check_models(resolved),
             "calls_per_instance": per_instance,
@@ -78,7 +90,7 @@ def _bn_calls(config: object, width: int) -> int:
     return int(k) + (1 if method == "sc" else 0)
 
 
-def with_attempts(per_attempt: Optional[int], settings: dict[str, Any]) -> Optional[int]:
+def with_attempts(per_attempt: Optional[int], settings: RunSettings) -> Optional[int]:
     """The bound over ``--attempts N``: N attempts, and one call per augmentor between two attempts (an
     augmentor that calls the model more often is not bounded)."""
     from lits.memory.memory import augmentor_classes
@@ -88,7 +100,7 @@ def with_attempts(per_attempt: Optional[int], settings: dict[str, Any]) -> Optio
     return None if per_attempt is None else per_attempt * attempts + len(augmentors) * (attempts - 1)
 
 
-def check_models(settings: dict[str, Any]) -> dict[str, str]:
+def check_models(settings: RunSettings) -> dict[str, str]:
     """Each component's model spec checked without loading it: where its calls would go."""
     from lits.registry import list_names
     from lits.runs.model_specs import KEY_ENV, ROLES, is_gguf, role_spec
@@ -98,7 +110,7 @@ def check_models(settings: dict[str, Any]) -> dict[str, str]:
         spec = role_spec(settings, role)
         name, base_url = str(spec["model"]), spec.get("base_url")
         key_env = (spec.get("args") or {}).get(KEY_ENV)
-        if key_env and not os.environ.get(key_env):
+        if key_env and not os.environ.get(str(key_env)):
             raise UserError(f"api_key_env={key_env} for model {name}: ${key_env} is not set")
         if is_gguf(name) and not base_url:
             if not Path(name).expanduser().is_file():
@@ -115,7 +127,7 @@ def check_models(settings: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def format_plan(planned: dict[str, Any]) -> str:
+def format_plan(planned: Plan) -> str:
     """The plan as the terminal shows it after the resolved settings."""
     instances = planned["instances"]
     shown = ", ".join(str(i) for i in instances[:10]) + (", ..." if len(instances) > 10 else "")
@@ -126,7 +138,7 @@ def format_plan(planned: dict[str, Any]) -> str:
             "dry run: settings checked, nothing written, no model called")
 
 
-def print_plan(settings: dict[str, Any], objects: Optional[Mapping[str, object]] = None) -> int:
+def print_plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = None) -> int:
     """``--dry-run``: the resolved settings as JSON (secrets dropped), then the plan; exit status 0."""
     import json
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 import platform
 import sys
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from lits.runs.run_settings import RunSettings
 
 #: Libraries whose version changes what a run does or records.
 LIBRARIES = ("lits-core", "pluggy", "httpx", "pydantic", "tenacity")
@@ -58,7 +61,7 @@ def model_record(model: object, concurrency: int) -> dict[str, object]:
     return record
 
 
-def record_models(settings: dict[str, Any], models: dict[str, Any]) -> None:
+def record_models(settings: RunSettings, models: Mapping[str, object]) -> None:
     """``model_info`` for ``--model`` (as before) and ``models``: each component's spec and model_info."""
     from lits.runs.model_specs import ROLES, default_spec, role_spec, spec_key
 

@@ -42,6 +42,7 @@ from lits.errors import UserError
 from lits.runs.artifacts import RunDir
 from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
 from lits.runs.ray_watch import PING_TIMEOUT, ClusterWatch
+from lits.runs.run_settings import RunSettings
 from lits.runs.runner import RETRY_ROUNDS, STOP_GRACE, Item, Progress, RunOutcome, _RunLog, in_rounds, settle
 from lits.structures.base import atomic_write_text
 
@@ -188,10 +189,11 @@ class ClusterStats:
 class RayExecutor:
     """Runs a run's instances on Ray workers and writes what they send back into the run dir."""
 
-    def __init__(self, settings: dict[str, Any], run_dir: RunDir, mode: str) -> None:
+    def __init__(self, settings: RunSettings, run_dir: RunDir, mode: str) -> None:
         #: "driver": one cache the coordinator serves (the default); "worker": each worker's own, merged
         #: back per instance -- only to measure the alternative (docs/benchmarks.md).
-        settings = {**settings, "ray_cache": os.environ.get("LITS_RAY_CACHE", "driver")}
+        settings = settings.copy()
+        settings["ray_cache"] = os.environ.get("LITS_RAY_CACHE", "driver")
         self.settings, self.run_dir, self.mode = settings, run_dir, mode
         self.stats = ClusterStats(run_dir)
         self.outcome = RunOutcome()

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 from lits import layout
-from lits.lm.cache import ResponseCache
+from lits.lm.cache import ResponseCache, ResponseStore
 from lits.observability import InferenceLog, collecting
 from lits.runs.ray_actors import SharedCache, SharedLimiter
 
 if TYPE_CHECKING:
     from lits.lm.base import LanguageModel
+    from lits.runs.run_settings import RunSettings
 
 #: Files an instance leaves in its (scratch) run dir, by folder.
 INSTANCE_FOLDERS = layout.INSTANCE_FOLDERS
@@ -69,7 +70,7 @@ class _Lines(logging.Handler):
 class _Built:
     """What a worker builds once from the run's settings."""
 
-    def __init__(self, settings: dict[str, Any], mode: str, coordinator: Any, holder: str, root: Path) -> None:
+    def __init__(self, settings: RunSettings, mode: str, coordinator: Any, holder: str, root: Path) -> None:
         from lits.registry import infer_task_type
         from lits.runs.artifacts import RunDir
         from lits.runs.control import RunControl
@@ -78,7 +79,7 @@ class _Built:
         from lits.runs.setup import (agent_factory, agent_registration, build_components, create_run_models,
                                       distinct_models, make_config)
 
-        settings = dict(settings)
+        settings = settings.copy()
         task_type = infer_task_type(settings["dataset"])
         agent_reg, agent_args = agent_registration(settings, mode, task_type)
         config = make_config(agent_reg, agent_args, mode)
@@ -86,7 +87,7 @@ class _Built:
         self.models = distinct_models(models)
         self.model = models["policy"]
         self.own_cache: WorkerCache | None = None
-        shared_cache: Any = None
+        shared_cache: ResponseStore | None = None
         if not settings.get("no_cache") and settings.get("ray_cache") == "worker":
             self.own_cache = shared_cache = WorkerCache(root / "cache.sqlite",
                                                         ray.get(coordinator.cache_dump.remote()))
@@ -115,7 +116,7 @@ class _Built:
 class InstanceWorker:
     """Runs instances of one run, several at once on threads (``max_concurrency``)."""
 
-    def __init__(self, name: str, settings: dict[str, Any], mode: str, coordinator: str) -> None:
+    def __init__(self, name: str, settings: RunSettings, mode: str, coordinator: str) -> None:
         self.name, self.settings, self.mode = name, settings, mode
         self.coordinator = ray.get_actor(coordinator)  # by name: a handle argument would pin the actor's restarts
         self.incarnation = f"{name}#{os.getpid()}@{ray.get_runtime_context().get_node_id()[:8]}"

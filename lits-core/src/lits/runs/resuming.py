@@ -11,10 +11,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence, cast
 
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir, check_writable
+from lits.runs.run_settings import GivenModel, RunSettings
 from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency
 
 #: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).
@@ -51,14 +52,14 @@ class ResumeRequest:
     #: Meaning flags given again: (flag, key in config.json, value; ``K=V`` flags as a dict).
     meaning: list[tuple[str, str, object]] = field(default_factory=list)
     #: Operational settings given again, by key.
-    operational: dict[str, Any] = field(default_factory=dict)
+    operational: dict[str, object] = field(default_factory=dict)
     #: ``--ROLE-model``/``--ROLE-base-url``/``--ROLE-model-arg`` given again, by role.
-    component_models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    component_models: dict[str, GivenModel] = field(default_factory=dict)
     cache: Optional[str] = None
     no_cache: bool = False
 
 
-def resumed_run(request: ResumeRequest) -> tuple[RunDir, dict[str, Any]]:
+def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
     """The run dir and settings of the run to continue; one line for a flag that would change the run."""
     if not request.save_dir:
         raise UserError("--resume needs --save-dir of the run to continue")
@@ -67,17 +68,17 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, dict[str, Any]]:
     if saved.get("command") != request.mode:
         raise UserError(f"{run_dir.root} holds a {saved.get('command')} run, not a {request.mode} run")
     refuse_meaning_changes(request.meaning, saved)
-    changed: dict[str, Any] = {}
+    changed: dict[str, object] = {}
     models = _resumed_component_models(request.component_models, saved.get("component_models") or {})
     if models != (saved.get("component_models") or {}):
         changed["component_models"] = models
     for key, value in request.operational.items():
         if value is not None and value != saved.get(key):
             changed[key] = value
-    if "concurrency" in changed and changed["concurrency"] < 1:
+    if isinstance(concurrency := changed.get("concurrency"), int) and concurrency < 1:
         raise UserError("--concurrency must be at least 1")
     for flag, key in (("--call-budget", "call_budget"), ("--read-timeout", "read_timeout")):
-        if changed.get(key) is not None and changed[key] <= 0:
+        if isinstance(seconds := changed.get(key), (int, float)) and seconds <= 0:
             raise UserError(f"{flag} must be more than 0 seconds")
     if request.cache is not None and (request.cache != saved.get("cache") or saved.get("no_cache")):
         changed.update(cache=request.cache, no_cache=False)
@@ -94,10 +95,10 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, dict[str, Any]]:
     return run_dir, settings
 
 
-def resumed_settings(run_dir: RunDir, saved: dict[str, Any], changed: dict[str, Any]) -> dict[str, Any]:
+def resumed_settings(run_dir: RunDir, saved: RunSettings, changed: Mapping[str, object]) -> RunSettings:
     """The saved settings with what changed, the change recorded under ``resumed``; the save dir checked
     writable.  Shared by ``--resume`` and :func:`lits.resume`."""
-    settings = {**saved, **changed}
+    settings = cast(RunSettings, {**saved, **changed})  # operational settings, checked by their flags
     settings["executor"] = settings.get("executor") or "local"
     settings["resumed"] = [*saved.get("resumed", []),
                            {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": dict(changed)}]
@@ -110,13 +111,14 @@ def model_spec(model: Optional[str]) -> str:
     return model if model not in (None, "") else "local"
 
 
-def _resumed_component_models(given: dict[str, dict[str, Any]], saved: dict[str, Any]) -> dict[str, Any]:
+def _resumed_component_models(given: Mapping[str, GivenModel],
+                              saved: Mapping[str, GivenModel]) -> dict[str, GivenModel]:
     """The run's per-component models with what may change on resume: base URLs and ``api_key_env``.
 
     A component's model name or any other model arg is meaning: a different one is refused."""
     from lits.runs.model_specs import OPERATIONAL_ARGS, check_model_args
 
-    out = {role: {**spec, "args": dict(spec.get("args") or {})} for role, spec in saved.items()}
+    out: dict[str, GivenModel] = {role: {**spec, "args": dict(spec.get("args") or {})} for role, spec in saved.items()}
     for role, spec in given.items():
         have = out.setdefault(role, {"model": None, "base_url": None, "args": {}})
         if spec.get("model") and spec["model"] != have.get("model"):
@@ -130,11 +132,12 @@ def _resumed_component_models(given: dict[str, dict[str, Any]], saved: dict[str,
     return out
 
 
-def refuse_meaning_changes(meaning: Sequence[tuple[str, str, object]], saved: dict[str, Any]) -> None:
+def refuse_meaning_changes(meaning: Sequence[tuple[str, str, object]], saved: Mapping[str, object]) -> None:
     """One line naming the first flag that would make the resumed run a different run."""
     for flag, key, given in meaning:
         if isinstance(given, dict):  # K=V pairs: each must equal what the run has
             have = saved.get(key) or {}
+            have = have if isinstance(have, dict) else {}
             for name, value in given.items():
                 if have.get(name, _MISSING) != value:
                     _refuse(f"{flag} {name}={value}", have.get(name, "unset"))
@@ -145,8 +148,8 @@ def refuse_meaning_changes(meaning: Sequence[tuple[str, str, object]], saved: di
 
 
 _MISSING = object()
-_NORMALIZE: dict[str, Callable[[Any], Any]] = {
-    "model": model_spec,
+_NORMALIZE: dict[str, Callable[[object], object]] = {
+    "model": lambda v: model_spec(v) if v is None or isinstance(v, str) else v,
     "api": lambda v: v or "chat",
     "offset": lambda v: v or 0,
     "attempts": lambda v: v or 1,

@@ -28,6 +28,7 @@ from lits.runs.runner import RunOutcome
 from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_models, \
     distinct_models, make_config
 from lits.runs.resuming import ResumeRequest, resumed_run
+from lits.runs.run_settings import RunSettings, set_agent_args
 from lits.runs.spec import RunSpec
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class Finished:
 
     run_dir: RunDir
     mode: str
-    settings: dict[str, Any]
+    settings: RunSettings
     outcome: RunOutcome
     summary: dict[str, Any]
     selected: list[int]
@@ -93,7 +94,7 @@ def run_to_end(request: RunSpec | ResumeRequest, *, dry_run: bool = False) -> in
     return execute(run_dir, settings, resume=resume).report(exit_on_stragglers=True)
 
 
-def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, dict[str, Any]]:
+def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunSettings]:
     """The save dir and settings of a new run; refuses a save dir that already holds one
     (unless ``check_only``: a dry run writes nothing, so it may look at any settings)."""
     root = spec.save_dir or spec.default_save_dir()
@@ -103,7 +104,7 @@ def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, dict[st
     return RunDir(root), spec.settings()
 
 
-def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
+def execute(run_dir: RunDir, settings: RunSettings, *, resume: bool = False,
             objects: Mapping[str, object] | None = None) -> Finished:
     """Run the selected instances; raises :class:`UserError` for a bad setting or a full disk."""
     from lits.registry import get_registration, infer_task_type
@@ -145,7 +146,7 @@ def execute(run_dir: RunDir, settings: dict[str, Any], *, resume: bool = False,
     try:
         components = build_components(settings, models, config, task_type, objects or {})
         owned += [m for m in _object_models(objects or {}) if all(m is not seen for seen in owned)]
-        settings[f"{mode}_args"] = config.model_dump()
+        set_agent_args(settings, mode, config.model_dump())
         record_models(settings, models)
         settings["environment"] = environment()
         with resource_errors(run_dir, mode):
@@ -188,7 +189,7 @@ def _object_models(objects: Mapping[str, object]) -> list[LanguageModel]:
     return [m for m in found if isinstance(m, LanguageModel)]
 
 
-def select(dataset: str, settings: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+def select(dataset: str, settings: RunSettings) -> list[tuple[int, dict[str, Any]]]:
     """The selected instances as plain dicts; a loader may defer reading each instance until here."""
     from lits.registry import load_dataset
 
@@ -201,7 +202,7 @@ def select(dataset: str, settings: dict[str, Any]) -> list[tuple[int, dict[str, 
     return selected
 
 
-def _open_cache(run_dir: RunDir, settings: dict[str, Any]) -> Optional[ResponseCache]:
+def _open_cache(run_dir: RunDir, settings: RunSettings) -> Optional[ResponseCache]:
     if settings.get("no_cache"):
         return None
     from lits.lm.cache import CacheError, ResponseCache
@@ -263,7 +264,7 @@ def _summed(counts: list[dict[str, float | int]]) -> dict[str, float | int]:
     return out
 
 
-def _finished(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: RunOutcome,
+def _finished(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOutcome,
               selected: list[int]) -> Finished:
     """Write the summary for what finished; a full disk is one line naming ``--resume``."""
     if outcome.stop_reason == RESOURCE:
@@ -286,7 +287,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     return f"{'models':<{width}}  {summary['models']}\n{table}"
 
 
-def summarize(run_dir: RunDir, mode: str, settings: dict[str, Any], outcome: RunOutcome,
+def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOutcome,
               total: int) -> dict[str, Any]:
     from lits.runs.evaluation import aggregate, instance_counts
     from lits.runs.stats import whole_run
@@ -315,7 +316,7 @@ def read_inference_log(run_dir: RunDir) -> InferenceLog:
     return log
 
 
-def write_eval(run_dir: RunDir, config: dict[str, Any], summary: dict[str, Any]) -> None:
+def write_eval(run_dir: RunDir, config: RunSettings, summary: dict[str, Any]) -> None:
     keys = ("dataset", "command", "search", "search_framework", "chain", "reward", "concurrency")
     run_dir.write_json(layout.SUMMARY, {"config": {k: config.get(k) for k in keys}, **summary})
     try:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from lits.components.factory import Components
     from lits.runs.model_specs import ModelSpec
+    from lits.runs.run_settings import RunSettings
     from lits.runs.runner import Agent
     from lits.store import Registration
 
@@ -24,29 +25,30 @@ if TYPE_CHECKING:
 DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react", "language_grounded": "cot"}
 
 
-def agent_registration(settings: dict[str, Any], mode: str, task_type: str) -> tuple[Registration, dict[str, Any]]:
+def agent_registration(settings: RunSettings, mode: str, task_type: str) -> tuple[Registration, dict[str, object]]:
     """The registered search or chain to run and its settings (fills in the defaults it chose)."""
     from lits.registry import get_registration, get_search_framework
 
     if mode == "search":
         name = settings.get("search_framework")
         framework = get_search_framework(name, task_type) if name else None
-        settings["search"] = settings.get("search") or (framework.search if framework else "mcts")
+        search = settings["search"] = settings.get("search") or (framework.search if framework else "mcts")
         args = {**(framework.search_args if framework else {}), **settings["search_args"]}
-        return get_registration("search", settings["search"]), args
+        return get_registration("search", search), args
     if not settings.get("chain") and task_type not in DEFAULT_CHAINS:
         raise UserError(f"no default chain agent for {task_type} tasks; pass --chain NAME")
-    settings["chain"] = settings.get("chain") or DEFAULT_CHAINS[task_type]
-    return get_registration("chain", settings["chain"]), settings["chain_args"]
+    chain = settings["chain"] = settings.get("chain") or DEFAULT_CHAINS[task_type]
+    return get_registration("chain", chain), settings["chain_args"]
 
 
-def make_config(reg: Registration, values: dict[str, Any], mode: str) -> BaseModel:
+def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> BaseModel:
     """The agent's config from ``--search-arg``/``--chain-arg`` values; an unknown key suggests the closest."""
-    config_class = reg.meta.get("config_class")
+    config_class: Optional[Callable[..., BaseModel]] = reg.meta.get("config_class")
     if config_class is None:
         from lits.agents import ChainConfig, TreeSearchConfig
 
-        config_class = TreeSearchConfig if mode == "search" else ChainConfig
+        default: Callable[..., BaseModel] = TreeSearchConfig if mode == "search" else ChainConfig
+        config_class = default
     known = list(getattr(config_class, "model_fields", {}))
     unknown = [key for key in values if known and key not in known]
     if unknown:
@@ -61,7 +63,7 @@ def make_config(reg: Registration, values: dict[str, Any], mode: str) -> BaseMod
         raise UserError(f"{reg.name}: {one_line(exc)}") from None
 
 
-def create_run_model(settings: dict[str, Any], spec: Optional[ModelSpec] = None) -> LanguageModel:
+def create_run_model(settings: RunSettings, spec: Optional[ModelSpec] = None) -> LanguageModel:
     """A language model as the run's settings describe it (backend, server, bounds, prices).
 
     ``spec`` is one component's model (:func:`lits.runs.model_specs.role_spec`); default: ``--model``."""
@@ -72,11 +74,13 @@ def create_run_model(settings: dict[str, Any], spec: Optional[ModelSpec] = None)
 
     spec = spec or default_spec(settings)
     args = spec.get("args") or {}
-    extra = {k: settings[k] for k in ("call_budget", "read_timeout") if settings.get(k) is not None}
-    if args.get(KEY_ENV):  # the key itself is read here and never kept in settings
-        key = os.environ.get(args[KEY_ENV])
+    bounds: Mapping[str, object] = settings
+    extra = {k: bounds[k] for k in ("call_budget", "read_timeout") if bounds.get(k) is not None}
+    key_env = args.get(KEY_ENV)
+    if key_env:  # the key itself is read here and never kept in settings
+        key = os.environ.get(str(key_env))
         if not key:
-            raise UserError(f"api_key_env={args[KEY_ENV]} for model {spec['model']}: ${args[KEY_ENV]} is not set")
+            raise UserError(f"api_key_env={key_env} for model {spec['model']}: ${key_env} is not set")
         extra["api_key"] = key
     try:
         model = create_model(spec["model"], base_url=spec["base_url"], api=spec["api"],
@@ -89,7 +93,7 @@ def create_run_model(settings: dict[str, Any], spec: Optional[ModelSpec] = None)
     return model
 
 
-def create_run_models(settings: dict[str, Any]) -> dict[str, LanguageModel]:
+def create_run_models(settings: RunSettings) -> dict[str, LanguageModel]:
     """Each component's model (``policy``, ``eval``, ``transition``); equal specs share one object."""
     from lits.runs.model_specs import ROLES, default_spec, role_spec, spec_key
 
@@ -119,7 +123,7 @@ def distinct_models(models: Mapping[str, LanguageModel]) -> list[LanguageModel]:
     return out
 
 
-def build_components(settings: dict[str, Any], models: Mapping[str, Optional[LanguageModel]], config: object,
+def build_components(settings: RunSettings, models: Mapping[str, Optional[LanguageModel]], config: object,
                      task_type: str, objects: Optional[Mapping[str, object]] = None) -> Components:
     """The run's components from its settings, each calling its own model (see :func:`create_run_models`).
 

@@ -12,11 +12,12 @@ import difflib
 import json
 import time
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Literal, Mapping, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lits.errors import UserError
+from lits.runs.run_settings import GivenModel, RunSettings
 
 Role = Literal["policy", "eval", "transition", "bn"]
 #: A component given by registered name, by class, or as an object built by the caller.
@@ -61,7 +62,7 @@ class ComponentModel(BaseModel):
 
     model: Optional[str] = None
     base_url: Optional[str] = None
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, object] = Field(default_factory=dict)
 
 
 class RunSpec(BaseModel):
@@ -71,23 +72,23 @@ class RunSpec(BaseModel):
 
     command: Literal["search", "chain"] = "search"
     dataset: str = Field(min_length=1)
-    dataset_args: dict[str, Any] = Field(default_factory=dict)
+    dataset_args: dict[str, object] = Field(default_factory=dict)
     offset: int = 0
     limit: Optional[int] = None
     resource: Optional[str] = None
-    resource_args: dict[str, Any] = Field(default_factory=dict)
+    resource_args: dict[str, object] = Field(default_factory=dict)
     policy: ComponentChoice = None
     transition: ComponentChoice = None
     reward: ComponentChoice = None
     search: Optional[str] = None
-    search_args: dict[str, Any] = Field(default_factory=dict)
+    search_args: dict[str, object] = Field(default_factory=dict)
     search_framework: Optional[str] = None
     chain: Optional[str] = None
-    chain_args: dict[str, Any] = Field(default_factory=dict)
+    chain_args: dict[str, object] = Field(default_factory=dict)
     #: Tries per instance; an attempt that solves ends the instance (pass@N).
     attempts: int = 1
     #: ``augmentors=fact,reflection`` and the augmentors' options: memory between attempts.
-    memory_args: dict[str, Any] = Field(default_factory=dict)
+    memory_args: dict[str, object] = Field(default_factory=dict)
     model: str = "local"
     base_url: Optional[str] = None
     api: Optional[Literal["chat", "completion"]] = None
@@ -105,10 +106,10 @@ class RunSpec(BaseModel):
     save_dir: Optional[Path] = None
 
     @classmethod
-    def make(cls, **values: Any) -> "RunSpec":
+    def make(cls, **values: object) -> "RunSpec":
         """A spec, or one :class:`SpecError` line for the first bad field."""
         try:
-            return cls(**values)
+            return cls.model_validate(values)
         except ValidationError as exc:
             raise _spec_error(exc) from None
 
@@ -186,17 +187,19 @@ class RunSpec(BaseModel):
             candidate = base.with_name(f"{base.name}-{n}")
         return candidate
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> RunSettings:
         """The settings recorded in ``config.json``: every field but the save dir, objects by class name."""
         from lits import __version__
 
-        out: dict[str, Any] = {
+        models: dict[str, GivenModel] = {role: {"model": m.model, "base_url": m.base_url, "args": dict(m.args)}
+                                         for role, m in self.component_models.items()}
+        out: RunSettings = {
             "command": self.command, "dataset": self.dataset, "dataset_args": dict(self.dataset_args),
             "offset": self.offset, "limit": self.limit, "resource": self.resource,
             "resource_args": dict(self.resource_args),
             "policy": component_name(self.policy), "transition": component_name(self.transition),
             "model": self.model, "base_url": self.base_url, "api": self.api,
-            "component_models": {role: m.model_dump() for role, m in self.component_models.items()},
+            "component_models": models,
             "concurrency": self.resolved_concurrency(),
             "call_budget": self.call_budget, "read_timeout": self.read_timeout,
             "price_in": self.price_in, "price_out": self.price_out, "log_prompts": self.log_prompts,
@@ -205,16 +208,16 @@ class RunSpec(BaseModel):
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
         if self.attempts != 1 or self.memory_args:  # absent otherwise: a run without them records what it did
-            out.update(attempts=self.attempts, memory_args=dict(self.memory_args))
+            out["attempts"], out["memory_args"] = self.attempts, dict(self.memory_args)
         if self.command == "search":
-            out.update(search=self.search, reward=component_name(self.reward),
-                       search_framework=self.search_framework, search_args=dict(self.search_args))
+            out["search"], out["reward"] = self.search, component_name(self.reward)
+            out["search_framework"], out["search_args"] = self.search_framework, dict(self.search_args)
         else:
-            out.update(chain=self.chain, chain_args=dict(self.chain_args))
+            out["chain"], out["chain_args"] = self.chain, dict(self.chain_args)
         return out
 
     @classmethod
-    def from_layers(cls, config_file: Optional[str], given: dict[str, Any], sets: list[str]) -> "RunSpec":
+    def from_layers(cls, config_file: Optional[str], given: Mapping[str, object], sets: list[str]) -> "RunSpec":
         """A spec from a config file, then values given (a mapping field's keys merge), then ``--set``
         overrides: what ``lits search --config F ... --set K=V`` describes."""
         values = read_spec_file(config_file) if config_file else {}
@@ -223,8 +226,8 @@ class RunSpec(BaseModel):
             raise UserError(f"{config_file} describes a {values['command']} run; run it with "
                             f"`lits {values['command']}`")
         for key, value in given.items():
-            if isinstance(value, dict) and isinstance(values.get(key), dict):
-                value = {**values[key], **value}
+            if isinstance(value, dict) and isinstance(before := values.get(key), dict):
+                value = {**before, **value}
             values[key] = value
         values = apply_overrides(values, sets)
         if not values.get("dataset"):
@@ -232,13 +235,13 @@ class RunSpec(BaseModel):
         return cls.make(**values)
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], **changes: Any) -> "RunSpec":
+    def from_config(cls, config: Mapping[str, object], **changes: object) -> "RunSpec":
         """The spec a recorded ``config.json`` was made from (for ``lits rerun``), with ``changes`` applied."""
         fields = set(cls.model_fields) - {"save_dir"}
         values = {key: value for key, value in config.items() if key in fields}
         for role in ("policy", "transition", "reward"):
             if str(values.get(role) or "").startswith(OBJECT_PREFIX):
-                raise UserError(f"the run's {role} was an object ({values[role][len(OBJECT_PREFIX):]}), which "
+                raise UserError(f"the run's {role} was an object ({str(values[role])[len(OBJECT_PREFIX):]}), which "
                                 "config.json cannot rebuild; run it again from Python with the same object")
         return cls.make(**{**values, **changes})
 
@@ -268,7 +271,7 @@ def parse_value(text: str) -> object:
         return text
 
 
-def read_spec_file(path: str | Path) -> dict[str, Any]:
+def read_spec_file(path: str | Path) -> dict[str, object]:
     """A run's fields from a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file, as a mapping of field names."""
     path = Path(path)
     try:
@@ -297,7 +300,7 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
     return {str(key).replace("-", "_"): value for key, value in data.items()}
 
 
-def apply_overrides(values: dict[str, Any], pairs: list[str]) -> dict[str, Any]:
+def apply_overrides(values: Mapping[str, object], pairs: list[str]) -> dict[str, object]:
     """``--set field=value`` and ``--set search_args.n_iterations=20``: a field, or one key of a mapping field."""
     out = {key: dict(value) if isinstance(value, dict) else value for key, value in values.items()}
     for pair in pairs:

@@ -1,0 +1,69 @@
+"""A run's settings as ``config.json`` records them (:meth:`lits.runs.spec.RunSpec.settings`, then what the
+run adds: the agent's resolved args, the environment, the models it used, each resume)."""
+
+from __future__ import annotations
+
+from typing import Optional, TypedDict
+
+
+class GivenModel(TypedDict, total=False):
+    """One component's own model as given (``--policy-model``, its base URL and ``--policy-model-arg``)."""
+
+    model: Optional[str]
+    base_url: Optional[str]
+    args: dict[str, object]
+
+
+class RunSettings(TypedDict, total=False):
+    """Every key a run's settings may hold; a run records only those it has (a chain run no search keys)."""
+
+    format: int
+    command: str
+    dataset: str
+    dataset_args: dict[str, object]
+    offset: int
+    limit: Optional[int]
+    resource: Optional[str]
+    resource_args: dict[str, object]
+    policy: Optional[str]
+    transition: Optional[str]
+    reward: Optional[str]
+    model: str
+    base_url: Optional[str]
+    api: Optional[str]
+    component_models: dict[str, GivenModel]
+    concurrency: int
+    call_budget: Optional[float]
+    read_timeout: Optional[float]
+    price_in: float
+    price_out: float
+    log_prompts: bool
+    cache: Optional[str]
+    no_cache: bool
+    executor: str
+    ray_address: Optional[str]
+    #: ``LITS_RAY_CACHE``: ``driver`` (the coordinator's cache) or ``worker`` (one per worker, the benchmark's).
+    ray_cache: str
+    lits_version: str
+    created: str
+    attempts: int
+    memory_args: dict[str, object]
+    search: Optional[str]
+    search_framework: Optional[str]
+    search_args: dict[str, object]
+    chain: Optional[str]
+    chain_args: dict[str, object]
+    environment: dict[str, object]
+    #: Each component's model spec and the backend's description (:func:`lits.runs.provenance.record_models`).
+    models: dict[str, dict[str, object]]
+    model_info: dict[str, object]
+    #: One entry per resume: when, and the settings it changed.
+    resumed: list[dict[str, object]]
+
+
+def set_agent_args(settings: RunSettings, mode: str, args: dict[str, object]) -> None:
+    """Record the agent's resolved config under ``search_args`` or ``chain_args`` (``mode``'s)."""
+    if mode == "search":
+        settings["search_args"] = args
+    else:
+        settings["chain_args"] = args
