@@ -6,9 +6,15 @@ import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from lits import layout
+from lits.runs.run_settings import RunSettings
+
+if TYPE_CHECKING:
+    import pandas
+
+    from lits.view.tree import InstanceTree
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,7 @@ class RunResult:
     summary: dict[str, Any]
     instances: list[InstanceOutcome]
     stopped: Optional[str] = None
-    config: dict[str, Any] = field(default_factory=dict, repr=False)
+    config: RunSettings = field(default_factory=RunSettings, repr=False)
 
     @property
     def solved(self) -> int:
@@ -52,11 +58,11 @@ class RunResult:
         return {i.idx: i.error for i in self.instances if i.error is not None}
 
     @property
-    def cost(self) -> dict[str, Any]:
+    def cost(self) -> dict[str, float]:
         """Calls, cache hits, tokens, model seconds and money over the whole run."""
         return dict(self.summary.get("inference") or {})
 
-    def tree(self, idx: int) -> Optional[dict[str, Any]]:
+    def tree(self, idx: int) -> Optional[InstanceTree]:
         """Instance ``idx``'s search tree (nodes with visits, values, the chosen path), as ``lits view`` draws it;
         a chain's steps as a path."""
         from lits.view.model import instance_tree
@@ -64,7 +70,7 @@ class RunResult:
         record = next((i.record for i in self.instances if i.idx == idx), None)
         return instance_tree(self.save_dir, idx, self.command, self.config, record or None)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pandas.DataFrame:
         """One row per instance (needs pandas)."""
         from lits.extras import require
 

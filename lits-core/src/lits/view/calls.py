@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional, TypedDict, cast
+from typing import TYPE_CHECKING, Mapping, Optional, TypedDict, cast
+
+if TYPE_CHECKING:
+    from lits.view.tree import InstanceTree, NodeRow
 
 #: At most this many points in a calls-in-flight curve (the page draws it as steps).
 CURVE_POINTS = 2000
@@ -145,7 +148,7 @@ def calls_by_instance(calls: list[CallRecord]) -> dict[int, list[CallRecord]]:
     return out
 
 
-def attribute_calls(tree: dict[str, Any], calls: list[CallRecord]) -> dict[int, list[int]]:
+def attribute_calls(tree: InstanceTree, calls: list[CallRecord]) -> dict[int, list[int]]:
     """Which calls were made for which node: indices into ``calls`` by node id.
 
     Calls carry (iteration, depth), not node ids.  MCTS works on one path per
@@ -185,7 +188,7 @@ def attribute_calls(tree: dict[str, Any], calls: list[CallRecord]) -> dict[int, 
     return out
 
 
-def _path_ids(nodes: dict[int, dict[str, Any]], leaf: int) -> list[int]:
+def _path_ids(nodes: Mapping[int, NodeRow], leaf: int) -> list[int]:
     path: list[int] = []
     node_id: Optional[int] = leaf
     while node_id is not None and node_id in nodes:

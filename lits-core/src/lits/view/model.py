@@ -25,7 +25,8 @@ from lits.view.calls import (
     read_calls,
     totals,
 )
-from lits.view.tree import chain_tree, path_only_tree, search_tree
+from lits.runs.run_settings import RunSettings
+from lits.view.tree import InstanceTree, chain_tree, path_only_tree, search_tree
 
 #: Characters of a query shown in the instance table.
 QUERY_CHARS = 160
@@ -43,10 +44,10 @@ def read_json(path: Path) -> Any:
         return None
 
 
-def run_config(root: Path) -> dict[str, Any]:
+def run_config(root: Path) -> RunSettings:
     if not root.is_dir():
         raise NotARunError(f"{root} is not a directory")
-    config = read_json(root / layout.CONFIG)
+    config: RunSettings = read_json(root / layout.CONFIG)
     if not isinstance(config, dict):
         raise NotARunError(f"{root} is not a LiTS run (no readable config.json)")
     newer = layout.newer_format(config)
@@ -112,13 +113,15 @@ def build_report(root: Path) -> dict[str, Any]:
     }
 
 
-def instance_tree(root: Path, idx: int, command: str, config: dict[str, Any],
-                  result: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+def instance_tree(root: Path, idx: int, command: str, config: RunSettings,
+                  result: Optional[dict[str, Any]]) -> Optional[InstanceTree]:
     """A search instance's tree from its journal, or a chain instance's steps as a path (of the last attempt,
     under ``--attempts``)."""
     if command == "chain":
-        state = result.get("final_state") if result else (read_json(root / layout.CHECKPOINTS / layout.chain_checkpoint_name(idx)) or {}).get(
-            "state")
+        if result:
+            state = result.get("final_state")
+        else:
+            state = (read_json(root / layout.CHECKPOINTS / layout.chain_checkpoint_name(idx)) or {}).get("state")
         return chain_tree(state) if state is not None else None
     path = [n for n in read_json(root / layout.path(idx)) or [] if isinstance(n, dict) and "id" in n]
     selected = [int(n["id"]) for n in path]
@@ -131,7 +134,7 @@ def instance_tree(root: Path, idx: int, command: str, config: dict[str, Any],
     return tree if tree is not None or not path else path_only_tree(path, terminal)
 
 
-def instance_row(idx: int, result: Optional[dict[str, Any]], tree: Optional[dict[str, Any]],
+def instance_row(idx: int, result: Optional[dict[str, Any]], tree: Optional[InstanceTree],
                  calls: list[CallRecord], timing: dict[str, Any]) -> dict[str, Any]:
     """One line of the instance table."""
     evaluation = (result or {}).get("eval") or {}
@@ -163,7 +166,7 @@ def _invalid(timing: dict[str, Any]) -> Optional[str]:
     return f"{counts['unparseable']}/{counts['replies']}" if counts["replies"] else None
 
 
-def _iterations(result: Optional[dict[str, Any]], tree: Optional[dict[str, Any]]) -> Optional[int]:
+def _iterations(result: Optional[dict[str, Any]], tree: Optional[InstanceTree]) -> Optional[int]:
     """The search's iterations, or a chain's steps (a chain's result has no iteration count)."""
     if result and result.get("iterations") is not None:
         return int(result["iterations"])
@@ -175,7 +178,7 @@ def _short(text: str) -> str:
     return text if len(text) <= QUERY_CHARS else text[: QUERY_CHARS - 1] + "…"
 
 
-def models_line(config: dict[str, Any]) -> str | None:
+def models_line(config: RunSettings) -> str | None:
     """``policy=A eval=B@URL transition=A`` when a component has its own model or server, else None."""
     from lits.runs.model_specs import describe_models, uses_own_models
 

@@ -163,7 +163,7 @@ def _born(nodes: dict[int, dict[str, Any]], first_seen: dict[int, int]) -> dict[
 
 
 def search_tree(journal: Path, aggregate: str, selected: list[int],
-                terminal_ids: set[int]) -> Optional[dict[str, Any]]:
+                terminal_ids: set[int]) -> Optional[InstanceTree]:
     """The tree of a search instance from its journal (None when it has not checkpointed yet)."""
     records = read_journal(journal)
     nodes, first_seen, leaves = merge_records(records)
@@ -204,6 +204,21 @@ class NodeRow(TypedDict):
     score: NotRequired[Optional[float]]
 
 
+
+class InstanceTree(TypedDict):
+    """One instance's tree as the page draws it: a search's (from its journal, or its chosen path alone) or
+    a chain's steps as a path."""
+    kind: str
+    nodes: list[NodeRow]
+    paths: list[int]
+    selected: list[int]
+    iterations: int
+    stats: dict[str, object]
+    proposals: list[list[object]]
+    aggregate: Optional[str]
+    compact: bool
+    path_only: NotRequired[bool]
+
 def node_row(node_id: int, parent: Optional[int], flat: dict[str, Any], *, visits: Optional[int],
              q: Optional[float], born: int, on_path: bool, terminal: bool) -> NodeRow:
     """One node as the page draws it; ``detail`` is what the side panel shows on a click."""
@@ -234,7 +249,7 @@ def _num(value: object) -> Optional[float]:
     return round(float(value), 4) if isinstance(value, (int, float)) else None
 
 
-def path_only_tree(path: list[dict[str, Any]], terminal_ids: set[int]) -> dict[str, Any]:
+def path_only_tree(path: list[dict[str, Any]], terminal_ids: set[int]) -> InstanceTree:
     """The selected path alone, for a finished search whose journal was deleted (paths/ survives)."""
     rows, parent = [], None
     for flat in path:
@@ -249,7 +264,7 @@ def path_only_tree(path: list[dict[str, Any]], terminal_ids: set[int]) -> dict[s
             "stats": {}, "proposals": [], "aggregate": None, "compact": True, "path_only": True}
 
 
-def chain_tree(final_state: object, init: object = None) -> dict[str, Any]:
+def chain_tree(final_state: object, init: object = None) -> InstanceTree:
     """A chain run as a path: the start, then one node per step."""
     steps = final_state.get("steps") if isinstance(final_state, dict) else None
     steps = steps if isinstance(steps, list) else []
