@@ -26,7 +26,7 @@ class Components:
     reward_model: RewardModel[State, object]
     task_type: str
     #: The dataset's own ``evaluate(example, final_answer) -> dict`` (tool use / QA), if registered.
-    evaluate: Optional[Callable[..., dict[str, Any]]] = None
+    evaluate: Optional[Callable[..., Mapping[str, object]]] = None
     #: The dataset's answer equivalence, for self-consistency voting (language-grounded).
     equivalent: Optional[Callable[[str, str], bool]] = None
 
@@ -92,7 +92,8 @@ def create_components(
         raise ValueError(f"--resource gives tools to tool-use datasets; {dataset!r} is {task_type}")
     if framework:
         bundle = get_search_framework(framework, task_type)
-        policy, transition, reward = policy or bundle.policy, transition or bundle.transition, reward or bundle.reward_model
+        policy, transition = policy or bundle.policy, transition or bundle.transition
+        reward = reward or bundle.reward_model
     if task_type == "tool_use":
         loaded = _load_tools(dataset, resource, resource_options or {}, resource_args or {})
         return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature,

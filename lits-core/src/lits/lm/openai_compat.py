@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, Literal, Mapping, Optional
 
 import httpx
 
@@ -184,7 +184,7 @@ class OpenAICompatibleModel(LanguageModel):
         """
         return f"openai:{self.name}:{self.api}"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         timeout = self.client.timeout
         slots = self.server_slots()
         return {**super().describe(), "base_url": self.display_url, "api": self.api,
@@ -200,8 +200,8 @@ class OpenAICompatibleModel(LanguageModel):
             outs.extend(self._parse(data, params.n - len(outs)))
         return outs
 
-    def _body(self, prompt: Prompt, params: GenerationParams, n: int) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def _body(self, prompt: Prompt, params: GenerationParams, n: int) -> dict[str, object]:
+        body: dict[str, object] = {
             "model": self.name,
             "n": n,
             "temperature": params.temperature,
@@ -249,7 +249,8 @@ class OpenAICompatibleModel(LanguageModel):
     # -- scoring -----------------------------------------------------------
     def _loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
         if not self.supports_loglikelihood:
-            raise LoglikelihoodUnsupported(f"{self.display_url} ({self.api} API) cannot score text; use --api completion")
+            raise LoglikelihoodUnsupported(f"{self.display_url} ({self.api} API) cannot score text; "
+                                           "use --api completion")
         if len(continuations) > 1 and self.batch_prompts is not False:
             batched = self._loglikelihood_batch(prompt, continuations)
             if batched is not None:
@@ -301,7 +302,7 @@ class OpenAICompatibleModel(LanguageModel):
         return [float(s) for s in scores if s is not None], int((data.get("usage") or {}).get("prompt_tokens") or 0)
 
     # -- HTTP ------------------------------------------------------------------
-    def _request(self, path: str, body: dict[str, Any], extensions: dict[str, object]) -> httpx.Request:
+    def _request(self, path: str, body: Mapping[str, object], extensions: dict[str, object]) -> httpx.Request:
         """What ``client.post(path, json=body)`` sends, without its per-call URL merging, cookies and hooks.
 
         The URL, headers and timeouts come from one request the client built for ``path``; the body is
@@ -318,7 +319,7 @@ class OpenAICompatibleModel(LanguageModel):
         return httpx.Request("POST", template.url, headers=headers, content=content,
                              extensions={**extensions, "timeout": dict(timeout)})
 
-    def _post(self, path: str, body: dict[str, Any], *, attempts: Optional[int] = None) -> dict[str, Any]:
+    def _post(self, path: str, body: Mapping[str, object], *, attempts: Optional[int] = None) -> dict[str, Any]:
         try:
             extensions: dict[str, object] = {"lits_work": request_work(body)}
             if attempts:
@@ -427,7 +428,7 @@ def reply_fault(request: Optional[httpx.Request], response: httpx.Response) -> O
     return None
 
 
-def _request_json(request: Optional[httpx.Request]) -> dict[str, Any]:
+def _request_json(request: Optional[httpx.Request]) -> dict[str, object]:
     if request is None:
         return {}
     try:
@@ -472,7 +473,7 @@ def _parse_logprobs(raw: Any) -> Optional[list[TokenLogprob]]:
             for tok, lp, top in zip(tokens, lps, tops)]
 
 
-def _continuation_logprob(raw: Any, start: int, end: int) -> Optional[float]:
+def _continuation_logprob(raw: object, start: int, end: int) -> Optional[float]:
     """Sum of the echoed token log-probs between character offsets ``start`` and ``end``."""
     if not isinstance(raw, dict) or not raw.get("token_logprobs"):
         return None

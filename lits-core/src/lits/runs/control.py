@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Any, Iterator, Optional, TextIO
+from typing import Iterator, Optional, TextIO
 
 from lits.lm.base import stop_new_calls
 from lits.lm.cache import CacheError
@@ -139,7 +139,7 @@ class RunControl:
         stop_new_calls(False)
 
     # -- Ctrl-C ------------------------------------------------------------------
-    def _on_sigint(self, signum: int, frame: Any) -> None:
+    def _on_sigint(self, signum: int, frame: Optional[FrameType]) -> None:
         self._signals += 1
         if self._signals > 1:
             self._say("lits: interrupted again: exiting at once (finished instances are kept; --resume "

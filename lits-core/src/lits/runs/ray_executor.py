@@ -35,6 +35,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TextIO
 
 from lits import layout
@@ -103,7 +104,7 @@ def ray_session(address: str | None) -> Iterator[None]:
             shutil.rmtree(temp, ignore_errors=True)
 
 
-def _shutdown(ray: Any) -> None:
+def _shutdown(ray: ModuleType) -> None:
     """``ray.shutdown()`` (it stops the processes a local instance started), waited for a bounded time."""
     def close() -> None:
         with contextlib.suppress(Exception):

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Playwright
 
 #: Root needs --no-sandbox; the rest keep Chromium off a closed network and fast to start.
 CHROMIUM_ARGS = ("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -25,7 +28,7 @@ def find_chromium() -> Optional[str]:
     return None
 
 
-def launch_chromium(playwright: Any) -> Any:
+def launch_chromium(playwright: Playwright) -> Browser:
     """A headless system Chromium from a ``sync_playwright()`` context (RuntimeError if there is none)."""
     path = find_chromium()
     if path is None:

@@ -67,7 +67,7 @@ class FakeOpenAIServer:
         self.owned_by = owned_by
         self._serving = threading.BoundedSemaphore(slots or (1 if owned_by == "me" else 1 << 16))
         self._wants_index = len(inspect.signature(self.responder).parameters) >= 3
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[dict[str, object]] = []
         self.headers: list[dict[str, str]] = []
         #: The query string of each completion request (what a gateway reads an ``api-key`` from).
         self.queries: list[str] = []
@@ -101,7 +101,7 @@ class FakeOpenAIServer:
         self._httpd.server_close()
 
     # -- answers ---------------------------------------------------------------
-    def _respond(self, prompt: str, body: dict[str, Any], index: int) -> str:
+    def _respond(self, prompt: str, body: Mapping[str, object], index: int) -> str:
         """The responder's text; one taking a third argument gets the choice's index (to vary samples)."""
         if self._wants_index:
             return self.responder(prompt, body, index)  # type: ignore[call-arg]
@@ -176,7 +176,8 @@ class FakeOpenAIServer:
             def do_GET(self) -> None:
                 route = self.path.partition("?")[0].rstrip("/")
                 if route.endswith("/models"):
-                    model = {"id": "fake", "object": "model", **({"owned_by": server.owned_by} if server.owned_by else {})}
+                    owner = {"owned_by": server.owned_by} if server.owned_by else {}
+                    model = {"id": "fake", "object": "model", **owner}
                     self._send(200, {"object": "list", "data": [model]})
                 elif route == "/props" and server.slots:
                     self._send(200, {"total_slots": server.slots})
