@@ -21,6 +21,7 @@ from lits.secrets import redact_query
 from lits.structures.base import atomic_write_text
 
 if TYPE_CHECKING:
+    from lits.runs.records import ResultRecord
     from lits.runs.run_settings import RunSettings
 
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
@@ -151,15 +152,15 @@ class RunDir:
                     continue
         return out
 
-    def read_results(self, mode: str = "search") -> dict[int, dict[str, Any]]:
+    def read_results(self, mode: str = "search") -> dict[int, ResultRecord]:
         """Every finished instance's record; a damaged one is an error that says how to redo it."""
-        out = {}
+        out: dict[int, ResultRecord] = {}
         for idx in sorted(self.done()):
             record = self._read(self.result_path(idx), self._redo(idx, mode))
             if not isinstance(record, dict) or "final_state" not in record:
                 raise RunFileError(f"{self.result_path(idx)} is damaged (not a result record); "
                                    f"{self._redo(idx, mode)}")
-            out[idx] = record
+            out[idx] = cast("ResultRecord", record)  # what the runner wrote
         return out
 
     def remove_torn_writes(self) -> int:

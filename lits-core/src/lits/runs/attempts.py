@@ -16,7 +16,7 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional, TypedDict
 
 from lits import layout
 from lits.components.factory import Components
@@ -26,7 +26,7 @@ from lits.memory.memory import Memory, memory_scope
 from lits.memory.notes import offering
 from lits.observability import call_context
 from lits.runs.artifacts import RunDir
-from lits.runs.records import result_record
+from lits.runs.records import ResultRecord, result_record
 
 #: Seed offset between attempts: far apart from the streams an agent uses inside one attempt (``--chain sc``).
 ATTEMPT_STREAM = 10_000
@@ -56,11 +56,21 @@ class AttemptSettings:
         return bool(self.memory_args) and memory_scope(self.memory_args) == "run"
 
 
+class SavedAttempt(TypedDict):
+    """One finished attempt as ``attempts/{idx}.{k}.json`` holds it: its record and files, the memory after it,
+    and the notes it was offered."""
+
+    record: ResultRecord
+    files: dict[str, object]
+    memory: dict[str, JSONValue]
+    notes: Optional[str]
+
+
 @dataclass
 class Finished:
     """An instance's final record and the files a search writes with it (its chosen path, its terminal nodes)."""
 
-    record: dict[str, Any]
+    record: ResultRecord
     files: dict[str, object]
 
 
@@ -75,7 +85,8 @@ def attempt_paths(root: Path, idx: int) -> list[str]:
 def search_files(idx: int, result: Any) -> dict[str, object]:
     """What a search writes next to its result: its terminal nodes and chosen path."""
     payload = result.to_dict()
-    return {layout.terminal_nodes(idx): payload.get("terminal_nodes", []), layout.path(idx): payload.get("best_path", [])}
+    return {layout.terminal_nodes(idx): payload.get("terminal_nodes", []),
+            layout.path(idx): payload.get("best_path", [])}
 
 
 def answer_of(record: Mapping[str, Any]) -> Optional[str]:
@@ -124,7 +135,7 @@ class InstanceAttempts:
         return Finished({**final["record"], "attempts": summaries}, dict(final.get("files") or {}))
 
     def _attempt(self, idx: int, example: dict[str, Any], attempt: int, memory: Optional[Memory],
-                 resume: bool) -> dict[str, Any]:
+                 resume: bool) -> SavedAttempt:
         context = AugmentorContext(idx=idx, query=example.get("query"), example=example,
                                    task_type=self.components.task_type, attempt=attempt,
                                    attempts=self.settings.attempts,
@@ -149,9 +160,9 @@ class InstanceAttempts:
         state: dict[str, JSONValue] = memory.state() if memory is not None else {}
         return {"record": record, "files": files, "memory": state, "notes": notes}
 
-    def _saved(self, idx: int) -> list[dict[str, Any]]:
+    def _saved(self, idx: int) -> list[SavedAttempt]:
         """The attempts already saved for ``idx``, in order (a gap ends the list)."""
-        out: list[dict[str, Any]] = []
+        out: list[SavedAttempt] = []
         while (path := self.run_dir.root / layout.attempt(idx, len(out))).exists():
             out.append(json.loads(path.read_text(encoding="utf-8")))
         return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sized
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NotRequired, Optional, Sized, TypedDict
 
 from lits.answers import same_text
 from lits.components import parsing
@@ -11,10 +11,25 @@ from lits.type_registry import deserialize
 
 if TYPE_CHECKING:
     from lits.components.factory import Components
+    from lits.runs.records import ResultRecord
     from lits.structures.env_grounded import EnvState
 
 
-def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: EnvState) -> dict[str, object]:
+class InstanceEval(TypedDict):
+    """How one instance is judged (a result record's ``eval``): solved, progress, the plan against the optimal
+    one, the domain's metrics; a tool-use / QA instance also its final ``answer``."""
+
+    solved: bool
+    progress: float
+    plan: list[str]
+    plan_length: int
+    optimal_length: Optional[int]
+    optimal: bool
+    metrics: dict[str, object]
+    answer: NotRequired[Optional[str]]
+
+
+def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: EnvState) -> InstanceEval:
     """Goal reached (checked by the domain), progress, plan length vs optimal.
 
     A dataset may give ``eval_goals``: ground truth that evaluation uses and
@@ -45,7 +60,7 @@ def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: En
 
 
 def evaluate_answer_instance(evaluate: Optional[Callable[..., Mapping[str, object]]], example: Mapping[str, object],
-                             state: Sized, answer: Optional[str] = None) -> dict[str, object]:
+                             state: Sized, answer: Optional[str] = None) -> InstanceEval:
     """Tool use / QA: the final answer, judged by the dataset's ``evaluate`` or by exact match.
 
     ``answer`` is the answer selected across several trajectories (majority
@@ -63,13 +78,13 @@ def evaluate_answer_instance(evaluate: Optional[Callable[..., Mapping[str, objec
 
 
 def evaluate_instance(components: Components, example: Mapping[str, Any], state: Any,
-                      answer: Optional[str] = None) -> dict[str, object]:
+                      answer: Optional[str] = None) -> InstanceEval:
     if components.task_type == "env_grounded":
         return evaluate_env_instance(components.transition, example, state)
     return evaluate_answer_instance(components.evaluate, example, state, answer)
 
 
-def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog,
+def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,
               timings: Optional[dict[int, dict[str, Any]]] = None, attempts: Optional[int] = None) -> dict[str, Any]:
     """Run-level metrics from per-instance results, their timings and the inference log (``attempts``: the
     run's ``--attempts``, for pass@N)."""
@@ -103,7 +118,7 @@ def aggregate(results: dict[int, dict[str, Any]], log: InferenceLog,
     return summary
 
 
-def pass_at(results: dict[int, dict[str, Any]]) -> Optional[dict[str, float]]:
+def pass_at(results: Mapping[int, ResultRecord]) -> Optional[dict[str, float]]:
     """pass@1 (the first attempt solved) and pass@N (any attempt did) over instances run with ``--attempts``;
     None for a run without attempts."""
     tried = [r["attempts"] for r in results.values() if r.get("attempts")]
@@ -131,7 +146,7 @@ def parse_totals(timings: dict[int, dict[str, Any]]) -> dict[str, Any]:
     return {**totals, "invalid_rate": rate, "by_component": dict(sorted(by_component.items()))}
 
 
-def _mean_metrics(evals: list[dict[str, Any]]) -> dict[str, float]:
+def _mean_metrics(evals: list[InstanceEval]) -> dict[str, float]:
     """Each domain metric averaged over the instances that report it."""
     values: dict[str, list[float]] = {}
     for e in evals:
@@ -141,9 +156,9 @@ def _mean_metrics(evals: list[dict[str, Any]]) -> dict[str, float]:
     return {k: round(sum(v) / len(v), 4) for k, v in sorted(values.items())}
 
 
-def _diversity(results: dict[int, dict[str, Any]]) -> dict[str, object]:
+def _diversity(results: Mapping[int, ResultRecord]) -> dict[str, object]:
     """Unique states visited and policy calls per state, over all search instances."""
-    stats = [r["search_stats"] for r in results.values() if r.get("search_stats")]
+    stats = [s for r in results.values() if (s := r.get("search_stats"))]
     unique = sum(s.get("unique_states", 0) for s in stats)
     expansions = sum(s.get("expansions", 0) for s in stats)
     return {"unique_states": unique, "expansions": expansions,
@@ -151,15 +166,16 @@ def _diversity(results: dict[int, dict[str, Any]]) -> dict[str, object]:
             "duplicate_siblings_dropped": sum(s.get("duplicates", 0) for s in stats)}
 
 
-def reevaluate(components: Components, results: dict[int, dict[str, Any]],
-               examples: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+def reevaluate(components: Components, results: Mapping[int, ResultRecord],
+               examples: Mapping[int, Mapping[str, object]]) -> dict[int, ResultRecord]:
     """Recompute each result's ``eval`` from its saved final state."""
-    out = {}
+    out: dict[int, ResultRecord] = {}
     for idx, result in results.items():
         state = deserialize(result["final_state"])
         example = examples.get(idx) or {"query": result.get("query"), **result.get("example", {}),
                                         "_proposals": result.get("proposals")}
         selected = (result.get("answer_selection") or {}).get("answer")
+        selected = selected if isinstance(selected, str) else None
         out[idx] = {**result, "eval": evaluate_instance(components, example, state, selected)}
     return out
 
@@ -218,7 +234,8 @@ def format_table(summary: dict[str, Any]) -> str:
         rows.append(("server faults", faults))
     queued = (summary.get("faults") or {}).get("queued_calls")
     if queued:  # waiting for a busy server's slot is not a fault
-        rows.append(("waited for a server slot", f"{queued} calls, {summary['faults'].get('queued_seconds', 0.0):.1f}s"))
+        waited = summary["faults"].get("queued_seconds", 0.0)
+        rows.append(("waited for a server slot", f"{queued} calls, {waited:.1f}s"))
     hedged = (summary.get("faults") or {}).get("hedged_calls")
     if hedged:  # second copies of slow calls (lits.lm.hedging)
         won = summary["faults"].get("hedges_won", 0)

@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NotRequired, Optional, TypedDict
 
 from lits.answers import Vote, majority_vote, same_text
 from lits.components.factory import Components
-from lits.runs.evaluation import evaluate_instance
+from lits.runs.evaluation import InstanceEval, evaluate_instance
 
 
-def result_record(idx: int, example: dict[str, Any], result: Any, components: Components, mode: str) -> dict[str, Any]:
+class ResultRecord(TypedDict):
+    """A finished instance's ``results/{idx}.json``: what the agent found, judged (timings go to ``timings/``)."""
+
+    idx: int
+    id: object
+    query: object
+    example: dict[str, object]
+    mode: str
+    solved_by_agent: bool
+    stopped: Optional[str]
+    iterations: Optional[int]
+    final_state: dict[str, object]
+    eval: InstanceEval
+    answer_selection: Optional[dict[str, object]]
+    search_stats: Optional[dict[str, float]]
+    #: The policy's sampled proposals ``(action, duplicate)``.
+    proposals: list[tuple[str, bool]]
+    #: With ``--attempts``: each attempt's summary (:func:`lits.runs.attempts.summary_of`).
+    attempts: NotRequired[list[dict[str, object]]]
+    #: Records written before ``timings/`` existed held the instance's seconds.
+    seconds: NotRequired[float]
+
+
+def result_record(idx: int, example: dict[str, Any], result: Any, components: Components, mode: str) -> ResultRecord:
     """What the agent found: the same seed gives the same bytes (timings go to ``timings/``)."""
     state = result.best_state if mode == "search" else result.state
     extra = {k: v for k, v in example.items() if k != "query"}

@@ -6,7 +6,7 @@ import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from lits import layout
 from lits.runs.run_settings import RunSettings
@@ -14,6 +14,7 @@ from lits.runs.run_settings import RunSettings
 if TYPE_CHECKING:
     import pandas
 
+    from lits.runs.records import ResultRecord
     from lits.view.tree import InstanceTree
 
 
@@ -28,7 +29,8 @@ class InstanceOutcome:
     solved: Optional[bool]
     answer: Optional[str]
     error: Optional[str] = None
-    record: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: The instance's result record (:class:`~lits.runs.records.ResultRecord`); empty when it did not finish.
+    record: Mapping[str, object] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -110,14 +112,15 @@ def read_result(save_dir: Path, selected: list[int], failed: dict[int, str], sto
     return RunResult(save_dir, command, str(config.get("dataset")), summary, instances, stopped, config)
 
 
-def _outcome(idx: int, record: Optional[dict[str, Any]], error: Optional[str]) -> InstanceOutcome:
+def _outcome(idx: int, record: Optional[ResultRecord], error: Optional[str]) -> InstanceOutcome:
     if record is None:
         return InstanceOutcome(idx, str(idx), None, False, None, None, error or "not finished")
-    evaluation = record.get("eval") or {}
+    evaluation: Mapping[str, object] = record.get("eval") or {}
     solved = evaluation.get("solved")
     answer = evaluation.get("answer")
-    if answer is None and evaluation.get("plan"):
-        answer = "; ".join(str(step) for step in evaluation["plan"])
+    plan = evaluation.get("plan")
+    if answer is None and isinstance(plan, list) and plan:
+        answer = "; ".join(str(step) for step in plan)
     return InstanceOutcome(idx, str(record.get("id", idx)), record.get("query"), True,
                            None if solved is None else bool(solved), None if answer is None else str(answer),
                            None, record)

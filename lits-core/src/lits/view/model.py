@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from lits import layout
 from lits.components import parsing
@@ -114,7 +114,7 @@ def build_report(root: Path) -> dict[str, Any]:
 
 
 def instance_tree(root: Path, idx: int, command: str, config: RunSettings,
-                  result: Optional[dict[str, Any]]) -> Optional[InstanceTree]:
+                  result: Optional[Mapping[str, Any]]) -> Optional[InstanceTree]:
     """A search instance's tree from its journal, or a chain instance's steps as a path (of the last attempt,
     under ``--attempts``)."""
     if command == "chain":
