@@ -91,7 +91,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     results = run_dir.read_results(str(config.get("command") or "search"))
     if not results:
         raise UserError(f"{run_dir.root} has no finished instances to evaluate")
-    components = create_components(config["dataset"], None, transition=config.get("transition"),  # type: ignore[arg-type]
+    components = create_components(config["dataset"], None, transition=config.get("transition"),
                                    resource_args=config.get("dataset_args") or {},
                                    framework=config.get("search_framework"))
     results = reevaluate(components, results, {})
@@ -100,10 +100,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     summary.update(instance_counts(len(results), previous.get("total"), previous.get("failed")))
     measured = whole_run(run_dir.root)
     if not measured["processes"]:  # a run from before stats/ existed
-        measured = {k: previous.get(k) for k in ("policy_stats", "run_seconds", "calls_in_flight_avg", "faults")}
+        measured = {"policy_stats": previous.get("policy_stats"), "run_seconds": previous.get("run_seconds"),
+                    "calls_in_flight_avg": previous.get("calls_in_flight_avg"), "faults": previous.get("faults")}
     summary.update(measured)
-    for key in ("stopped", "retried_instances"):
-        summary[key] = previous.get(key)
+    summary["stopped"], summary["retried_instances"] = previous.get("stopped"), previous.get("retried_instances")
     write_eval(run_dir, config, summary)
     print(json.dumps(summary, indent=1) if args.json else format_summary(summary))
     return 0

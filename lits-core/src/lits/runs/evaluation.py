@@ -29,6 +29,40 @@ class InstanceEval(TypedDict):
     answer: NotRequired[Optional[str]]
 
 
+class Summary(TypedDict, total=False):
+    """A run's summary (``eval_results.json`` without its ``config``): the judged instances' figures
+    (:func:`aggregate`), how many were selected, failed and unfinished (:func:`instance_counts`), what every
+    process measured (:func:`lits.runs.stats.whole_run`), and how the run ended."""
+
+    instances: int
+    solved: int
+    accuracy: float
+    mean_progress: float
+    mean_plan_length_solved: Optional[float]
+    optimal_plans: int
+    seconds_per_instance: float
+    metrics: dict[str, float]
+    diversity: dict[str, object]
+    inference: dict[str, float]
+    inference_by_component: dict[str, dict[str, float]]
+    #: :func:`parse_totals`: replies parsed, unparseable, re-asked and made up, in total and by component.
+    parse: dict[str, Any]
+    pass_at: dict[str, float]
+    total: int
+    failed: int
+    unfinished: int
+    accuracy_of: str
+    policy_stats: Optional[dict[str, float]]
+    faults: Optional[dict[str, float]]
+    run_seconds: Optional[float]
+    calls_in_flight_avg: Optional[float]
+    processes: int
+    stopped: Optional[str]
+    retried_instances: Optional[dict[int, int]]
+    #: ``policy=A eval=B ...`` when a component has its own model.
+    models: str
+
+
 def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: EnvState) -> InstanceEval:
     """Goal reached (checked by the domain), progress, plan length vs optimal.
 
@@ -85,14 +119,14 @@ def evaluate_instance(components: Components, example: Mapping[str, Any], state:
 
 
 def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,
-              timings: Optional[dict[int, dict[str, Any]]] = None, attempts: Optional[int] = None) -> dict[str, Any]:
+              timings: Optional[dict[int, dict[str, Any]]] = None, attempts: Optional[int] = None) -> Summary:
     """Run-level metrics from per-instance results, their timings and the inference log (``attempts``: the
     run's ``--attempts``, for pass@N)."""
     timings = timings or {}
     evals = [r["eval"] for r in results.values() if r.get("eval")]
     n = len(evals)
     solved = [e for e in evals if e["solved"]]
-    summary: dict[str, Any] = {
+    summary: Summary = {
         "instances": n,
         "solved": len(solved),
         "accuracy": round(len(solved) / n, 4) if n else 0.0,
@@ -180,7 +214,7 @@ def reevaluate(components: Components, results: Mapping[int, ResultRecord],
     return out
 
 
-def instance_counts(finished: int, total: Optional[int], failed: Optional[int]) -> dict[str, object]:
+def instance_counts(finished: int, total: Optional[int], failed: Optional[int]) -> Summary:
     """Finished, failed and selected instances, kept apart: accuracy is over the finished ones."""
     total = finished if total is None else max(total, finished)
     failed = 0 if failed is None else min(failed, total - finished)
@@ -188,7 +222,7 @@ def instance_counts(finished: int, total: Optional[int], failed: Optional[int]) 
             "accuracy_of": "finished instances"}
 
 
-def _instances_row(summary: dict[str, Any]) -> str:
+def _instances_row(summary: Summary) -> str:
     finished, total = summary["instances"], summary.get("total")
     if total is None:
         return str(finished)
@@ -200,14 +234,14 @@ def _instances_row(summary: dict[str, Any]) -> str:
     return ", ".join(parts) + f" (of {total})"
 
 
-def _faults_row(faults: Optional[dict[str, Any]]) -> Optional[str]:
+def _faults_row(faults: Optional[Mapping[str, float]]) -> Optional[str]:
     if not faults or not (faults.get("retries") or faults.get("failed_calls")):
         return None
     text = f"{faults['retries']} retries, {faults.get('seconds_lost', 0.0):.1f}s lost"
     return text + (f", {faults['failed_calls']} calls given up" if faults.get("failed_calls") else "")
 
 
-def format_table(summary: dict[str, Any]) -> str:
+def format_table(summary: Summary) -> str:
     inf = summary["inference"]
     of = " of finished" if summary.get("total") is not None else ""
     rows = [
@@ -232,13 +266,13 @@ def format_table(summary: dict[str, Any]) -> str:
     faults = _faults_row(summary.get("faults"))
     if faults is not None:
         rows.append(("server faults", faults))
-    queued = (summary.get("faults") or {}).get("queued_calls")
+    counted = summary.get("faults") or {}
+    queued = counted.get("queued_calls")
     if queued:  # waiting for a busy server's slot is not a fault
-        waited = summary["faults"].get("queued_seconds", 0.0)
-        rows.append(("waited for a server slot", f"{queued} calls, {waited:.1f}s"))
-    hedged = (summary.get("faults") or {}).get("hedged_calls")
+        rows.append(("waited for a server slot", f"{queued} calls, {counted.get('queued_seconds', 0.0):.1f}s"))
+    hedged = counted.get("hedged_calls")
     if hedged:  # second copies of slow calls (lits.lm.hedging)
-        won = summary["faults"].get("hedges_won", 0)
+        won = counted.get("hedges_won", 0)
         rows.append(("hedged requests", f"{hedged} copies sent, {won} answered first"))
     rows += [(name, value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):

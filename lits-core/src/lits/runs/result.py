@@ -6,7 +6,7 @@ import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 from lits import layout
 from lits.runs.run_settings import RunSettings
@@ -14,6 +14,7 @@ from lits.runs.run_settings import RunSettings
 if TYPE_CHECKING:
     import pandas
 
+    from lits.runs.evaluation import Summary
     from lits.runs.records import ResultRecord
     from lits.view.tree import InstanceTree
 
@@ -40,7 +41,7 @@ class RunResult:
     save_dir: Path
     command: str
     dataset: str
-    summary: dict[str, Any]
+    summary: Summary
     instances: list[InstanceOutcome]
     stopped: Optional[str] = None
     config: RunSettings = field(default_factory=RunSettings, repr=False)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from lits.lm.base import LanguageModel
     from lits.lm.cache import ResponseCache
     from lits.observability import InferenceLog
+    from lits.runs.evaluation import Summary
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Finished:
     mode: str
     settings: RunSettings
     outcome: RunOutcome
-    summary: dict[str, Any]
+    summary: Summary
     selected: list[int]
 
     @property
@@ -276,7 +277,7 @@ def _finished(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
     return Finished(run_dir, mode, settings, dataclasses.replace(outcome), summary, selected)
 
 
-def format_summary(summary: dict[str, Any]) -> str:
+def format_summary(summary: Summary) -> str:
     from lits.runs.evaluation import format_table
 
     table = format_table(summary)
@@ -288,7 +289,7 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOutcome,
-              total: int) -> dict[str, Any]:
+              total: int) -> Summary:
     from lits.runs.evaluation import aggregate, instance_counts
     from lits.runs.stats import whole_run
 
@@ -316,7 +317,7 @@ def read_inference_log(run_dir: RunDir) -> InferenceLog:
     return log
 
 
-def write_eval(run_dir: RunDir, config: RunSettings, summary: dict[str, Any]) -> None:
+def write_eval(run_dir: RunDir, config: RunSettings, summary: Summary) -> None:
     keys = ("dataset", "command", "search", "search_framework", "chain", "reward", "concurrency")
     run_dir.write_json(layout.SUMMARY, {"config": {k: config.get(k) for k in keys}, **summary})
     try:

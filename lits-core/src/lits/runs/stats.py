@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+
+if TYPE_CHECKING:
+    from lits.runs.evaluation import Summary
 
 #: Counters whose merged value is recomputed from others rather than added.
 RATES = {"duplicate_rate": ("duplicates", "outputs")}
@@ -57,7 +60,7 @@ def read_all(run_root: Path) -> list[dict[str, Any]]:
     return out
 
 
-def whole_run(run_root: Path) -> dict[str, object]:
+def whole_run(run_root: Path) -> Summary:
     """Policy statistics, fault costs, seconds and calls in flight over every process of the run."""
     parts = read_all(run_root)
     seconds = sum(float(p.get("seconds") or 0.0) for p in parts)
