@@ -38,6 +38,22 @@ def _lits(*args: str) -> subprocess.CompletedProcess[str]:
 
 #: Kills before the run is let finish.
 MAX_KILLS = 5
+
+
+def _calls(run: Path) -> int:
+    """Model calls the run has logged so far (a line torn by a kill counts once it ends)."""
+    log = run / "inference.jsonl"
+    return log.read_bytes().count(b"\n") if log.exists() else 0
+
+
+def _alive_at(proc: subprocess.Popen[bytes], run: Path, calls: int, within: float = 120.0) -> bool:
+    """Wait until the run has logged ``calls`` calls; False when the process ended first (or never got there)."""
+    deadline = time.monotonic() + within
+    while proc.poll() is None and time.monotonic() < deadline:
+        if _calls(run) >= calls:
+            return True
+        time.sleep(0.01)
+    return False
 #: The agent of each kill test: a chain, and a search (whose attempts journal their trees).
 AGENTS = {"chain": ["chain"], "search": ["search", "--search-arg", "n_iterations=3", "--search-arg", "early_stop=false"],
           "chain, memory over the run": ["chain", "--memory-arg", "scope=run", "--concurrency", "4"]}
@@ -70,10 +86,12 @@ def test_kill_9_during_attempts_then_resume_equals_an_uninterrupted_run(tmp_path
         run = tmp_path / "killed"
         proc = subprocess.Popen([sys.executable, "-m", "lits", *_args(srv, "--save-dir", str(run), agent=agent)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Kill points are counts of logged calls, not times, so a fast or a loaded machine kills mid-run alike.
+        total = _calls(whole)
+        points = sorted(rng.sample(range(1, total), MAX_KILLS))
         kills = 0
-        while kills < MAX_KILLS:  # then it finishes: a loaded machine may start a process slower than a kill
-            time.sleep(rng.uniform(0.6, 1.5) + 0.3 * kills)
-            if proc.poll() is not None:
+        for point in points:
+            if not _alive_at(proc, run, point):
                 break
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
