@@ -4,12 +4,29 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping, TypedDict
 
 from lits import layout
 
 COLUMNS = ("method", "dataset", "model", "instances", "accuracy", "tokens_in", "tokens_out", "calls",
            "cached", "seconds")
+
+
+class CompareRow(TypedDict):
+    """One run in ``lits compare``: its method, data and model, accuracy and what it spent."""
+
+    method: str
+    dataset: object
+    model: object
+    instances: int
+    accuracy: float
+    tokens_in: int
+    tokens_out: int
+    calls: int
+    cached: int
+    seconds: float
+    cost: float
+    save_dir: str
 
 
 def method_label(config: Mapping[str, object]) -> str:
@@ -20,8 +37,8 @@ def method_label(config: Mapping[str, object]) -> str:
     return f"{framework} ({search})" if framework else search
 
 
-def compare_rows(save_dirs: list[Path]) -> list[dict[str, Any]]:
-    rows = []
+def compare_rows(save_dirs: list[Path]) -> list[CompareRow]:
+    rows: list[CompareRow] = []
     for root in save_dirs:
         try:
             config = json.loads((root / layout.CONFIG).read_text(encoding="utf-8"))
@@ -48,7 +65,7 @@ def compare_rows(save_dirs: list[Path]) -> list[dict[str, Any]]:
     return rows
 
 
-def format_rows(rows: list[dict[str, Any]], *, markdown: bool = False) -> str:
+def format_rows(rows: list[CompareRow], *, markdown: bool = False) -> str:
     header = ["method", "dataset", "model", "n", "accuracy", "tokens in", "tokens out", "calls", "seconds"]
     body = [[str(r["method"]), str(r["dataset"]), str(r["model"]), str(r["instances"]), f"{r['accuracy']:.1%}",
              str(r["tokens_in"]), str(r["tokens_out"]),

@@ -115,7 +115,7 @@ class McpConnection:
             raise
 
     def _connect(self) -> None:
-        ready: Future[Any] = Future()
+        ready: Future[tuple[list[Tool], Optional[str], ClientSession]] = Future()
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8") if self.spec.command else None
         stop_box: Future[asyncio.Event] = Future()
         self._finished = finished = threading.Event()
@@ -138,7 +138,8 @@ class McpConnection:
         self._session, self.tools, self.instructions = session, tools, instructions
         self._generation += 1
 
-    async def _hold(self, ready: Future[Any], stop_box: Future[asyncio.Event], finished: threading.Event) -> None:
+    async def _hold(self, ready: Future[tuple[list[Tool], Optional[str], ClientSession]],
+                    stop_box: Future[asyncio.Event], finished: threading.Event) -> None:
         """Open the transport and session, report the tool list, then keep both open until told to stop.
 
         The same task enters and leaves the SDK's context managers (anyio requires it)."""

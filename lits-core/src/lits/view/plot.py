@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
+    from lits.runs.compare import CompareRow
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -40,13 +41,15 @@ def _matplotlib() -> tuple[ModuleType, type[Figure], type[FigureCanvasAgg]]:
     return matplotlib, Figure, FigureCanvasAgg
 
 
-def spend(row: dict[str, Any], key: str) -> float:
+def spend(row: CompareRow, key: str) -> float:
     if key == "tokens":
         return float(row.get("tokens_in") or 0) + float(row.get("tokens_out") or 0)
-    return float(row.get(key) or 0.0)
+    values: Mapping[str, object] = row
+    value = values.get(key)
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
-def compare_figure(rows: list[dict[str, Any]]) -> Figure:
+def compare_figure(rows: list[CompareRow]) -> Figure:
     """A 2×2 figure: accuracy (y) against each spend (x); each run one labelled point.
 
     Each panel's points are one collection whose gid is ``points-<spend>``
@@ -82,7 +85,7 @@ def compare_figure(rows: list[dict[str, Any]]) -> Figure:
     return fig
 
 
-def save_compare_plot(rows: list[dict[str, Any]], path: Path) -> Path:
+def save_compare_plot(rows: list[CompareRow], path: Path) -> Path:
     """Write the figure as PNG or SVG (by ``path``'s suffix); SVG keeps its text as text."""
     matplotlib, _, _ = _matplotlib()
     path = Path(path)
