@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TextIO
+from typing import Any, Mapping, Optional, TextIO
 
 from lits import layout
 from lits.errors import UserError
@@ -168,7 +168,8 @@ class ClusterStats:
         self.run_dir = run_dir
         self.relative = ProcessStats(run_dir.root).relative
         self.started = time.perf_counter()
-        self.snapshots: dict[str, tuple[Any, Any]] = {}  # by worker incarnation: the latest counters
+        #: The latest counters by worker incarnation: (policy stats, faults).
+        self.snapshots: dict[str, tuple[Optional[Mapping[str, object]], Optional[Mapping[str, object]]]] = {}
         self.busy_area = 0.0
 
     def save(self, seconds: float | None = None) -> None:
