@@ -167,7 +167,9 @@ class RunDir:
         """Delete the temporary files of atomic writes a killed process left behind (``.NAME.XXXX.tmp``, never
         renamed into place): they hold nothing a reader uses. Returns how many were removed."""
         removed = 0
-        for folder in (self.root, *(self.root / name for name in (*layout.INSTANCE_FOLDERS, layout.STATS))):
+        folders = [self.root, *(self.root / name for name in (*layout.INSTANCE_FOLDERS, layout.STATS, layout.ATTEMPTS))]
+        folders += sorted((self.root / layout.CHECKPOINTS).glob("attempt-*"))  # later attempts' journals
+        for folder in folders:
             for stale in folder.glob(".*.tmp") if folder.is_dir() else []:
                 with contextlib.suppress(OSError):
                     stale.unlink()
