@@ -23,14 +23,23 @@ _CONTEXT: contextvars.ContextVar[dict[str, object]] = contextvars.ContextVar(
 )
 
 
-@contextlib.contextmanager
-def call_context(**tags: object) -> Iterator[None]:
-    """Bind tags (e.g. ``component="policy"``, ``phase="expand"``) to calls made inside."""
-    token = _CONTEXT.set({**_CONTEXT.get(), **tags})
-    try:
-        yield
-    finally:
-        _CONTEXT.reset(token)
+class call_context:  # lower case: used like the function it replaced
+    """Bind tags (e.g. ``component="policy"``, ``phase="expand"``) to calls made inside.
+
+    A plain class, not ``@contextmanager``: every model call and search step enters several of these,
+    and a generator-based one costs a few times more per use.
+    """
+
+    __slots__ = ("_tags", "_token")
+
+    def __init__(self, **tags: object) -> None:
+        self._tags = tags
+
+    def __enter__(self) -> None:
+        self._token = _CONTEXT.set({**_CONTEXT.get(), **self._tags})
+
+    def __exit__(self, *exc: object) -> None:
+        _CONTEXT.reset(self._token)
 
 
 def current_context() -> dict[str, object]:
@@ -63,6 +72,10 @@ class InferenceRecord:
         return out
 
 
+#: ``json.dumps(value, default=str)`` without building an encoder per call (the same text).
+_ENCODER = json.JSONEncoder(default=str)
+
+
 class InferenceLog:
     """Thread-safe collector of records, optionally appended to a JSONL file."""
 
@@ -77,7 +90,7 @@ class InferenceLog:
         self._counted = 0
 
     def add(self, record: InferenceRecord) -> None:
-        line = json.dumps(record.as_dict(), default=str) + "\n"
+        line = _ENCODER.encode(record.as_dict()) + "\n"
         with self._lock:
             self.records.append(record)
             if self.path is not None:
@@ -186,7 +199,7 @@ def collecting(log: InferenceLog) -> Iterator[InferenceLog]:
 
 
 def record_call(record: InferenceRecord) -> None:
-    record.context = {**current_context(), **record.context}
+    record.context = {**_CONTEXT.get(), **record.context}
     with _SINKS_LOCK:
         sinks = list(_SINKS)
     for sink in sinks:
