@@ -89,3 +89,31 @@ def test_many_answers_are_stored_at_once_and_read_back(tmp_path):
     cache.put_many([("a", {"text": "1"}), ("b", {"text": "2"})])
     assert (cache.get("a"), cache.get("b"), len(cache)) == ({"text": "1"}, {"text": "2"}, 2)
     cache.close()
+
+
+def test_answers_of_a_process_killed_before_its_commit_are_stored_by_the_next_open(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "c.sqlite"
+    script = ("import os, signal, sys\nfrom lits.lm.cache import ResponseCache\n"
+              "cache = ResponseCache(sys.argv[1])\ncache.put('a', {'text': '1'})\n"
+              "cache.put_many([('b', {'text': '2'}), ('c', {'text': '3'})])\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    killed = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True)
+    assert killed.returncode == -9, killed.stderr
+    assert list(tmp_path.glob("c.sqlite.pending-*"))  # the answers were never committed
+    cache = ResponseCache(path)
+    assert [cache.get(k) for k in "abc"] == [{"text": "1"}, {"text": "2"}, {"text": "3"}]
+    assert not list(tmp_path.glob("c.sqlite.pending-*"))
+    cache.close()
+
+
+def test_a_pending_line_cut_short_is_left_out_and_a_closed_cache_leaves_no_pending_file(tmp_path):
+    (tmp_path / "c.sqlite.pending-dead").write_text('"a"\t{"text": "1"}\n"b"\t{"te', encoding="utf-8")
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert (cache.get("a"), cache.get("b")) == ({"text": "1"}, None)
+    cache.put("c", {"text": "3"})
+    cache.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if "pending" in p.name) == []
+    assert ResponseCache(tmp_path / "c.sqlite").get("c") == {"text": "3"}

@@ -11,32 +11,52 @@ be told it is the *cache* that is broken, not the run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import sqlite3
+import tempfile
 import threading
+import time
+import weakref
 from pathlib import Path
-from typing import Mapping, NoReturn, Protocol, Sequence
+from typing import Mapping, NoReturn, Optional, Protocol, Sequence, TextIO
+
+try:
+    import fcntl
+except ImportError:  # Windows: a commit per call, as before
+    fcntl = None  # type: ignore[assignment]
+
+
+#: ``json.dumps(..., sort_keys=True, ensure_ascii=False, default=str)`` without an encoder built per call.
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
 
 
 def request_key(identity: str, kind: str, payload: object) -> str:
     """Stable hash of a request (sorted-key JSON)."""
-    text = json.dumps([identity, kind, payload], sort_keys=True, ensure_ascii=False, default=str)
+    text = _KEY_ENCODER.encode([identity, kind, payload])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def sample_keys(identity: str, kind: str, payload: Mapping[str, object], n: int) -> list[str]:
-    """``request_key(identity, kind, {**payload, "sample": i})`` for i < n, encoding the request once.
+    """``request_key(identity, kind, {**payload, "sample": i})`` for i < n, encoding and hashing the request once.
 
     ``"sample"`` sorts after the payload's other keys ("params", "prompt"), so
-    the texts differ only in their last number.
+    the texts differ only in their last number: each key continues one hash of
+    the shared stem (every model call computes these; prompts run to kilobytes).
     """
-    text = json.dumps([identity, kind, {**payload, "sample": 0}], sort_keys=True, ensure_ascii=False, default=str)
+    text = _KEY_ENCODER.encode([identity, kind, {**payload, "sample": 0}])
     tail = '"sample": 0}]'
     if not text.endswith(tail) or any(key > "sample" for key in payload):
         return [request_key(identity, kind, {**payload, "sample": i}) for i in range(n)]
-    stem = text[: -len("0}]")]
-    return [hashlib.sha256(f"{stem}{i}}}]".encode("utf-8")).hexdigest() for i in range(n)]
+    stem = hashlib.sha256(text[: -len("0}]")].encode("utf-8"))
+    keys = []
+    for i in range(n):
+        each = stem.copy()
+        each.update(f"{i}}}]".encode("utf-8"))
+        keys.append(each.hexdigest())
+    return keys
 
 
 class CacheError(RuntimeError):
@@ -58,12 +78,38 @@ class ResponseStore(Protocol):
     def put_many(self, entries: Sequence[tuple[str, object]]) -> None: ...
 
 
+#: New answers wait in memory, and in a pending file appended at each call (a kill -9 loses none), until
+#: this many are stored in SQLite in one transaction, or this many seconds have passed, or
+#: :func:`commit_all` or ``close`` runs: a commit per call cost more than the rest of the cache's work.
+GROUP_ROWS = 128
+GROUP_SECONDS = 1.0
+#: The caches open in this process: a new one on the same file first commits their pending answers.
+_OPEN: "weakref.WeakSet[ResponseCache]" = weakref.WeakSet()
+_OPEN_LOCK = threading.Lock()
+
+
+def commit_all() -> None:
+    """Store every open cache's pending answers in SQLite (the runner does at each instance's end)."""
+    with _OPEN_LOCK:
+        caches = list(_OPEN)
+    for cache in caches:
+        cache.commit()
+
+
 class ResponseCache:
-    """Key -> JSON value store in SQLite (WAL mode, one connection, a lock)."""
+    """Key -> JSON value store in SQLite (WAL mode, one connection, a lock), with grouped commits.
+
+    An answer is in the pending file (``PATH.pending-*``, locked by its process) before ``put`` returns;
+    whoever opens the cache after that process died stores the file's answers in SQLite and removes it.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._pending: dict[str, str] = {}
+        self._since = 0.0
+        self._side: Optional[TextIO] = None
+        self._side_path: Optional[Path] = None
         blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
         if blocker is not None:
             raise CacheError(self.path, f"cannot be created ({blocker} is a file, not a folder)")
@@ -79,6 +125,13 @@ class ResponseCache:
         except sqlite3.Error as exc:
             self._conn.close()
             self._fail("cannot be opened", exc)
+        self._file = self.path.resolve()
+        with _OPEN_LOCK:
+            others = [c for c in _OPEN if c._file == self._file]
+            _OPEN.add(self)
+        for other in others:  # this process's answers: visible to the new connection at once
+            other.commit()
+        self._recover()
 
     def _fail(self, what: str, exc: BaseException, question: str = "") -> NoReturn:
         detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
@@ -88,45 +141,137 @@ class ResponseCache:
         """The JSON value stored under ``key`` (None when there is none)."""
         try:
             with self._lock:
-                row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-            return json.loads(row[0]) if row else None
+                text = self._pending.get(key)
+                if text is None:
+                    row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+                    text = row[0] if row else None
+            return json.loads(text) if text is not None else None
         except (sqlite3.Error, ValueError) as exc:  # ValueError must not reach a policy (it means "bad output")
             self._fail("cannot be read", exc)
 
     def put(self, key: str, value: object) -> None:
-        text = json.dumps(value, ensure_ascii=False)
-        try:
-            with self._lock:
-                self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, text))
-        except sqlite3.Error as exc:
-            self._fail("cannot be written", exc, ": is the disk full?")
+        self._stage([(key, json.dumps(value, ensure_ascii=False))])
 
     def put_many(self, entries: Sequence[tuple[str, object]]) -> None:
-        """Store several answers in one transaction (one commit, not one per answer)."""
-        if len(entries) <= 1:  # one statement commits on its own
+        """Store several answers (one line write for all of them)."""
+        if len(entries) <= 1:
             for key, value in entries:
                 self.put(key, value)
             return
-        rows = [(key, json.dumps(value, ensure_ascii=False)) for key, value in entries]
+        self._stage([(key, json.dumps(value, ensure_ascii=False)) for key, value in entries])
+
+    def _stage(self, rows: list[tuple[str, str]]) -> None:
+        """Append ``rows`` to the pending file (handed to the OS: a kill keeps them), then to the group."""
+        with self._lock:
+            if fcntl is None:  # no file locks to tell a live process's pending file from a dead one's
+                self._pending.update(rows)
+                self._commit()
+                return
+            try:
+                if self._side is None:
+                    self._side = self._open_side()
+                self._side.write("".join(f"{json.dumps(key)}\t{text}\n" for key, text in rows))
+                self._side.flush()
+            except OSError as exc:
+                self._fail("cannot be written", exc, ": is the disk full?")
+            if not self._pending:
+                self._since = time.monotonic()
+            self._pending.update(rows)
+            if len(self._pending) >= GROUP_ROWS or time.monotonic() - self._since >= GROUP_SECONDS:
+                self._commit()
+
+    def commit(self) -> None:
+        """Store the pending answers in SQLite now."""
+        with self._lock:
+            self._commit()
+
+    def _commit(self) -> None:
+        if not self._pending:
+            return
         try:
-            with self._lock:
-                self._conn.execute("BEGIN")
-                try:
-                    self._conn.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", rows)
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-                self._conn.execute("COMMIT")
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+                                       list(self._pending.items()))
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             self._fail("cannot be written", exc, ": is the disk full?")
+        self._pending.clear()
+        if self._side is not None:
+            with contextlib.suppress(OSError):  # stored: at worst a later open stores them again
+                self._side.seek(0)
+                self._side.truncate()
+
+    def _open_side(self) -> TextIO:
+        """This cache's pending file, locked for as long as the process lives."""
+        assert fcntl is not None
+        prefix = f".{self.path.name}."
+        fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=prefix, suffix=".tmp")  # a kill leaves a torn write
+        side = os.fdopen(fd, "w", encoding="utf-8")
+        fcntl.flock(side.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # only now under the name others look for: none can take it for a dead process's before it is locked
+        self._side_path = self.path.with_name(f"{self.path.name}.pending-{Path(name).name[len(prefix):-4]}")
+        os.replace(name, self._side_path)
+        return side
+
+    def _recover(self) -> None:
+        """Store the answers of pending files whose process died (their lock is free), then remove them."""
+        if fcntl is None:
+            return
+        for side in sorted(self.path.parent.glob(f"{self.path.name}.pending-*")):
+            try:
+                with open(side, "r+", encoding="utf-8", errors="replace") as fh:
+                    try:
+                        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:
+                        continue  # a live process's
+                    rows = _pending_rows(fh.read())
+                    if rows:
+                        with self._lock:
+                            self._pending.update(rows)
+                            self._commit()
+                    side.unlink()
+            except OSError:
+                continue
 
     def __len__(self) -> int:
         with self._lock:
+            self._commit()
             return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
+        with _OPEN_LOCK:
+            _OPEN.discard(self)
         with self._lock:
+            stored = True
+            try:
+                self._commit()
+            except CacheError:
+                stored = False  # the pending file keeps the answers for the next open
+            if self._side is not None:
+                with contextlib.suppress(OSError):
+                    self._side.close()
+                    if stored and self._side_path is not None:
+                        self._side_path.unlink()
+                self._side = None
             try:
                 self._conn.close()
             except sqlite3.Error:
                 pass
+
+
+def _pending_rows(text: str) -> list[tuple[str, str]]:
+    """The whole ``"key"<TAB>json`` lines of a pending file (a line cut short by a full disk is left out)."""
+    rows = []
+    for line in text.split("\n"):
+        key, tab, value = line.partition("\t")
+        try:
+            if tab:
+                json.loads(value)
+                rows.append((str(json.loads(key)), value))
+        except ValueError:
+            continue
+    return rows

@@ -130,6 +130,7 @@ class RunCoordinator:
         """Every entry (to seed a worker's own cache: the per-worker variant the benchmark measures)."""
         if self.cache is None:
             return []
+        self.cache.commit()  # the answers still pending too
         with self.cache._lock:
             rows = self.cache._conn.execute("SELECT key, value FROM responses").fetchall()
         return [(key, json.loads(value)) for key, value in rows]
