@@ -62,3 +62,10 @@ def test_config_records_the_servers_slots_and_where_they_came_from(one_slot_serv
     info = json.loads((tmp_path / "run" / "config.json").read_text())["model_info"]
     assert (info["server_slots"], info["server_slots_from"]) == (1, "the server's /props (total_slots)")
     assert json.loads((tmp_path / "run" / "eval_results.json").read_text())["faults"]["retries"] == 0
+
+
+def test_a_server_too_busy_to_answer_at_once_is_asked_again_with_more_patience() -> None:
+    # llama-cpp-python's server reading a long prompt answered a GET after ~9 s; given up on at 2 s, the run's
+    # calls went ungated into its queue and timed out as 34 false faults.
+    with FakeOpenAIServer(owned_by="me", busy_for=4.0) as srv:
+        assert probe_slots(srv.base_url, {}) == (1, "llama-cpp-python's server (one request at a time)")

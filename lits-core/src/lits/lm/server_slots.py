@@ -21,29 +21,43 @@ from typing import Callable, Iterator, Mapping, Optional
 
 import httpx
 
-PROBE_TIMEOUT = 2.0
+#: Patience per probe: a llama-cpp-python server busy reading a long prompt answers a GET only after ~10 s,
+#: and a probe given up on leaves calls ungated, to time out in the server's queue as false faults.
+PROBE_TIMEOUTS = (3.0, 15.0, 30.0)
 ProbeFn = Callable[[], tuple[Optional[int], str]]
 
 
 def probe_slots(base_url: str, headers: Mapping[str, str],
                 params: Optional[Mapping[str, str]] = None) -> tuple[Optional[int], str]:
-    """``(slots, how we know)``; ``(None, reason)`` when the server does not say.  Never raises."""
+    """``(slots, how we know)``; ``(None, reason)`` when the server does not say.  Never raises.
+
+    Asked again, with more patience, only when the server was too slow to answer.
+    """
+    for timeout in PROBE_TIMEOUTS:
+        try:
+            return _ask(base_url, headers, params, timeout)
+        except httpx.TimeoutException:
+            continue
+        except (httpx.HTTPError, ValueError, AttributeError, TypeError):
+            break
+    return None, "not reported by the server"
+
+
+def _ask(base_url: str, headers: Mapping[str, str], params: Optional[Mapping[str, str]],
+         timeout: float) -> tuple[Optional[int], str]:
     root = base_url.rstrip("/")
     root = root[: -len("/v1")] if root.endswith("/v1") else root
-    try:
-        with httpx.Client(headers=dict(headers), params=dict(params or {}), timeout=PROBE_TIMEOUT) as client:
-            props = client.get(f"{root}/props")
-            if props.status_code == 200:
-                total = _int(props.json().get("total_slots"))
-                if total:
-                    return total, "the server's /props (total_slots)"
-            models = client.get(f"{base_url.rstrip('/')}/models")
-            if models.status_code == 200:
-                owners = {str(m.get("owned_by")) for m in models.json().get("data") or [] if isinstance(m, dict)}
-                if owners == {"me"}:
-                    return 1, "llama-cpp-python's server (one request at a time)"
-    except (httpx.HTTPError, ValueError, AttributeError, TypeError):
-        pass
+    with httpx.Client(headers=dict(headers), params=dict(params or {}), timeout=timeout) as client:
+        props = client.get(f"{root}/props")
+        if props.status_code == 200:
+            total = _int(props.json().get("total_slots"))
+            if total:
+                return total, "the server's /props (total_slots)"
+        models = client.get(f"{base_url.rstrip('/')}/models")
+        if models.status_code == 200:
+            owners = {str(m.get("owned_by")) for m in models.json().get("data") or [] if isinstance(m, dict)}
+            if owners == {"me"}:
+                return 1, "llama-cpp-python's server (one request at a time)"
     return None, "not reported by the server"
 
 

@@ -53,10 +53,12 @@ class FakeOpenAIServer:
         batch_prompts: bool = True,
         slots: Optional[int] = None,
         owned_by: Optional[str] = None,
+        busy_for: float = 0.0,
     ) -> None:
         """``slots``: serve that many requests at once, queueing the rest, and say so at ``/props`` as
         llama.cpp's server does (None: all at once, no ``/props``).  ``owned_by``: the ``/v1/models`` field
-        (llama-cpp-python's server says "me" and serves one request at a time)."""
+        (llama-cpp-python's server says "me" and serves one request at a time).  ``busy_for``: the first GET
+        is answered that many seconds late (a server busy reading a long prompt)."""
         self.responder = responder or (lambda prompt, body: "ok")
         self.latency = latency
         self.ignore_n = ignore_n
@@ -65,6 +67,7 @@ class FakeOpenAIServer:
         self.batch_prompts = batch_prompts
         self.slots = slots
         self.owned_by = owned_by
+        self._busy_for = busy_for
         self._serving = threading.BoundedSemaphore(slots or (1 if owned_by == "me" else 1 << 16))
         self._wants_index = len(inspect.signature(self.responder).parameters) >= 3
         self.requests: list[dict[str, object]] = []
@@ -174,6 +177,10 @@ class FakeOpenAIServer:
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
+                with server._lock:
+                    busy, server._busy_for = server._busy_for, 0.0
+                if busy:
+                    time.sleep(busy)
                 route = self.path.partition("?")[0].rstrip("/")
                 if route.endswith("/models"):
                     owner = {"owned_by": server.owned_by} if server.owned_by else {}
