@@ -31,6 +31,8 @@ except ImportError:  # Windows: a commit per call, as before
 
 #: ``json.dumps(..., sort_keys=True, ensure_ascii=False, default=str)`` without an encoder built per call.
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+#: ``json.dumps(value, ensure_ascii=False)``, the stored form of an answer, likewise.
+_VALUE_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def request_key(identity: str, kind: str, payload: object) -> str:
@@ -150,7 +152,7 @@ class ResponseCache:
             self._fail("cannot be read", exc)
 
     def put(self, key: str, value: object) -> None:
-        self._stage([(key, json.dumps(value, ensure_ascii=False))])
+        self._stage([(key, _VALUE_ENCODER.encode(value))])
 
     def put_many(self, entries: Sequence[tuple[str, object]]) -> None:
         """Store several answers (one line write for all of them)."""
@@ -158,7 +160,7 @@ class ResponseCache:
             for key, value in entries:
                 self.put(key, value)
             return
-        self._stage([(key, json.dumps(value, ensure_ascii=False)) for key, value in entries])
+        self._stage([(key, _VALUE_ENCODER.encode(value)) for key, value in entries])
 
     def _stage(self, rows: list[tuple[str, str]]) -> None:
         """Append ``rows`` to the pending file (handed to the OS: a kill keeps them), then to the group."""

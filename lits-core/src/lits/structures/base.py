@@ -281,4 +281,8 @@ def step_key(step: object) -> str:
     to_dict = getattr(step, "to_dict", None)
     if to_dict is None:
         return str(step)
-    return json.dumps(to_dict(), sort_keys=True, default=str)
+    return _KEY_ENCODER.encode(to_dict())
+
+
+#: ``json.dumps(..., sort_keys=True, default=str)`` without an encoder built per call (every proposed step).
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str)

@@ -260,8 +260,12 @@ class _Mirror:
         self.lines += 1
 
 
+#: ``json.dumps(value, separators=(",", ":"))`` without an encoder built per call (every node of every line).
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
 def _dumps(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def _flat(node: SearchNode, skip: tuple[str, ...] = ()) -> dict[str, object]:
