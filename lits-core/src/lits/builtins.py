@@ -78,7 +78,7 @@ def register_searches(register: Callable[..., object]) -> None:
 def register_chains(register: Callable[..., object]) -> None:
     register("env_chain", "lits.agents.chain.env_chain:EnvChain", config_class="lits.agents.config:ChainConfig")
     register("react", "lits.agents.chain.react:ReActChat", config_class="lits.agents.config:ChainConfig")
-    register("cot", "lits.agents.chain.cot:CoTChain", config_class="lits.agents.config:ChainConfig")
+    register("cot", "lits.agents.chain.cot:CoTChain", config_class="lits.agents.config:CoTConfig")
     register("sc", "lits.agents.chain.self_consistency:SelfConsistencyChain",
              config_class="lits.agents.config:SelfConsistencyConfig")
 

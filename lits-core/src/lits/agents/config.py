@@ -65,7 +65,14 @@ class ChainConfig(BaseModel):
     runtime_limit: Optional[float] = Field(None, gt=0, description="seconds per instance")
 
 
-class SelfConsistencyConfig(ChainConfig):
+class CoTConfig(ChainConfig):
+    """Chain of thought (``lits chain --chain cot``)."""
+
+    whole_solution: bool = Field(False, description="the model writes the rest of the solution in one reply, one "
+                                 "step per line (how chat models reason best), instead of one step per call")
+
+
+class SelfConsistencyConfig(CoTConfig):
     """Self-consistency (``lits chain --chain sc``): k sampled chains, then a majority vote."""
 
     k: int = Field(8, ge=1, le=256, description="chains sampled per instance")

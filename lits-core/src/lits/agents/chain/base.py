@@ -74,7 +74,8 @@ class ChainAgent:
                 break
             with call_context(phase="chain", depth=len(state)):
                 steps = self.policy.get_actions(state, n_actions=1, temperature=self.config.temperature,
-                                                query=query, query_idx=query_idx, from_phase="chain")
+                                                query=query, query_idx=query_idx, from_phase="chain",
+                                                **self.step_options())
                 if not steps:
                     stopped = "no_action"
                     break
@@ -83,6 +84,10 @@ class ChainAgent:
                 self._save(query_idx, state)
         solved = bool(self.transition.is_terminal(state, query_or_goals=query))
         return state, solved, "solution" if solved else stopped
+
+    def step_options(self) -> dict[str, object]:
+        """Keywords for the policy's every call: ``whole_solution`` when the chain's config asks for it."""
+        return {"whole_solution": True} if getattr(self.config, "whole_solution", False) else {}
 
     def _take_proposals(self, query_idx: int) -> list[tuple[str, bool]]:
         take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)

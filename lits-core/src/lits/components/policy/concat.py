@@ -10,6 +10,7 @@ cache hits across siblings.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Optional, Sequence
 
 from lits.components.base import Policy
@@ -19,6 +20,9 @@ from lits.structures.language_grounded import ThoughtState, ThoughtStep
 
 
 FINAL = "The answer is"
+#: The ask for the rest of a solution in one reply (``whole_solution``).
+WHOLE = ("Write the solution from step {index} to the end, one step per line; the last line states the result "
+         "as \"{final} X\".")
 
 
 class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
@@ -26,9 +30,12 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
     AGENT_NAME = "concat"
 
     def __init__(self, base_model: Optional[LanguageModel] = None, task_name: Optional[str] = None,
-                 max_tokens: int = 200, max_depth: Optional[int] = None, **kwargs: Any) -> None:
+                 max_tokens: int = 200, max_depth: Optional[int] = None, solution_max_tokens: int = 640,
+                 **kwargs: Any) -> None:
         super().__init__(base_model, task_name, **kwargs)
         self.max_tokens = max_tokens
+        #: The bound of a reply that holds the rest of the solution (``whole_solution``).
+        self.solution_max_tokens = solution_max_tokens
         #: The search's depth limit: the last step allowed is asked for the final answer.
         self.max_depth = max_depth
 
@@ -52,30 +59,42 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         lines.append(f"{cue} {self._template('final', FINAL)}" if self._is_last(state) else cue)
         return "\n".join(lines).lstrip()
 
-    def messages(self, state: ThoughtState, query: object, exclude: Sequence[str] = ()) -> list[Message]:
-        """System prompt, worked examples as earlier user/assistant turns, then the ask for the next step."""
-        user = self._ask(query, [s.action for s in state if s.action], len(state) + 1, self._is_last(state))
+    def messages(self, state: ThoughtState, query: object, exclude: Sequence[str] = (),
+                 whole: bool = False) -> list[Message]:
+        """System prompt, worked examples as earlier user/assistant turns, then the ask for the next step (or,
+        ``whole``, for the rest of the solution)."""
+        user = self._ask(query, [s.action for s in state if s.action], len(state) + 1, self._is_last(state), whole)
         if exclude:
             user += "\n" + _not_again(exclude, f"step {len(state) + 1}")
-        return [{"role": "system", "content": str(self.task_prompt_spec or "")}, *self._example_turns(),
+        return [{"role": "system", "content": str(self.task_prompt_spec or "")}, *self._example_turns(whole),
                 {"role": "user", "content": user}]
 
-    def _ask(self, query: object, done: list[str], index: int, last: bool) -> str:
+    def _ask(self, query: object, done: list[str], index: int, last: bool, whole: bool = False) -> str:
         step = self._template("step", "Step {index}:")
         shown = "\n".join(f"{step.format(index=i)} {action}" for i, action in enumerate(done, 1))
-        ask = self._template("chat_next", "Write only step {index}.").format(index=index)
-        if last:
+        ask = self._ask_line(index, whole)
+        if last and not whole:
             ask += f' This is the last step: begin it with "{self._template("final", FINAL)}".'
         user = self._template("question", "Problem: {question}\n").format(question=query)
         return user + (f"\nSteps so far:\n{shown}\n" if shown else "\n") + ask
 
-    def _example_turns(self) -> list[Message]:
-        """The prompt's ``chat_examples`` (``{"question", "steps"}``), asked and answered step by step as the
-        real problem will be, so a chat model sees the answer stated only at the step that computes it."""
+    def _ask_line(self, index: int, whole: bool) -> str:
+        """What the model is asked to write: step ``index`` only, or (``whole``) the rest of the solution."""
+        if whole:
+            return self._template("chat_rest", WHOLE).format(index=index, final=self._template("final", FINAL))
+        return self._template("chat_next", "Write only step {index}.").format(index=index)
+
+    def _example_turns(self, whole: bool = False) -> list[Message]:
+        """The prompt's ``chat_examples`` (``{"question", "steps"}``), asked and answered as the real problem
+        will be (step by step, or whole), so a chat model sees the answer stated only at the step that computes it."""
         spec = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
         turns: list[Message] = []
         for example in spec.get("chat_examples") or []:
             steps = [str(s) for s in example.get("steps") or []]
+            if whole:
+                turns.append({"role": "user", "content": self._ask(example.get("question"), [], 1, False, True)})
+                turns.append({"role": "assistant", "content": "\n".join(steps)})
+                continue
             for k, step_text in enumerate(steps):
                 turns.append({"role": "user", "content": self._ask(example.get("question"), steps[:k], k + 1,
                                                                     False)})
@@ -83,34 +102,43 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         return turns
 
     def _get_actions(self, state: ThoughtState, n_actions: int, temperature: float, query: object = None,
-                     exclude: Sequence[str] = (), **kwargs: object) -> list[ThoughtStep]:
+                     exclude: Sequence[str] = (), whole_solution: bool = False,
+                     **kwargs: object) -> list[ThoughtStep]:
         """``n_actions`` sampled steps, repeats included (the search counts and drops them); ``exclude``: the
-        siblings' steps, shown so the model writes a different one."""
+        siblings' steps, shown so the model writes a different one.  ``whole_solution``: each reply holds the
+        rest of the solution, one step per line, kept as one step (a chain's chain of thought in one call)."""
         if self.base_model is None:
             raise ValueError("ConcatPolicy needs a base_model")
         chat = bool(getattr(self.base_model, "chat_native", False))
-        prompt: Prompt = self.messages(state, query, exclude) if chat else self.completion_prompt(state, query, exclude)
+        whole = whole_solution
+        prompt: Prompt = (self.messages(state, query, exclude, whole) if chat
+                          else self.completion_prompt(state, query, exclude))
         # A completion model writes one line per step; a chat model may wrap, so stop at the next cue.
         next_cue = self._template("step", "Step {index}:").format(index=len(state) + 2)
         stop = [f"\n{next_cue}", "\nProblem:", "\n\n\n"] if chat else ["\n"]
-        replies = self.base_model.generate(prompt, n=n_actions, temperature=temperature, max_tokens=self.max_tokens,
+        if whole:
+            stop = ["\nProblem:", "\n\n\n"]
+        replies = self.base_model.generate(prompt, n=n_actions, temperature=temperature,
+                                           max_tokens=self.solution_max_tokens if whole else self.max_tokens,
                                            stop=stop)
-        forced = self._template("final", FINAL) if self._is_last(state) and not chat else ""
+        forced = self._template("final", FINAL) if self._is_last(state) and not chat and not whole else ""
         steps: list[ThoughtStep] = []
         cue = self._template("step", "Step {index}:").format(index=len(state) + 1)
         reasked = False
+        step = self._template("step", "Step {index}:")
         for reply in replies:
-            text = _one_step(str(reply), cue)
+            text = _whole(str(reply), step) if whole else _one_step(str(reply), cue)
             count_reply(bool(text))
             if not text and chat and not reasked:  # one bounded re-ask per request
                 reasked = True
                 count_reask()
-                ask = self._template("chat_next", "Write only step {index}.").format(index=len(state) + 1)
+                ask = self._ask_line(len(state) + 1, whole)
                 again = self.base_model.generate(
                     [*prompt, {"role": "assistant", "content": str(reply)},
                      {"role": "user", "content": f"That reply was empty. {ask}"}],
-                    n=1, temperature=temperature, max_tokens=self.max_tokens, stop=stop)
-                text = _one_step(str(again[0]), cue) if again else ""
+                    n=1, temperature=temperature, max_tokens=self.solution_max_tokens if whole else self.max_tokens,
+                    stop=stop)
+                text = (_whole(str(again[0]), step) if whole else _one_step(str(again[0]), cue)) if again else ""
                 count_reply(bool(text))
             text = f"{forced} {text}".strip() if forced else text
             if text:
@@ -127,6 +155,13 @@ def _not_again(exclude: Sequence[str], what: str) -> str:
     """The note that lists a node's siblings: proposals the model should not write again."""
     listed = "\n".join(f"- {text}" for text in exclude)
     return f"Already proposed for {what} (write a different one):\n{listed}"
+
+
+def _whole(reply: str, step: str) -> str:
+    """A reply holding several steps, one per line, as one line: each line without an echoed step cue."""
+    cue = re.compile("^" + re.escape(step).replace(re.escape("{index}"), r"\d+") + r"\s*")
+    return " ".join(" ".join(cue.sub("", line.strip(), count=1).split()) for line in reply.splitlines()
+                    if line.strip()).strip()
 
 
 def _one_step(reply: str, cue: str) -> str:

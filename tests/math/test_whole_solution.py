@@ -1,0 +1,80 @@
+"""``--chain-arg whole_solution=true``: a chat model writes a chain of thought in one reply, one step per line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from lits.testing.server import FakeOpenAIServer
+from lits_math.data import load_gsm8k
+
+PROBLEMS = {e["query"]: e["answer"] for e in load_gsm8k()}
+WORKING = ["Step 1: She has 3 apples and buys 4 more, so she has 7 apples.", "", "Step 2: 7 * 2 = 14."]
+
+
+def solver(prompt: str, body: dict[str, Any]) -> str:
+    """Asked for the rest of the solution: two numbered working lines, a blank line, then the answer; asked for
+    one step: a step that states no answer (so a step-wise chain would need more calls)."""
+    gold = next((answer for question, answer in PROBLEMS.items() if question in prompt), "0")
+    last = str(body["messages"][-1]["content"])
+    if "to the end" in last:
+        return "\n".join([*WORKING, f"The answer is {gold}."])
+    return "She has 3 apples and buys 4 more, so she has 7 apples."
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(responder=solver) as srv:
+        yield srv
+
+
+@pytest.fixture
+def chain(tmp_path: Path, server: FakeOpenAIServer) -> Callable[..., subprocess.CompletedProcess[str]]:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
+        return subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "gsm8k", "--limit", "1",
+                               "--model", "m", "--base-url", server.base_url, "--save-dir", "run", *args],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+
+    return run
+
+
+def test_the_whole_solution_comes_in_one_call_and_is_solved(chain, server, tmp_path: Path) -> None:
+    done = chain("--chain-arg", "whole_solution=true")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "run" / "results" / "0.json").read_text())
+    assert record["eval"]["solved"]
+    assert len(server.requests) == 1 and server.requests[0]["max_tokens"] == 640
+
+
+def test_the_replys_lines_become_one_step_without_their_cues(chain, tmp_path: Path) -> None:
+    assert chain("--chain-arg", "whole_solution=true").returncode == 0
+    state = json.loads((tmp_path / "run" / "checkpoints" / "0.json").read_text())["state"]
+    actions = [step["action"] for step in state["steps"]]
+    assert len(actions) == 1
+    assert actions[0].startswith("She has 3 apples and buys 4 more, so she has 7 apples. 7 * 2 = 14. The answer is")
+    assert "Step" not in actions[0]
+
+
+def test_the_worked_example_is_shown_as_one_whole_reply(chain, server) -> None:
+    assert chain("--chain-arg", "whole_solution=true").returncode == 0
+    messages = server.requests[0]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[2]["content"].count("\n") >= 2 and "The answer is" in messages[2]["content"].splitlines()[-1]
+
+
+def test_without_it_the_chain_asks_for_one_step_at_a_time(chain, server) -> None:
+    assert chain("--chain-arg", "max_steps=3").returncode == 0
+    assert len(server.requests) == 3
+    assert all("to the end" not in str(r["messages"][-1]["content"]) for r in server.requests)
+
+
+def test_a_bad_value_is_one_line(chain) -> None:
+    done = chain("--chain-arg", "whole_solution=maybe")
+    assert done.returncode != 0 and "whole_solution" in done.stderr and len(done.stderr.strip().splitlines()) == 1
