@@ -41,12 +41,12 @@ def methods(data: Path) -> dict[str, list[tuple[str, list[str]]]]:
     small_mcts = ["--search-arg", "n_iterations=4", "--search-arg", "n_actions=2"]
     return {
         "blocksworld": [("env_chain", ["chain", *bw]), ("mcts", ["search", *bw, *small_mcts])],
-        "gsm8k": [("cot", ["chain", *gsm]),
+        "gsm8k": [("cot", ["chain", *gsm]), ("cot_whole", ["chain", *gsm, "--chain-arg", "whole_solution=true"]),
                   ("tot_bfs", ["search", *gsm, "--search-framework", "tot_bfs", "--search-arg", "beam_width=2",
                                "--search-arg", "n_actions=2", "--search-arg", "max_depth=5"]),
                   ("rest", ["search", *gsm, "--search-framework", "rest", *small_mcts,
                             "--search-arg", "max_depth=5"])],
-        "math500": [("cot", ["chain", *math]),
+        "math500": [("cot", ["chain", *math]), ("cot_whole", ["chain", *math, "--chain-arg", "whole_solution=true"]),
                     ("tot_bfs", ["search", *math, "--search-framework", "tot_bfs", "--search-arg", "beam_width=2",
                                  "--search-arg", "n_actions=2", "--search-arg", "max_depth=5"])],
         "crosswords": [("env_chain", ["chain", *cw]), ("mcts", ["search", *cw, *small_mcts])],
