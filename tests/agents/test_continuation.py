@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lits.testing import check_search
+from lits.testing.search_conformance import first_difference
 
 
 @pytest.mark.parametrize("search", ["mcts", "bfs"])
@@ -14,3 +15,42 @@ def test_each_bn_method_resumes_exactly_after_a_kill(search, method):
     assert result.stats["bn_decisions"] >= 1
     verdicts = [n.branching for n in result.root.iter_tree() if n.branching is not None]
     assert verdicts and all(v["method"] == method for v in verdicts)
+
+
+def _tree_of_a_parallel_run(seed: int, width: int) -> tuple[dict, int]:
+    """Tree-parallel MCTS with continuation on the kit's toy domain, the policy's replies delayed at random."""
+    import random
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from lits.concurrency import fan_out_width
+    from lits.registry import get_registration, isolated_registry
+    from lits.structures.base import step_key
+    from lits.testing import search_conformance as kit
+
+    with isolated_registry(), fan_out_width(width), tempfile.TemporaryDirectory() as tmp:
+        kit._register_toy()
+        config = kit._config("x", get_registration("search", "mcts"), {
+            "add_continuation": True, "bn_method": "sc_exact", "n_actions": 3, "max_depth": 3, "n_iterations": 24,
+            "parallel_iterations": 4, "early_stop": False})
+        run = kit._Run(get_registration("search", "mcts").obj, config, Path(tmp))
+        propose, rng = run.search.policy.get_actions, random.Random(seed)
+
+        def late(*args, **kwargs):
+            time.sleep(rng.uniform(0, 0.02))
+            return propose(*args, **kwargs)
+
+        run.search.policy.get_actions = late
+        root = run.run().root
+    twins = sum(len(n.children) - len({step_key(c.step) for c in n.children}) for n in root.iter_tree())
+    return root.to_dict(), twins
+
+
+def test_tree_parallel_rollouts_that_end_below_one_node_reopen_it_once_and_alike_every_run():
+    # Two rollouts of a batch reopening one continued node at once gave it twin children and a tree that
+    # changed from run to run; reopens now run one after another in selection order.
+    trees = [_tree_of_a_parallel_run(seed, width=4) for seed in range(3)]
+    sequential, _ = _tree_of_a_parallel_run(0, width=1)
+    assert all(twins == 0 for _tree, twins in trees)
+    assert all(first_difference(tree, sequential) is None for tree, _twins in trees)  # NaN values equal too

@@ -49,11 +49,12 @@ class MCTS(BaseTreeSearch):
             if self.root.is_terminal:
                 break
             width = min(self.config.parallel_iterations, self.config.n_iterations - self.iteration)
-            paths = self._select_batch(width)
-            if len(paths) == 1:
-                paths = [self._rollout((paths[0], self.iteration))]
+            selected = self._select_batch(width)
+            if len(selected) == 1:
+                paths = [self._rollout((selected[0], self.iteration))]
             else:
-                paths = self.numbered([(p, self.iteration + k) for k, p in enumerate(paths)], self._rollout)
+                paths = self.numbered([(p, self.iteration + k) for k, p in enumerate(selected)], self._rollout)
+            self._reopen_dead_ends(selected)
             with self.phase("backprop", iteration=self.iteration):
                 for path in paths:
                     self.backup(path)  # type: ignore[arg-type]
@@ -72,12 +73,20 @@ class MCTS(BaseTreeSearch):
                 self.expand(leaf)
                 rng = random.Random(f"{self.config.seed}:{self.query_idx}:{iteration}")
                 return self._simulate(path, rng)
-        if not leaf.is_terminal and getattr(self.config, "add_continuation", False):
-            from lits.agents.tree.continuation import reopen
-
-            with self.working_on(iteration):
-                reopen(self, path)  # a chain ended unsolved: the next selection may try its spared siblings
         return path
+
+    def _reopen_dead_ends(self, selected: list[list[MCTSNode]]) -> None:
+        """Chains that ended unsolved at the depth limit get their spared siblings, so the next selection may
+        try them; one after another in selection order, as two rollouts of a batch may end below one node."""
+        if not getattr(self.config, "add_continuation", False):
+            return
+        from lits.agents.tree.continuation import reopen
+
+        for k, path in enumerate(selected):
+            leaf = path[-1]
+            if not leaf.is_terminal and leaf.depth >= self.config.max_depth:
+                with self.working_on(self.iteration + k):
+                    reopen(self, path)
 
     def stop_reason(self) -> str:
         if self.config.early_stop and self.first_solution() is not None:
