@@ -93,7 +93,8 @@ def inherit_scores(search: BaseTreeSearch, parents: list[SearchNode]) -> list[Se
             rest.append(parent)
             continue
         child = parent.children[0]
-        child.fast_reward, child.fast_reward_details = parent.fast_reward, {"chain_from": parent.id}
+        # The parent, not its id: a tree-parallel batch numbers its new nodes only after its rollouts.
+        child.fast_reward, child.fast_reward_details = parent.fast_reward, {"inherited_from_parent": True}
         search.mark(child)
     return rest
 
