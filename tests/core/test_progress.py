@@ -49,3 +49,16 @@ def test_an_instances_totals_count_only_its_own_records():
     assert log.summary(instance=1) == _totals([r for r in log.records if r.context.get("instance") == 1])
     assert log.summary(instance=1, attempt=0)["calls"] == 5
     assert log.summary(instance=7)["calls"] == 0
+
+
+def test_after_an_instances_records_are_taken_the_next_instance_is_counted():
+    # A Ray worker hands each finished instance's records to the driver; its next instance's totals were zero.
+    log = InferenceLog()
+    for _ in range(3):
+        log.add(InferenceRecord("m", "chat", tokens_in=1, tokens_out=1, seconds=0.1, context={"instance": 0}))
+    assert log.summary(instance=0)["calls"] == 3
+    assert len(log.take(0)) == 3 and log.records == []
+    for _ in range(2):
+        log.add(InferenceRecord("m", "chat", tokens_in=1, tokens_out=1, seconds=0.1, context={"instance": 1}))
+    assert log.summary(instance=1)["calls"] == 2
+    assert log.summary()["calls"] == 2

@@ -124,6 +124,15 @@ class InferenceLog:
             ]
         return _totals(recs)
 
+    def take(self, instance: object) -> list[InferenceRecord]:
+        """Remove and return ``instance``'s records (a Ray worker hands them to the driver); the running totals
+        start again over the records that remain."""
+        with self._lock:
+            mine = [r for r in self.records if r.context.get("instance") == instance]
+            self.records = [r for r in self.records if r.context.get("instance") != instance]
+            self._running, self._by_instance, self._counted = _Running(), {}, 0
+        return mine
+
     def by(self, key: str) -> dict[str, dict[str, float]]:
         """Totals grouped by a context tag (e.g. ``component`` or ``phase``)."""
         groups: dict[str, list[InferenceRecord]] = {}

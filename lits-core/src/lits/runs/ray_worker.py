@@ -194,11 +194,7 @@ class InstanceWorker:
         return out
 
     def _take_records(self, built: _Built, idx: int) -> list[dict[str, object]]:
-        log = built.log
-        with log._lock:
-            mine = [r for r in log.records if r.context.get("instance") == idx]
-            log.records = [r for r in log.records if r.context.get("instance") != idx]
-        return [r.as_dict() for r in mine]
+        return [r.as_dict() for r in built.log.take(idx)]
 
     def shutdown(self) -> None:
         if self.built is not None:
