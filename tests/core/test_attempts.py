@@ -220,3 +220,28 @@ def test_scope_run_carries_memory_from_each_instance_to_the_next(tmp_path):
 def test_an_unknown_memory_scope_is_one_line(tmp_path):
     with pytest.raises(UserError, match="--memory-arg scope=world is not a memory scope; scopes: instance, run"):
         lits.chain(**BLOCKS, memory_args={"augmentors": "fact", "scope": "world"}, save_dir=tmp_path / "r")
+
+
+def test_on_resume_the_interrupted_attempt_continues_from_its_checkpoints(tmp_path, monkeypatch):
+    # Attempt 0 was saved and attempt 1 was running when the process died: attempt 1 must resume, not restart
+    # (a search that restarts deletes its journal and redoes the work it had done).
+    from lits import layout
+    from lits.runs import attempts
+    from lits.runs.artifacts import RunDir
+
+    resumed: list[tuple[str, bool]] = []
+
+    class Agent:
+        checkpoint_dir: Optional[Path] = None
+
+        def run(self, query, idx, example, *, resume=False):
+            resumed.append((Path(str(self.checkpoint_dir)).name, resume))
+            return object()
+
+    run_dir = RunDir(tmp_path)
+    run_dir.write_json(layout.attempt(0, 0), {"record": {"eval": {"solved": False}}, "files": {}, "memory": {}})
+    monkeypatch.setattr(attempts, "result_record", lambda *args: {"eval": {"solved": False}, "stopped": "budget"})
+    components = type("Components", (), {"task_type": "env_grounded", "policy": None})()
+    runner = attempts.InstanceAttempts(Agent, components, run_dir, "chain", attempts.AttemptSettings(attempts=3))
+    runner.run(0, {"query": "q"}, resume=True)
+    assert resumed == [("attempt-1", True), ("attempt-2", False)]

@@ -123,7 +123,7 @@ class InstanceAttempts:
             before = self._saved(self.previous[idx])  # it ran first: instances sharing memory run in order
             if before:
                 memory.restore(before[-1].get("memory") or {})
-        fresh = not saved  # the first attempt this process runs may continue from its checkpoints
+        fresh = True  # the first attempt this process runs continues from its checkpoints (on --resume)
         while not saved or not (saved[-1]["record"]["eval"]["solved"] or len(saved) >= self.settings.attempts):
             attempt = len(saved)
             payload = self._attempt(idx, example, attempt, memory, resume and fresh)
