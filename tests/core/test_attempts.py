@@ -245,3 +245,13 @@ def test_on_resume_the_interrupted_attempt_continues_from_its_checkpoints(tmp_pa
     runner = attempts.InstanceAttempts(Agent, components, run_dir, "chain", attempts.AttemptSettings(attempts=3))
     runner.run(0, {"query": "q"}, resume=True)
     assert resumed == [("attempt-1", True), ("attempt-2", False)]
+
+
+@pytest.mark.parametrize("option", ["max_facts=abc", "max_facts=0", "reflection_tokens=-3"])
+def test_a_bad_option_value_is_one_line_before_any_call(tmp_path, option):
+    key, value = option.split("=")
+    with pytest.raises(UserError) as caught:
+        lits.chain(**BLOCKS, attempts=2, memory_args={"augmentors": "fact,reflection", key: value},
+                   save_dir=tmp_path / "run")
+    assert f"--memory-arg {key} must be a whole number" in str(caught.value)
+    assert not (tmp_path / "run" / "inference.jsonl").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import lits
+from lits.errors import UserError
 from lits.testing.server import FakeOpenAIServer
 from lits_mapeval.dataset import default_db
 from lits_mapeval.sql_check import compile_error
@@ -57,3 +58,16 @@ def test_without_the_validator_the_tool_runs_the_bad_query(tmp_path):
     steps = _run(tmp_path).instances[0].record["final_state"]["steps"]
     assert steps[0]["error"] is None and "syntax error" in steps[0]["observation"]
     assert "checked before running" not in steps[0]["observation"]
+
+
+def test_a_query_plan_the_tool_would_answer_is_not_refused():
+    assert compile_error(default_db(), "EXPLAIN QUERY PLAN SELECT name FROM places") is None
+
+
+def test_a_missing_database_file_is_one_line_before_any_call(tmp_path):
+    with FakeOpenAIServer(responder=_typo_then_fixed) as srv:
+        with pytest.raises(UserError) as caught:
+            lits.chain("mapeval-sql", limit=1, model="m", base_url=srv.base_url, save_dir=tmp_path / "run",
+                       memory_args={"augmentors": "sql_validator", "sql_db": str(tmp_path / "none.sqlite")})
+        assert srv.requests == []
+    assert "no such SQLite file" in str(caught.value) and "\n" not in str(caught.value)

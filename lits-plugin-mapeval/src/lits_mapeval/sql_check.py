@@ -21,7 +21,12 @@ from lits_mapeval.sql_guard import harden
 
 def compile_error(database: Path, sql: str) -> Optional[str]:
     """SQLite's reason ``sql`` does not compile against ``database``, or None when it does."""
-    conn = sqlite3.connect(f"file:{database.resolve()}?mode=ro", uri=True)
+    if sql.lstrip()[:7].upper() == "EXPLAIN":
+        return None  # already only prepared when run: the tool answers it itself
+    try:
+        conn = sqlite3.connect(f"file:{database.resolve()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return f"cannot open {database}: {exc}"
     try:
         harden(conn)
         conn.execute(f"EXPLAIN {sql}").close()
@@ -37,10 +42,15 @@ class SqlValidator(Augmentor):
 
     OPTIONS = {"sql_db": ""}
 
+    def check_options(self) -> None:
+        given = str(self.options.get("sql_db") or "")
+        if given and not Path(given).expanduser().is_file():
+            raise ValueError(f"--memory-arg sql_db={given}: no such SQLite file")
+
     def _database(self) -> Path:
         given = str(self.options.get("sql_db") or "")
         if given:
-            return Path(given)
+            return Path(given).expanduser()
         from lits_mapeval.dataset import default_db
 
         return default_db()

@@ -72,6 +72,10 @@ class Augmentor:
         self.options = {key: options.get(key, default) for key, default in self.OPTIONS.items()}
         self.memory: dict[str, JSONValue] = {}
 
+    def check_options(self) -> None:
+        """Raise ``ValueError`` (one line) for an option value this augmentor cannot use: called when the run
+        starts, before a model is loaded or a call paid for."""
+
     def on_step_complete(self, state: Sequence["Step"], step: "Step", context: AugmentorContext) -> None:
         """Each step of a finished attempt's trajectory, in order (``state`` is the whole trajectory).
 

@@ -28,6 +28,9 @@ class FactMemory(Augmentor):
 
     OPTIONS = {"max_facts": 8}
 
+    def check_options(self) -> None:
+        _int_option(self, "max_facts")
+
     def on_step_complete(self, state: Sequence[Step], step: Step, context: AugmentorContext) -> None:
         if getattr(step, "observation", None) in (None, "") and not step.error:
             return
@@ -53,6 +56,9 @@ class Reflection(Augmentor):
 
     OPTIONS = {"reflection_tokens": 96}
 
+    def check_options(self) -> None:
+        _int_option(self, "reflection_tokens")
+
     def on_trajectory_complete(self, trajectory: Sequence[Step], outcome: Outcome,
                                context: AugmentorContext) -> None:
         if outcome.solved or not context.another_attempt_follows:
@@ -72,6 +78,9 @@ class Critic(Augmentor):
     """After a failed attempt that another follows, a model call names its first wrong step and why."""
 
     OPTIONS = {"critic_tokens": 64}
+
+    def check_options(self) -> None:
+        _int_option(self, "critic_tokens")
 
     def on_trajectory_complete(self, trajectory: Sequence[Step], outcome: Outcome,
                                context: AugmentorContext) -> None:

@@ -86,6 +86,10 @@ class Memory:
                 aug.memory = {}
             if not isinstance(getattr(aug, "options", None), dict):
                 aug.options = dict(options)
+            try:
+                aug.check_options()
+            except ValueError as exc:
+                raise UserError(" ".join(str(exc).split())) from None
         return cls(augmentors, options)
 
     def state(self) -> dict[str, JSONValue]:

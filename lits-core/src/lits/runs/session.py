@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 from lits import layout
 from lits.errors import UserError
-from lits.memory.memory import augmentor_classes
+from lits.memory.memory import Memory
 from lits.runs.artifacts import RunDir, check_writable
 from lits.runs.attempts import AttemptSettings
 from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
@@ -132,7 +132,7 @@ def execute(run_dir: RunDir, settings: RunSettings, *, resume: bool = False,
     agent_reg, agent_args = agent_registration(settings, mode, task_type)
     config = make_config(agent_reg, agent_args, mode)
     selected = select(dataset, settings)
-    augmentor_classes(attempts.memory_args)  # an unknown augmentor or option costs no model load
+    Memory.from_args(attempts.memory_args)  # an unknown augmentor, option or bad value costs no model load
     if resume:
         run_dir.read_results(mode)  # a damaged result file is reported now, not after the run
         run_dir.remove_torn_writes()  # a process killed mid-write left its temporary file
