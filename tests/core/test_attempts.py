@@ -255,3 +255,17 @@ def test_a_bad_option_value_is_one_line_before_any_call(tmp_path, option):
                    save_dir=tmp_path / "run")
     assert f"--memory-arg {key} must be a whole number" in str(caught.value)
     assert not (tmp_path / "run" / "inference.jsonl").exists()
+
+
+def test_lits_eval_rejudges_every_attempt_instead_of_trusting_its_saved_flag(tmp_path):
+    from lits.cli.main import main
+
+    result = lits.chain(**BLOCKS, attempts=3, memory_args={"augmentors": "reflection"}, save_dir=tmp_path / "r")
+    written = result.summary["pass_at"]
+    assert written["solved_at_n"] < written["instances"]  # some attempt failed, so a stale flag would show
+    for path in (tmp_path / "r" / "results").iterdir():  # as if judged by another evaluator
+        record = json.loads(path.read_text())
+        record["attempts"] = [{**a, "solved": not a["solved"]} for a in record["attempts"]]
+        path.write_text(json.dumps(record))
+    assert main(["eval", "--save-dir", str(tmp_path / "r")]) == 0
+    assert json.loads((tmp_path / "r" / "eval_results.json").read_text())["pass_at"] == written

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from lits import layout
 from lits.cli.errors import UserError
@@ -94,7 +94,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     components = create_components(config["dataset"], None, transition=config.get("transition"),
                                    resource_args=config.get("dataset_args") or {},
                                    framework=config.get("search_framework"))
-    results = reevaluate(components, results, {})
+    def attempt(idx: int, k: int) -> Optional[dict[str, object]]:
+        saved = _read_json(run_dir.root / layout.attempt(idx, k)).get("record")
+        return saved if isinstance(saved, dict) else None
+
+    results = reevaluate(components, results, {}, attempt)
     summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings(), config.get("attempts"))
     previous = _read_json(run_dir.root / layout.SUMMARY)
     summary.update(instance_counts(len(results), previous.get("total"), previous.get("failed")))

@@ -201,17 +201,31 @@ def _diversity(results: Mapping[int, ResultRecord]) -> dict[str, object]:
 
 
 def reevaluate(components: Components, results: Mapping[int, ResultRecord],
-               examples: Mapping[int, Mapping[str, object]]) -> dict[int, ResultRecord]:
-    """Recompute each result's ``eval`` from its saved final state."""
+               examples: Mapping[int, Mapping[str, object]],
+               attempt: Optional[Callable[[int, int], Optional[Mapping[str, Any]]]] = None) -> dict[int, ResultRecord]:
+    """Recompute each result's ``eval`` from its saved final state, and with ``--attempts`` each attempt's
+    ``solved`` from the attempt's own saved record (``attempt(idx, k)``), so pass@N agrees with the new eval."""
     out: dict[int, ResultRecord] = {}
     for idx, result in results.items():
-        state = deserialize(result["final_state"])
         example = examples.get(idx) or {"query": result.get("query"), **result.get("example", {}),
                                         "_proposals": result.get("proposals")}
-        selected = (result.get("answer_selection") or {}).get("answer")
-        selected = selected if isinstance(selected, str) else None
-        out[idx] = {**result, "eval": evaluate_instance(components, example, state, selected)}
+        judged = _judge(components, example, result)
+        out[idx] = {**result, "eval": judged}
+        tried = [dict(summary) for summary in result.get("attempts") or []]
+        for k, summary in enumerate(tried):
+            saved = attempt(idx, k) if attempt is not None and k < len(tried) - 1 else None
+            if saved is not None and saved.get("final_state") is not None:
+                summary["solved"] = bool(_judge(components, example, saved).get("solved"))
+        if tried:
+            tried[-1]["solved"] = bool(judged.get("solved"))
+            out[idx]["attempts"] = tried
     return out
+
+
+def _judge(components: Components, example: Mapping[str, object], record: Mapping[str, Any]) -> InstanceEval:
+    selected = (record.get("answer_selection") or {}).get("answer")
+    return evaluate_instance(components, example, deserialize(record["final_state"]),
+                             selected if isinstance(selected, str) else None)
 
 
 def instance_counts(finished: int, total: Optional[int], failed: Optional[int]) -> Summary:
