@@ -71,3 +71,13 @@ def test_a_missing_database_file_is_one_line_before_any_call(tmp_path):
                        memory_args={"augmentors": "sql_validator", "sql_db": str(tmp_path / "none.sqlite")})
         assert srv.requests == []
     assert "no such SQLite file" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_default_city_is_built_once_aside_and_whole_under_concurrent_first_use(tmp_path):
+    # The validator asks for the default city at every check, from concurrent expansions.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        paths = list(pool.map(lambda _: default_db(), range(8)))
+    assert len(set(paths)) == 1 and not list(paths[0].parent.glob(".*.tmp"))
+    assert compile_error(paths[0], "SELECT count(*) FROM places") is None

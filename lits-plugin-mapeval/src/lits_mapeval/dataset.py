@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
@@ -35,7 +36,17 @@ def default_db(seed: int = 0) -> Path:
     """The plugin's own city, built once per seed into the cache dir."""
     root = Path(os.environ.get("LITS_CACHE_DIR") or Path.home() / ".cache" / "lits") / "mapeval"
     path = root / f"city-{seed}.sqlite"
-    return path if path.exists() else build_database(path, seed=seed)
+    if path.exists():
+        return path
+    with _BUILDING:  # built aside and renamed: a reader (a thread, another process) never sees half a city
+        if not path.exists():
+            aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            build_database(aside, seed=seed)
+            os.replace(aside, path)
+    return path
+
+
+_BUILDING = threading.Lock()
 
 
 def to_example(item: dict[str, Any]) -> dict[str, object]:
