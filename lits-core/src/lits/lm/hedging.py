@@ -269,6 +269,12 @@ class _Watched:
 
     def run(self) -> tuple[httpx.Response, float]:
         self.request.extensions["lits_interrupt"] = self.interrupt
+        try:
+            return self._run()
+        finally:  # a retry reuses the request: a fired interrupt left on it would cut the next send short
+            self.request.extensions.pop("lits_interrupt", None)
+
+    def _run(self) -> tuple[httpx.Response, float]:
         _WATCH.watch(self)
         try:
             first: Union[httpx.Response, BaseException] = self.send(self.request)
