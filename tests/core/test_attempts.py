@@ -269,3 +269,20 @@ def test_lits_eval_rejudges_every_attempt_instead_of_trusting_its_saved_flag(tmp
         path.write_text(json.dumps(record))
     assert main(["eval", "--save-dir", str(tmp_path / "r")]) == 0
     assert json.loads((tmp_path / "r" / "eval_results.json").read_text())["pass_at"] == written
+
+
+class _FailsOnInstance1(Augmentor):
+    def on_trajectory_complete(self, trajectory, outcome, context) -> None:
+        if context.idx == 1:
+            raise RuntimeError("the note store is down")
+
+
+def test_with_scope_run_a_failed_instance_stops_the_run_before_the_next_starts_from_its_memory(tmp_path):
+    # Running on, instance 2 would start from memory instance 1 never finished, and instance 1's retry later
+    # would start from memory it was never meant to see: results would depend on a transient failure.
+    with isolated_registry():
+        register_augmentor("flaky")(_FailsOnInstance1)
+        result = lits.chain(**BLOCKS, memory_args={"augmentors": "flaky", "scope": "run"}, save_dir=tmp_path / "r")
+    assert result.summary["stopped"] == "breaker"
+    assert sorted(result.failed) == [1, 2, 3] and result.failed[2] == result.failed[3] == "not finished"
+    assert sorted(p.name for p in (tmp_path / "r" / "results").iterdir()) == ["0.json"]

@@ -239,6 +239,11 @@ class _Runner:
             if not failure.retry:
                 self.outcome.no_retry.add(idx)
         self.progress.update(None)
+        if self.attempts.shared:  # the next instance would start from memory this one never finished
+            self.control.stop(BREAKER, f"stopped: instance {idx} failed ({failure.brief}); with --memory-arg "
+                                       "scope=run each instance starts from the memory of the one before it, so "
+                                       "the run stops here (--resume continues from it)")
+            return
         if failure.kind == "unreachable":  # no instance can succeed: say so now, not after every one
             self.control.stop(BREAKER, f"stopped: the model server was never reached ({exc}); check --base-url "
                                        "and that the server runs")
