@@ -112,19 +112,19 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         whole = whole_solution
         prompt: Prompt = (self.messages(state, query, exclude, whole) if chat
                           else self.completion_prompt(state, query, exclude))
+        step = self._template("step", "Step {index}:")
+        cue = step.format(index=len(state) + 1)
         # A completion model writes one line per step; a chat model may wrap, so stop at the next cue.
-        next_cue = self._template("step", "Step {index}:").format(index=len(state) + 2)
-        stop = [f"\n{next_cue}", "\nProblem:", "\n\n\n"] if chat else ["\n"]
         if whole:
             stop = ["\nProblem:", "\n\n\n"]
-        replies = self.base_model.generate(prompt, n=n_actions, temperature=temperature,
-                                           max_tokens=self.solution_max_tokens if whole else self.max_tokens,
+        else:
+            stop = [f"\n{step.format(index=len(state) + 2)}", "\nProblem:", "\n\n\n"] if chat else ["\n"]
+        max_tokens = self.solution_max_tokens if whole else self.max_tokens
+        replies = self.base_model.generate(prompt, n=n_actions, temperature=temperature, max_tokens=max_tokens,
                                            stop=stop)
         forced = self._template("final", FINAL) if self._is_last(state) and not chat and not whole else ""
         steps: list[ThoughtStep] = []
-        cue = self._template("step", "Step {index}:").format(index=len(state) + 1)
         reasked = False
-        step = self._template("step", "Step {index}:")
         for reply in replies:
             text = _whole(str(reply), step) if whole else _one_step(str(reply), cue)
             count_reply(bool(text))
@@ -135,8 +135,7 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
                 again = self.base_model.generate(
                     [*prompt, {"role": "assistant", "content": str(reply)},
                      {"role": "user", "content": f"That reply was empty. {ask}"}],
-                    n=1, temperature=temperature, max_tokens=self.solution_max_tokens if whole else self.max_tokens,
-                    stop=stop)
+                    n=1, temperature=temperature, max_tokens=max_tokens, stop=stop)
                 text = (_whole(str(again[0]), step) if whole else _one_step(str(again[0]), cue)) if again else ""
                 count_reply(bool(text))
             text = f"{forced} {text}".strip() if forced else text
