@@ -12,9 +12,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["README.md", "docs/continuation.md", "docs/python-api.md", "docs/plugins.md", "docs/reasoning-formulations.md",
-         "docs/memory-and-attempts.md", "docs/self-consistency.md", "docs/sibling-aware-expansion.md", "docs/writing-a-domain-plugin.md",
-         "docs/writing-a-search-algorithm.md"]
+PAGES = [
+    "README.md",
+    "docs/continuation.md",
+    "docs/models.md",
+    "docs/python-api.md",
+    "docs/plugins.md",
+    "docs/reasoning-formulations.md",
+    "docs/memory-and-attempts.md",
+    "docs/self-consistency.md",
+    "docs/sibling-aware-expansion.md",
+    "docs/writing-a-domain-plugin.md",
+    "docs/writing-a-search-algorithm.md",
+]
 
 
 def python_blocks(text: str) -> list[str]:

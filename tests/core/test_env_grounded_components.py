@@ -148,3 +148,32 @@ def test_factory_names_the_registered_policies_when_an_explicit_one_is_missing()
     register_dataset("line", task_type="env_grounded")(lambda **kw: [])
     with pytest.raises(KeyError, match="env_grounded"):
         create_components("line", ScriptedModel(), policy="nope")
+
+
+def test_generating_policy_asks_for_listed_actions_only_and_then_only_the_unproposed_ones(state):
+    model = ScriptedModel(["wait", "wait", "move left"])
+    policy = EnvGroundedPolicy(model, "line", generate_all_actions=LineWorld.generate_actions,
+                               strategy="generate")
+    policy.get_actions(state, n_actions=2, query="3")
+    assert [p.reply_lines for _, p in model.calls] == [(tuple(ACTIONS),), (("move left", "move right"),)]
+
+
+def test_generating_policy_sends_free_text_requests_when_constraining_is_off(state):
+    model = ScriptedModel(["wait", "move left"])
+    policy = EnvGroundedPolicy(model, "line", generate_all_actions=LineWorld.generate_actions,
+                               strategy="generate", constrain_replies=False)
+    policy.get_actions(state, n_actions=2, query="3")
+    assert [p.reply_lines for _, p in model.calls] == [()]
+
+
+def test_a_judge_of_siblings_asks_for_one_numbered_verdict_line_per_sibling(state):
+    model = ScriptedModel(["1: Yes\n2: No"], chat_native=True)
+    prm = EnvGroundedPRM(model, "line")
+    prm.fast_rewards(state, [EnvAction("wait"), EnvAction("move left")], "3")
+    assert model.calls[0][1].reply_lines == (("1: Yes", "1: No"), ("2: Yes", "2: No"))
+
+
+def test_a_judge_of_one_action_asks_for_a_bare_yes_or_no(state):
+    model = ScriptedModel(["Yes"], chat_native=True)
+    EnvGroundedPRM(model, "line").fast_reward(state, EnvAction("wait"), "3")
+    assert model.calls[0][1].reply_lines == (("Yes", "No"),)

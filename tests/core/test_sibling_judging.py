@@ -82,7 +82,7 @@ def test_siblings_are_shown_in_an_order_drawn_from_their_text_and_verdicts_map_b
 def test_the_batch_prompt_shows_no_answer_shaped_example(isolated_registry):
     model = ScriptedModel(chat_native=True)
     _prm(model).fast_rewards(EnvState(init_state="0"), ACTIONS, "2")
-    assert "1: Yes" not in str(model.calls[0])
+    assert "1: Yes" not in model.calls[0][0]  # the prompt (the verdict lines it allows are no example)
 
 
 def test_a_bare_yes_to_a_batch_of_one_is_read():

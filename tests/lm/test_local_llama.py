@@ -54,6 +54,12 @@ def test_n_samples_are_generated_by_looping(local):
     assert len(outs) == 2 and outs[0] != outs[1]
 
 
+def test_a_reply_held_to_listed_lines_is_one_of_them(local):
+    allowed = ["the red block", "a quiet morning by the sea"]
+    outs = local.generate("My favourite colour is", n=2, temperature=1.0, max_tokens=12, reply_lines=[allowed])
+    assert {o.text for o in outs} <= set(allowed)
+
+
 def test_loglikelihood_ranks_the_right_blocksworld_action_first(local):
     candidates = ["pick up the yellow block\n", "pick up the orange block\n", "put down the yellow block\n"]
     scores = local.loglikelihood(PLAN_PROMPT, candidates)

@@ -9,7 +9,9 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 
+from lits.lm.base import ModelError
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.lm.server_slots import probe_slots
 from lits.testing.server import FakeOpenAIServer
@@ -69,3 +71,33 @@ def test_a_server_too_busy_to_answer_at_once_is_asked_again_with_more_patience()
     # calls went ungated into its queue and timed out as 34 false faults.
     with FakeOpenAIServer(owned_by="me", busy_for=4.0) as srv:
         assert probe_slots(srv.base_url, {}) == (1, "llama-cpp-python's server (one request at a time)")
+
+
+def test_a_long_reply_from_a_server_working_on_it_alone_is_given_its_time_not_retried() -> None:
+    # A one-slot server writing a 640-token solution at a few tokens/s took ~100 s; timed out at 60 s it was
+    # retried (a false fault) while the server, which does not stop, computed it twice.
+    words = " ".join(f"w{i}" for i in range(20))
+    with FakeOpenAIServer(responder=lambda prompt, body: words, owned_by="me", latency=0.4) as srv:
+        model = OpenAICompatibleModel("m", srv.base_url, read_timeout=1.0, retry_base_wait=0.01, hedge_share=0.0)
+        try:
+            model.complete("short", max_tokens=20)  # 20 tokens in 0.4 s: the server's pace
+            srv.latency = 1.6  # a reply of up to 200 tokens at that pace may take 3 x 4 s; it takes 1.6 s
+            model.complete("long", max_tokens=200)
+            stats = model.fault_stats()
+        finally:
+            model.close()
+    assert stats["retries"] == 0 and len(srv.requests) == 2
+
+
+def test_a_server_that_says_nothing_keeps_the_plain_read_timeout() -> None:
+    words = " ".join(f"w{i}" for i in range(20))
+    with FakeOpenAIServer(responder=lambda prompt, body: words, latency=0.4) as srv:
+        model = OpenAICompatibleModel("m", srv.base_url, read_timeout=1.0, retry_base_wait=0.01, hedge_share=0.0,
+                                      call_budget=2.5)
+        try:
+            model.complete("short", max_tokens=20)
+            srv.latency = 1.6
+            with pytest.raises(ModelError):
+                model.complete("long", max_tokens=200)
+        finally:
+            model.close()

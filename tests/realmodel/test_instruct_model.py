@@ -8,8 +8,12 @@ from typing import Any
 
 import pytest
 
+from lits.components import parsing
+from lits.components.factory import create_components
 from lits.components.reward.generative import GenerativePRM
 from lits.lm.openai_compat import OpenAICompatibleModel
+from lits.registry import load_dataset
+from lits.structures.env_grounded import EnvAction
 from lits.structures.language_grounded import ThoughtState, ThoughtStep
 from lits.testing.instruct_model import SHA256
 from lits_math.prm import LogprobPRM
@@ -65,3 +69,28 @@ def test_the_logprob_prm_ranks_right_steps_first_at_least_as_often_as_the_genera
     logprob = wins(LogprobPRM(base_model=instruct_model, task_name="gsm8k"))
     generative = wins(GenerativePRM(base_model=instruct_model, task_name="gsm8k"))
     assert logprob >= generative and logprob > len(step_pairs) // 2, (logprob, generative)
+
+
+def test_a_blocksworld_policy_held_to_the_legal_actions_never_replies_with_an_illegal_one(
+        instruct_model: OpenAICompatibleModel) -> None:
+    parts = create_components("blocksworld", instruct_model, n_actions=2)
+    example = load_dataset("blocksworld", steps="4", n=1)[0]
+    state = parts.transition.init_state(**example)
+    legal = parts.transition.generate_actions(state.env_state)
+    steps = parts.policy.get_actions(state, n_actions=2, temperature=0.8, query=example["query"])
+    stats = parts.policy.stats.as_dict()
+    assert {str(s.action) for s in steps} <= set(legal)
+    assert stats["invalid"] == 0 and stats["fallbacks"] == 0
+
+
+def test_the_batched_judge_held_to_verdict_lines_answers_every_sibling(
+        instruct_model: OpenAICompatibleModel) -> None:
+    parts = create_components("blocksworld", instruct_model, n_actions=2)
+    example = load_dataset("blocksworld", steps="4", n=1)[0]
+    state = parts.transition.init_state(**example)
+    actions = [EnvAction(a) for a in parts.transition.generate_actions(state.env_state)[:3]]
+    parsing.take(None)  # counts made outside a run are kept under instance None
+    judged = parts.reward_model.fast_rewards(state, actions, example["query"])
+    counts = parsing.total(parsing.take(None))
+    assert all(info.get("judged_with_siblings") for _value, info in judged)
+    assert counts["replies"] == 1 and counts["unparseable"] == 0

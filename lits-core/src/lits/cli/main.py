@@ -72,6 +72,9 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--log-prompts", action="store_true", default=None,
                    help="also record each call's prompt and reply in inference.jsonl (shown by `lits view`; "
                         "makes the log many times larger)")
+    g.add_argument("--free-replies", action="store_true", default=None,
+                   help="never ask the server to hold replies to the known choices (legal actions, Yes/No "
+                        "lines); measures the model's own format-following (recorded in config.json)")
     g.add_argument("--price-in", type=float, default=None, help="price per 1M input tokens (default 0)")
     g.add_argument("--price-out", type=float, default=None, help="price per 1M output tokens (default 0)")
 

@@ -68,7 +68,7 @@ def spec_from_args(args: argparse.Namespace, mode: str) -> RunSpec:
         pairs = parse_pairs(getattr(args, attr, None) or [], flag)
         if pairs:
             given[field] = pairs
-    for flag in ("log_prompts", "no_cache"):
+    for flag in ("log_prompts", "no_cache", "free_replies"):
         if getattr(args, flag, None):
             given[flag] = True
     models = {role: {k: v for k, v in spec.items() if v} for role, spec in component_models(args).items()}

@@ -19,6 +19,7 @@ from typing import Any, Iterator, Optional, Protocol, Sequence, TypedDict, Unpac
 
 from lits.concurrency import tick_round
 from lits.lm.cache import ResponseStore, request_key, sample_keys
+from lits.lm.constraints import ReplyLines, reply_lines as as_reply_lines
 from lits.observability import InferenceRecord, current_context, record_call
 
 
@@ -56,6 +57,7 @@ class SamplingArgs(TypedDict, total=False):
     stop: Sequence[str] | str | None
     top_logprobs: int
     seed: int | None
+    reply_lines: Sequence[Sequence[str]] | None
 
 
 class ModelError(RuntimeError):
@@ -171,10 +173,21 @@ class GenerationParams:
     stop: tuple[str, ...] = ()
     top_logprobs: int = 0
     seed: int | None = None
+    #: Line i of each reply is one of ``reply_lines[i]`` where the server constrains decoding
+    #: (:mod:`lits.lm.constraints`); empty: free text.
+    reply_lines: ReplyLines = ()
 
 
 #: Every sampling parameter but ``n`` (each sample has its own cache key).
 _KEY_FIELDS = tuple(f.name for f in dataclasses.fields(GenerationParams) if f.name != "n")
+
+
+def _key_body(params: GenerationParams) -> dict[str, object]:
+    """The parameters a cache key holds; ``reply_lines`` only when set, so free-text keys stay as they were."""
+    body: dict[str, object] = {f: getattr(params, f) for f in _KEY_FIELDS}
+    if not params.reply_lines:
+        del body["reply_lines"]
+    return body
 
 
 class CallLimiter:
@@ -298,6 +311,8 @@ class LanguageModel(ABC):
         #: Record each call's prompt and reply in the inference log (``--log-prompts``; off by
         #: default: prompts repeat the whole state and make the log many times larger).
         self.log_prompts = False
+        #: False: ``reply_lines`` are dropped, every request is free text (``--free-replies``).
+        self.constrain_replies = True
         #: Sampling settings that win over the caller's (``--policy-model-arg temperature=0.2`` etc.).
         self.sampling: dict[str, Any] = {}
         #: Optional persistent cache; see :meth:`use_cache`.
@@ -318,8 +333,12 @@ class LanguageModel(ABC):
         stop: Sequence[str] | str | None = None,
         top_logprobs: int = 0,
         seed: int | None = None,
+        reply_lines: Sequence[Sequence[str]] | None = None,
     ) -> list[Completion]:
-        """Return ``n`` completions of ``prompt`` (a string or chat messages)."""
+        """Return ``n`` completions of ``prompt`` (a string or chat messages).
+
+        ``reply_lines``: line i of a reply is one of ``reply_lines[i]``, where the backend can hold
+        decoding to that (:mod:`lits.lm.constraints`); callers still parse the reply."""
         check_calls_allowed()
         if isinstance(stop, str):
             stop = [stop]
@@ -330,6 +349,7 @@ class LanguageModel(ABC):
             stop=tuple(stop or ()),
             top_logprobs=top_logprobs,
             seed=seed,
+            reply_lines=as_reply_lines(reply_lines) if getattr(self, "constrain_replies", True) else (),
         )
         if getattr(self, "sampling", None):  # a plugin backend may not call our __init__
             params = dataclasses.replace(params, **self.sampling)
@@ -384,14 +404,14 @@ class LanguageModel(ABC):
 
     def _key(self, kind: str, prompt: object, params: object, index: int) -> str:
         if isinstance(params, GenerationParams):
-            body: object = {f: getattr(params, f) for f in _KEY_FIELDS}
+            body: object = _key_body(params)
         else:
             body = params
         return request_key(self.identity(), kind, {"prompt": prompt, "params": body, "sample": index})
 
     def _sample_keys(self, prompt: Prompt, params: GenerationParams) -> list[str]:
         """The cache keys of samples 0..n-1 (what :meth:`_key` gives each, the request encoded once)."""
-        body = {f: getattr(params, f) for f in _KEY_FIELDS}
+        body = _key_body(params)
         return sample_keys(self.identity(), "generate", {"prompt": prompt, "params": body}, params.n)
 
     def complete(self, prompt: str, **params: Unpack[SamplingArgs]) -> Completion:

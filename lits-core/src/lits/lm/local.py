@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Optional
 
 from lits.lm.base import Completion, GenerationParams, LanguageModel, ModelError, Prompt
+from lits.lm.constraints import gbnf
 
 if TYPE_CHECKING:
     import numpy
@@ -141,6 +142,9 @@ class LocalLlamaModel(LanguageModel):
         text = flatten_messages(prompt)
         outs = []
         base_seed = self.seed if params.seed is None else params.seed
+        extra: dict[str, object] = {}
+        if params.reply_lines:  # llama.cpp holds decoding to the allowed lines
+            extra["grammar"] = self._llama_cpp.LlamaGrammar.from_string(gbnf(params.reply_lines), verbose=False)
         with self._lock:
             for i in range(params.n):  # the Python API ignores n: loop, one seed per sample
                 data: Any = self._llm.create_completion(
@@ -149,6 +153,7 @@ class LocalLlamaModel(LanguageModel):
                     temperature=params.temperature,
                     stop=list(params.stop) or None,
                     seed=base_seed + i,
+                    **extra,
                 )
                 usage = data.get("usage") or {}
                 choice = data["choices"][0]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from typing import Any, Callable, Literal, Mapping, Optional
 
 import httpx
@@ -36,11 +37,13 @@ from lits.lm.retry import (
     RetryTransport,
     attempts_of,
     is_permanent_body,
+    request_tokens,
     request_work,
 )
 from lits.lm.hedging import hedge_share_from_env
 from lits.lm.transport import LeanHTTPTransport
-from lits.lm.server_slots import SlotGate, probe_slots
+from lits.lm.constraints import DIALECT_NAMES, request_fields
+from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
 from lits.secrets import has_userinfo, hides_query_secret, query_secrets, redact_text, redact_url
 
 #: The first retry waits up to this many seconds (full jitter), each later one twice as long up to
@@ -132,6 +135,8 @@ class OpenAICompatibleModel(LanguageModel):
         self._faults = FaultStats()
         #: Calls beyond the server's own slots wait here, not in its queue (see :mod:`lits.lm.server_slots`).
         self.slots = SlotGate()
+        #: How fast that server generates, so a long reply behind the gate is given its time.
+        self.pace = GenerationPace()
         self._headers = headers
         # On the inner transport (httpx ignores Client(limits=...) beside a transport); roomy, since
         # the limiter, not the pool, bounds calls in flight and may be raised later.
@@ -173,7 +178,7 @@ class OpenAICompatibleModel(LanguageModel):
 
     def server_slots(self) -> Optional[int]:
         """Requests the server works on at once, where it says (asked once; None: unknown)."""
-        self.slots.learn(lambda: probe_slots(self.base_url, self._headers, self._query))
+        self.slots.learn(lambda: probe_server(self.base_url, self._headers, self._query))
         return self.slots.slots
 
     def identity(self) -> str:
@@ -189,7 +194,9 @@ class OpenAICompatibleModel(LanguageModel):
         slots = self.server_slots()
         return {**super().describe(), "base_url": self.display_url, "api": self.api,
                 "call_budget": self.policy.budget, "connect_timeout": timeout.connect,
-                "read_timeout": timeout.read, "server_slots": slots, "server_slots_from": self.slots.source}
+                "read_timeout": timeout.read, "server_slots": slots, "server_slots_from": self.slots.source,
+                "constrained_replies": DIALECT_NAMES[self.slots.dialect] if self.constrain_replies
+                else "off (--free-replies)"}
 
     # -- generation ----------------------------------------------------------
     def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
@@ -211,6 +218,9 @@ class OpenAICompatibleModel(LanguageModel):
             body["stop"] = list(params.stop)
         if params.seed is not None:
             body["seed"] = params.seed
+        if params.reply_lines:
+            self.server_slots()  # the probe also tells how the server constrains decoding
+            body.update(request_fields(params.reply_lines, self.slots.dialect))
         if self.api == "chat":
             body["messages"] = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
             if params.top_logprobs:
@@ -324,9 +334,14 @@ class OpenAICompatibleModel(LanguageModel):
             extensions: dict[str, object] = {"lits_work": request_work(body)}
             if attempts:
                 extensions["lits_max_attempts"] = attempts
-            self.server_slots()
+            gated = self.server_slots() is not None
+            tokens = request_tokens(body)
+            if gated and (floor := self.pace.allowance(tokens)) is not None:
+                extensions["lits_read_floor"] = floor
             with self.slots.slot():
+                sent = time.monotonic()
                 response = self._transport.handle_request(self._request(path, body, extensions))
+                took = time.monotonic() - sent
         except httpx.TransportError as exc:
             never = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)) and not self._transport.server_answered
             kind = ServerUnreachable if never else ModelError
@@ -353,6 +368,8 @@ class OpenAICompatibleModel(LanguageModel):
                                               f"{_snippet(response)}"))
         if not data.get("choices") and is_permanent_body(response):  # an error carried by a 200
             raise ServerRefused(self._redact(f"{where} answered: {_error_text(response)}"))
+        if gated and attempts == 1:
+            self.pace.observe(took, int((data.get("usage") or {}).get("completion_tokens") or 0))
         return data
 
     def _transport_message(self, exc: httpx.TransportError) -> str:

@@ -71,13 +71,17 @@ class RetryPolicy:
     hedge_share: float = 0.1
 
 
-def request_work(body: Mapping[str, Any]) -> int:
-    """A request's size class for :class:`Patience`: tokens it may generate (all choices, all prompts),
-    rounded up to a power of two, so a 500-token answer never inherits the patience of 8-token ones."""
+def request_tokens(body: Mapping[str, Any]) -> int:
+    """The tokens a request may generate: all choices, all prompts."""
     prompts = body.get("prompt")
     count = len(prompts) if isinstance(prompts, list) else 1
-    tokens = int(body.get("max_tokens") or 1) * int(body.get("n") or 1) * count
-    return 1 << max(0, tokens - 1).bit_length()
+    return int(body.get("max_tokens") or 1) * int(body.get("n") or 1) * count
+
+
+def request_work(body: Mapping[str, Any]) -> int:
+    """A request's size class for :class:`Patience`: :func:`request_tokens` rounded up to a power of two,
+    so a 500-token answer never inherits the patience of 8-token ones."""
+    return 1 << max(0, request_tokens(body) - 1).bit_length()
 
 
 class Patience:
@@ -219,6 +223,9 @@ class _Call:
             read = timeouts.get("read")
             patience = learned * (2 ** self.timeouts_seen)
             timeouts["read"] = patience if read is None else min(patience, read)
+        floor = self.request.extensions.get("lits_read_floor")
+        if isinstance(floor, (int, float)) and timeouts.get("read") is not None:
+            timeouts["read"] = max(float(timeouts["read"] or 0.0), float(floor))  # a long reply's own time
         self.read_timeouts.append(timeouts.get("read"))
         self.request.extensions["timeout"] = {k: left if v is None else min(v, left)
                                               for k, v in timeouts.items()}

@@ -10,6 +10,10 @@ Known answers: llama.cpp's ``llama-server`` reports ``total_slots`` at
 ``/props``; llama-cpp-python's ``python -m llama_cpp.server`` serves one
 request at a time and names itself ``"owned_by": "me"`` in ``/v1/models``.
 Other servers (vLLM, Ollama, hosted APIs) batch or say nothing: no gate.
+
+The same answers tell how the server constrains decoding (see
+:mod:`lits.lm.constraints`): both llama.cpp servers take a GBNF grammar, and
+vLLM (``"owned_by": "vllm"``) a regular expression.
 """
 
 from __future__ import annotations
@@ -17,19 +21,39 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Callable, Iterator, Mapping, Optional
+from collections import deque
+from typing import Callable, Iterator, Mapping, NamedTuple, Optional
 
 import httpx
+
+from lits.lm.constraints import ConstraintDialect
 
 #: Patience per probe: a llama-cpp-python server busy reading a long prompt answers a GET only after ~10 s,
 #: and a probe given up on leaves calls ungated, to time out in the server's queue as false faults.
 PROBE_TIMEOUTS = (3.0, 15.0, 30.0)
-ProbeFn = Callable[[], tuple[Optional[int], str]]
+
+
+class ServerFacts(NamedTuple):
+    """What a server says of itself: its slots (None: unknown), how we know, and its constraint dialect."""
+
+    slots: Optional[int]
+    source: str
+    dialect: ConstraintDialect = None
+
+
+ProbeFn = Callable[[], ServerFacts]
+UNREPORTED = ServerFacts(None, "not reported by the server")
 
 
 def probe_slots(base_url: str, headers: Mapping[str, str],
                 params: Optional[Mapping[str, str]] = None) -> tuple[Optional[int], str]:
-    """``(slots, how we know)``; ``(None, reason)`` when the server does not say.  Never raises.
+    """``(slots, how we know)``; ``(None, reason)`` when the server does not say.  Never raises."""
+    return probe_server(base_url, headers, params)[:2]
+
+
+def probe_server(base_url: str, headers: Mapping[str, str],
+                 params: Optional[Mapping[str, str]] = None) -> ServerFacts:
+    """The server's facts (:class:`ServerFacts`).  Never raises.
 
     Asked again, with more patience, only when the server was too slow to answer.
     """
@@ -40,11 +64,11 @@ def probe_slots(base_url: str, headers: Mapping[str, str],
             continue
         except (httpx.HTTPError, ValueError, AttributeError, TypeError):
             break
-    return None, "not reported by the server"
+    return UNREPORTED
 
 
 def _ask(base_url: str, headers: Mapping[str, str], params: Optional[Mapping[str, str]],
-         timeout: float) -> tuple[Optional[int], str]:
+         timeout: float) -> ServerFacts:
     root = base_url.rstrip("/")
     root = root[: -len("/v1")] if root.endswith("/v1") else root
     with httpx.Client(headers=dict(headers), params=dict(params or {}), timeout=timeout) as client:
@@ -52,17 +76,48 @@ def _ask(base_url: str, headers: Mapping[str, str], params: Optional[Mapping[str
         if props.status_code == 200:
             total = _int(props.json().get("total_slots"))
             if total:
-                return total, "the server's /props (total_slots)"
+                return ServerFacts(total, "the server's /props (total_slots)", "gbnf")
         models = client.get(f"{base_url.rstrip('/')}/models")
         if models.status_code == 200:
             owners = {str(m.get("owned_by")) for m in models.json().get("data") or [] if isinstance(m, dict)}
             if owners == {"me"}:
-                return 1, "llama-cpp-python's server (one request at a time)"
-    return None, "not reported by the server"
+                return ServerFacts(1, "llama-cpp-python's server (one request at a time)", "gbnf")
+            if owners == {"vllm"}:
+                return ServerFacts(None, "not reported by the server (vLLM batches)", "regex")
+    return UNREPORTED
 
 
 def _int(value: object) -> Optional[int]:
     return value if isinstance(value, int) and value > 0 else None
+
+
+#: A gated request may take this many times its tokens at the slowest pace seen before it counts as hung.
+PACE_MARGIN = 3.0
+
+
+class GenerationPace:
+    """The slowest recent seconds per generated token of a server that works on our requests alone.
+
+    Behind the :class:`SlotGate` a request is worked on as soon as it is sent,
+    so a reply of 640 tokens at 5 tokens/s takes two minutes without anything
+    being wrong; timed out at the usual 60 s it would be retried (a false
+    fault) while the server, which does not stop, computes it twice.
+    """
+
+    def __init__(self, window: int = 32, min_tokens: int = 16) -> None:
+        self._lock = threading.Lock()
+        self._seen: deque[float] = deque(maxlen=window)
+        self._min_tokens = min_tokens
+
+    def observe(self, seconds: float, tokens_out: int) -> None:
+        if tokens_out >= self._min_tokens:  # short replies are mostly prompt reading, not pace
+            with self._lock:
+                self._seen.append(seconds / tokens_out)
+
+    def allowance(self, tokens: int) -> Optional[float]:
+        """Seconds a reply of up to ``tokens`` may take (None until a pace was seen)."""
+        with self._lock:
+            return PACE_MARGIN * tokens * max(self._seen) if self._seen else None
 
 
 class SlotGate:
@@ -74,6 +129,8 @@ class SlotGate:
         self._gate: Optional[threading.Semaphore] = None
         self.slots: Optional[int] = None
         self.source = "not probed yet"
+        #: How the server constrains decoding (known after :meth:`learn`).
+        self.dialect: ConstraintDialect = None
         self.queued_calls = 0
         self.queued_seconds = 0.0
 
@@ -82,7 +139,7 @@ class SlotGate:
         with self._lock:
             if self._known:
                 return
-            self.slots, self.source = probe()
+            self.slots, self.source, self.dialect = probe()
             self._gate = threading.Semaphore(self.slots) if self.slots else None
             self._known = True
 

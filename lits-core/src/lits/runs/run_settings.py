@@ -38,6 +38,7 @@ class RunSettings(TypedDict, total=False):
     price_in: float
     price_out: float
     log_prompts: bool
+    free_replies: bool
     cache: Optional[str]
     no_cache: bool
     executor: str

@@ -89,6 +89,7 @@ def create_run_model(settings: RunSettings, spec: Optional[ModelSpec] = None) ->
     except ValueError as exc:
         raise UserError(one_line(exc)) from None
     model.log_prompts = bool(settings.get("log_prompts"))
+    model.constrain_replies = not settings.get("free_replies")
     model.sampling = {k: v for k, v in args.items() if k in SAMPLING_ARGS}
     return model
 

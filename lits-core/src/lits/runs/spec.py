@@ -99,6 +99,8 @@ class RunSpec(BaseModel):
     price_in: float = 0.0
     price_out: float = 0.0
     log_prompts: bool = False
+    #: Never ask servers to hold replies to the known choices (see docs/models.md).
+    free_replies: bool = False
     cache: Optional[str] = None
     no_cache: bool = False
     executor: Literal["local", "ray"] = "local"
@@ -207,6 +209,8 @@ class RunSpec(BaseModel):
             "ray_address": self.ray_address, "lits_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
+        if self.free_replies:  # absent otherwise, as in runs made before the setting existed
+            out["free_replies"] = True
         if self.attempts != 1 or self.memory_args:  # absent otherwise: a run without them records what it did
             out["attempts"], out["memory_args"] = self.attempts, dict(self.memory_args)
         if self.command == "search":

@@ -80,6 +80,7 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         max_attempts: int = 3,
         max_tokens: int = 48,
         strategy: Strategy = "auto",
+        constrain_replies: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(base_model, task_name, n_actions=n_actions, temperature=temperature, **kwargs)
@@ -92,6 +93,8 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         self.max_attempts = max_attempts
         self.max_tokens = max_tokens
         self.strategy = strategy
+        #: With an enumerable action space, ask the server to decode only listed actions (where it can).
+        self.constrain_replies = constrain_replies
         self.prompt = EnvPrompt(self.task_prompt_spec, self.usr_prompt_spec)
         self.stats = DiversityStats()
 
@@ -163,7 +166,8 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
             prompt = self._prompt_for(state, query, remaining)
             chat = isinstance(prompt, list)
             replies = self.base_model.generate(prompt, n=want, temperature=temp, max_tokens=self.max_tokens,
-                                               stop=CHAT_STOP if chat else None)
+                                               stop=CHAT_STOP if chat else None,
+                                               reply_lines=self._reply_lines(remaining))
             self.stats.add(calls=1, outputs=len(replies))
             reasked = False
             for reply in replies:
@@ -200,9 +204,14 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         follow_up: list[Message] = [*prompt, {"role": "assistant", "content": reply},
                      {"role": "user", "content": f"That cannot be used: {why}. {REASK}"}]
         count_reask()
+        allowed = list(lookup.values()) if lookup is not None else None
         again = self.base_model.generate(follow_up, n=1, temperature=temperature, max_tokens=self.max_tokens,
-                                         stop=CHAT_STOP)
+                                         stop=CHAT_STOP, reply_lines=self._reply_lines(allowed))
         return self._accept(state, parse_action_line(again[0]), lookup) if again else None
+
+    def _reply_lines(self, actions: Optional[list[str]]) -> Optional[list[list[str]]]:
+        """One line, one of ``actions`` (None: free text, when nothing is enumerated or constraining is off)."""
+        return [actions] if actions and self.constrain_replies else None
 
     def _prompt_for(self, state: EnvState, query: object, valid: list[str]) -> str | list[Message]:
         if getattr(self.base_model, "chat_native", False):

@@ -47,6 +47,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         fast_weight: float = 0.5,
         goal_reward: float = 1.0,
         judge_siblings_together: bool = True,
+        constrain_replies: bool = True,
         **kwargs: object,
     ) -> None:
         super().__init__(base_model, task_name, **kwargs)
@@ -56,6 +57,8 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         self.goal_reward = goal_reward
         #: Chat models judge all siblings of an expansion in one request (numbered Yes/No answers).
         self.judge_siblings_together = judge_siblings_together
+        #: Ask the server to decode only well-formed verdicts ("1: Yes" lines; "Yes"/"No"), where it can.
+        self.constrain_replies = constrain_replies
         # Score against the policy's prompt so both share one scored prompt.
         self.policy_prompt = EnvPrompt(
             PromptRegistry.get("policy", "env_grounded", task_name, self.TASK_TYPE),
@@ -115,7 +118,9 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
         prompt: list[Message] = [{"role": "system", "content": str(self.task_prompt_spec or "")},
                                  {"role": "user", "content": question}]
-        reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=8 * len(actions), top_logprobs=5)[0]
+        verdicts_allowed = [[f"{k}: Yes", f"{k}: No"] for k in range(1, len(actions) + 1)]
+        reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=8 * len(actions), top_logprobs=5,
+                                         reply_lines=verdicts_allowed if self.constrain_replies else None)[0]
         verdicts = numbered_yes_probabilities(reply, len(actions))
         judged: list[Optional[float]] = [None] * len(actions)
         for shown, i in enumerate(order):
@@ -144,7 +149,8 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         if getattr(self.base_model, "chat_native", False):
             prompt = [{"role": "system", "content": str(self.task_prompt_spec or "")},
                       {"role": "user", "content": question}]
-        reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=3, top_logprobs=5)[0]
+        reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=3, top_logprobs=5,
+                                         reply_lines=[["Yes", "No"]] if self.constrain_replies else None)[0]
         p_yes = yes_probability(reply)
         return p_yes, {"self_eval": p_yes}
 
