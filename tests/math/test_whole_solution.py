@@ -11,6 +11,9 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from lits.components.policy.concat import ConcatPolicy
+from lits.structures.language_grounded import ThoughtState
+from lits.testing import ScriptedModel
 from lits.testing.server import FakeOpenAIServer
 from lits_math.data import load_gsm8k
 
@@ -23,7 +26,7 @@ def solver(prompt: str, body: dict[str, Any]) -> str:
     one step: a step that states no answer (so a step-wise chain would need more calls)."""
     gold = next((answer for question, answer in PROBLEMS.items() if question in prompt), "0")
     last = str(body["messages"][-1]["content"])
-    if "to the end" in last:
+    if "to the end" in last or "step by step" in last:
         return "\n".join([*WORKING, f"The answer is {gold}."])
     return "She has 3 apples and buys 4 more, so she has 7 apples."
 
@@ -62,11 +65,20 @@ def test_the_replys_lines_become_one_step_without_their_cues(chain, tmp_path: Pa
     assert "Step" not in actions[0]
 
 
-def test_the_model_reasons_in_its_own_style_without_the_worked_example(chain, server) -> None:
+def test_the_model_is_asked_the_question_alone_in_its_own_chat_frame(chain, server) -> None:
     assert chain("--chain-arg", "whole_solution=true").returncode == 0
     messages = server.requests[0]["messages"]
-    assert [m["role"] for m in messages] == ["system", "user"]
-    assert "The answer is X" in messages[-1]["content"]
+    assert [m["role"] for m in messages] == ["user"]  # no one-step-per-line system prompt, no worked example
+    question = next(q for q in PROBLEMS if messages[0]["content"].startswith(q))
+    ask = "Work it out step by step, then give the final number as \\boxed{N}."
+    assert messages[0]["content"] == f"{question}\n{ask}"
+
+
+def test_a_dataset_without_its_own_ask_gets_cores_which_asks_for_the_final_answer() -> None:
+    policy = ConcatPolicy(ScriptedModel(chat_native=True), "math500")
+    messages = policy.messages(ThoughtState(), "What is 2 + 2?", whole=True)
+    assert messages == [{"role": "user", "content": "What is 2 + 2?\nWork it out step by step, then give the final "
+                                                    "answer as \\boxed{answer}."}]
 
 
 def test_without_it_the_chain_asks_for_one_step_at_a_time(chain, server) -> None:
@@ -78,3 +90,16 @@ def test_without_it_the_chain_asks_for_one_step_at_a_time(chain, server) -> None
 def test_a_bad_value_is_one_line(chain) -> None:
     done = chain("--chain-arg", "whole_solution=maybe")
     assert done.returncode != 0 and "whole_solution" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_search_with_it_chooses_among_whole_solutions(server, tmp_path: Path) -> None:
+    env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "lits", "search", "--dataset", "gsm8k", "--limit", "1",
+                           "--search-framework", "tot_bfs", "--search-arg", "whole_solution=true",
+                           "--search-arg", "n_actions=2", "--search-arg", "max_depth=3", "--model", "m",
+                           "--base-url", server.base_url, "--save-dir", "run"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    policy_asks = [r for r in server.requests if "step by step" in str(r["messages"][-1]["content"])]
+    assert policy_asks and policy_asks[0]["max_tokens"] == 640
+    assert json.loads((tmp_path / "run" / "results" / "0.json").read_text())["eval"]["solved"]

@@ -30,6 +30,8 @@ class TreeSearchConfig(BaseModel):
     bn_threshold: Optional[float] = Field(None, ge=0, le=1, description="branch when the BN score (0: no need, "
                                           "1: surely needed) exceeds this (default: 0 for sc/sc_exact, 0.6 for "
                                           "entropy, 0.5 for direct)")
+    whole_solution: bool = Field(False, description="language tasks: each child is the rest of the solution, "
+                                 "written in one reply (the search then chooses among whole solutions)")
 
 
 class MCTSConfig(TreeSearchConfig):

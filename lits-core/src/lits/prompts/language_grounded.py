@@ -10,6 +10,8 @@ POLICY_USER = {
     "question": "Problem: {question}\n",
     "step": "Step {index}:",
     "chat_next": "Write only step {index}, one line, nothing else.",
+    # A whole solution in one reply (``--chain-arg whole_solution=true``), asked as a plain chat question.
+    "chat_whole": "{question}\nWork it out step by step, then give the final answer as \\boxed{{answer}}.",
     # A self-made worked example, shown to chat models as earlier turns (one turn per step).
     "chat_examples": [{
         "question": "A baker makes 5 trays of 12 rolls. He sells 38 rolls and gives away 7. "

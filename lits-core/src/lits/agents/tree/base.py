@@ -296,9 +296,11 @@ class BaseTreeSearch(ABC):
         With ``sibling_aware``, a node that got fewer distinct steps than ``n`` asks again (at most
         :data:`SIBLING_ROUNDS` times) for the missing ones, passing the steps it has as ``exclude``.
         """
+        # Passed only when set: a policy written before the option existed need not take it.
+        whole = {"whole_solution": True} if getattr(self.config, "whole_solution", False) else {}
         steps = list(self.policy.get_actions(
             node.state, n_actions=n, temperature=self.config.temperature,
-            query=self.query, query_idx=self.query_idx, from_phase=phase,
+            query=self.query, query_idx=self.query_idx, from_phase=phase, **whole,
         ))
         if getattr(self.config, "sibling_aware", False) and accepts_exclude(self.policy):
             for _ in range(SIBLING_ROUNDS):
@@ -307,7 +309,7 @@ class BaseTreeSearch(ABC):
                 have = distinct_actions(steps)
                 more = list(self.policy.get_actions(
                     node.state, n_actions=n - len(have), temperature=self.config.temperature,
-                    query=self.query, query_idx=self.query_idx, from_phase=phase, exclude=have,
+                    query=self.query, query_idx=self.query_idx, from_phase=phase, exclude=have, **whole,
                 ))
                 if not distinct_actions(more):
                     break

@@ -62,8 +62,13 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
     def messages(self, state: ThoughtState, query: object, exclude: Sequence[str] = (),
                  whole: bool = False) -> list[Message]:
         """System prompt, worked examples as earlier user/assistant turns, then the ask for the next step (or,
-        ``whole``, for the rest of the solution)."""
-        user = self._ask(query, [s.action for s in state if s.action], len(state) + 1, self._is_last(state), whole)
+        ``whole``, for the rest of the solution; from the start, the prompt's ``chat_whole`` ask alone)."""
+        done = [s.action for s in state if s.action]
+        if whole and not done and not exclude and self._template("chat_whole", ""):
+            # The whole solution from the start: the question and the answer's form, in the model's own
+            # chat frame (no system prompt about one-line steps, no worked example to copy).
+            return [{"role": "user", "content": self._template("chat_whole", "").format(question=query)}]
+        user = self._ask(query, done, len(state) + 1, self._is_last(state), whole)
         if exclude:
             user += "\n" + _not_again(exclude, f"step {len(state) + 1}")
         # Asked for a whole solution, a small chat model copied a short worked example's brevity (1 of 10 GSM8K
