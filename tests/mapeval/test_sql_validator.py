@@ -81,3 +81,26 @@ def test_the_default_city_is_built_once_aside_and_whole_under_concurrent_first_u
         paths = list(pool.map(lambda _: default_db(), range(8)))
     assert len(set(paths)) == 1 and not list(paths[0].parent.glob(".*.tmp"))
     assert compile_error(paths[0], "SELECT count(*) FROM places") is None
+
+
+def _counts_extra(prompt: str, body: dict) -> str:
+    if "Answer Yes or No" in prompt:
+        return "Yes"
+    if "user: Observation:" in prompt:
+        return "Thought: done\nAnswer: 1"
+    return 'Thought: count\nAction: {"tool": "query_sql", "args": {"query": "SELECT count(*) FROM extra"}}'
+
+
+def test_sql_is_checked_against_the_database_the_run_queries(tmp_path):
+    import shutil
+    import sqlite3
+
+    own = tmp_path / "own.sqlite"
+    shutil.copyfile(default_db(), own)
+    with sqlite3.connect(own) as conn:
+        conn.execute("CREATE TABLE extra (x INTEGER)")
+    with FakeOpenAIServer(responder=_counts_extra) as srv:
+        run = lits.chain("mapeval-sql", limit=1, model="m", base_url=srv.base_url, save_dir=tmp_path / "run",
+                         dataset_args={"db": str(own)}, memory_args={"augmentors": "sql_validator"})
+    steps = run.instances[0].record["final_state"]["steps"]
+    assert steps[0]["error"] is None and steps[0]["observation"] == "count(*)\n0"

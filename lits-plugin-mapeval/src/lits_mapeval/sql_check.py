@@ -3,8 +3,9 @@
 A query that does not compile is not sent to the tool: the step records SQLite's
 message as its observation, so the model reads what is wrong without a tool call
 being spent.  EXPLAIN only prepares the statement, on a read-only, hardened
-connection to the same city the run queries (``--memory-arg sql_db=PATH``;
-default: the plugin's own city).
+connection to the database the run's ``query_sql`` reads (``--memory-arg
+sql_db=PATH`` to name another).  A PostgreSQL database is not checked here: its
+tool answers a bad query with PostgreSQL's own message.
 """
 
 from __future__ import annotations
@@ -47,13 +48,20 @@ class SqlValidator(Augmentor):
         if given and not Path(given).expanduser().is_file():
             raise ValueError(f"--memory-arg sql_db={given}: no such SQLite file")
 
-    def _database(self) -> Path:
+    def _database(self, context: AugmentorContext) -> Optional[Path]:
+        """``sql_db``, else the run's own database (None: a PostgreSQL one)."""
         given = str(self.options.get("sql_db") or "")
         if given:
             return Path(given).expanduser()
         from lits_mapeval.dataset import default_db
+        from lits_mapeval.pg_url import is_postgres_url
 
-        return default_db()
+        db = context.resource_args.get("db")
+        if is_postgres_url(db):
+            return None
+        if db:
+            return Path(str(db)).expanduser()
+        return default_db(int(str(context.resource_args.get("seed") or 0)))
 
     def check_step(self, state: object, step: Step, context: AugmentorContext) -> Optional[str]:
         action = step.get_action()
@@ -66,7 +74,10 @@ class SqlValidator(Augmentor):
         sql = args.get("query")
         if name != "query_sql" or not isinstance(sql, str) or not sql.strip():
             return None
-        problem = compile_error(self._database(), sql)
+        database = self._database(context)
+        if database is None:
+            return None
+        problem = compile_error(database, sql)
         if problem is None:
             return None
         return f"SQL error (checked before running; query_sql was not called): {problem}. Fix the query."

@@ -36,6 +36,9 @@ class AugmentorContext:
     model: Optional["LanguageModel"] = None
     #: ``--memory-arg`` options other than ``augmentors`` (each augmentor declares the ones it reads).
     options: Mapping[str, object] = field(default_factory=dict)
+    #: What the run's tools were built from: the ``--resource-arg`` values, or, when the dataset brings its
+    #: own tools, its ``--dataset-arg`` values (MapEval's ``db``, for a check against the same database).
+    resource_args: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def another_attempt_follows(self) -> bool:

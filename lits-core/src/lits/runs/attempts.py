@@ -38,12 +38,16 @@ class AttemptSettings:
 
     attempts: int = 1
     memory_args: Mapping[str, object] = field(default_factory=dict)
+    #: What the run's tools were built from (see :attr:`AugmentorContext.resource_args`).
+    resource_args: Mapping[str, object] = field(default_factory=dict)
 
     @classmethod
     def of(cls, settings: Mapping[str, object]) -> "AttemptSettings":
         attempts = settings.get("attempts")
         memory = settings.get("memory_args")
-        return cls(attempts if isinstance(attempts, int) else 1, dict(memory) if isinstance(memory, dict) else {})
+        tools = settings.get("resource_args") if settings.get("resource") else settings.get("dataset_args")
+        return cls(attempts if isinstance(attempts, int) else 1, dict(memory) if isinstance(memory, dict) else {},
+                   dict(tools) if isinstance(tools, dict) else {})
 
     @property
     def plain(self) -> bool:
@@ -140,7 +144,8 @@ class InstanceAttempts:
                                    task_type=self.components.task_type, attempt=attempt,
                                    attempts=self.settings.attempts,
                                    model=getattr(self.components.policy, "base_model", None),
-                                   options=memory.options if memory is not None else {})
+                                   options=memory.options if memory is not None else {},
+                                   resource_args=self.settings.resource_args)
         notes = memory.notes(context) if memory is not None else None
         agent = self.make_agent()
         if attempt:
