@@ -119,3 +119,14 @@ def test_runs_started_in_the_same_second_without_a_save_dir_get_their_own_dirs(t
     second = lits.chain("blocksworld", model="scripted", limit=1)
     assert (first.save_dir.name, second.save_dir.name) == ("blocksworld-chain-20261125-120000",
                                                          "blocksworld-chain-20261125-120000-2")
+
+
+def test_a_new_runs_default_dir_is_claimed_when_chosen_so_a_run_started_meanwhile_gets_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two processes started in the same second both saw the name free before either had written to it.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("lits.runs.spec.time.strftime", lambda fmt: "20261126-120000")
+    spec = lits.RunSpec(command="chain", dataset="blocksworld", model="scripted")
+    chosen = [spec.default_save_dir(claim=True) for _ in range(2)]
+    assert [p.name for p in chosen] == ["blocksworld-chain-20261126-120000", "blocksworld-chain-20261126-120000-2"]
+    assert all(p.is_dir() for p in chosen)

@@ -98,7 +98,7 @@ def run_to_end(request: RunSpec | ResumeRequest, *, dry_run: bool = False) -> in
 def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunSettings]:
     """The save dir and settings of a new run; refuses a save dir that already holds one
     (unless ``check_only``: a dry run writes nothing, so it may look at any settings)."""
-    root = spec.save_dir or spec.default_save_dir()
+    root = spec.save_dir or spec.default_save_dir(claim=not check_only)
     if (root / layout.CONFIG).exists() and not check_only:
         raise UserError(f"{root} already holds a run; pass --resume to continue it or choose another --save-dir")
     check_writable(root)

@@ -179,15 +179,26 @@ class RunSpec(BaseModel):
         names = [self.model, *(m.model for m in self.component_models.values() if m.model)]
         return max(default_concurrency(name) for name in names)
 
-    def default_save_dir(self) -> Path:
-        """``runs/DATASET-METHOD-TIME``; a run started in the same second as another gets ``-2``, ``-3`` ..."""
+    def default_save_dir(self, *, claim: bool = False) -> Path:
+        """``runs/DATASET-METHOD-TIME``; a run started in the same second as another gets ``-2``, ``-3`` ...
+
+        ``claim``: create the directory here (exclusively), so two runs started at once never share one."""
         name = (self.search_framework or self.search or "mcts") if self.command == "search" else (self.chain or "chain")
         base = Path("runs") / f"{self.dataset}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
         candidate, n = base, 1
-        while candidate.exists():
+        while True:
+            if not claim and not candidate.exists():
+                return candidate
+            if claim:
+                try:
+                    candidate.mkdir(parents=True)
+                    return candidate
+                except FileExistsError:
+                    pass
+                except OSError:  # not writable: the caller's check says so in one line
+                    return candidate
             n += 1
             candidate = base.with_name(f"{base.name}-{n}")
-        return candidate
 
     def settings(self) -> RunSettings:
         """The settings recorded in ``config.json``: every field but the save dir, objects by class name."""
