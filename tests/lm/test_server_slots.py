@@ -101,3 +101,30 @@ def test_a_server_that_says_nothing_keeps_the_plain_read_timeout() -> None:
                 model.complete("long", max_tokens=200)
         finally:
             model.close()
+
+
+def test_before_any_reply_showed_the_pace_a_server_working_on_the_call_alone_gets_the_whole_budget() -> None:
+    # Ten whole-solution calls queued at once at a one-slot server: the pace was unknown when each was built,
+    # so each timed out at 60 s, and its retries queued behind the abandoned request (5 attempts, then failed).
+    with FakeOpenAIServer(responder=lambda prompt, body: "w " * 20, owned_by="me", latency=1.6) as srv:
+        model = OpenAICompatibleModel("m", srv.base_url, read_timeout=1.0, retry_base_wait=0.01, hedge_share=0.0)
+        try:
+            model.complete("first", max_tokens=20)
+            stats = model.fault_stats()
+        finally:
+            model.close()
+    assert stats["retries"] == 0 and len(srv.requests) == 1
+
+
+def test_a_long_reply_at_a_known_pace_may_outlast_the_call_budget() -> None:
+    with FakeOpenAIServer(responder=lambda prompt, body: "w " * 20, owned_by="me", latency=0.4) as srv:
+        model = OpenAICompatibleModel("m", srv.base_url, read_timeout=1.0, call_budget=2.0, retry_base_wait=0.01,
+                                      hedge_share=0.0)
+        try:
+            model.complete("short", max_tokens=20)  # 20 tokens in 0.4 s
+            srv.latency = 2.5  # within 3 x 200 tokens at that pace, past the 2 s budget
+            model.complete("long", max_tokens=200)
+            stats = model.fault_stats()
+        finally:
+            model.close()
+    assert stats["retries"] == 0 and stats["failed_calls"] == 0

@@ -12,6 +12,7 @@ message: the key is redacted and a base URL with ``user:pass@`` is refused
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -176,6 +177,11 @@ class OpenAICompatibleModel(LanguageModel):
         slot (not faults) (thread-safe copy)."""
         return {**self._faults.snapshot(), **self.slots.stats(), **self._transport.hedges.snapshot()}
 
+    @property
+    def batches_samples(self) -> bool:  # type: ignore[override]
+        """False for servers with fixed slots (llama.cpp): each sample is a slot's turn, asked for or not."""
+        return self.server_slots() is None
+
     def server_slots(self) -> Optional[int]:
         """Requests the server works on at once, where it says (asked once; None: unknown)."""
         self.slots.learn(lambda: probe_server(self.base_url, self._headers, self._query))
@@ -335,10 +341,12 @@ class OpenAICompatibleModel(LanguageModel):
             if attempts:
                 extensions["lits_max_attempts"] = attempts
             gated = self.server_slots() is not None
-            tokens = request_tokens(body)
-            if gated and (floor := self.pace.allowance(tokens)) is not None:
-                extensions["lits_read_floor"] = floor
             with self.slots.slot():
+                if gated:  # asked once the slot is ours: calls queued at the start learn the pace meanwhile
+                    # Until a reply showed the pace, the budget bounds the wait: a retry would only queue
+                    # behind the abandoned request, which the server goes on computing.
+                    allowance = self.pace.allowance(request_tokens(body))
+                    extensions["lits_read_floor"] = math.inf if allowance is None else allowance
                 sent = time.monotonic()
                 response = self._transport.handle_request(self._request(path, body, extensions))
                 took = time.monotonic() - sent

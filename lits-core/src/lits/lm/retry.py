@@ -25,6 +25,7 @@ lost, for the run summary.
 from __future__ import annotations
 
 import email.utils
+import math
 import threading
 import time
 from collections import deque
@@ -209,9 +210,14 @@ class _Call:
         self.timeouts_seen = 0
         #: What patience is learned over: the endpoint and the size of the work asked for.
         self.kind: Hashable = (request.url.path, request.extensions.get("lits_work", 1))
+        #: The call's budget: the policy's, or more for a long reply from a server working on it alone.
+        floor = request.extensions.get("lits_read_floor")
+        self.budget = self.policy.budget
+        if isinstance(floor, (int, float)) and math.isfinite(floor):
+            self.budget = max(self.budget, float(floor))
 
     def remaining(self) -> float:
-        return self.policy.budget - (time.monotonic() - self.start)
+        return self.budget - (time.monotonic() - self.start)
 
     def attempt(self) -> httpx.Response:
         """One try; raises :class:`TransientReply` or a transport error when worth retrying."""
