@@ -177,3 +177,15 @@ def test_a_judge_of_one_action_asks_for_a_bare_yes_or_no(state):
     model = ScriptedModel(["Yes"], chat_native=True)
     EnvGroundedPRM(model, "line").fast_reward(state, EnvAction("wait"), "3")
     assert model.calls[0][1].reply_lines == (("Yes", "No"),)
+
+
+def test_a_server_answering_one_sample_per_request_is_asked_one_action_at_a_time_among_those_left(state):
+    model = ScriptedModel(["wait", "move left"])
+    model.batches_samples = False
+    policy = EnvGroundedPolicy(model, "line", generate_all_actions=LineWorld.generate_actions,
+                               strategy="generate")
+    actions = [str(s.action) for s in policy.get_actions(state, n_actions=2, query="3")]
+    assert actions == ["wait", "move left"]
+    assert [(p.n, p.reply_lines) for _, p in model.calls] == [(1, (tuple(ACTIONS),)),
+                                                            (1, (("move left", "move right"),))]
+    assert policy.stats.as_dict()["duplicates"] == 0 and policy.stats.as_dict()["escalations"] == 0

@@ -93,3 +93,14 @@ def test_config_names_how_the_server_constrains_replies() -> None:
             assert model.describe()["constrained_replies"] == "grammar (llama.cpp)"
         finally:
             model.close()
+
+
+@pytest.mark.parametrize(("server_says", "batches"), [({"owned_by": "me"}, False), ({"slots": 2}, False),
+                                                      ({}, True)])
+def test_a_server_with_fixed_slots_is_known_to_answer_one_sample_per_request(server_says, batches) -> None:
+    with FakeOpenAIServer(**server_says) as srv:
+        model = OpenAICompatibleModel("m", srv.base_url)
+        try:
+            assert model.batches_samples is batches
+        finally:
+            model.close()

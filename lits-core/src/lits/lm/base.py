@@ -302,6 +302,9 @@ class LanguageModel(ABC):
     cheap_loglikelihood: bool = False
     #: True for chat-tuned endpoints: components then send messages, not raw text.
     chat_native: bool = False
+    #: False when ``n`` samples cost ``n`` requests anyway (a server working one reply per slot): a
+    #: component choosing distinct items may then ask for them one by one, each time among those left.
+    batches_samples: bool = True
     #: Price in currency units per 1M input / output tokens, for the run summary.
     price_in: float = 0.0
     price_out: float = 0.0

@@ -154,20 +154,27 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         # Sampling without replacement: each request lists only the actions not proposed yet,
         # and once every valid action is proposed nobody is asked again.
         target = n if valid is None else min(n, len([a for a in valid if a not in seen]))
+        # A server that answers one sample per request is asked for one action at a time, each request
+        # held to the actions still left: the same requests, and no sample is a duplicate.
+        one_by_one = (bool(valid) and self.constrain_replies and getattr(self.base_model, "constrain_replies", True)
+                      and not getattr(self.base_model, "batches_samples", True))
         temp = temperature
-        for attempt in range(self.max_attempts):
+        short = False  # the last request brought fewer new actions than it asked for
+        for _ in range(target + self.max_attempts - 1 if one_by_one else self.max_attempts):
             want = target - len(chosen)
             if want <= 0:
                 break
             remaining = [a for a in valid if a not in seen] if valid is not None else []
-            if attempt:
+            if short:
                 temp = min(self.max_temperature, temp + self.temperature_step)
                 self.stats.add(escalations=1)
+            ask = 1 if one_by_one else want
             prompt = self._prompt_for(state, query, remaining)
             chat = isinstance(prompt, list)
-            replies = self.base_model.generate(prompt, n=want, temperature=temp, max_tokens=self.max_tokens,
+            replies = self.base_model.generate(prompt, n=ask, temperature=temp, max_tokens=self.max_tokens,
                                                stop=CHAT_STOP if chat else None,
                                                reply_lines=self._reply_lines(remaining))
+            before = len(chosen)
             self.stats.add(calls=1, outputs=len(replies))
             reasked = False
             for reply in replies:
@@ -186,6 +193,7 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
                     seen.add(action)
                     chosen.append(action)
                     self.stats.propose(action, duplicate=False)
+            short = len(chosen) - before < ask
         if valid is not None and len(chosen) < target:
             fill = [a for a in valid if a not in seen][: target - len(chosen)]
             self.stats.add(fallbacks=len(fill))
