@@ -55,3 +55,23 @@ def test_a_failed_fsync_names_its_file_and_leaves_no_file_of_the_group(tmp_path:
     assert caught.value.errno == errno.ENOSPC and caught.value.filename in (str(tmp_path / "a.json"),
                                                                            str(tmp_path / "b.json"))
     assert not list(tmp_path.iterdir())
+
+
+def test_the_process_counters_are_fsynced_only_at_the_runs_end(tmp_path: Path, monkeypatch):
+    # They are rewritten after every instance on its thread; their reader skips a damaged file, and a killed
+    # process loses nothing the OS already has, so only the last rewrite waits for the disk.
+    import lits
+    from lits.runs import artifacts
+
+    writes: list[bool] = []
+    write = artifacts.atomic_write_text
+
+    def spy(path: Path, text: str, **kwargs: bool) -> None:
+        if path.parent.name == "stats":
+            writes.append(kwargs.get("durable", True))
+        write(path, text, **kwargs)
+
+    monkeypatch.setattr(artifacts, "atomic_write_text", spy)
+    monkeypatch.setenv("LITS_CACHE_DIR", str(tmp_path / "cache"))
+    lits.chain("blocksworld", model="scripted", limit=3, save_dir=tmp_path / "run")
+    assert len(writes) >= 4 and writes[-1] is True and not any(writes[:-1])

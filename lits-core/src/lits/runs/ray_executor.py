@@ -172,7 +172,8 @@ class ClusterStats:
         self.snapshots: dict[str, tuple[Optional[Mapping[str, object]], Optional[Mapping[str, object]]]] = {}
         self.busy_area = 0.0
 
-    def save(self, seconds: float | None = None) -> None:
+    def save(self, seconds: float | None = None, *, durable: bool = False) -> None:
+        """As :meth:`lits.runs.session.ProcessStats.save`."""
         from lits.runs.stats import merge_counts
 
         payload = {
@@ -185,7 +186,7 @@ class ClusterStats:
             "ray_workers": sorted(self.snapshots),
         }
         with contextlib.suppress(OSError):  # counters are not results
-            self.run_dir.write_json(self.relative, payload)
+            self.run_dir.write_json(self.relative, payload, durable=durable)
 
 
 class RayExecutor:

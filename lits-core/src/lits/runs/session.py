@@ -171,7 +171,7 @@ def execute(run_dir: RunDir, settings: RunSettings, *, resume: bool = False,
                     outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
                                             concurrency=settings["concurrency"], resume=resume,
                                             control=control, after_instance=stats.save, attempts=attempts)
-            stats.save(outcome.seconds)
+            stats.save(outcome.seconds, durable=True)
             return _finished(run_dir, mode, settings, outcome, [idx for idx, _ in selected])
     finally:
         control.close()
@@ -243,7 +243,9 @@ class ProcessStats:
             stop.set()
             thread.join()
 
-    def save(self, seconds: float | None = None) -> None:
+    def save(self, seconds: float | None = None, *, durable: bool = False) -> None:
+        """Rewrite the file; without ``durable`` no fsync (its reader skips a damaged one), as after each
+        instance and every few seconds; the run's last save is durable."""
         as_dict = getattr(getattr(self.components.policy, "stats", None), "as_dict", None)
         payload = {
             "pid": os.getpid(),
@@ -253,7 +255,7 @@ class ProcessStats:
             "faults": _summed([m.fault_stats() for m in self.models]),
         }
         with self._lock, contextlib.suppress(OSError):  # counters are not results: a full disk is
-            self.run_dir.write_json(self.relative, payload)  # reported elsewhere
+            self.run_dir.write_json(self.relative, payload, durable=durable)  # reported elsewhere
 
 
 def _summed(counts: list[dict[str, float | int]]) -> dict[str, float | int]:

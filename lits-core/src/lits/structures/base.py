@@ -170,9 +170,10 @@ def field_names(cls: type) -> tuple[str, ...]:
     return names
 
 
-def atomic_write_text(path: Path, text: str, *, grouped: bool = False) -> None:
-    """Write ``text`` to ``path`` so readers never see a half-written file (``grouped``: see :func:`atomic_writer`)."""
-    with atomic_writer(path, grouped=grouped) as fh:
+def atomic_write_text(path: Path, text: str, *, grouped: bool = False, durable: bool = True) -> None:
+    """Write ``text`` to ``path`` so readers never see a half-written file (``grouped``, ``durable``: see
+    :func:`atomic_writer`)."""
+    with atomic_writer(path, grouped=grouped, durable=durable) as fh:
         fh.write(text)
 
 
@@ -190,11 +191,12 @@ _GROUP: contextvars.ContextVar[Optional[list[_Staged]]] = contextvars.ContextVar
 
 
 @contextlib.contextmanager
-def atomic_writer(path: Path, *, grouped: bool = False) -> Iterator[TextIO]:
+def atomic_writer(path: Path, *, grouped: bool = False, durable: bool = True) -> Iterator[TextIO]:
     """A text file that replaces ``path`` (fsynced first) only when the block ends without an error.
 
     ``grouped`` inside :func:`durable_together`: the fsync and the rename wait for that block's end, so a
-    group of files costs one fsync's wait instead of one per file.
+    group of files costs one fsync's wait instead of one per file.  ``durable=False``: no fsync (a killed
+    process loses nothing, a lost power may leave an empty file), for files whose reader skips a bad one.
     """
     staged = _GROUP.get() if grouped else None
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +208,8 @@ def atomic_writer(path: Path, *, grouped: bool = False) -> Iterator[TextIO]:
         if staged is not None:
             staged.append(_Staged(fh, tmp, path))
             return
-        os.fsync(fh.fileno())
+        if durable:
+            os.fsync(fh.fileno())
         fh.close()
         os.replace(tmp, path)
     except BaseException:
