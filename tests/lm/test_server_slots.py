@@ -73,34 +73,35 @@ def test_a_server_too_busy_to_answer_at_once_is_asked_again_with_more_patience()
         assert probe_slots(srv.base_url, {}) == (1, "llama-cpp-python's server (one request at a time)")
 
 
+def _short_then_long(srv: FakeOpenAIServer, long_latency: float, **settings: float) -> dict[str, float | int]:
+    """A 20-token reply (it shows the server's pace), then one of up to 200 tokens that takes ``long_latency``;
+    the model's fault counts."""
+    model = OpenAICompatibleModel("m", srv.base_url, read_timeout=1.0, retry_base_wait=0.01, hedge_share=0.0,
+                                  **settings)
+    try:
+        model.complete("short", max_tokens=20)
+        srv.latency = long_latency
+        model.complete("long", max_tokens=200)
+        return model.fault_stats()
+    finally:
+        model.close()
+
+
 def test_a_long_reply_from_a_server_working_on_it_alone_is_given_its_time_not_retried() -> None:
     # A one-slot server writing a 640-token solution at a few tokens/s took ~100 s; timed out at 60 s it was
     # retried (a false fault) while the server, which does not stop, computed it twice.
     words = " ".join(f"w{i}" for i in range(20))
     with FakeOpenAIServer(responder=lambda prompt, body: words, owned_by="me", latency=0.4) as srv:
-        model = OpenAICompatibleModel("m", srv.base_url, read_timeout=1.0, retry_base_wait=0.01, hedge_share=0.0)
-        try:
-            model.complete("short", max_tokens=20)  # 20 tokens in 0.4 s: the server's pace
-            srv.latency = 1.6  # a reply of up to 200 tokens at that pace may take 3 x 4 s; it takes 1.6 s
-            model.complete("long", max_tokens=200)
-            stats = model.fault_stats()
-        finally:
-            model.close()
+        # 20 tokens in 0.4 s: a reply of up to 200 tokens at that pace may take 3 x 4 s; it takes 1.6 s
+        stats = _short_then_long(srv, 1.6)
     assert stats["retries"] == 0 and len(srv.requests) == 2
 
 
 def test_a_server_that_says_nothing_keeps_the_plain_read_timeout() -> None:
     words = " ".join(f"w{i}" for i in range(20))
     with FakeOpenAIServer(responder=lambda prompt, body: words, latency=0.4) as srv:
-        model = OpenAICompatibleModel("m", srv.base_url, read_timeout=1.0, retry_base_wait=0.01, hedge_share=0.0,
-                                      call_budget=2.5)
-        try:
-            model.complete("short", max_tokens=20)
-            srv.latency = 1.6
-            with pytest.raises(ModelError):
-                model.complete("long", max_tokens=200)
-        finally:
-            model.close()
+        with pytest.raises(ModelError):
+            _short_then_long(srv, 1.6, call_budget=2.5)
 
 
 def test_before_any_reply_showed_the_pace_a_server_working_on_the_call_alone_gets_the_whole_budget() -> None:
@@ -118,13 +119,5 @@ def test_before_any_reply_showed_the_pace_a_server_working_on_the_call_alone_get
 
 def test_a_long_reply_at_a_known_pace_may_outlast_the_call_budget() -> None:
     with FakeOpenAIServer(responder=lambda prompt, body: "w " * 20, owned_by="me", latency=0.4) as srv:
-        model = OpenAICompatibleModel("m", srv.base_url, read_timeout=1.0, call_budget=2.0, retry_base_wait=0.01,
-                                      hedge_share=0.0)
-        try:
-            model.complete("short", max_tokens=20)  # 20 tokens in 0.4 s
-            srv.latency = 2.5  # within 3 x 200 tokens at that pace, past the 2 s budget
-            model.complete("long", max_tokens=200)
-            stats = model.fault_stats()
-        finally:
-            model.close()
+        stats = _short_then_long(srv, 2.5, call_budget=2.0)  # within 3 x 200 tokens at the pace, past the budget
     assert stats["retries"] == 0 and stats["failed_calls"] == 0

@@ -212,9 +212,11 @@ class _Call:
         self.kind: Hashable = (request.url.path, request.extensions.get("lits_work", 1))
         #: The call's budget: the policy's, or more for a long reply from a server working on it alone.
         floor = request.extensions.get("lits_read_floor")
+        #: The least read timeout of every attempt (a long reply's own time), if the caller set one.
+        self.read_floor = float(floor) if isinstance(floor, (int, float)) else None
         self.budget = self.policy.budget
-        if isinstance(floor, (int, float)) and math.isfinite(floor):
-            self.budget = max(self.budget, float(floor))
+        if self.read_floor is not None and math.isfinite(self.read_floor):
+            self.budget = max(self.budget, self.read_floor)
 
     def remaining(self) -> float:
         return self.budget - (time.monotonic() - self.start)
@@ -229,9 +231,8 @@ class _Call:
             read = timeouts.get("read")
             patience = learned * (2 ** self.timeouts_seen)
             timeouts["read"] = patience if read is None else min(patience, read)
-        floor = self.request.extensions.get("lits_read_floor")
-        if isinstance(floor, (int, float)) and timeouts.get("read") is not None:
-            timeouts["read"] = max(float(timeouts["read"] or 0.0), float(floor))  # a long reply's own time
+        if self.read_floor is not None and timeouts.get("read") is not None:
+            timeouts["read"] = max(float(timeouts["read"] or 0.0), self.read_floor)
         self.read_timeouts.append(timeouts.get("read"))
         self.request.extensions["timeout"] = {k: left if v is None else min(v, left)
                                               for k, v in timeouts.items()}

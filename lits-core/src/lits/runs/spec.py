@@ -187,9 +187,10 @@ class RunSpec(BaseModel):
         base = Path("runs") / f"{self.dataset}-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
         candidate, n = base, 1
         while True:
-            if not claim and not candidate.exists():
-                return candidate
-            if claim:
+            if not claim:
+                if not candidate.exists():
+                    return candidate
+            else:
                 try:
                     candidate.mkdir(parents=True)
                     return candidate
