@@ -103,3 +103,48 @@ def test_a_search_with_it_chooses_among_whole_solutions(server, tmp_path: Path) 
     policy_asks = [r for r in server.requests if "step by step" in str(r["messages"][-1]["content"])]
     assert policy_asks and policy_asks[0]["max_tokens"] == 640
     assert json.loads((tmp_path / "run" / "results" / "0.json").read_text())["eval"]["solved"]
+
+
+def greedy_right_samples_apart(prompt: str, body: dict[str, Any], index: int) -> str:
+    """Greedy (temperature 0), the right answer; sampled, a different wrong answer per choice."""
+    gold = next((answer for question, answer in PROBLEMS.items() if question in prompt), "0")
+    if "step by step" not in str(body["messages"][-1]["content"]):
+        return "Yes"  # the judge
+    answer = gold if float(body.get("temperature") or 0) == 0 else str(9000 + index)
+    return "\n".join([*WORKING, f"The answer is {answer}."])
+
+
+@pytest.fixture
+def whole_search(tmp_path: Path) -> Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """One GSM8K instance, ToT-BFS over 3 whole solutions at temperature 0.7: its record and the requests."""
+
+    def run(*extra: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        with FakeOpenAIServer(responder=greedy_right_samples_apart) as srv:
+            done = subprocess.run(
+                [sys.executable, "-m", "lits", "search", "--dataset", "gsm8k", "--limit", "1",
+                 "--search-framework", "tot_bfs", "--search-arg", "whole_solution=true",
+                 "--search-arg", "n_actions=3", "--search-arg", "temperature=0.7", "--search-arg", "max_depth=1",
+                 "--model", "m", "--base-url", srv.base_url, "--no-cache", "--save-dir", "run", *extra],
+                capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                env={**os.environ, "LITS_HEDGE_SHARE": "0"})
+            assert done.returncode == 0, done.stderr
+            asks = [r for r in srv.requests if "step by step" in str(r["messages"][-1]["content"])]
+        return json.loads((tmp_path / "run" / "results" / "0.json").read_text()), asks
+
+    return run
+
+
+def test_greedy_first_asks_for_one_greedy_solution_and_samples_the_rest(whole_search) -> None:
+    _, asks = whole_search("--search-arg", "greedy_first=true")
+    assert [(r["temperature"], r.get("n", 1)) for r in asks] == [(0.0, 1), (0.7, 2)]
+
+
+def test_a_vote_with_no_majority_goes_to_the_greedy_solution(whole_search) -> None:
+    record, _ = whole_search("--search-arg", "greedy_first=true")
+    assert record["eval"]["solved"]
+
+
+def test_without_greedy_first_every_solution_is_sampled(whole_search) -> None:
+    record, asks = whole_search()
+    assert [(r["temperature"], r.get("n", 1)) for r in asks] == [(0.7, 3)]
+    assert not record["eval"]["solved"]

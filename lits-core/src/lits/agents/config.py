@@ -32,6 +32,9 @@ class TreeSearchConfig(BaseModel):
                                           "entropy, 0.5 for direct)")
     whole_solution: bool = Field(False, description="language tasks: each child is the rest of the solution, "
                                  "written in one reply (the search then chooses among whole solutions)")
+    greedy_first: bool = Field(False, description="the first of a node's n_actions steps is decoded greedily "
+                               "(temperature 0), the rest at temperature: the chain's own step is always a "
+                               "candidate, and a vote over answers that ties goes to it")
 
 
 class MCTSConfig(TreeSearchConfig):

@@ -293,15 +293,21 @@ class BaseTreeSearch(ABC):
     def sample(self, node: SearchNode, n: int, phase: str = "expand", *, count: bool = True) -> list[Step]:
         """``n`` steps from the policy for ``node`` (counted as an expansion unless ``count`` is false).
 
+        With ``greedy_first`` the first step is decoded at temperature 0 (the step a greedy chain takes).
         With ``sibling_aware``, a node that got fewer distinct steps than ``n`` asks again (at most
         :data:`SIBLING_ROUNDS` times) for the missing ones, passing the steps it has as ``exclude``.
         """
         # Passed only when set: a policy written before the option existed need not take it.
         whole = {"whole_solution": True} if getattr(self.config, "whole_solution", False) else {}
-        steps = list(self.policy.get_actions(
-            node.state, n_actions=n, temperature=self.config.temperature,
-            query=self.query, query_idx=self.query_idx, from_phase=phase, **whole,
-        ))
+        temperature = self.config.temperature
+        greedy = 1 if getattr(self.config, "greedy_first", False) and temperature > 0 else 0
+        steps: list[Step] = []
+        for k, temp in ((greedy, 0.0), (n - greedy, temperature)):
+            if k:
+                steps += self.policy.get_actions(
+                    node.state, n_actions=k, temperature=temp,
+                    query=self.query, query_idx=self.query_idx, from_phase=phase, **whole,
+                )
         if getattr(self.config, "sibling_aware", False) and accepts_exclude(self.policy):
             for _ in range(SIBLING_ROUNDS):
                 if len({step_key(s) for s in steps if not getattr(s, "error", None)}) >= n:
