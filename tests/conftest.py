@@ -1,12 +1,14 @@
-"""Shared fixtures: registry isolation and the shared data root."""
+"""Shared fixtures: registry isolation, the shared data root, and ``lits`` run as a user runs it."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -30,6 +32,19 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"the shared data sets are missing: expected them at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture
+def run_lits(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``python -m lits ARGS`` in the test's folder, output captured: its own cache folder, no hedged copies
+    (a test's call counts must not depend on how fast the machine answers)."""
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache"), "LITS_HEDGE_SHARE": "0"}
+        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=300)
+
+    return run
 
 
 @pytest.fixture(scope="session")

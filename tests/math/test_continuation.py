@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -46,16 +44,14 @@ def server(behaviour: Behaviour) -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-def search(tmp_path: Path, server: FakeOpenAIServer) -> Callable[..., subprocess.CompletedProcess[str]]:
+def search(server: FakeOpenAIServer, run_lits) -> Callable[..., subprocess.CompletedProcess[str]]:
     """One GSM8K instance under ToT-BFS (3 children per node, depth 2, beam 1)."""
 
     def run(*extra: str, save: str = "run") -> subprocess.CompletedProcess[str]:
-        args = ["search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
-                "--search-arg", "n_actions=3", "--search-arg", "max_depth=2", "--search-arg", "beam_width=1",
-                "--search-arg", "early_stop=false", "--model", "m", "--base-url", server.base_url, "--no-cache",
-                "--save-dir", save, *extra]
-        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=300, env={**os.environ, "LITS_HEDGE_SHARE": "0"})
+        return run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
+                        "--search-arg", "n_actions=3", "--search-arg", "max_depth=2", "--search-arg", "beam_width=1",
+                        "--search-arg", "early_stop=false", "--model", "m", "--base-url", server.base_url,
+                        "--no-cache", "--save-dir", save, *extra)
 
     return run
 

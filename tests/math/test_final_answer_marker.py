@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -99,12 +97,10 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-def lits(tmp_path: Path, server: FakeOpenAIServer) -> Callable[..., subprocess.CompletedProcess[str]]:
+def lits(run_lits, server: FakeOpenAIServer) -> Callable[..., subprocess.CompletedProcess[str]]:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
-        return subprocess.run([sys.executable, "-m", "lits", *args, "--dataset", "gsm8k", "--limit", "1",
-                               "--model", "m", "--base-url", server.base_url, "--save-dir", "run"],
-                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        return run_lits(*args, "--dataset", "gsm8k", "--limit", "1", "--model", "m", "--base-url", server.base_url,
+                        "--save-dir", "run")
 
     return run
 

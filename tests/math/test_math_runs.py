@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -43,13 +40,8 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-def lits(tmp_path: Path, server: FakeOpenAIServer) -> Callable[..., subprocess.CompletedProcess[str]]:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
-        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True, env=env,
-                              cwd=tmp_path, timeout=300)
-
-    return run
+def lits(run_lits) -> Callable[..., subprocess.CompletedProcess[str]]:
+    return run_lits
 
 
 def _server(server: FakeOpenAIServer) -> list[str]:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -113,12 +110,10 @@ def test_consistency_scores_the_share_of_finishes_that_agree_with_the_majority()
     assert (score, details["answer"], details["agree"]) == (0.75, "7", 3)
 
 
-def test_rest_with_the_logprob_prm_runs_from_the_cli(server: FakeOpenAIServer, tmp_path: Path) -> None:
-    env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-m", "lits", "search", "--dataset", "gsm8k", "--limit", "1",
-                           "--search-framework", "rest", "--reward", "prm-logprob", "--search-arg", "n_iterations=2",
-                           "--model", "m", "--base-url", server.base_url, "--save-dir", "run"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+def test_rest_with_the_logprob_prm_runs_from_the_cli(server: FakeOpenAIServer, tmp_path: Path, run_lits) -> None:
+    done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "rest", "--reward",
+                    "prm-logprob", "--search-arg", "n_iterations=2", "--model", "m", "--base-url", server.base_url,
+                    "--save-dir", "run")
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "run" / "config.json").read_text())["reward"] == "prm-logprob"
     records = [json.loads(line) for line in (tmp_path / "run" / "inference.jsonl").read_text().splitlines()]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,13 +32,11 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-def sc(tmp_path: Path, server: FakeOpenAIServer) -> Callable[..., subprocess.CompletedProcess[str]]:
+def sc(tmp_path: Path, server: FakeOpenAIServer, run_lits) -> Callable[..., subprocess.CompletedProcess[str]]:
     def run(save_dir: str, *extra: str) -> subprocess.CompletedProcess[str]:
-        args = ["chain", "--dataset", "gsm8k", "--limit", "1", "--chain", "sc", "--chain-arg", "k=5",
-                "--model", "m", "--base-url", server.base_url, "--cache", str(tmp_path / "cache.sqlite"),
-                "--save-dir", save_dir, *extra]
-        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=300, env={**os.environ, "LITS_HEDGE_SHARE": "0"})
+        return run_lits("chain", "--dataset", "gsm8k", "--limit", "1", "--chain", "sc", "--chain-arg", "k=5",
+                        "--model", "m", "--base-url", server.base_url, "--cache", str(tmp_path / "cache.sqlite"),
+                        "--save-dir", save_dir, *extra)
 
     return run
 

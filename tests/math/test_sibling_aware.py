@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -30,15 +27,13 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-def search(tmp_path: Path, server: FakeOpenAIServer) -> Callable[..., dict[str, Any]]:
+def search(tmp_path: Path, server: FakeOpenAIServer, run_lits) -> Callable[..., dict[str, Any]]:
     """One GSM8K instance under ToT-BFS (3 children per node, depth 1); returns its search stats."""
 
     def run(*extra: str) -> dict[str, Any]:
-        args = ["search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
-                "--search-arg", "n_actions=3", "--search-arg", "max_depth=1", "--search-arg", "beam_width=3",
-                "--model", "m", "--base-url", server.base_url, "--no-cache", "--save-dir", "run", *extra]
-        done = subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=300, env={**os.environ, "LITS_HEDGE_SHARE": "0"})
+        done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
+                        "--search-arg", "n_actions=3", "--search-arg", "max_depth=1", "--search-arg", "beam_width=3",
+                        "--model", "m", "--base-url", server.base_url, "--no-cache", "--save-dir", "run", *extra)
         assert done.returncode == 0, done.stderr
         return json.loads((tmp_path / "run" / "results" / "0.json").read_text())["search_stats"]
 

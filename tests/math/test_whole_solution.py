@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -38,12 +36,10 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture
-def chain(tmp_path: Path, server: FakeOpenAIServer) -> Callable[..., subprocess.CompletedProcess[str]]:
+def chain(server: FakeOpenAIServer, run_lits) -> Callable[..., subprocess.CompletedProcess[str]]:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
-        return subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "gsm8k", "--limit", "1",
-                               "--model", "m", "--base-url", server.base_url, "--save-dir", "run", *args],
-                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        return run_lits("chain", "--dataset", "gsm8k", "--limit", "1", "--model", "m", "--base-url",
+                        server.base_url, "--save-dir", "run", *args)
 
     return run
 
@@ -92,13 +88,10 @@ def test_a_bad_value_is_one_line(chain) -> None:
     assert done.returncode != 0 and "whole_solution" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-def test_a_search_with_it_chooses_among_whole_solutions(server, tmp_path: Path) -> None:
-    env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-m", "lits", "search", "--dataset", "gsm8k", "--limit", "1",
-                           "--search-framework", "tot_bfs", "--search-arg", "whole_solution=true",
-                           "--search-arg", "n_actions=2", "--search-arg", "max_depth=3", "--model", "m",
-                           "--base-url", server.base_url, "--save-dir", "run"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+def test_a_search_with_it_chooses_among_whole_solutions(server, tmp_path: Path, run_lits) -> None:
+    done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
+                    "--search-arg", "whole_solution=true", "--search-arg", "n_actions=2", "--search-arg",
+                    "max_depth=3", "--model", "m", "--base-url", server.base_url, "--save-dir", "run")
     assert done.returncode == 0, done.stderr
     policy_asks = [r for r in server.requests if "step by step" in str(r["messages"][-1]["content"])]
     assert policy_asks and policy_asks[0]["max_tokens"] == 640
@@ -115,18 +108,15 @@ def greedy_right_samples_apart(prompt: str, body: dict[str, Any], index: int) ->
 
 
 @pytest.fixture
-def whole_search(tmp_path: Path) -> Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]]:
+def whole_search(tmp_path: Path, run_lits) -> Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]]:
     """One GSM8K instance, ToT-BFS over 3 whole solutions at temperature 0.7: its record and the requests."""
 
     def run(*extra: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         with FakeOpenAIServer(responder=greedy_right_samples_apart) as srv:
-            done = subprocess.run(
-                [sys.executable, "-m", "lits", "search", "--dataset", "gsm8k", "--limit", "1",
-                 "--search-framework", "tot_bfs", "--search-arg", "whole_solution=true",
-                 "--search-arg", "n_actions=3", "--search-arg", "temperature=0.7", "--search-arg", "max_depth=1",
-                 "--model", "m", "--base-url", srv.base_url, "--no-cache", "--save-dir", "run", *extra],
-                capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                env={**os.environ, "LITS_HEDGE_SHARE": "0"})
+            done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
+                            "--search-arg", "whole_solution=true", "--search-arg", "n_actions=3", "--search-arg",
+                            "temperature=0.7", "--search-arg", "max_depth=1", "--model", "m", "--base-url",
+                            srv.base_url, "--no-cache", "--save-dir", "run", *extra)
             assert done.returncode == 0, done.stderr
             asks = [r for r in srv.requests if "step by step" in str(r["messages"][-1]["content"])]
         return json.loads((tmp_path / "run" / "results" / "0.json").read_text()), asks
