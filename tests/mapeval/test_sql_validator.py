@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import lits
@@ -73,14 +75,26 @@ def test_a_missing_database_file_is_one_line_before_any_call(tmp_path):
     assert "no such SQLite file" in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_the_default_city_is_built_once_aside_and_whole_under_concurrent_first_use(tmp_path):
-    # The validator asks for the default city at every check, from concurrent expansions.
+def test_the_default_city_is_built_once_aside_and_whole_under_concurrent_first_use():
+    # The validator asks for the default city at every check, from concurrent expansions: each thread reads
+    # the city the moment default_db returns, while the others may still be building it.
+    import sqlite3
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
+    start = threading.Barrier(8)  # a first use: own_cache gives the test a cache folder with no city yet
+
+    def first_use(_: int) -> tuple[Path, int]:
+        start.wait()
+        path = default_db()
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            return path, conn.execute("SELECT count(*) FROM places").fetchone()[0]
+
     with ThreadPoolExecutor(8) as pool:
-        paths = list(pool.map(lambda _: default_db(), range(8)))
-    assert len(set(paths)) == 1 and not list(paths[0].parent.glob(".*.tmp"))
-    assert compile_error(paths[0], "SELECT count(*) FROM places") is None
+        seen = list(pool.map(first_use, range(8)))
+    whole = sqlite3.connect(seen[0][0]).execute("SELECT count(*) FROM places").fetchone()[0]
+    assert whole > 0 and seen == [(seen[0][0], whole)] * 8
+    assert not list(seen[0][0].parent.glob(".*.tmp"))
 
 
 def _counts_extra(prompt: str, body: dict) -> str:
