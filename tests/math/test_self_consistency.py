@@ -88,3 +88,22 @@ def test_a_sampling_stream_offsets_the_seed_of_every_call_inside():
         model.generate("q", seed=None)
         model.generate("q", seed=10)
     assert [params.seed for _, params in model.calls] == [None, 3, 13]
+
+
+def greedy_right_samples_apart(prompt: str, body: dict[str, Any]) -> str:
+    """Greedy (temperature 0), the gold answer; sampled, a different wrong answer per seed."""
+    if float(body.get("temperature") or 0) == 0:
+        return f"The answer is {GOLD}."
+    return f"The answer is {1000 + int(body.get('seed') or 0)}."
+
+
+def test_greedy_first_decodes_the_first_chain_greedily_and_a_vote_without_majority_goes_to_it(run_lits, tmp_path):
+    with FakeOpenAIServer(responder=greedy_right_samples_apart) as srv:
+        done = run_lits("chain", "--dataset", "gsm8k", "--limit", "1", "--chain", "sc", "--chain-arg", "k=3",
+                        "--chain-arg", "greedy_first=true", "--model", "m", "--base-url", srv.base_url,
+                        "--no-cache", "--save-dir", "run")
+        temperatures = [body["temperature"] for body in srv.requests]
+    assert done.returncode == 0, done.stderr
+    assert temperatures == [0.0, 0.7, 0.7]
+    result = json.loads((tmp_path / "run" / "results" / "0.json").read_text())
+    assert result["answer_selection"]["answer"] == GOLD and result["eval"]["solved"]

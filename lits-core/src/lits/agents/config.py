@@ -82,3 +82,5 @@ class SelfConsistencyConfig(CoTConfig):
 
     k: int = Field(8, ge=1, le=256, description="chains sampled per instance")
     temperature: float = Field(0.7, ge=0, description="policy sampling temperature (0 makes every chain alike)")
+    greedy_first: bool = Field(False, description="the first chain is decoded greedily (temperature 0), the rest "
+                               "sampled: the greedy answer always votes, and a vote with no majority goes to it")

@@ -58,9 +58,10 @@ class ChainAgent:
                            proposals=sorted(self.proposals))
 
     def walk(self, query: object, query_idx: int, example: Mapping[str, object],
-             state: Optional[TrajectoryState[Step]] = None, *,
-             save: bool = False) -> tuple[TrajectoryState[Step], bool, str]:
-        """One chain from ``state`` (None: the start): ``(final state, solved, why it stopped)``."""
+             state: Optional[TrajectoryState[Step]] = None, *, save: bool = False,
+             temperature: Optional[float] = None) -> tuple[TrajectoryState[Step], bool, str]:
+        """One chain from ``state`` (None: the start): ``(final state, solved, why it stopped)``; ``temperature``
+        overrides the config's."""
         deadline = time.monotonic() + self.config.runtime_limit if self.config.runtime_limit else None
         if state is None:
             state = self.transition.init_state(**example)
@@ -73,7 +74,8 @@ class ChainAgent:
                 stopped = "time"
                 break
             with call_context(phase="chain", depth=len(state)):
-                steps = self.policy.get_actions(state, n_actions=1, temperature=self.config.temperature,
+                temp = self.config.temperature if temperature is None else temperature
+                steps = self.policy.get_actions(state, n_actions=1, temperature=temp,
                                                 query=query, query_idx=query_idx, from_phase="chain",
                                                 **self.step_options())
                 if not steps:

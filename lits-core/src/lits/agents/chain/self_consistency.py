@@ -1,5 +1,7 @@
 """``SelfConsistencyChain``: k sampled chains per instance, then a majority vote over their final answers.
 
+With ``greedy_first`` the first chain is decoded greedily (temperature 0):
+the greedy answer always votes, and a vote without a majority goes to it.
 Each chain samples on its own stream (:func:`lits.lm.base.sampling_stream`):
 its requests carry their own seed, so they are distinct in the response
 cache and a server that honours seeds gives every chain its own, repeatable
@@ -35,8 +37,9 @@ class SelfConsistencyChain(ChainAgent):
         samples: list[tuple[TrajectoryState[Step], bool, str]] = []
         with call_context(instance=query_idx, search=self.chain_name):
             for j in range(self.config.k):
+                greedy = j == 0 and self.config.greedy_first
                 with sampling_stream(j), call_context(sample=j):
-                    samples.append(self.walk(query, query_idx, example))
+                    samples.append(self.walk(query, query_idx, example, temperature=0.0 if greedy else None))
         self.proposals.extend(self._take_proposals(query_idx))
         state, solved, stopped = _representative(samples)
         return ChainResult(state=state, solved=solved, steps=sum(len(s) for s, _, _ in samples), stopped=stopped,
