@@ -58,7 +58,8 @@ PROSE_STOPS = """\
 def render() -> str:
     """The whole reference page as Markdown."""
     from lits import hookspecs, registry
-    from lits.agents.config import BFSConfig, ChainConfig, MCTSConfig, TreeSearchConfig
+    from lits.agents.config import (BFSConfig, ChainConfig, CoTConfig, MCTSConfig, SelfConsistencyConfig,
+                                    TreeSearchConfig)
     from lits.agents.tree.base import BaseTreeSearch
     from lits.components.base import Policy, RewardModel, Transition
     from lits.components.transition.env_grounded import EnvGroundedTransition
@@ -100,7 +101,8 @@ def render() -> str:
         _dataclass_fields(SearchNode), _dataclass_fields(MCTSNode, only_own=True),
         _dataclass_fields(BFSNode, only_own=True),
         "## Settings (`--search-arg` / `--chain-arg`)\n",
-        *(_config(c) for c in (TreeSearchConfig, MCTSConfig, BFSConfig, ChainConfig)),
+        *(_config(c) for c in (TreeSearchConfig, MCTSConfig, BFSConfig, ChainConfig, CoTConfig,
+                               SelfConsistencyConfig)),
         PROSE_DATASETS, PROSE_REWARDS, PROSE_STOPS,
     ]
     return "\n".join(p.rstrip() + "\n" for p in parts if p)
