@@ -55,3 +55,9 @@ def test_the_policy_is_shown_the_siblings_it_already_has(search, server):
     asks = [str(body["messages"][-1]["content"]) for body in server.requests if body.get("messages")]
     shown = [a.split("Already proposed", 1)[1] for a in asks if "Already proposed" in a]
     assert len(shown) == 2 and "- Add the numbers." in shown[0] and "- Try approach 2." in shown[1]
+
+
+def test_each_round_that_asks_again_is_hotter_so_a_greedy_model_can_write_another_step(search, server):
+    search("--search-arg", "sibling_aware=true", "--search-arg", "temperature=0")
+    asks = [body for body in server.requests if "Already proposed" in str(body["messages"][-1]["content"])]
+    assert [body["temperature"] for body in asks] == [0.4, 0.8]

@@ -74,6 +74,10 @@ class SearchResult:
 
 #: How many times a sibling-aware expansion asks again for the children it is missing.
 SIBLING_ROUNDS = 2
+#: Each round asks this much hotter (up to SIBLING_MAX_TEMPERATURE): shown its siblings and told to write
+#: another, a small greedy model still wrote the same step 18 times in 28 (GSM8K, temperature 0).
+SIBLING_TEMPERATURE_STEP = 0.4
+SIBLING_MAX_TEMPERATURE = 1.0
 
 
 def distinct_actions(steps: Sequence[object]) -> list[str]:
@@ -295,7 +299,7 @@ class BaseTreeSearch(ABC):
 
         With ``greedy_first`` the first step is decoded at temperature 0 (the step a greedy chain takes).
         With ``sibling_aware``, a node that got fewer distinct steps than ``n`` asks again (at most
-        :data:`SIBLING_ROUNDS` times) for the missing ones, passing the steps it has as ``exclude``.
+        :data:`SIBLING_ROUNDS` times, each hotter) for the missing ones, passing the steps it has as ``exclude``.
         """
         # Passed only when set: a policy written before the option existed need not take it.
         whole = {"whole_solution": True} if getattr(self.config, "whole_solution", False) else {}
@@ -309,12 +313,14 @@ class BaseTreeSearch(ABC):
                     query=self.query, query_idx=self.query_idx, from_phase=phase, **whole,
                 )
         if getattr(self.config, "sibling_aware", False) and accepts_exclude(self.policy):
-            for _ in range(SIBLING_ROUNDS):
+            for round_ in range(1, SIBLING_ROUNDS + 1):
                 if len({step_key(s) for s in steps if not getattr(s, "error", None)}) >= n:
                     break
                 have = distinct_actions(steps)
+                step_up = SIBLING_TEMPERATURE_STEP * round_
+                hotter = max(temperature, min(SIBLING_MAX_TEMPERATURE, temperature + step_up))
                 more = list(self.policy.get_actions(
-                    node.state, n_actions=n - len(have), temperature=self.config.temperature,
+                    node.state, n_actions=n - len(have), temperature=hotter,
                     query=self.query, query_idx=self.query_idx, from_phase=phase, exclude=have, **whole,
                 ))
                 if not distinct_actions(more):
