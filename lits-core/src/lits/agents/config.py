@@ -19,7 +19,8 @@ class TreeSearchConfig(BaseModel):
     temperature: float = Field(0.8, ge=0, description="policy sampling temperature")
     checkpoint_every: int = Field(1, ge=1, description="journal the tree every N iterations (or depths)")
     sibling_aware: bool = Field(False, description="when a node gets fewer distinct children than n_actions, "
-                                "ask again (twice at most), showing the policy the siblings it already proposed")
+                                "ask again (twice at most, each time 0.4 hotter up to 1.0), showing the policy the "
+                                "siblings it already proposed")
     add_continuation: bool = Field(False, description="Chain-in-Tree: before expanding a node, a branching-necessity "
                                    "(BN) evaluator decides whether it needs several children; if not, it gets one")
     bn_method: Literal["entropy", "sc", "sc_exact", "direct"] = Field(
