@@ -81,18 +81,20 @@ def test_the_default_city_is_built_once_aside_and_whole_under_concurrent_first_u
     import sqlite3
     import threading
     from concurrent.futures import ThreadPoolExecutor
+    from contextlib import closing
 
     start = threading.Barrier(8)  # a first use: own_cache gives the test a cache folder with no city yet
 
     def first_use(_: int) -> tuple[Path, int]:
         start.wait()
         path = default_db()
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
             return path, conn.execute("SELECT count(*) FROM places").fetchone()[0]
 
     with ThreadPoolExecutor(8) as pool:
         seen = list(pool.map(first_use, range(8)))
-    whole = sqlite3.connect(seen[0][0]).execute("SELECT count(*) FROM places").fetchone()[0]
+    with closing(sqlite3.connect(seen[0][0])) as conn:
+        whole = conn.execute("SELECT count(*) FROM places").fetchone()[0]
     assert whole > 0 and seen == [(seen[0][0], whole)] * 8
     assert not list(seen[0][0].parent.glob(".*.tmp"))
 
