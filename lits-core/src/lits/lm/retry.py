@@ -210,10 +210,10 @@ class _Call:
         self.timeouts_seen = 0
         #: What patience is learned over: the endpoint and the size of the work asked for.
         self.kind: Hashable = (request.url.path, request.extensions.get("lits_work", 1))
-        #: The call's budget: the policy's, or more for a long reply from a server working on it alone.
         floor = request.extensions.get("lits_read_floor")
         #: The least read timeout of every attempt (a long reply's own time), if the caller set one.
         self.read_floor = float(floor) if isinstance(floor, (int, float)) else None
+        #: The call's budget: the policy's, or more for a long reply from a server working on it alone.
         self.budget = self.policy.budget
         if self.read_floor is not None and math.isfinite(self.read_floor):
             self.budget = max(self.budget, self.read_floor)

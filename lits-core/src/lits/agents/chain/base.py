@@ -63,6 +63,7 @@ class ChainAgent:
         """One chain from ``state`` (None: the start): ``(final state, solved, why it stopped)``; ``temperature``
         overrides the config's."""
         deadline = time.monotonic() + self.config.runtime_limit if self.config.runtime_limit else None
+        temp = self.config.temperature if temperature is None else temperature
         if state is None:
             state = self.transition.init_state(**example)
         stopped = "max_steps"
@@ -74,7 +75,6 @@ class ChainAgent:
                 stopped = "time"
                 break
             with call_context(phase="chain", depth=len(state)):
-                temp = self.config.temperature if temperature is None else temperature
                 steps = self.policy.get_actions(state, n_actions=1, temperature=temp,
                                                 query=query, query_idx=query_idx, from_phase="chain",
                                                 **self.step_options())
