@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from lits import fastjson
 from lits.agents import BFS, MCTS, BFSConfig, MCTSConfig
 from lits.agents.tree.journal import JournalError, TreeJournal
 from tests.agents.conftest import EXAMPLE
@@ -169,7 +170,7 @@ def _merged_in_memory(lines: list[str]) -> str:
         merged["proposals"].extend(record.get("proposals") or [])
     merged.update({k: records[-1][k] for k in ("iteration", "next_id", "stats")})
     merged["nodes"] = [nodes[i] for i in sorted(nodes)]
-    return json.dumps(merged, separators=(",", ":")) + "\n"
+    return fastjson.compact(merged) + "\n"
 
 
 @pytest.mark.parametrize("search_cls, config", [

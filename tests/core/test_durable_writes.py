@@ -32,6 +32,27 @@ def test_grouped_writes_appear_when_the_block_ends_in_the_order_they_were_writte
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_a_block_inside_another_joins_its_group_and_waits_for_its_end(tmp_path: Path):
+    with durable_together():
+        atomic_write_text(tmp_path / "journal.json", "J", grouped=True)
+        with durable_together():
+            atomic_write_text(tmp_path / "result.json", "R", grouped=True)
+        assert not (tmp_path / "result.json").exists()  # never before the journal written ahead of it
+    assert (tmp_path / "journal.json").read_text() == "J" and (tmp_path / "result.json").read_text() == "R"
+
+
+def test_an_instances_files_become_durable_in_one_group_the_result_last(tmp_path: Path, monkeypatch):
+    from lits.cli.main import main
+
+    groups: list[list[str]] = []
+    commit = base._commit
+    monkeypatch.setattr(base, "_commit", lambda staged: (groups.append([s.path.parent.name for s in staged]),
+                                                         commit(staged))[1])
+    assert main(["search", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted", "--search", "mcts",
+                 "--search-arg", "n_iterations=2", "--save-dir", str(tmp_path / "run")]) == 0
+    assert groups == [["checkpoints", "terminal_nodes", "paths", "timings", "results"]]
+
+
 def test_a_grouped_write_outside_a_group_is_in_place_at_once(tmp_path: Path):
     atomic_write_text(tmp_path / "x.json", "X", grouped=True)
     assert (tmp_path / "x.json").read_text() == "X"

@@ -117,3 +117,54 @@ def test_a_pending_line_cut_short_is_left_out_and_a_closed_cache_leaves_no_pendi
     cache.close()
     assert sorted(p.name for p in tmp_path.iterdir() if "pending" in p.name) == []
     assert ResponseCache(tmp_path / "c.sqlite").get("c") == {"text": "3"}
+
+
+def _reference_key(identity: str, kind: str, payload: object) -> str:
+    """The key as ``json.dumps(sort_keys=True, ensure_ascii=False, default=str)`` gives its text."""
+    import hashlib
+    import json
+
+    text = json.dumps([identity, kind, payload], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_keys_are_those_of_sorted_key_json_so_existing_caches_still_hit():
+    from lits.lm.cache import request_key, sample_keys
+
+    every_char = "".join(chr(c) for c in range(0x3000) if not 0xD800 <= c <= 0xDFFF) + "😀\U0010ffff"
+    prompts: list[object] = [
+        "plain text\nwith \"quotes\", \\backslashes\\ and\ttabs\x00\x1f\x7f",
+        every_char,
+        [{"role": "system", "content": every_char}, {"role": "user", "content": "é", "name": "x"}],
+        [{"b": "two keys", "a": "not a message"}, {"content": "é", "role": 1}],
+        [], {}, [{}], ("a", 1, 2.5, None, True), {"b": [1.0, float("nan")], "a": {"z": "y"}},
+        {2: "int keys", 10: "sort as numbers"}, object.__new__(type("Opaque", (), {"__str__": lambda self: "opaque"})),
+    ]
+    params = {"n": 3, "temperature": 0.8, "stop": ("\n",), "reply_lines": (("Yes", "No"),), "seed": None}
+    for prompt in prompts:
+        payload = {"prompt": prompt, "params": params}
+        assert request_key("m", "generate", {**payload, "sample": 1}) == _reference_key(
+            "m", "generate", {**payload, "sample": 1})
+        assert sample_keys("m", "generate", payload, 3) == [
+            _reference_key("m", "generate", {**payload, "sample": i}) for i in range(3)]
+
+
+def test_a_models_keys_encode_its_parameters_as_the_sorted_key_json_of_them():
+    from lits.lm.base import GenerationParams, _key_body
+
+    model = ScriptedModel()
+    every = [GenerationParams(n=2, temperature=0.7, stop=("\n",), reply_lines=(("Yes", "Nö"),)),
+             GenerationParams(n=2, temperature=1.0), GenerationParams(n=2, temperature=1)]  # equal, not the same JSON
+    for params in every * 2:  # the second time from the encoded parameters kept by the first
+        assert model._sample_keys("prompt", params) == [_reference_key(
+            model.identity(), "generate", {"prompt": "prompt", "params": _key_body(params), "sample": i})
+            for i in range(2)]
+
+
+def test_several_keys_are_read_at_once_from_stored_and_pending_answers_in_their_order(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put_many([("stored", {"text": "a"}), ("also", [1.5, float("-inf")])])
+    cache.commit()
+    cache.put("pending", "é")
+    values = cache.get_many(["pending", "absent", "also", "stored"])
+    assert values[:2] == ["é", None] and values[2][1] == float("-inf") and values[3] == {"text": "a"}

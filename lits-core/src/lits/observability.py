@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, TextIO
 
+from lits import fastjson
+
 _CONTEXT: contextvars.ContextVar[dict[str, object]] = contextvars.ContextVar(
     "lits_call_context", default={}
 )
@@ -72,10 +74,6 @@ class InferenceRecord:
         return out
 
 
-#: ``json.dumps(value, default=str)`` without building an encoder per call (the same text).
-_ENCODER = json.JSONEncoder(default=str)
-
-
 class InferenceLog:
     """Thread-safe collector of records, optionally appended to a JSONL file."""
 
@@ -90,7 +88,7 @@ class InferenceLog:
         self._counted = 0
 
     def add(self, record: InferenceRecord) -> None:
-        line = _ENCODER.encode(record.as_dict()) + "\n"
+        line = fastjson.compact_or_str(record.as_dict()) + "\n"  # a line per model call: the fast encoder
         with self._lock:
             self.records.append(record)
             if self.path is not None:

@@ -43,7 +43,8 @@ def get_type(name: str) -> type:
         ) from None
 
 
-_PLAIN = frozenset({str, int, float, bool, type(None)})
+#: Values :func:`serialize` returns as they are (callers on hot paths test this before calling it).
+PLAIN = _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def serialize(value: object) -> object:
@@ -54,9 +55,9 @@ def serialize(value: object) -> object:
     if to_dict is not None and callable(to_dict):
         return to_dict()
     if isinstance(value, dict):
-        return {str(k): serialize(v) for k, v in value.items()}
+        return {str(k): v if type(v) in _PLAIN else serialize(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [serialize(v) for v in value]
+        return [v if type(v) in _PLAIN else serialize(v) for v in value]
     return value
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import heapq
 import threading
 import time
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Protocol, Sequence, TypedDict, Unpack, cast
 
 from lits.concurrency import tick_round
-from lits.lm.cache import ResponseStore, request_key, sample_keys
+from lits.lm.cache import EncodedJSON, ResponseStore, encoded, request_key, sample_keys
 from lits.lm.constraints import ReplyLines, reply_lines as as_reply_lines
 from lits.observability import InferenceRecord, current_context, record_call
 
@@ -188,6 +189,21 @@ def _key_body(params: GenerationParams) -> dict[str, object]:
     if not params.reply_lines:
         del body["reply_lines"]
     return body
+
+
+@functools.lru_cache(maxsize=256)
+def _key_body_json(params: GenerationParams, _types: tuple[type, ...]) -> EncodedJSON:
+    """:func:`_key_body` encoded once per distinct parameters (a search repeats a handful of them); ``_types``
+    keeps apart what compares equal but encodes differently (temperature 1 and 1.0)."""
+    return encoded(_key_body(params))
+
+
+def _key_body_of(params: GenerationParams) -> object:
+    types = (type(params.temperature), type(params.max_tokens), type(params.top_logprobs), type(params.seed))
+    try:
+        return _key_body_json(params, types)
+    except TypeError:  # an unhashable override (``sampling``): encoded with the rest of the key
+        return _key_body(params)
 
 
 class CallLimiter:
@@ -362,31 +378,37 @@ class LanguageModel(ABC):
         if self.cache is None:
             return self._paid_generate(prompt, params)
         keys = self._sample_keys(prompt, params)
-        with self._single_flight(keys[0]):
-            found = [cast(Optional[CompletionJSON], self.cache.get(k)) for k in keys]
-            missing = [i for i, hit in enumerate(found) if hit is None]
-            if len(missing) < params.n:
-                hits = [v["text"] for v in found if v is not None] if self.log_prompts else None
-                self._record_raw("generate", 0, 0, 0.0, cached=True, prompt=prompt, reply=hits)
-            if missing:
-                fresh = self._paid_generate(prompt, dataclasses.replace(params, n=len(missing)))
-                stored: list[tuple[str, object]] = []
-                for i, completion in zip(missing, fresh):
-                    found[i] = _completion_to_json(completion)
-                    stored.append((keys[i], found[i]))
-                self.cache.put_many(stored)
-        return [_completion_from_json(v) for v in found if v is not None]
+        # Identical requests in flight at once are paid once: later ones wait, then hit the cache.
+        with self._scores_lock:
+            lock = self._inflight.setdefault(keys[0], threading.Lock())
+        try:
+            with lock:
+                return self._cached_generate(prompt, params, keys)
+        finally:
+            with self._scores_lock:
+                if not lock.locked():
+                    self._inflight.pop(keys[0], None)
 
-    @contextlib.contextmanager
-    def _single_flight(self, key: str) -> Iterator[None]:
-        """Identical requests in flight at once are paid once: later ones wait, then hit the cache."""
-        with self._scores_lock:
-            lock = self._inflight.setdefault(key, threading.Lock())
-        with lock:
-            yield
-        with self._scores_lock:
-            if not lock.locked():
-                self._inflight.pop(key, None)
+    def _cached_generate(self, prompt: Prompt, params: GenerationParams, keys: list[str]) -> list[Completion]:
+        assert self.cache is not None
+        found = cast(list[Optional[CompletionJSON]], self.cache.get_many(keys))
+        missing = [i for i, hit in enumerate(found) if hit is None]
+        if len(missing) < params.n:
+            hits = [v["text"] for v in found if v is not None] if self.log_prompts else None
+            self._record_raw("generate", 0, 0, 0.0, cached=True, prompt=prompt, reply=hits)
+        if not missing:
+            return [_completion_from_json(v) for v in found if v is not None]
+        fresh = self._paid_generate(prompt, params if len(missing) == params.n
+                                    else dataclasses.replace(params, n=len(missing)))
+        if len(missing) == params.n and len(fresh) == params.n:  # nothing from the cache: no round trip
+            self.cache.put_many([(keys[i], _completion_to_json(c)) for i, c in enumerate(fresh)])
+            return list(fresh)
+        stored: list[tuple[str, object]] = []
+        for i, completion in zip(missing, fresh):
+            found[i] = _completion_to_json(completion)
+            stored.append((keys[i], found[i]))
+        self.cache.put_many(stored)
+        return [_completion_from_json(v) for v in found if v is not None]
 
     def _paid_generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
         tick_round()
@@ -414,8 +436,7 @@ class LanguageModel(ABC):
 
     def _sample_keys(self, prompt: Prompt, params: GenerationParams) -> list[str]:
         """The cache keys of samples 0..n-1 (what :meth:`_key` gives each, the request encoded once)."""
-        body = _key_body(params)
-        return sample_keys(self.identity(), "generate", {"prompt": prompt, "params": body}, params.n)
+        return sample_keys(self.identity(), "generate", {"prompt": prompt, "params": _key_body_of(params)}, params.n)
 
     def complete(self, prompt: str, **params: Unpack[SamplingArgs]) -> Completion:
         """One completion of a plain-text prompt."""

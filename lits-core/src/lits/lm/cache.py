@@ -23,6 +23,8 @@ import weakref
 from pathlib import Path
 from typing import Mapping, NoReturn, Optional, Protocol, Sequence, TextIO
 
+from lits import fastjson
+
 try:
     import fcntl
 except ImportError:  # Windows: a commit per call, as before
@@ -31,14 +33,11 @@ except ImportError:  # Windows: a commit per call, as before
 
 #: ``json.dumps(..., sort_keys=True, ensure_ascii=False, default=str)`` without an encoder built per call.
 _KEY_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
-#: ``json.dumps(value, ensure_ascii=False)``, the stored form of an answer, likewise.
-_VALUE_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def request_key(identity: str, kind: str, payload: object) -> str:
     """Stable hash of a request (sorted-key JSON)."""
-    text = _KEY_ENCODER.encode([identity, kind, payload])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_key_json([identity, kind, payload])).hexdigest()
 
 
 def sample_keys(identity: str, kind: str, payload: Mapping[str, object], n: int) -> list[str]:
@@ -48,17 +47,91 @@ def sample_keys(identity: str, kind: str, payload: Mapping[str, object], n: int)
     the texts differ only in their last number: each key continues one hash of
     the shared stem (every model call computes these; prompts run to kilobytes).
     """
-    text = _KEY_ENCODER.encode([identity, kind, {**payload, "sample": 0}])
-    tail = '"sample": 0}]'
-    if not text.endswith(tail) or any(key > "sample" for key in payload):
+    if any(type(key) is not str or key >= "sample" for key in payload):
         return [request_key(identity, kind, {**payload, "sample": i}) for i in range(n)]
-    stem = hashlib.sha256(text[: -len("0}]")].encode("utf-8"))
+    stem = hashlib.sha256(b"[" + _key_json(identity) + b", " + _key_json(kind) + b", {")
+    for key, value in sorted(payload.items()):
+        stem.update(_key_json(key) + b": ")
+        stem.update(_key_json(value))
+        stem.update(b", ")
+    stem.update(b'"sample": ')
     keys = []
     for i in range(n):
         each = stem.copy()
         each.update(f"{i}}}]".encode("utf-8"))
         keys.append(each.hexdigest())
     return keys
+
+
+class EncodedJSON(bytes):
+    """A part of a key already encoded as :func:`_key_json` would (a caller that reuses it encodes it once)."""
+
+
+def _key_json(value: object) -> bytes:
+    """``_KEY_ENCODER.encode(value)`` in UTF-8, byte for byte, with strings escaped by pydantic-core.
+
+    Keys hash whole prompts: Python's escaping of a 5 KB prompt costs ~15 µs, pydantic-core's ~5 µs
+    (its output is the same for every string UTF-8 can hold; ``tests/lm/test_cache.py`` checks).
+    Chat messages, the usual prompt, take a path of their own: a call per value costs more than escaping.
+    """
+    kind = type(value)
+    if kind is str:
+        return _text_json(value)  # type: ignore[arg-type]
+    if kind is EncodedJSON:
+        return value  # type: ignore[return-value]
+    if kind is list or kind is tuple:
+        messages = _messages_json(value)  # type: ignore[arg-type]
+        if messages is not None:
+            return messages
+        return b"[" + b", ".join([_key_json(item) for item in value]) + b"]"  # type: ignore[attr-defined]
+    if kind is dict and all(type(key) is str for key in value):  # type: ignore[attr-defined]
+        items = sorted(value.items())  # type: ignore[attr-defined]
+        return b"{" + b", ".join([_key_json(k) + b": " + _key_json(v) for k, v in items]) + b"}"
+    return _KEY_ENCODER.encode(value).encode("utf-8")
+
+
+def _text_json(text: str) -> bytes:
+    short = _SHORT.get(text)
+    if short is not None:
+        return short
+    try:
+        out = (fastjson._TO_JSON or fastjson.pydantic_to_json())(text)
+    except ValueError:  # a lone surrogate (PydanticSerializationError): Python's encoder says what is wrong
+        return _KEY_ENCODER.encode(text).encode("utf-8")
+    if len(text) <= 32 and len(_SHORT) < 4096:  # roles, field names, short replies: they repeat
+        _SHORT[text] = out
+    return out
+
+
+#: Encodings of short strings already seen (bounded: at most 4096 of at most 32 characters).
+_SHORT: dict[str, bytes] = {}
+
+
+def _messages_json(items: Sequence[object]) -> Optional[bytes]:
+    """A list of chat messages (dicts of strings) encoded in one pass, or None for anything else."""
+    parts = []
+    short = _SHORT
+    for message in items:
+        if type(message) is not dict:
+            return None
+        if len(message) == 2:  # the usual {"role": ..., "content": ...}, its keys in sorted order
+            role, content = message.get("role"), message.get("content")
+            if type(role) is str and type(content) is str:
+                parts.append(b'{"content": ' + _text_json(content) + b', "role": '
+                             + (short.get(role) or _text_json(role)) + b"}")
+                continue
+        fields = []
+        for key, text in sorted(message.items()):
+            if type(key) is not str or type(text) is not str:
+                return None
+            fields.append(_text_json(key) + b": " + _text_json(text))
+        parts.append(b"{" + b", ".join(fields) + b"}")
+    return b"[" + b", ".join(parts) + b"]"
+
+
+def encoded(value: object) -> EncodedJSON:
+    """``value`` as a key holds it, for a caller to keep and pass in place of ``value``."""
+    return EncodedJSON(_KEY_ENCODER.encode(value).encode("utf-8"))
 
 
 class CacheError(RuntimeError):
@@ -74,6 +147,8 @@ class ResponseStore(Protocol):
     """What a model asks of its cache: :class:`ResponseCache`, or a Ray worker's view of the run's cache."""
 
     def get(self, key: str) -> object: ...
+
+    def get_many(self, keys: Sequence[str]) -> list[object]: ...
 
     def put(self, key: str, value: object) -> None: ...
 
@@ -151,8 +226,24 @@ class ResponseCache:
         except (sqlite3.Error, ValueError) as exc:  # ValueError must not reach a policy (it means "bad output")
             self._fail("cannot be read", exc)
 
+    def get_many(self, keys: Sequence[str]) -> list[object]:
+        """:meth:`get` of each key, in one statement (a request's ``n`` samples)."""
+        if len(keys) == 1:
+            return [self.get(keys[0])]
+        try:
+            with self._lock:
+                texts = {key: self._pending.get(key) for key in keys}
+                missing = [key for key, text in texts.items() if text is None]
+                if missing:
+                    marks = ",".join("?" * len(missing))
+                    texts.update(self._conn.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})",
+                                                    missing).fetchall())
+            return [None if texts[key] is None else json.loads(texts[key]) for key in keys]  # type: ignore[arg-type]
+        except (sqlite3.Error, ValueError) as exc:
+            self._fail("cannot be read", exc)
+
     def put(self, key: str, value: object) -> None:
-        self._stage([(key, _VALUE_ENCODER.encode(value))])
+        self._stage([(key, fastjson.compact(value))])
 
     def put_many(self, entries: Sequence[tuple[str, object]]) -> None:
         """Store several answers (one line write for all of them)."""
@@ -160,7 +251,7 @@ class ResponseCache:
             for key, value in entries:
                 self.put(key, value)
             return
-        self._stage([(key, _VALUE_ENCODER.encode(value)) for key, value in entries])
+        self._stage([(key, fastjson.compact(value)) for key, value in entries])
 
     def _stage(self, rows: list[tuple[str, str]]) -> None:
         """Append ``rows`` to the pending file (handed to the OS: a kill keeps them), then to the group."""
@@ -172,7 +263,7 @@ class ResponseCache:
             try:
                 if self._side is None:
                     self._side = self._open_side()
-                self._side.write("".join(f"{json.dumps(key)}\t{text}\n" for key, text in rows))
+                self._side.write("".join(f"{_quoted(key)}\t{text}\n" for key, text in rows))
                 self._side.flush()
             except OSError as exc:
                 self._fail("cannot be written", exc, ": is the disk full?")
@@ -263,6 +354,11 @@ class ResponseCache:
                 self._conn.close()
             except sqlite3.Error:
                 pass
+
+
+def _quoted(key: str) -> str:
+    """``json.dumps(key)``; a key made by :func:`request_key` (hex) needs no escaping."""
+    return f'"{key}"' if key.isascii() and key.isalnum() else json.dumps(key)
 
 
 def _pending_rows(text: str) -> list[tuple[str, str]]:

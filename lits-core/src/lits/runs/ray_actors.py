@@ -198,6 +198,9 @@ class SharedCache:
                 self.known[key] = value
         return value
 
+    def get_many(self, keys: Sequence[str]) -> list[object]:
+        return [self.get(key) for key in keys]
+
     def put(self, key: str, value: object) -> None:
         with self.lock:
             self.known[key] = value

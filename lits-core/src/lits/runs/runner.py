@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Protocol, TextIO
 
-from lits import layout
+from lits import fastjson, layout
 from lits.components.factory import Components
 from lits.concurrency import fan_out_width, start_round_clock
 from lits.lm.base import CallsStopped
@@ -159,14 +159,16 @@ class _Runner:
         started = time.perf_counter()
         parsing.forget(idx)  # count this attempt's replies only (a long-lived process may hold older counts)
         try:
-            # the search's compacted journal and its files become durable together (one fsync wait): only
-            # without attempts, whose records must not get ahead of their attempts' journals
-            with call_context(instance=idx), durable_together() if self.attempts.plain else nullcontext():
-                rounds = start_round_clock()
-                finished = self._run(idx, example, resume)
-                self._write_files(finished.files)
-            record = finished.record
-            self._write(idx, finished, started, rounds[0])
+            # the search's compacted journal, its files and then its timing and result become durable
+            # together (one fsync wait, after the instance's seconds are taken): only without attempts,
+            # whose records must not get ahead of their attempts' journals
+            with durable_together() if self.attempts.plain else nullcontext():
+                with call_context(instance=idx):
+                    rounds = start_round_clock()
+                    finished = self._run(idx, example, resume)
+                    self._write_files(finished.files)
+                record = finished.record
+                self._write(idx, finished, started, rounds[0])
         except CallsStopped:
             with self.lock:
                 self.outcome.interrupted.append(idx)
@@ -196,7 +198,7 @@ class _Runner:
                         search_files(idx, result) if self.mode == "search" else {})
 
     def _write_files(self, files: Mapping[str, object]) -> None:
-        """The search's terminal nodes and path, as bulk JSON nobody reads by eye (no indentation: 5x faster)."""
+        """The search's terminal nodes and path, as bulk JSON nobody reads by eye (compact: 5x faster)."""
         for relative, payload in files.items():
             self._write_json(relative, payload, indent=None)
 
@@ -204,7 +206,11 @@ class _Runner:
         """``RunDir.write_json``, joining the durable group the caller opened."""
         path = self.run_dir.root / relative
         try:
-            atomic_write_text(path, json.dumps(payload, indent=indent, default=str), grouped=True)
+            if indent is None:
+                text = fastjson.compact_or_str(payload)
+            else:
+                text = json.dumps(payload, indent=indent, default=str)
+            atomic_write_text(path, text, grouped=True)
         except OSError as exc:  # a failed write on an open file names no file: name it
             raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
@@ -221,7 +227,7 @@ class _Runner:
         if "attempts" in finished.record:  # each attempt's calls, as counted by the process(es) that ran it
             timing["attempts"] = [self.log.summary(instance=idx, attempt=k)
                                   for k in range(len(finished.record["attempts"]))]
-        with durable_together():  # renamed in order: the result last, its presence marks the instance done
+        with durable_together():  # renamed in order, the result last: its presence marks the instance done
             self._write_json(layout.timing(idx), timing, indent=1)
             self._write_json(layout.result(idx), finished.record, indent=1)
 

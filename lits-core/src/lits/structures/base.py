@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any, Generic, Iterable, Iterator, Optional, Self, TextIO, TypeVar
 
-from lits.type_registry import deserialize, register_type, serialize
+from lits.type_registry import PLAIN, deserialize, register_type, serialize
 
 
 class Action:
@@ -62,7 +62,8 @@ class Step:
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"__type__": type(self).__name__}
         for name in field_names(type(self)):
-            out[name] = serialize(getattr(self, name))
+            value = getattr(self, name)
+            out[name] = value if type(value) in PLAIN else serialize(value)
         return out
 
     @classmethod
@@ -226,8 +227,12 @@ def durable_together() -> Iterator[None]:
 
     Their fsyncs run at once, which the file system (ext4, XFS) serves with one journal commit, then the
     files are renamed in the order they were written: a reader (or a kill, or a power loss) sees each file
-    whole or not at all, and a later file never without an earlier one.
+    whole or not at all, and a later file never without an earlier one.  A block inside another joins the
+    outer one's group.
     """
+    if _GROUP.get() is not None:
+        yield
+        return
     staged: list[_Staged] = []
     token = _GROUP.set(staged)
     try:

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any, Iterator, Optional, Protocol, Sequence, TypedDict
 
 from lits.structures.base import State, Step, field_names
-from lits.type_registry import deserialize, register_type, serialize
+from lits.type_registry import PLAIN, deserialize, register_type, serialize
 
 
 class Branching(TypedDict):
@@ -80,7 +80,8 @@ class SearchNode:
         out: dict[str, object] = {"__type__": type(self).__name__}
         for name in field_names(type(self)):
             if name not in self._SKIP and name not in skip:
-                out[name] = serialize(getattr(self, name))
+                value = getattr(self, name)
+                out[name] = value if type(value) in PLAIN else serialize(value)
         return out
 
     def update_from_flat(self, payload: dict[str, object]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -69,8 +70,8 @@ class ScriptedModel(LanguageModel):
             outs.append(
                 Completion(
                     reply,
-                    tokens_in=len(text.split()) if i == 0 else 0,
-                    tokens_out=len(reply.split()),
+                    tokens_in=word_count(text) if i == 0 else 0,
+                    tokens_out=word_count(reply),
                     finish_reason="stop",
                 )
             )
@@ -91,7 +92,20 @@ class ScriptedModel(LanguageModel):
             return super()._loglikelihood(prompt, continuations)
         with self._lock:
             self.calls.append((prompt, GenerationParams(n=len(continuations), max_tokens=0)))
-        return [float(self._scorer(prompt, c)) for c in continuations], len(prompt.split())
+        return [float(self._scorer(prompt, c)) for c in continuations], word_count(prompt)
+
+
+#: Each byte that ``str.isspace`` calls whitespace becomes a space, every other byte an "x".
+_SPACES = bytes(0x20 if chr(i).isspace() else 0x78 for i in range(128)) + b"x" * 128
+
+
+def word_count(text: str) -> int:
+    """``len(text.split())``, the scripted model's token count, without making a string per word
+    (for ASCII text, 3x faster: the model counts every prompt)."""
+    if not text.isascii():
+        return len(text.split())
+    marks = text.encode("ascii").translate(_SPACES)
+    return marks.count(b" x") + marks.startswith(b"x")
 
 
 def listed_actions(text: str) -> list[str]:
@@ -118,17 +132,30 @@ def listed_actions(text: str) -> list[str]:
 def obedient_reply(text: str, params: GenerationParams, index: int) -> str:
     """A listed action (sample ``index`` of a fixed shuffle: distinct within a request), Yes to each
     numbered question or to one question, or a hash."""
+    answer, order = _obedient_answer(text, params.temperature)
+    if order:
+        return order[index % len(order)]
+    return answer if answer is not None else _stable_hash(f"{text}|{params.temperature}|{index}")
+
+
+@functools.lru_cache(maxsize=16, typed=True)  # typed: temperature 1 and 1.0 hash differently
+def _obedient_answer(text: str, temperature: float) -> tuple[Optional[str], tuple[str, ...]]:
+    """What every sample of a request shares: the answer to its questions, or the shuffled listed actions."""
     question = "yes or no" in text.lower()
     numbered = re.findall(r"^(\d+)\. ", text, re.MULTILINE) if question else []
     if numbered:
-        return "\n".join(f"{n}: Yes" for n in numbered)
+        return "\n".join(f"{n}: Yes" for n in numbered), ()
     listed = listed_actions(text)
     if listed:
-        order = sorted(listed, key=lambda a: _stable_hash(f"{text}|{params.temperature}|{a}"))
-        return order[index % len(order)]
-    if question:
-        return "Yes"
-    return _stable_hash(f"{text}|{params.temperature}|{index}")
+        stem = hashlib.sha256(f"{text}|{temperature}|".encode())  # _stable_hash of text|temperature|action
+
+        def rank(action: str) -> str:
+            each = stem.copy()
+            each.update(action.encode())
+            return "h" + each.hexdigest()[:8]
+
+        return None, tuple(sorted(listed, key=rank))
+    return ("Yes" if question else None), ()
 
 
 def _stable_hash(text: str) -> str:

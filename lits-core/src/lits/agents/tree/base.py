@@ -253,13 +253,12 @@ class BaseTreeSearch(ABC):
         """True once ``runtime_limit`` seconds have passed for this instance."""
         return self._deadline is not None and time.monotonic() >= self._deadline
 
-    @contextlib.contextmanager
-    def phase(self, name: str, **tags: object) -> Iterator[None]:
+    def phase(self, name: str, **tags: object) -> call_context:
         """Tag the model calls made inside (phase, depth, iteration) for the inference log."""
+        # a plain context manager, not a generator: a search enters a score of these per iteration
         if "iteration" in tags and _ITERATION.get() is not None:
             tags["iteration"] = _ITERATION.get()
-        with call_context(phase=name, **tags):
-            yield
+        return call_context(phase=name, **tags)
 
     @contextlib.contextmanager
     def working_on(self, iteration: int) -> Iterator[None]:

@@ -25,6 +25,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
 
+from lits import fastjson
 from lits.structures.base import atomic_writer
 from lits.structures.node import SearchNode
 from lits.type_registry import deserialize
@@ -86,7 +87,7 @@ class TreeJournal:
         iteration, next_id, stats = self._counters
         texts = [(i, _dumps(self._nodes[i])) for i in sorted(self._nodes)]
         proposals = [_dumps(list(p)) for p in self._proposals]
-        # The bytes of json.dumps of the whole record (compact separators), built from its parts.
+        # The compact JSON of the whole record, built from its parts.
         line = (_dumps({"iteration": iteration, "next_id": next_id, "stats": stats})[:-1]
                 + ',"nodes":[' + ",".join(text for _, text in texts) + '],"paths":' + _dumps(self._paths)
                 + ',"proposals":[' + ",".join(proposals) + "]}\n")
@@ -115,7 +116,7 @@ class TreeJournal:
         Streams: each node's latest JSON text is kept (later lines win), the rest of a line is dropped once
         read, and the merged line is written piece by piece.  Pending checkpoints join the merge from
         memory, never written as a line of their own first (a short search's whole tree is often still
-        pending).  The bytes are those of ``json.dumps`` of the merged record with compact separators.
+        pending).  The text is the compact JSON of the merged record.
         """
         pending = self._counters is not None
         if self._fh is not None:
@@ -260,12 +261,9 @@ class _Mirror:
         self.lines += 1
 
 
-#: ``json.dumps(value, separators=(",", ":"))`` without an encoder built per call (every node of every line).
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
-
-
 def _dumps(value: object) -> str:
-    return _ENCODER.encode(value)
+    """Compact JSON of a journal record or node (every node of every line: the fast encoder)."""
+    return fastjson.compact(value)
 
 
 def _flat(node: SearchNode, skip: tuple[str, ...] = ()) -> dict[str, object]:
