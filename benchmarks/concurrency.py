@@ -8,7 +8,8 @@ once) at concurrency 32 and 64, and a second concurrency-32 pass served from
 the response cache (it must pay 0 calls).  For each: wall time, paid calls, the
 critical-path bound (the most dependent rounds of any instance x latency,
 counted by LiTS's logical clock), the capacity bound (calls x latency /
-concurrency), the ratios, the solve rate and the average calls in flight.
+concurrency), the ratios, the solve rate, the average calls in flight and the
+client's CPU seconds (the server runs in a process of its own).
 
     python benchmarks/concurrency.py [--api chat|completion] [--instances 30] [--latency 0.1] [--k 4]
         [--skip-serial] [--out FILE]
@@ -45,14 +46,14 @@ def one_pass(base_url: str, examples: list, concurrency: int, k: int, root: Path
     parts = create_components("blocksworld", model, n_actions=3)
     config = MCTSConfig(n_iterations=10, n_actions=3, max_depth=6, early_stop=False, parallel_iterations=k)
     run_dir = RunDir(root).create()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with fan_out_width(concurrency):
         outcome = run_instances(
             lambda: MCTS(config, parts.policy, parts.transition, parts.reward_model,
                          checkpoint_dir=run_dir.checkpoints),
             parts, examples, run_dir, mode="search", concurrency=concurrency, progress_stream=io.StringIO(),
         )
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     busy = model.limiter.busy_area()
     model.close()
     assert not outcome.failed, outcome.failed
@@ -70,6 +71,7 @@ def one_pass(base_url: str, examples: list, concurrency: int, k: int, root: Path
         "critical_path_bound_s": round(rounds * latency, 2),
         "capacity_bound_s": round(paid * latency / concurrency, 2),
         "calls_in_flight_avg": round(busy / wall, 1),
+        "client_cpu_s": round(cpu, 2),  # this process (the server is another): what the GIL serializes
         "solved": sum(bool(r["eval"]["solved"]) for r in results.values()),
     }
 

@@ -34,3 +34,20 @@ def test_compact_or_str_writes_an_unknown_object_as_its_string():
             return "opaque"
 
     assert json.loads(fastjson.compact_or_str({"o": Opaque(), "n": float("nan")}))["o"] == "opaque"
+
+
+def test_a_request_body_never_carries_a_non_finite_number_but_may_say_nan_in_text():
+    assert json.loads(fastjson.request_body({"prompt": "NaN and Infinity é", "t": 0.7})) == {
+        "prompt": "NaN and Infinity é", "t": 0.7}
+    with pytest.raises(ValueError):
+        fastjson.request_body({"t": float("nan")})
+
+
+def test_a_reply_reads_as_json_reads_it_and_fails_with_json_s_error():
+    text = b'{"a": [1, 2.5, 1e-05, NaN, 123456789012345678901234567890], "s": "\\ud800", "a2": 1, "a2": 2}'
+    parsed = fastjson.loads(text)
+    expected = json.loads(text)
+    assert parsed["a"][:3] == expected["a"][:3] and math.isnan(parsed["a"][3]) and parsed["a"][4] == expected["a"][4]
+    assert (parsed["s"], parsed["a2"]) == (expected["s"], expected["a2"])
+    with pytest.raises(json.JSONDecodeError):
+        fastjson.loads(b"{not json")

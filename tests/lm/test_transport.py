@@ -166,3 +166,51 @@ def test_an_interrupt_cuts_a_waiting_request_short_and_its_connection_is_not_reu
         assert time.monotonic() - started < 2.0  # not the 5 s hang, nor the 5 s read timeout
         assert http.post("/x", json={}).json() == {"ok": 1}
     assert server.connections == 2
+
+
+def replying(*replies: bytes) -> Handler:
+    """Answers each request on the connection with the next reply (closing after the last one)."""
+    def handle(conn: socket.socket) -> None:
+        for reply in replies:
+            if not read_request(conn):
+                return
+            conn.sendall(reply)
+        conn.close()
+
+    return handle
+
+
+def test_a_chunked_reply_is_joined_and_its_connection_kept(serve):
+    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
+               b"4;ext=1\r\n{\"ok\r\n5\r\n\": 2}\r\n0\r\nTrailer: x\r\n\r\n")
+    server = serve(replying(chunked, OK))
+    with client(server.url) as http:
+        assert http.post("/x", json={}).json() == {"ok": 2}
+        assert http.post("/x", json={}).json() == {"ok": 1}
+    assert server.connections == 1
+
+
+def test_interim_replies_are_skipped_and_a_reply_without_length_runs_to_the_close(serve):
+    server = serve(replying(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\nX-A:  spaced  \r\n\r\n{\"ok\": 3}"))
+    with client(server.url) as http:
+        response = http.post("/x", json={})
+    assert response.json() == {"ok": 3} and response.headers["x-a"] == "spaced"
+
+
+def test_a_reply_that_says_close_is_not_reused_and_no_content_has_no_body(serve):
+    server = serve(replying(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"))
+    with client(server.url) as http:
+        assert http.post("/x", json={}).content == b""
+        http.post("/x", json={})  # a new connection, served again by the same handler
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize("reply", [b"garbage\r\n\r\n", b"HTTP/1.1 2x0 OK\r\n\r\n",
+                                   b"HTTP/1.1 200 OK\r\nContent-Length: many\r\n\r\n",
+                                   b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                                   b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 101 + b"\r\n"],
+                         ids=["no-status", "bad-code", "bad-length", "bad-chunk", "too-many-headers"])
+def test_a_malformed_reply_is_a_remote_protocol_error(serve, reply):
+    server = serve(replying(reply))
+    with client(server.url) as http, pytest.raises(httpx.RemoteProtocolError):
+        http.post("/x", json={})

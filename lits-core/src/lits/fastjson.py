@@ -42,3 +42,32 @@ def compact_or_str(value: Any) -> str:
         return (_TO_JSON or pydantic_to_json())(value, inf_nan_mode="constants", fallback=str).decode("utf-8")
     except (ValueError, TypeError):
         return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def request_body(value: Any) -> bytes:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`` in UTF-8, in value: a
+    request to a server, which must never carry NaN or an infinity (json's ValueError says so)."""
+    try:
+        out = (_TO_JSON or pydantic_to_json())(value, inf_nan_mode="constants")
+    except (ValueError, TypeError):
+        out = b"NaN"  # json says what is wrong
+    if b"NaN" in out or b"Infinity" in out:  # a non-finite number, or only text that reads so: json decides
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return out
+
+
+def loads(data: bytes | str) -> Any:
+    """``json.loads(data)``: pydantic-core's parser (a reply per model call), json's where it refuses the text
+    (a lone surrogate's escape), so every error is json's ValueError."""
+    global _FROM_JSON
+    if _FROM_JSON is None:
+        from pydantic_core import from_json
+
+        _FROM_JSON = from_json
+    try:
+        return _FROM_JSON(data)
+    except ValueError:
+        return json.loads(data)
+
+
+_FROM_JSON: Optional[Callable[..., Any]] = None

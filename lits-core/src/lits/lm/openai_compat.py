@@ -20,6 +20,7 @@ from typing import Any, Callable, Literal, Mapping, Optional
 
 import httpx
 
+from lits import fastjson
 from lits.lm.base import (
     Completion,
     GenerationParams,
@@ -327,13 +328,13 @@ class OpenAICompatibleModel(LanguageModel):
         template = self._templates.get(path)
         if template is None:
             template = self._templates[path] = self.client.build_request("POST", path)
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        content = fastjson.request_body(body)
         headers = template.headers.copy()
         headers["Content-Type"] = "application/json"
         headers["Content-Length"] = str(len(content))
         timeout = template.extensions["timeout"]
         return httpx.Request("POST", template.url, headers=headers, content=content,
-                             extensions={**extensions, "timeout": dict(timeout)})
+                             extensions={**extensions, "timeout": dict(timeout), "lits_body": body})
 
     def _post(self, path: str, body: Mapping[str, object], *, attempts: Optional[int] = None) -> dict[str, Any]:
         try:
@@ -424,7 +425,7 @@ def reply_fault(request: Optional[httpx.Request], response: httpx.Response) -> O
     response so it is decoded once.
     """
     try:
-        data = response.json()
+        data = fastjson.loads(response.content)
     except ValueError:
         return "a body that is not JSON"
     if not isinstance(data, dict):
@@ -456,6 +457,9 @@ def reply_fault(request: Optional[httpx.Request], response: httpx.Response) -> O
 def _request_json(request: Optional[httpx.Request]) -> dict[str, object]:
     if request is None:
         return {}
+    body = request.extensions.get("lits_body")  # as :meth:`OpenAICompatibleModel._request` encoded it
+    if isinstance(body, dict):
+        return body
     try:
         sent = json.loads(request.content or b"{}")
     except (ValueError, httpx.RequestNotRead):
