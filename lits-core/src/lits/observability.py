@@ -48,6 +48,11 @@ def current_context() -> dict[str, object]:
     return dict(_CONTEXT.get())
 
 
+def context_tag(name: str) -> object:
+    """One tag of the current context (None when unset), without copying the context."""
+    return _CONTEXT.get().get(name)
+
+
 @dataclass
 class InferenceRecord:
     model: str

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
-from lits.observability import current_context
+from lits.observability import context_tag
 
 FIELDS = ("replies", "unparseable", "reasks", "fallbacks")
 
@@ -25,10 +25,9 @@ _counts: dict[object, dict[str, dict[str, int]]] = {}
 def _add(field: str, amount: int, component: Optional[str]) -> None:
     if amount <= 0:
         return
-    context = current_context()
-    who = component or str(context.get("component") or "other")
+    who = component or str(context_tag("component") or "other")
     with _lock:
-        per = _counts.setdefault(context.get("instance"), {}).setdefault(who, dict.fromkeys(FIELDS, 0))
+        per = _counts.setdefault(context_tag("instance"), {}).setdefault(who, dict.fromkeys(FIELDS, 0))
         per[field] += amount
 
 

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Optional, Protocol, Sequence, TypedDict, Unpac
 from lits.concurrency import tick_round
 from lits.lm.cache import EncodedJSON, ResponseStore, encoded, request_key, sample_keys
 from lits.lm.constraints import ReplyLines, reply_lines as as_reply_lines
-from lits.observability import InferenceRecord, current_context, record_call
+from lits.observability import InferenceRecord, context_tag, record_call
 
 
 class Message(TypedDict):
@@ -231,7 +231,7 @@ class CallLimiter:
         return self._limit
 
     def __enter__(self) -> "CallLimiter":
-        instance = current_context().get("instance")
+        instance = context_tag("instance")
         priority = float(instance) if isinstance(instance, int) else float("inf")
         with self._cond:
             ticket = (priority, self._arrivals)

@@ -216,30 +216,21 @@ class ResponseCache:
 
     def get(self, key: str) -> object:
         """The JSON value stored under ``key`` (None when there is none)."""
-        try:
-            with self._lock:
-                text = self._pending.get(key)
-                if text is None:
-                    row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-                    text = row[0] if row else None
-            return json.loads(text) if text is not None else None
-        except (sqlite3.Error, ValueError) as exc:  # ValueError must not reach a policy (it means "bad output")
-            self._fail("cannot be read", exc)
+        return self.get_many((key,))[0]
 
     def get_many(self, keys: Sequence[str]) -> list[object]:
-        """:meth:`get` of each key, in one statement (a request's ``n`` samples)."""
-        if len(keys) == 1:
-            return [self.get(keys[0])]
+        """:meth:`get` of each key (a request's ``n`` samples), under one hold of the lock."""
         try:
+            texts: list[Optional[str]] = []
             with self._lock:
-                texts = {key: self._pending.get(key) for key in keys}
-                missing = [key for key, text in texts.items() if text is None]
-                if missing:
-                    marks = ",".join("?" * len(missing))
-                    texts.update(self._conn.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})",
-                                                    missing).fetchall())
-            return [None if texts[key] is None else json.loads(texts[key]) for key in keys]  # type: ignore[arg-type]
-        except (sqlite3.Error, ValueError) as exc:
+                for key in keys:
+                    text = self._pending.get(key)
+                    if text is None:
+                        row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+                        text = row[0] if row else None
+                    texts.append(text)
+            return [None if text is None else json.loads(text) for text in texts]
+        except (sqlite3.Error, ValueError) as exc:  # ValueError must not reach a policy (it means "bad output")
             self._fail("cannot be read", exc)
 
     def put(self, key: str, value: object) -> None:

@@ -20,7 +20,7 @@ from lits.components.base import Policy
 from lits.components.env_prompting import EnvPrompt, parse_action_line
 from lits.components.parsing import count_fallback, count_reask, count_reply
 from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, Message
-from lits.observability import current_context
+from lits.observability import context_tag
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 
 Strategy = Literal["auto", "rank", "generate"]
@@ -42,7 +42,7 @@ class DiversityStats:
         self._proposals: dict[object, list[tuple[str, bool]]] = {}
 
     def propose(self, action: str, duplicate: bool) -> None:
-        instance = current_context().get("instance")
+        instance = context_tag("instance")
         with self._lock:
             self._proposals.setdefault(instance, []).append((action, duplicate))
 
