@@ -146,6 +146,8 @@ MAX_HEADERS = 100
 
 @dataclass
 class Reply:
+    """One HTTP reply as :meth:`Connection.receive` read it (the body whole, as the model calls need it)."""
+
     status: int
     reason: bytes
     headers: list[tuple[bytes, bytes]]
