@@ -4,7 +4,9 @@ pydantic-core (already installed with pydantic) escapes and formats about 4x
 faster than :mod:`json`.  Its text reads back to the same values; where it
 would write something else (a lone surrogate it cannot encode, an object
 ``json`` refuses), the standard library writes, or raises, as it always did.
-pydantic-core is imported at the first use: ``lits plugins`` never needs it.
+pydantic-core is imported at the first use: ``lits plugins`` never needs it.  An
+older pydantic-core (pydantic ≥ 2.5 is all we ask) without a keyword used here
+raises TypeError, and ``json`` does the work.
 """
 
 from __future__ import annotations
@@ -61,9 +63,12 @@ def loads(data: bytes | str) -> Any:
     (a lone surrogate's escape), so every error is json's ValueError."""
     global _FROM_JSON
     if _FROM_JSON is None:
-        from pydantic_core import from_json
-
-        _FROM_JSON = from_json
+        try:
+            from pydantic_core import from_json as parser
+        except ImportError:  # a pydantic-core older than its parser: json alone
+            _FROM_JSON = json.loads
+        else:
+            _FROM_JSON = parser
     try:
         return _FROM_JSON(data)
     except ValueError:
