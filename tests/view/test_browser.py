@@ -180,6 +180,7 @@ def test_the_served_page_draws_the_run_and_offers_to_re_read_it(page: Page, runs
         assert tab.locator("#auto-refresh").count() == 1
         assert int(tab.locator("#tree-canvas").get_attribute("data-node-count") or 0) > 1
     finally:
+        page.page.goto("about:blank")  # the page's re-reads stop before the server does (no reset connection)
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
