@@ -50,10 +50,10 @@ def request_body(value: Any) -> bytes:
     """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`` in UTF-8, in value: a
     request to a server, which must never carry NaN or an infinity (json's ValueError says so)."""
     try:
-        out = (_TO_JSON or pydantic_to_json())(value, inf_nan_mode="constants")
+        out: Optional[bytes] = (_TO_JSON or pydantic_to_json())(value, inf_nan_mode="constants")
     except (ValueError, TypeError):
-        out = b"NaN"  # json says what is wrong
-    if b"NaN" in out or b"Infinity" in out:  # a non-finite number, or only text that reads so: json decides
+        out = None  # json says what is wrong
+    if out is None or b"NaN" in out or b"Infinity" in out:  # a non-finite number, or text that reads so
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
     return out
 

@@ -95,7 +95,7 @@ def _text_json(text: str) -> bytes:
     if short is not None:
         return short
     try:
-        out = (fastjson._TO_JSON or fastjson.pydantic_to_json())(text)
+        out = fastjson.pydantic_to_json()(text)
     except ValueError:  # a lone surrogate (PydanticSerializationError): Python's encoder says what is wrong
         return _KEY_ENCODER.encode(text).encode("utf-8")
     if len(text) <= 32 and len(_SHORT) < 4096:  # roles, field names, short replies: they repeat
