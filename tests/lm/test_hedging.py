@@ -174,3 +174,26 @@ def test_a_call_sent_before_anything_was_learned_is_hedged_once_replies_come_bac
                               lambda: learned[0] if learned else None, budget)
     assert response.content == b"ok" and time.monotonic() - started < 1.0
     assert budget.snapshot() == {"hedged_calls": 1, "hedges_won": 1}
+
+
+def test_a_copy_that_starts_after_the_first_copy_ended_still_settles_and_frees_its_slot():
+    from lits.lm.hedging import _Watched
+    import httpx
+
+    sent: list[httpx.Request] = []
+
+    def send(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, content=b"copy")
+
+    budget = HedgeBudget(1.0)
+    budget.count_call()
+    release = budget.take()
+    assert release is not None
+    freed = threading.Event()
+    call = _Watched(send, httpx.Request("POST", "http://x/", content=b"{}"), lambda: 0.0, budget)
+    call.copied = True  # the watcher decided to send a copy; the first copy ended (its interrupt removed) since
+    call._run_copy(lambda: (release(), freed.set()))
+    assert call.copy_ended.is_set() and freed.is_set()
+    assert call.copy_outcome is not None and call.copy_outcome[0].content == b"copy"
+    assert "lits_interrupt" not in sent[0].extensions

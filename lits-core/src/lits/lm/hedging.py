@@ -322,9 +322,11 @@ class _Watched:
     def _run_copy(self, release: Callable[[], None]) -> None:
         started = time.monotonic()
         outcome: Union[httpx.Response, BaseException]
-        copy = copy_request(self.request)
-        del copy.extensions["lits_interrupt"]  # the copy is never cut short: it is the one waited for
         try:
+            copy = copy_request(self.request)
+            # The copy is never cut short: it is the one waited for.  (The first copy may have ended and
+            # taken its interrupt off the request already, between the watcher's decision and now.)
+            copy.extensions.pop("lits_interrupt", None)
             outcome = self.send(copy)
         except BaseException as exc:  # handed to the caller's thread
             outcome = exc
