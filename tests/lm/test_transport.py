@@ -84,7 +84,7 @@ def serve() -> Iterator[Callable[[Handler], RawServer]]:
 
 
 def client(base_url: str, read: float = 5.0) -> httpx.Client:
-    return httpx.Client(base_url=base_url, transport=LeanHTTPTransport(httpx.HTTPTransport()),
+    return httpx.Client(base_url=base_url, transport=LeanHTTPTransport(httpx.HTTPTransport),
                         timeout=httpx.Timeout(connect=2.0, read=read, write=read, pool=None))
 
 
@@ -138,10 +138,23 @@ def test_https_goes_through_the_fallback_transport():
         seen.append(str(request.url))
         return httpx.Response(200, json={"ok": 1})
 
-    transport = LeanHTTPTransport(httpx.MockTransport(answer))
+    transport = LeanHTTPTransport(lambda: httpx.MockTransport(answer))
     with httpx.Client(transport=transport) as http:
         assert http.get("https://models.example/v1/models").json() == {"ok": 1}
     assert seen == ["https://models.example/v1/models"]
+
+
+def test_plain_http_never_builds_the_fallback_transport(serve):
+    built: list[str] = []
+
+    def fallback() -> httpx.BaseTransport:
+        built.append("fallback")  # httpx's transport loads the CA bundle: ~45 ms a plain-HTTP run never needs
+        return httpx.HTTPTransport()
+
+    server = serve(keep_alive)
+    with httpx.Client(base_url=server.url, transport=LeanHTTPTransport(fallback)) as http:
+        assert http.post("/x", json={}).status_code == 200
+    assert built == []
 
 
 def test_an_interrupt_cuts_a_waiting_request_short_and_its_connection_is_not_reused(serve):

@@ -11,6 +11,7 @@ message: the key is redacted and a base URL with ``user:pass@`` is refused
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -147,7 +148,7 @@ class OpenAICompatibleModel(LanguageModel):
         # TCP_NODELAY: a request's headers and body leave at once instead of waiting on an ACK.
         # Plain-HTTP servers go through the lean transport (a fraction of httpx's CPU per call).
         inner = LeanHTTPTransport(
-            httpx.HTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]))
+            lambda: httpx.HTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]))
         transport = RetryTransport(_StopGate(inner), policy=self.policy,
                                    check=reply_fault, stats=self._faults)
         self._transport = transport
@@ -167,9 +168,9 @@ class OpenAICompatibleModel(LanguageModel):
         """An idle ``--concurrency`` slot for a hedged copy (its release), or None."""
         return self.limiter.give_back if self.limiter.try_take() else None
 
-    @property
+    @functools.cached_property
     def display_url(self) -> str:
-        """The base URL as it may be shown: never with credentials."""
+        """The base URL as it may be shown: never with credentials (worked out once: every reply names it)."""
         shown = str(httpx.URL(self.base_url, params=self._query)) if self._query else self.base_url
         return redact_text(redact_url(shown), self._secrets)
 

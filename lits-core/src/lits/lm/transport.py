@@ -19,7 +19,7 @@ import http.client
 import socket
 import threading
 from dataclasses import dataclass
-from typing import BinaryIO, Optional
+from typing import BinaryIO, Callable, Optional
 
 import httpx
 
@@ -62,13 +62,25 @@ _Key = tuple[str, int]
 
 
 class LeanHTTPTransport(httpx.BaseTransport):
-    """Plain-HTTP requests over reused :class:`Connection` s; the rest via ``fallback``."""
+    """Plain-HTTP requests over reused :class:`Connection` s; the rest via the transport ``fallback()`` makes.
 
-    def __init__(self, fallback: httpx.BaseTransport) -> None:
-        self.fallback = fallback
+    The fallback is made on its first request: httpx's transport loads the CA bundle (~45 ms), which
+    a plain-HTTP server never needs.
+    """
+
+    def __init__(self, fallback: Callable[[], httpx.BaseTransport]) -> None:
+        self._make_fallback = fallback
+        self._fallback: Optional[httpx.BaseTransport] = None
         self._idle: dict[_Key, list[Connection]] = {}
         self._lock = threading.Lock()
         self._closed = False
+
+    @property
+    def fallback(self) -> httpx.BaseTransport:
+        with self._lock:
+            if self._fallback is None:
+                self._fallback = self._make_fallback()
+            return self._fallback
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
@@ -136,7 +148,8 @@ class LeanHTTPTransport(httpx.BaseTransport):
             self._idle.clear()
         for conn in idle:
             conn.close()
-        self.fallback.close()
+        if self._fallback is not None:
+            self._fallback.close()
 
 
 #: What one HTTP reply may hold before it counts as malformed (as :mod:`http.client` limits it).
