@@ -197,3 +197,30 @@ def test_a_copy_that_starts_after_the_first_copy_ended_still_settles_and_frees_i
     assert call.copy_ended.is_set() and freed.is_set()
     assert call.copy_outcome is not None and call.copy_outcome[0].content == b"copy"
     assert "lits_interrupt" not in sent[0].extensions
+
+
+def test_after_many_hedged_calls_every_concurrency_slot_is_free_again(upstream, quick_model):
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = quick_model(upstream.base_url, hedge_share=1.0, read_timeout=5.0, patience_floor=1.0, concurrency=4)
+    warm_up(model)  # instant replies: the hedge delay falls to its 50 ms floor
+    upstream.latency = 0.06  # every call now outlasts it: copies race the first copies' answers
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(lambda i: model.complete(f"question {i}").text, range(40)))
+    assert answers == [f"reply to {i}" for i in range(40)]
+    assert model.fault_stats()["hedged_calls"] > 0
+    assert all_slots_come_back(model), "a hedged copy kept its --concurrency slot"
+
+
+def all_slots_come_back(model: OpenAICompatibleModel, within: float = 5.0) -> bool:
+    """Whether every ``--concurrency`` slot is free within ``within`` seconds (copies that lost end late)."""
+    deadline = time.monotonic() + within
+    while True:
+        taken = 0
+        while taken < model.limiter.limit and model.limiter.try_take():
+            taken += 1
+        for _ in range(taken):
+            model.limiter.give_back()
+        if taken == model.limiter.limit or time.monotonic() > deadline:
+            return taken == model.limiter.limit
+        time.sleep(0.05)
