@@ -72,20 +72,28 @@ def join_facts(facts: list[str]) -> str:
     return ", ".join(facts[:-1]) + " and " + facts[-1]
 
 
+_BETWEEN_FACTS = re.compile(r",\s*|\s+and\s+")
+
+
 def split_facts(text: str) -> list[str]:
-    parts = re.split(r",\s*|\s+and\s+", text.strip().rstrip("."))
+    parts = _BETWEEN_FACTS.split(text.strip().rstrip("."))
     return [p.strip().lower() for p in parts if p.strip()]
 
 
 @lru_cache(maxsize=8192)
+def facts(world: World) -> tuple[str, ...]:
+    """The world's facts in the fixed order :func:`render` joins them in."""
+    out = [f"the {b} block is clear" for b in sorted(world.clear(), key=_rank)]
+    out.append(f"the hand is holding the {world.holding} block" if world.holding else "the hand is empty")
+    below = sorted(world.below, key=lambda kv: _rank(kv[0]))
+    out += [f"the {b} block is on top of the {under} block" for b, under in below if under != "table"]
+    out += [f"the {b} block is on the table" for b, under in below if under == "table"]
+    return tuple(out)
+
+
+@lru_cache(maxsize=8192)
 def render(world: World) -> str:
-    facts = [f"the {b} block is clear" for b in sorted(world.clear(), key=_rank)]
-    facts.append(f"the hand is holding the {world.holding} block" if world.holding else "the hand is empty")
-    support = world.support
-    on = [b for b in sorted(support, key=_rank) if support[b] != "table"]
-    facts += [f"the {b} block is on top of the {support[b]} block" for b in on]
-    facts += [f"the {b} block is on the table" for b in sorted(support, key=_rank) if support[b] == "table"]
-    return join_facts(facts)
+    return join_facts(list(facts(world)))
 
 
 @lru_cache(maxsize=8192)
@@ -172,15 +180,20 @@ def apply_action(env_state: str, action: str) -> str:
 
 
 def goal_facts(goals: str) -> list[str]:
-    return [f for f in split_facts(goals) if f]
+    return list(_goal_facts(goals))
+
+
+@lru_cache(maxsize=1024)
+def _goal_facts(goals: str) -> tuple[str, ...]:
+    return tuple(f for f in split_facts(goals) if f)
 
 
 @lru_cache(maxsize=8192)
 def goal_check(goals: str, env_state: str) -> tuple[bool, float]:
     """(every goal fact holds, fraction of goal facts that hold)."""
-    wanted = goal_facts(goals)
+    wanted = _goal_facts(goals)
     if not wanted:
         return True, 1.0
-    have = set(split_facts(render(parse_state(env_state))))
+    have = set(facts(parse_state(env_state)))
     met = sum(1 for f in wanted if f in have)
     return met == len(wanted), met / len(wanted)
