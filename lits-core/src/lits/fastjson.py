@@ -15,6 +15,7 @@ import json
 from typing import Any, Callable, Optional
 
 _TO_JSON: Optional[Callable[..., bytes]] = None
+_FROM_JSON: Optional[Callable[..., Any]] = None
 #: ``json.dumps(value, separators=(",", ":"))`` without an encoder built per call.
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
 
@@ -73,6 +74,3 @@ def loads(data: bytes | str) -> Any:
         return _FROM_JSON(data)
     except ValueError:
         return json.loads(data)
-
-
-_FROM_JSON: Optional[Callable[..., Any]] = None

@@ -110,15 +110,13 @@ _SHORT: dict[str, bytes] = {}
 def _messages_json(items: Sequence[object]) -> Optional[bytes]:
     """A list of chat messages (dicts of strings) encoded in one pass, or None for anything else."""
     parts = []
-    short = _SHORT
     for message in items:
         if type(message) is not dict:
             return None
         if len(message) == 2:  # the usual {"role": ..., "content": ...}, its keys in sorted order
             role, content = message.get("role"), message.get("content")
             if type(role) is str and type(content) is str:
-                parts.append(b'{"content": ' + _text_json(content) + b', "role": '
-                             + (short.get(role) or _text_json(role)) + b"}")
+                parts.append(b'{"content": ' + _text_json(content) + b', "role": ' + _text_json(role) + b"}")
                 continue
         fields = []
         for key, text in sorted(message.items()):
