@@ -89,13 +89,16 @@ def test_resume_of_a_run_with_an_object_needs_the_object_again(tmp_path: Path) -
 
 def test_run_async_works_inside_a_running_event_loop(tmp_path: Path) -> None:
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     spec = lits.RunSpec(command="chain", dataset="blocksworld", model="scripted", limit=1, save_dir=tmp_path / "r")
 
     async def main() -> lits.RunResult:
         return await lits.run_async(spec)
 
-    assert asyncio.run(main()).instances[0].finished
+    # A thread of its own: a session fixture (Playwright's sync API) may hold the worker thread's event loop.
+    with ThreadPoolExecutor(1) as thread:
+        assert thread.submit(asyncio.run, main()).result().instances[0].finished
 
 
 def test_importing_lits_does_not_load_the_api_until_it_is_used() -> None:
