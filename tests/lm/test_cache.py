@@ -168,3 +168,28 @@ def test_several_keys_are_read_at_once_from_stored_and_pending_answers_in_their_
     cache.put("pending", "é")
     values = cache.get_many(["pending", "absent", "also", "stored"])
     assert values[:2] == ["é", None] and values[2][1] == float("-inf") and values[3] == {"text": "a"}
+
+
+def test_a_new_cache_answers_requests_it_never_stored_without_asking_sqlite(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    statements: list[str] = []
+    cache._conn.set_trace_callback(statements.append)
+    assert cache.get_many(["never", "stored"]) == [None, None]
+    assert not [s for s in statements if s.startswith("SELECT")]
+
+
+def test_a_new_cache_reads_back_the_answers_it_committed(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("k", {"answer": 1})
+    cache.commit()
+    assert cache.get("k") == {"answer": 1}
+
+
+def test_a_new_cache_finds_what_another_connection_stored_once_it_commits_again(tmp_path):
+    path = tmp_path / "c.sqlite"
+    mine, theirs = ResponseCache(path), ResponseCache(path)
+    theirs.put("theirs", "their answer")
+    theirs.commit()
+    mine.put("mine", "my answer")
+    mine.commit()
+    assert mine.get_many(["theirs", "mine"]) == ["their answer", "my answer"]

@@ -158,6 +158,9 @@ class ResponseStore(Protocol):
 #: :func:`commit_all` or ``close`` runs: a commit per call cost more than the rest of the cache's work.
 GROUP_ROWS = 128
 GROUP_SECONDS = 1.0
+#: A cache that was empty when opened answers misses without SQL while it holds only its own answers, for at
+#: most this many of them (their keys are kept in memory to tell its hits from misses).
+FRESH_KEYS = 100_000
 #: The caches open in this process: a new one on the same file first commits their pending answers.
 _OPEN: "weakref.WeakSet[ResponseCache]" = weakref.WeakSet()
 _OPEN_LOCK = threading.Lock()
@@ -176,6 +179,8 @@ class ResponseCache:
 
     An answer is in the pending file (``PATH.pending-*``, locked by its process) before ``put`` returns;
     whoever opens the cache after that process died stores the file's answers in SQLite and removes it.
+    A cache that was empty when opened (a new run's) looks up only the keys it stored itself, until a
+    commit finds that another connection wrote to the file.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -185,6 +190,8 @@ class ResponseCache:
         self._since = 0.0
         self._side: Optional[TextIO] = None
         self._side_path: Optional[Path] = None
+        self._own: Optional[set[str]] = None  # the keys it stored, while they are all the file holds
+        self._version: object = None
         blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
         if blocker is not None:
             raise CacheError(self.path, f"cannot be created ({blocker} is a file, not a folder)")
@@ -207,6 +214,11 @@ class ResponseCache:
         for other in others:  # this process's answers: visible to the new connection at once
             other.commit()
         self._recover()
+        try:
+            if self._conn.execute("SELECT 1 FROM responses LIMIT 1").fetchone() is None:
+                self._own, self._version = set(), self._data_version()
+        except sqlite3.Error as exc:
+            self._fail("cannot be read", exc)
 
     def _fail(self, what: str, exc: BaseException, question: str = "") -> NoReturn:
         detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
@@ -221,9 +233,10 @@ class ResponseCache:
         try:
             texts: list[Optional[str]] = []
             with self._lock:
+                own = self._own
                 for key in keys:
                     text = self._pending.get(key)
-                    if text is None:
+                    if text is None and (own is None or key in own):
                         row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
                         text = row[0] if row else None
                     texts.append(text)
@@ -279,6 +292,8 @@ class ResponseCache:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+            if self._own is not None:
+                self._note_own()
         except sqlite3.Error as exc:
             self._fail("cannot be written", exc, ": is the disk full?")
         self._pending.clear()
@@ -286,6 +301,19 @@ class ResponseCache:
             with contextlib.suppress(OSError):  # stored: at worst a later open stores them again
                 self._side.seek(0)
                 self._side.truncate()
+
+    def _note_own(self) -> None:
+        """Remember the keys just committed, or stop skipping look-ups once another connection has written
+        (it is seen at the next commit: until then its answers are asked for again, never lost)."""
+        assert self._own is not None
+        if self._data_version() != self._version or len(self._own) + len(self._pending) > FRESH_KEYS:
+            self._own = None
+            return
+        self._own.update(self._pending)
+
+    def _data_version(self) -> object:
+        """SQLite's count of commits by other connections to this file (ours leave it unchanged)."""
+        return self._conn.execute("PRAGMA data_version").fetchone()[0]
 
     def _open_side(self) -> TextIO:
         """This cache's pending file, locked for as long as the process lives."""
