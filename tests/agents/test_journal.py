@@ -234,3 +234,62 @@ def test_the_journal_that_wrote_the_lines_compacts_them_from_memory_to_the_same_
     search_cls(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
     assert len(seen) > 3
     assert path.read_text() == _merged_in_memory(seen)
+
+
+def _journaled_node(path, node_id):
+    return next(n for line in _journal_lines(path) for n in line["nodes"] if n["id"] == node_id)
+
+
+def _env_tree():
+    """A root, a child whose state is its parent's plus a step (as a transition copies it), and a grandchild
+    whose state was rebuilt from scratch (it shares no step object with its parent's)."""
+    from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
+    from lits.structures.node import MCTSNode
+
+    def step(text):
+        return EnvStep(action=EnvAction(text), next_state=f"after {text}")
+
+    root = MCTSNode(id=0, state=EnvState(init_state="start"))
+    child = root.add_child(MCTSNode(id=1, state=root.state.copy()))
+    child.state.append(step("a"))
+    rebuilt = EnvState(init_state="start")
+    rebuilt.extend([step("a"), step("b")])
+    grandchild = child.add_child(MCTSNode(id=2, state=rebuilt))
+    return root, child, grandchild
+
+
+def test_a_childs_state_is_journaled_as_the_steps_after_its_parents(tmp_path):
+    journal = TreeJournal(tmp_path / "0.journal.jsonl")
+    root, child, grandchild = _env_tree()
+    journal.append(0, 3, {}, [root, child, grandchild], [])
+    journal.close()
+    state = _journaled_node(journal.path, 1)["state"]
+    assert state["parent_steps"] == 0 and [s["action"]["text"] for s in state["steps"]] == ["a"]
+    assert "init_state" not in state
+
+
+def test_a_state_that_does_not_share_its_parents_steps_is_journaled_whole(tmp_path):
+    journal = TreeJournal(tmp_path / "0.journal.jsonl")
+    root, child, grandchild = _env_tree()
+    journal.append(0, 3, {}, [root, child, grandchild], [])
+    journal.close()
+    state = _journaled_node(journal.path, 2)["state"]
+    assert "parent_steps" not in state and len(state["steps"]) == 2 and state["init_state"] == "start"
+
+
+def test_states_journaled_as_their_parents_plus_steps_replay_to_the_same_states(tmp_path):
+    journal = TreeJournal(tmp_path / "0.journal.jsonl")
+    root, child, grandchild = _env_tree()
+    journal.append(0, 3, {}, [root, child, grandchild], [])
+    journal.close()
+    replayed, _ = TreeJournal(journal.path).replay()
+    assert replayed.to_dict() == root.to_dict()
+    assert type(replayed.children[0].state) is type(child.state)
+
+
+def test_a_deep_nodes_journal_record_is_no_larger_than_a_shallow_ones(parts, tmp_path):
+    config = MCTSConfig(n_iterations=30, max_depth=8, early_stop=False)
+    MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
+    nodes = [n for line in _journal_lines(tmp_path / "0.journal.jsonl") for n in line["nodes"] if n.get("state")]
+    size = {n["depth"]: len(json.dumps(n["state"])) for n in nodes}
+    assert max(size) >= 5 and size[max(size)] <= size[1] + 20

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Optional, Protocol, Sequence, TypedDict
+from typing import Any, Iterator, Mapping, Optional, Protocol, Sequence, TypedDict
 
 from lits.structures.base import State, Step, field_names
 from lits.type_registry import PLAIN, deserialize, register_type, serialize
@@ -75,11 +75,16 @@ class SearchNode:
         out["children"] = [c.to_dict() for c in self.children]
         return out
 
-    def to_flat_dict(self, skip: tuple[str, ...] = ()) -> dict[str, object]:
-        """This node's own fields (no parent, no children): one journal record."""
+    def to_flat_dict(self, skip: tuple[str, ...] = (),
+                     given: Optional[Mapping[str, object]] = None) -> dict[str, object]:
+        """This node's own fields (no parent, no children): one journal record; ``given`` fields are taken
+        as they are (already serialized)."""
         out: dict[str, object] = {"__type__": type(self).__name__}
         for name in field_names(type(self)):
             if name not in self._SKIP and name not in skip:
+                if given is not None and name in given:
+                    out[name] = given[name]
+                    continue
                 value = getattr(self, name)
                 out[name] = value if type(value) in PLAIN else serialize(value)
         return out
@@ -100,6 +105,10 @@ class SearchNode:
             child.parent = node
             node.children.append(child)
         return node
+
+
+#: The key of a journaled state that holds only the steps after its parent's (their number is its value).
+PARENT_STEPS = "parent_steps"
 
 
 @register_type

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NotRequired, Optional, TypedDict
 
-from lits.structures.node import backpropagate
+from lits.structures.node import PARENT_STEPS, backpropagate
 
 #: Characters of a label drawn beside a node (the details panel has the whole text).
 LABEL_CHARS = 60
@@ -99,10 +99,12 @@ def _readable(value: object, indent: int) -> list[str]:
 
 
 def own_state(state: object) -> object:
-    """The part of a state this node added: its last step (earlier steps belong to its ancestors)."""
+    """The part of a state this node added: its last step (earlier steps belong to its ancestors; a journal
+    may hold only the steps after its parent's, and their number)."""
     if isinstance(state, dict) and isinstance(state.get("steps"), list) and state["steps"]:
-        rest = {k: v for k, v in state.items() if k not in ("steps", "__type__")}
-        shown: dict[str, object] = {f"step {len(state['steps'])} (this node's)": state["steps"][-1]}
+        rest = {k: v for k, v in state.items() if k not in ("steps", "__type__", PARENT_STEPS)}
+        number = len(state["steps"]) + int(state.get(PARENT_STEPS) or 0)
+        shown: dict[str, object] = {f"step {number} (this node's)": state["steps"][-1]}
         return {**shown, **{k: v for k, v in rest.items() if not isinstance(v, (dict, list)) or len(str(v)) < 400}}
     return state
 

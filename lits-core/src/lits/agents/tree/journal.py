@@ -4,9 +4,12 @@ Each line holds the nodes created or changed since the last line (their own
 fields and parent id, never their subtrees), the leaves whose paths were
 backed up (MCTS visits: one id per iteration, the values are recomputed from
 the journaled rewards on replay), the policy's new proposals, the iteration
-counter, the next node id and the search statistics.  Disk per run grows with
-nodes, not nodes × iterations, and the cost of a checkpoint does not grow with
-the tree.  When an instance finishes, the lines are merged into one.
+counter, the next node id and the search statistics.  A node whose state is its
+parent's plus steps is written with those steps alone (``parent_steps``: how
+many it shares), so a record costs one step at any depth.  Disk per run grows
+with nodes, not nodes × iterations or depth, and the cost of a checkpoint does
+not grow with the tree.  When an instance finishes, the lines are merged into
+one.
 
 Compaction and replay read the journal a line at a time: compaction keeps only
 the latest JSON text of each node (never every line's parsed dicts), replay only
@@ -26,9 +29,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
 
 from lits import fastjson
-from lits.structures.base import atomic_writer
-from lits.structures.node import SearchNode
-from lits.type_registry import deserialize
+from lits.structures.base import TrajectoryState, atomic_writer
+from lits.structures.node import PARENT_STEPS, SearchNode
+from lits.type_registry import deserialize, serialize
 
 #: Checkpoints closer together than this share one journal line (a kill loses at most this
 #: much work, which a resume redoes from the response cache; the clock decides only how
@@ -190,8 +193,10 @@ class TreeJournal:
         for record in self._records():
             last = record
             proposals.extend((str(a), bool(d)) for a, d in record.get("proposals") or [])
+            deltas: dict[int, dict[str, Any]] = {}
             for flat in record["nodes"]:
-                _apply(nodes, flat)
+                _apply(nodes, flat, deltas)
+            _rebuild_states(nodes, deltas, self.path)
             leaves = record.get("paths") or []
             if leaves and backup is None:
                 raise JournalError(f"{self.path}: backed-up paths but no backup to replay them with")
@@ -267,15 +272,37 @@ def _dumps(value: object) -> str:
 
 
 def _flat(node: SearchNode, skip: tuple[str, ...] = ()) -> dict[str, object]:
-    out = node.to_flat_dict(skip=skip)
+    delta = _state_delta(node)
+    out = node.to_flat_dict(skip=skip, given=None if delta is None else {"state": delta})
     out["parent"] = node.parent.id if node.parent is not None else None
     return out
 
 
-def _apply(nodes: dict[int, SearchNode], flat: dict[str, Any]) -> None:
+def _state_delta(node: SearchNode) -> Optional[dict[str, object]]:
+    """A state that is its parent's plus steps, as those steps alone (None: journal it whole).
+
+    Its parent's steps must be its first steps (the very objects, as a transition's copy shares them) and
+    its other fields equal; the record then costs one step, not the whole trajectory.
+    """
+    state, parent = node.state, node.parent
+    if parent is None or not isinstance(state, TrajectoryState) or type(parent.state) is not type(state):
+        return None
+    base: TrajectoryState[Any] = parent.state  # type: ignore[assignment]
+    shared = len(base)
+    if len(state) < shared or any(a is not b for a, b in zip(base, state)):
+        return None
+    if state._extra_fields() != base._extra_fields():
+        return None
+    return {"__type__": type(state).__name__, PARENT_STEPS: shared, "steps": [serialize(s) for s in state[shared:]]}
+
+
+def _apply(nodes: dict[int, SearchNode], flat: dict[str, Any], deltas: dict[int, dict[str, Any]]) -> None:
     flat = dict(flat)
     parent_id = flat.pop("parent", None)
     node_id = int(flat["id"])
+    state = flat.get("state")
+    if type(state) is dict and PARENT_STEPS in state:  # rebuilt from its parent's once the record is read
+        deltas[node_id] = flat.pop("state")
     known = nodes.get(node_id)
     if known is not None:
         known.update_from_flat(flat)
@@ -288,3 +315,21 @@ def _apply(nodes: dict[int, SearchNode], flat: dict[str, Any]) -> None:
             raise JournalError(f"node {node_id} refers to unknown parent {parent_id}")
         node.parent = parent
         parent.children.append(node)
+
+
+def _rebuild_states(nodes: dict[int, SearchNode], deltas: dict[int, dict[str, Any]], path: Path) -> None:
+    """Each journaled-as-delta state: its parent's state (rebuilt first) copied, plus its own steps."""
+    for node_id in sorted(deltas):
+        chain = []
+        node: Optional[SearchNode] = nodes[node_id]
+        while node is not None and node.id in deltas:  # ancestors in this record come first
+            chain.append(node)
+            node = node.parent
+        for node in reversed(chain):
+            delta = deltas.pop(node.id)
+            base = node.parent.state if node.parent is not None else None
+            if not isinstance(base, TrajectoryState) or len(base) != delta[PARENT_STEPS]:
+                raise JournalError(f"{path}: node {node.id}'s state extends a parent state the journal lacks")
+            state = base.copy()
+            list.extend(state, [deserialize(step) for step in delta["steps"]])
+            node.state = state
