@@ -54,3 +54,30 @@ def test_tree_parallel_rollouts_that_end_below_one_node_reopen_it_once_and_alike
     sequential, _ = _tree_of_a_parallel_run(0, width=1)
     assert all(twins == 0 for _tree, twins in trees)
     assert [first_difference(tree, sequential) for tree, _twins in trees] == [None] * 4  # NaN values equal too
+
+
+def test_the_bn_evaluator_samples_at_bn_temperature_and_the_search_elsewhere_at_its_own():
+    import tempfile
+    from pathlib import Path
+
+    from lits.registry import get_registration, isolated_registry
+    from lits.testing import search_conformance as kit
+
+    seen: list[tuple[str, float]] = []
+    with isolated_registry(), tempfile.TemporaryDirectory() as tmp:
+        kit._register_toy()
+        config = kit._config("x", get_registration("search", "mcts"), {
+            "add_continuation": True, "bn_method": "sc_exact", "bn_temperature": 0.3, "temperature": 0.8,
+            "n_actions": 2, "max_depth": 3, "n_iterations": 12, "early_stop": False})
+        run = kit._Run(get_registration("search", "mcts").obj, config, Path(tmp))
+        propose = run.search.policy.get_actions
+
+        def recorded(*args, **kwargs):
+            seen.append((kwargs["from_phase"], kwargs["temperature"]))
+            return propose(*args, **kwargs)
+
+        run.search.policy.get_actions = recorded
+        stats = run.run().stats
+    assert stats["bn_samples"] >= 2 and stats.get("bn_reopened", 0) >= 1
+    assert {t for phase, t in seen if phase != "reopen"} == {0.3}
+    assert {t for phase, t in seen if phase == "reopen"} == {0.8}

@@ -31,6 +31,9 @@ class TreeSearchConfig(BaseModel):
     bn_threshold: Optional[float] = Field(None, ge=0, le=1, description="branch when the BN score (0: no need, "
                                           "1: surely needed) exceeds this (default: 0 for sc/sc_exact, 0.6 for "
                                           "entropy, 0.5 for direct)")
+    bn_temperature: Optional[float] = Field(None, ge=0, le=2, description="temperature of the steps sc, sc_exact "
+                                            "and entropy sample (default: temperature); lower makes a confident "
+                                            "policy's samples agree, so its settled steps continue")
     whole_solution: bool = Field(False, description="language tasks: each child is the rest of the solution, "
                                  "written in one reply (the search then chooses among whole solutions)")
     greedy_first: bool = Field(False, description="the first of a node's n_actions steps is decoded greedily "

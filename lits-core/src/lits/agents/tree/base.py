@@ -293,16 +293,18 @@ class BaseTreeSearch(ABC):
         with self.phase(phase, depth=node.depth, iteration=self.iteration):
             return self.sample(node, self.config.n_actions, phase)
 
-    def sample(self, node: SearchNode, n: int, phase: str = "expand", *, count: bool = True) -> list[Step]:
+    def sample(self, node: SearchNode, n: int, phase: str = "expand", *, count: bool = True,
+               temperature: Optional[float] = None) -> list[Step]:
         """``n`` steps from the policy for ``node`` (counted as an expansion unless ``count`` is false).
 
+        ``temperature`` overrides the search's (the BN evaluator samples at its own).
         With ``greedy_first`` the first step is decoded at temperature 0 (the step a greedy chain takes).
         With ``sibling_aware``, a node that got fewer distinct steps than ``n`` asks again (at most
         :data:`SIBLING_ROUNDS` times, each hotter) for the missing ones, passing the steps it has as ``exclude``.
         """
         # Passed only when set: a policy written before the option existed need not take it.
         whole = {"whole_solution": True} if getattr(self.config, "whole_solution", False) else {}
-        temperature = self.config.temperature
+        temperature = self.config.temperature if temperature is None else temperature
         greedy = 1 if getattr(self.config, "greedy_first", False) and temperature > 0 else 0
         steps: list[Step] = []
         for k, temp in ((greedy, 0.0), (n - greedy, temperature)):

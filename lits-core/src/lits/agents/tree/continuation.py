@@ -17,6 +17,8 @@ extra fast rewards, transitions or rewards for them.  The evaluators:
   text clusters exceeds ``bn_threshold`` (default 0.6: a 2-1 split of three
   samples continues, a 1-1-1 split branches).
 
+The sampling methods draw at ``bn_temperature`` (default: the search's).
+
 Each verdict is kept on its node (``SearchNode.branching``: method, branch,
 score, why), journaled with it, and counted in ``search_stats``:
 ``bn_decisions``, ``bn_branched``, ``bn_continued``, ``bn_calls`` (calls the
@@ -133,7 +135,7 @@ def _candidates(search: BaseTreeSearch, node: SearchNode, phase: str, k: int) ->
 
     def one(j: int) -> list[Step]:
         with sampling_stream(j), call_context(sample=j):
-            return search.sample(node, 1, phase, count=False)[:1]
+            return search.sample(node, 1, phase, count=False, temperature=search.config.bn_temperature)[:1]
 
     drawn = [step for steps in parallel_map(one, range(k)) for step in steps]
     usable = [s for s in drawn if not getattr(s, "error", None)]
