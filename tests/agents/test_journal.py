@@ -293,3 +293,27 @@ def test_a_deep_nodes_journal_record_is_no_larger_than_a_shallow_ones(parts, tmp
     nodes = [n for line in _journal_lines(tmp_path / "0.journal.jsonl") for n in line["nodes"] if n.get("state")]
     size = {n["depth"]: len(json.dumps(n["state"])) for n in nodes}
     assert max(size) >= 5 and size[max(size)] <= size[1] + 20
+
+
+def test_a_state_that_writes_itself_its_own_way_is_journaled_whole(tmp_path):
+    from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
+    from lits.structures.node import MCTSNode
+    from lits.type_registry import register_type
+
+    @register_type
+    class NotedEnvState(EnvState):
+        def to_dict(self):
+            return {**super().to_dict(), "note": f"{len(self)} steps"}
+
+        @classmethod
+        def from_dict(cls, payload):
+            return super().from_dict({k: v for k, v in payload.items() if k != "note"})
+
+    root = MCTSNode(id=0, state=NotedEnvState(init_state="start"))
+    child = root.add_child(MCTSNode(id=1, state=root.state.copy()))
+    child.state.append(EnvStep(action=EnvAction("a"), next_state="after a"))
+    journal = TreeJournal(tmp_path / "0.journal.jsonl")
+    journal.append(0, 2, {}, [root, child], [])
+    journal.close()
+    assert _journaled_node(journal.path, 1)["state"]["note"] == "1 steps"
+    assert TreeJournal(journal.path).replay()[0].to_dict() == root.to_dict()

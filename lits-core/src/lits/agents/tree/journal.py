@@ -21,6 +21,7 @@ read, and the file is truncated to its last whole line before more is appended.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -287,6 +288,8 @@ def _state_delta(node: SearchNode) -> Optional[dict[str, object]]:
     state, parent = node.state, node.parent
     if parent is None or not isinstance(state, TrajectoryState) or type(parent.state) is not type(state):
         return None
+    if not _plain_trajectory(type(state)):
+        return None
     base: TrajectoryState[Any] = parent.state  # type: ignore[assignment]
     shared = len(base)
     if len(state) < shared or any(a is not b for a, b in zip(base, state)):
@@ -294,6 +297,14 @@ def _state_delta(node: SearchNode) -> Optional[dict[str, object]]:
     if state._extra_fields() != base._extra_fields():
         return None
     return {"__type__": type(state).__name__, PARENT_STEPS: shared, "steps": [serialize(s) for s in state[shared:]]}
+
+
+@functools.lru_cache(maxsize=None)
+def _plain_trajectory(cls: type) -> bool:
+    """A list-of-steps state serialized as :class:`TrajectoryState` does (one that writes itself its own way
+    is journaled whole)."""
+    return (issubclass(cls, TrajectoryState) and cls.to_dict is TrajectoryState.to_dict
+            and cls.from_dict.__func__ is TrajectoryState.from_dict.__func__)  # type: ignore[attr-defined]
 
 
 def _apply(nodes: dict[int, SearchNode], flat: dict[str, Any], deltas: dict[int, dict[str, Any]]) -> None:
