@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-#: The layout's version, written into config.json as ``format``. 1: the layout above.
-FORMAT = 1
+#: The layout's version, written into config.json as ``format``. 1: the layout above. 2: a journaled node's
+#: state may hold only the steps after its parent's (``parent_steps``), which format 1's readers would misread.
+FORMAT = 2
 
 CONFIG = "config.json"
 INFERENCE_LOG = "inference.jsonl"
