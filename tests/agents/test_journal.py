@@ -258,31 +258,32 @@ def _env_tree():
     return root, child, grandchild
 
 
-def test_a_childs_state_is_journaled_as_the_steps_after_its_parents(tmp_path):
+@pytest.fixture
+def journaled_env_tree(tmp_path):
+    """The tree of :func:`_env_tree` journaled in one checkpoint: the journal's path, the root and the child."""
     journal = TreeJournal(tmp_path / "0.journal.jsonl")
     root, child, grandchild = _env_tree()
     journal.append(0, 3, {}, [root, child, grandchild], [])
     journal.close()
-    state = _journaled_node(journal.path, 1)["state"]
+    return journal.path, root, child
+
+
+def test_a_childs_state_is_journaled_as_the_steps_after_its_parents(journaled_env_tree):
+    path, _root, _child = journaled_env_tree
+    state = _journaled_node(path, 1)["state"]
     assert state["parent_steps"] == 0 and [s["action"]["text"] for s in state["steps"]] == ["a"]
     assert "init_state" not in state
 
 
-def test_a_state_that_does_not_share_its_parents_steps_is_journaled_whole(tmp_path):
-    journal = TreeJournal(tmp_path / "0.journal.jsonl")
-    root, child, grandchild = _env_tree()
-    journal.append(0, 3, {}, [root, child, grandchild], [])
-    journal.close()
-    state = _journaled_node(journal.path, 2)["state"]
+def test_a_state_that_does_not_share_its_parents_steps_is_journaled_whole(journaled_env_tree):
+    path, _root, _child = journaled_env_tree
+    state = _journaled_node(path, 2)["state"]
     assert "parent_steps" not in state and len(state["steps"]) == 2 and state["init_state"] == "start"
 
 
-def test_states_journaled_as_their_parents_plus_steps_replay_to_the_same_states(tmp_path):
-    journal = TreeJournal(tmp_path / "0.journal.jsonl")
-    root, child, grandchild = _env_tree()
-    journal.append(0, 3, {}, [root, child, grandchild], [])
-    journal.close()
-    replayed, _ = TreeJournal(journal.path).replay()
+def test_states_journaled_as_their_parents_plus_steps_replay_to_the_same_states(journaled_env_tree):
+    path, root, child = journaled_env_tree
+    replayed, _ = TreeJournal(path).replay()
     assert replayed.to_dict() == root.to_dict()
     assert type(replayed.children[0].state) is type(child.state)
 
