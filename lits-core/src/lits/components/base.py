@@ -171,8 +171,13 @@ class Transition(Component, Generic[StateT, ActionT]):
         e.g. SQL that does not compile) arrives as an error step, appended without being executed."""
         from lits.memory.notes import checked
 
+        return self._run_step(state, checked(state, step_or_action), query_or_goals, from_phase, **kwargs)
+
+    def _run_step(self, state: StateT, step_or_action: object, query_or_goals: object, from_phase: str,
+                  **kwargs: object) -> tuple[StateT, dict[str, object]]:
+        """``_step`` under the transition's call context (for a subclass that has checked the step already)."""
         with call_context(component="transition", **_phase(from_phase)):
-            return self._step(state, checked(state, step_or_action), query_or_goals, **kwargs)
+            return self._step(state, step_or_action, query_or_goals, **kwargs)
 
     @abstractmethod
     def _step(

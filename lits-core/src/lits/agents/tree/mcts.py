@@ -20,7 +20,7 @@ def uct_score(child: MCTSNode, parent_visits: int, w_exp: float) -> float:
 
 
 def uct_select(node: MCTSNode, w_exp: float) -> MCTSNode:
-    children = cast(list[MCTSNode], node.children)
+    children = cast("list[MCTSNode]", node.children)
     return max(children, key=lambda c: (uct_score(c, node.visits, w_exp), -c.id))
 
 
@@ -71,8 +71,7 @@ class MCTS(BaseTreeSearch):
         if not leaf.is_terminal and leaf.depth < self.config.max_depth:
             with self.working_on(iteration):
                 self.expand(leaf)
-                rng = random.Random(f"{self.config.seed}:{self.query_idx}:{iteration}")
-                return self._simulate(path, rng)
+                return self._simulate(path, f"{self.config.seed}:{self.query_idx}:{iteration}")
         return path
 
     def _reopen_dead_ends(self, selected: list[list[MCTSNode]]) -> None:
@@ -134,12 +133,16 @@ class MCTS(BaseTreeSearch):
                 path.append(node)
         return path
 
-    def _simulate(self, path: list[MCTSNode], rng: random.Random) -> list[MCTSNode]:
-        """Roll out from the expanded leaf, following the best (or a sampled) fast reward."""
+    def _simulate(self, path: list[MCTSNode], seed: str) -> list[MCTSNode]:
+        """Roll out from the expanded leaf, following the best (or, drawn from the rollout's ``seed``, a sampled)
+        fast reward."""
         depth_limit = self.config.rollout_depth if self.config.rollout_depth is not None else self.config.max_depth
         path = list(path)
         node = path[-1]
+        rng: Optional[random.Random] = None  # seeding costs microseconds: only a sampling rollout needs one
         while node.children and not self.out_of_time():
+            if rng is None and self.config.simulate == "sample":
+                rng = random.Random(seed)
             child = self._pick(node.children, rng)  # type: ignore[arg-type]
             self.materialize(child, "simulate")
             path.append(child)
@@ -149,8 +152,8 @@ class MCTS(BaseTreeSearch):
             self.expand(node, "simulate")
         return path
 
-    def _pick(self, children: list[MCTSNode], rng: random.Random) -> MCTSNode:
-        if self.config.simulate == "sample":
+    def _pick(self, children: list[MCTSNode], rng: Optional[random.Random]) -> MCTSNode:
+        if rng is not None:
             weights = [max(1e-6, c.fast_reward) for c in children]
             return rng.choices(children, weights=weights, k=1)[0]
         return max(children, key=lambda c: (c.fast_reward, -c.id))

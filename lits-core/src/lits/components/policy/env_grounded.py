@@ -109,7 +109,9 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
     ) -> list[EnvStep]:
         valid = self.generate_all_actions(state.env_state) if self.generate_all_actions else None
         if valid is not None:
-            valid = [a for a in valid if a not in set(exclude)]
+            if exclude:
+                excluded = set(exclude)
+                valid = [a for a in valid if a not in excluded]
             if not valid:
                 return []
         if valid is not None and self._use_ranking():

@@ -91,7 +91,7 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
             bad = EnvStep(action=action, error=f"invalid action: {reason}")
             return self._append_unchanged(state, bad, query_or_goals)
         step_arg = step if step is not None and step.action is action else EnvStep(action=action)
-        return super().step(state, step_arg, query_or_goals, query_idx, from_phase, **kwargs)
+        return self._run_step(state, step_arg, query_or_goals, from_phase, **kwargs)
 
     def is_terminal(self, state: EnvState, query_or_goals: Any = None, **kwargs: Any) -> bool:
         return bool(self.goal_check(query_or_goals, state.env_state)[0])
