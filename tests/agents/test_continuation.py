@@ -9,7 +9,7 @@ from lits.testing.search_conformance import first_difference
 
 
 @pytest.mark.parametrize("search", ["mcts", "bfs"])
-@pytest.mark.parametrize("method", ["direct", "sc", "sc_exact", "entropy"])
+@pytest.mark.parametrize("method", ["direct", "sc", "sc_exact", "entropy", "confidence"])
 def test_each_bn_method_resumes_exactly_after_a_kill(search, method):
     result = check_search(search, {"add_continuation": True, "bn_method": method, "n_actions": 3})
     assert result.stats["bn_decisions"] >= 1
@@ -81,3 +81,146 @@ def test_the_bn_evaluator_samples_at_bn_temperature_and_the_search_elsewhere_at_
     assert stats["bn_samples"] >= 2 and stats.get("bn_reopened", 0) >= 1
     assert {t for phase, t in seen if phase != "reopen"} == {0.3}
     assert {t for phase, t in seen if phase == "reopen"} == {0.8}
+
+
+def _toy_search(tmp_path, search_args: dict, model):
+    """MCTS on the conformance kit's counter domain with ``model`` as policy and judge (actions sampled)."""
+    from lits.components.factory import create_components
+    from lits.registry import get_registration
+    from lits.testing import search_conformance as kit
+
+    kit._register_toy()
+    reg = get_registration("search", "mcts")
+    config = kit._config("x", reg, {"n_actions": 2, "max_depth": 3, "n_iterations": 6, "early_stop": False,
+                                    **search_args})
+    parts = create_components(kit.TOY_DOMAIN, model, n_actions=config.n_actions, temperature=config.temperature)
+    parts.policy.strategy = "generate"  # a model with a scorer would otherwise rank the actions
+    return reg.obj(config, parts.policy, parts.transition, parts.reward_model, checkpoint_dir=tmp_path)
+
+
+def _sure_only_at_the_start(prompt: str, reply: str) -> float:
+    """The log-probability a model gives its reply: 0.95 while the counter is at 1, 0.5 elsewhere."""
+    import math
+
+    return math.log(0.95 if "Now: count: 1\n" in prompt else 0.5)
+
+
+@pytest.fixture
+def toy_registry():
+    from lits.registry import isolated_registry
+
+    with isolated_registry():
+        yield
+
+
+def test_confidence_gives_a_step_the_model_is_sure_of_no_siblings(tmp_path, toy_registry):
+    from lits.testing.scripted import ScriptedModel
+
+    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence"},
+                         ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start))
+    # "add 1", the first action listed, reaches 2 at once: the chain ends solved and is not reopened.
+    root = search.run("reach 2", 0, {"id": "counter-0", "query": "reach 2", "init_state_str": "count: 1"}).root
+    assert root.branching == {"method": "confidence", "branch": False, "score": 0.05,
+                              "why": "the model gave its step probability 0.95"}
+    assert [c.action for c in root.children] == ["add 1"]
+
+
+def _record_proposals(search) -> list[tuple[str, int, list]]:
+    """Each policy request of ``search``: the state it was for, n_actions, exclude."""
+    asked: list[tuple[str, int, list]] = []
+    propose = search.policy.get_actions
+
+    def recorded(state, **kwargs):
+        asked.append((state.env_state, kwargs["n_actions"], list(kwargs.get("exclude", []))))
+        return propose(state, **kwargs)
+
+    search.policy.get_actions = recorded
+    return asked
+
+
+def test_confidence_asks_a_one_sample_server_for_the_rest_only_where_unsure_without_the_first_step(
+        tmp_path, toy_registry):
+    from lits.testing.scripted import ScriptedModel
+
+    model = ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start)
+    model.batches_samples = False  # as llama.cpp's server: one sample per request
+    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence", "n_actions": 3}, model)
+    asked = _record_proposals(search)
+    root = search.run("reach 10", 0, {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"}).root
+    child = root.children[0]
+    assert child.branching is not None and child.branching["branch"] and child.branching["score"] == 0.5
+    first = child.children[0]
+    assert [(n, exclude) for where, n, exclude in asked if where == root.state.env_state][0] == (1, [])
+    assert [(n, exclude) for where, n, exclude in asked if where == child.state.env_state][:2] == [
+        (1, []), (2, [first.action])]
+    assert len({c.action for c in child.children}) == 3
+
+
+def test_confidence_asks_a_batching_model_for_every_child_in_one_request_and_keeps_the_first_where_sure(
+        tmp_path, toy_registry):
+    from lits.testing.scripted import ScriptedModel
+
+    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence", "n_actions": 3,
+                                    "n_iterations": 1}, ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start))
+    asked = _record_proposals(search)
+    root = search.run("reach 10", 0, {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"}).root
+    assert root.branching is not None and not root.branching["branch"] and len(root.children) == 1
+    child = root.children[0]
+    assert child.branching is not None and child.branching["branch"] and len(child.children) == 3
+    assert [n for where, n, _ in asked if where in (root.state.env_state, child.state.env_state)][:2] == [3, 3]
+
+
+def test_confidence_branches_when_the_model_gives_no_log_probabilities(tmp_path, toy_registry):
+    from lits.testing.scripted import ScriptedModel
+
+    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence"},
+                         ScriptedModel(chat_native=True))
+    root = search.run("reach 10", 0, {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"}).root
+    assert root.branching is not None and root.branching["branch"]
+    assert root.branching["why"] == "the model gave no log-probabilities: branch to be safe"
+    assert len(root.children) == 2
+
+
+def test_confidence_without_log_probabilities_grows_the_tree_the_search_grows_without_continuation(
+        tmp_path, toy_registry):
+    from lits.testing.scripted import ScriptedModel
+
+    example = {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"}
+
+    def tree(search_args: dict, where: str) -> tuple[list[tuple], int]:
+        model = ScriptedModel(chat_native=True)
+        root = _toy_search(tmp_path / where, search_args, model).run("reach 10", 0, example).root
+        return [(n.id, n.action, n.parent.id if n.parent else None) for n in root.iter_tree()], len(model.calls)
+
+    assert tree({"add_continuation": True, "bn_method": "confidence"}, "with") == tree({}, "without")
+
+
+def test_with_greedy_first_only_the_first_bn_sample_is_greedy(tmp_path, toy_registry):
+    from lits.testing.scripted import ScriptedModel
+
+    model = ScriptedModel(chat_native=True)
+    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "sc_exact", "greedy_first": True,
+                                    "n_iterations": 1}, model)
+    search.run("reach 10", 0, {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"})
+    first_decision = [params.temperature for _prompt, params in model.calls[:2]]
+    assert sorted(first_decision) == [0.0, 0.8]
+
+
+def test_a_reopened_node_is_asked_only_for_the_steps_it_was_spared(tmp_path, toy_registry):
+    from lits.testing.scripted import ScriptedModel
+
+    model = ScriptedModel(chat_native=True)
+    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "sc_exact", "n_actions": 3,
+                                    "n_iterations": 12}, model)
+    asked: list[tuple[int, list]] = []
+    propose = search.policy.get_actions
+
+    def recorded(*args, **kwargs):
+        if kwargs["from_phase"] == "reopen":
+            asked.append((kwargs["n_actions"], sorted(kwargs.get("exclude", []))))
+        return propose(*args, **kwargs)
+
+    search.policy.get_actions = recorded
+    result = search.run("reach 10", 0, {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"})
+    assert result.stats.get("bn_reopened", 0) >= 1
+    assert asked and all(n == 2 and len(exclude) == 1 for n, exclude in asked)

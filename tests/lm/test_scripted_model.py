@@ -33,3 +33,9 @@ def test_temperatures_that_compare_equal_but_print_differently_shuffle_by_their_
         order = sorted((f"action {i}" for i in range(8)),
                        key=lambda a: hashlib.sha256(f"{prompt}|{temperature}|{a}".encode()).hexdigest()[:8])
         assert obedient_reply(prompt, GenerationParams(temperature=temperature), 0) == order[0]
+
+
+def test_a_scorer_gives_each_reply_its_log_probability_when_a_call_asks_for_them():
+    model = ScriptedModel(["go"], scorer=lambda prompt, reply: -0.25)
+    assert model.generate("q", top_logprobs=1)[0].logprobs[0].logprob == -0.25
+    assert model.generate("q")[0].logprobs is None

@@ -23,14 +23,15 @@ class TreeSearchConfig(BaseModel):
                                 "siblings it already proposed")
     add_continuation: bool = Field(False, description="Chain-in-Tree: before expanding a node, a branching-necessity "
                                    "(BN) evaluator decides whether it needs several children; if not, it gets one")
-    bn_method: Literal["entropy", "sc", "sc_exact", "direct"] = Field(
+    bn_method: Literal["entropy", "sc", "sc_exact", "direct", "confidence"] = Field(
         "sc_exact", description="BN evaluator: direct (ask --bn-model), sc/sc_exact (sample bn_k steps, branch when "
-        "they differ in meaning/text), entropy (branch when the entropy of the sampled steps passes bn_threshold)")
+        "they differ in meaning/text), entropy (branch when the entropy of the sampled steps passes bn_threshold), "
+        "confidence (branch when the model's probability of its first step is below 1 - bn_threshold)")
     bn_k: Optional[int] = Field(None, ge=2, le=16, description="steps sampled by sc, sc_exact and entropy "
                                 "(default: n_actions, at least 2)")
     bn_threshold: Optional[float] = Field(None, ge=0, le=1, description="branch when the BN score (0: no need, "
                                           "1: surely needed) exceeds this (default: 0 for sc/sc_exact, 0.6 for "
-                                          "entropy, 0.5 for direct)")
+                                          "entropy, 0.5 for direct, 0.2 for confidence)")
     bn_temperature: Optional[float] = Field(None, ge=0, le=2, description="temperature of the steps sc, sc_exact "
                                             "and entropy sample (default: temperature); lower makes a confident "
                                             "policy's samples agree, so its settled steps continue")

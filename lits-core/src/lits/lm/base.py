@@ -103,6 +103,26 @@ def sampling_stream(index: int) -> Iterator[None]:
         _STREAM.reset(token)
 
 
+#: Completions of the calls made in this context, kept by :func:`recording_replies`.
+_REPLIES: contextvars.ContextVar[Optional[list["Completion"]]] = contextvars.ContextVar(
+    "lits_recorded_replies", default=None)
+
+
+@contextlib.contextmanager
+def recording_replies() -> Iterator[list["Completion"]]:
+    """Calls made inside ask for token log-probabilities and add their completions to the list yielded.
+
+    How a BN evaluator learns how sure the policy's model was of a step without the policy's help.
+    A backend that cannot give log-probabilities returns completions whose ``logprobs`` is None.
+    """
+    replies: list[Completion] = []
+    token = _REPLIES.set(replies)
+    try:
+        yield replies
+    finally:
+        _REPLIES.reset(token)
+
+
 def stop_new_calls(stopping: bool = True) -> None:
     """From now on every model call raises :class:`CallsStopped` (``False`` lifts that)."""
     if stopping:
@@ -375,10 +395,20 @@ class LanguageModel(ABC):
         stream = _STREAM.get()
         if stream is not None:
             params = dataclasses.replace(params, seed=(params.seed or 0) + stream)
+        recorded = _REPLIES.get()
+        if recorded is None:
+            return self._generate_once(prompt, params)
+        if not params.top_logprobs:
+            params = dataclasses.replace(params, top_logprobs=1)
+        outs = self._generate_once(prompt, params)
+        recorded.extend(outs)
+        return outs
+
+    def _generate_once(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
+        """Through the cache when there is one; identical requests in flight at once are paid once."""
         if self.cache is None:
             return self._paid_generate(prompt, params)
         keys = self._sample_keys(prompt, params)
-        # Identical requests in flight at once are paid once: later ones wait, then hit the cache.
         with self._scores_lock:
             lock = self._inflight.setdefault(keys[0], threading.Lock())
         try:
@@ -391,7 +421,7 @@ class LanguageModel(ABC):
 
     def _cached_generate(self, prompt: Prompt, params: GenerationParams, keys: list[str]) -> list[Completion]:
         assert self.cache is not None
-        found = cast(list[Optional[CompletionJSON]], self.cache.get_many(keys))
+        found = cast("list[Optional[CompletionJSON]]", self.cache.get_many(keys))
         missing = [i for i, hit in enumerate(found) if hit is None]
         if len(missing) < params.n:
             hits = [v["text"] for v in found if v is not None] if self.log_prompts else None

@@ -8,7 +8,7 @@ import re
 import threading
 from typing import Callable, Optional, Sequence
 
-from lits.lm.base import Completion, GenerationParams, LanguageModel, Prompt
+from lits.lm.base import Completion, GenerationParams, LanguageModel, Prompt, TokenLogprob
 
 Responder = Callable[[str, GenerationParams, int], str]
 Scorer = Callable[[str, str], float]
@@ -29,9 +29,10 @@ class ScriptedModel(LanguageModel):
     like an obedient model (:func:`obedient_reply`): when the prompt lists
     actions it proposes listed ones, distinct across the ``n`` samples of a
     request; it answers Yes to yes/no questions.  ``scorer(prompt,
-    continuation) -> logprob`` enables :meth:`loglikelihood`; without it the
-    model reports it cannot score.  ``chat_native`` makes components send it
-    chat messages (as to a chat server).  Every request is kept in ``calls``.
+    continuation) -> logprob`` enables :meth:`loglikelihood` and gives each
+    reply its log-probability when a call asks for them; without it the model
+    reports it cannot score.  ``chat_native`` makes components send it chat
+    messages (as to a chat server).  Every request is kept in ``calls``.
     """
 
     def __init__(
@@ -67,12 +68,15 @@ class ScriptedModel(LanguageModel):
             for stop in params.stop:
                 if stop and stop in reply:
                     reply = reply[: reply.index(stop)]
+            # With a scorer, a request for log-probabilities gets the reply's as one token.
+            scored = params.top_logprobs and self._scorer is not None
             outs.append(
                 Completion(
                     reply,
                     tokens_in=word_count(text) if i == 0 else 0,
                     tokens_out=word_count(reply),
                     finish_reason="stop",
+                    logprobs=[TokenLogprob(reply, self._scorer(text, reply))] if scored and self._scorer else None,
                 )
             )
         return outs

@@ -294,24 +294,30 @@ class BaseTreeSearch(ABC):
             return self.sample(node, self.config.n_actions, phase)
 
     def sample(self, node: SearchNode, n: int, phase: str = "expand", *, count: bool = True,
-               temperature: Optional[float] = None) -> list[Step]:
+               temperature: Optional[float] = None, greedy_first: Optional[bool] = None,
+               exclude: Sequence[str] = ()) -> list[Step]:
         """``n`` steps from the policy for ``node`` (counted as an expansion unless ``count`` is false).
 
         ``temperature`` overrides the search's (the BN evaluator samples at its own).
-        With ``greedy_first`` the first step is decoded at temperature 0 (the step a greedy chain takes).
+        With ``greedy_first`` (default: the search's) the first step is decoded at temperature 0 (the step a
+        greedy chain takes). ``exclude``: actions the node has already, asked not to be proposed again (when
+        the policy takes ``exclude``).
         With ``sibling_aware``, a node that got fewer distinct steps than ``n`` asks again (at most
         :data:`SIBLING_ROUNDS` times, each hotter) for the missing ones, passing the steps it has as ``exclude``.
         """
         # Passed only when set: a policy written before the option existed need not take it.
         whole = {"whole_solution": True} if getattr(self.config, "whole_solution", False) else {}
         temperature = self.config.temperature if temperature is None else temperature
-        greedy = 1 if getattr(self.config, "greedy_first", False) and temperature > 0 else 0
+        if greedy_first is None:
+            greedy_first = getattr(self.config, "greedy_first", False)
+        greedy = 1 if greedy_first and temperature > 0 else 0
+        told: dict[str, Any] = {"exclude": list(exclude)} if exclude and accepts_exclude(self.policy) else {}
         steps: list[Step] = []
         for k, temp in ((greedy, 0.0), (n - greedy, temperature)):
             if k:
                 steps += self.policy.get_actions(
                     node.state, n_actions=k, temperature=temp,
-                    query=self.query, query_idx=self.query_idx, from_phase=phase, **whole,
+                    query=self.query, query_idx=self.query_idx, from_phase=phase, **whole, **told,
                 )
         if getattr(self.config, "sibling_aware", False) and accepts_exclude(self.policy):
             for round_ in range(1, SIBLING_ROUNDS + 1):
@@ -322,7 +328,8 @@ class BaseTreeSearch(ABC):
                 hotter = max(temperature, min(SIBLING_MAX_TEMPERATURE, temperature + step_up))
                 more = list(self.policy.get_actions(
                     node.state, n_actions=n - len(have), temperature=hotter,
-                    query=self.query, query_idx=self.query_idx, from_phase=phase, exclude=have, **whole,
+                    query=self.query, query_idx=self.query_idx, from_phase=phase, exclude=[*exclude, *have],
+                    **whole,
                 ))
                 if not distinct_actions(more):
                     break

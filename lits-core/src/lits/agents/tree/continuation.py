@@ -16,6 +16,12 @@ extra fast rewards, transitions or rewards for them.  The evaluators:
 * ``entropy`` branches when the normalized entropy of the sampled steps'
   text clusters exceeds ``bn_threshold`` (default 0.6: a 2-1 split of three
   samples continues, a 1-1-1 split branches).
+* ``confidence`` asks the policy's model for its log-probabilities while it
+  proposes and branches when the probability of the first step's text is
+  below ``1 - bn_threshold`` (default 0.8).  A settled node keeps that step
+  alone and costs no reward call (nor, where the server answers one sample
+  per request, the siblings' policy calls).  A model that gives no
+  log-probabilities branches.
 
 The sampling methods draw at ``bn_temperature`` (default: the search's).
 
@@ -32,8 +38,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Optional, Sequence
 
+from lits.agents.tree.base import accepts_exclude
 from lits.concurrency import parallel_map
-from lits.lm.base import Prompt, sampling_stream
+from lits.lm.base import Completion, Prompt, recording_replies, sampling_stream
 from lits.observability import call_context
 from lits.prompts.registry import PromptRegistry
 from lits.structures.base import Step, step_key
@@ -43,7 +50,7 @@ if TYPE_CHECKING:  # the search imports this module when it expands
     from lits.agents.tree.base import BaseTreeSearch
 
 #: The score above which a method branches when ``bn_threshold`` is not given.
-DEFAULT_THRESHOLDS = {"sc": 0.0, "sc_exact": 0.0, "entropy": 0.6, "direct": 0.5}
+DEFAULT_THRESHOLDS = {"sc": 0.0, "sc_exact": 0.0, "entropy": 0.6, "direct": 0.5, "confidence": 0.2}
 #: The prompts' names in the registry: (component, agent).
 PROMPT_COMPONENT, PROMPT_AGENT = "bn", "continuation"
 #: Counters this module adds to ``search_stats``.
@@ -60,6 +67,9 @@ def propose(search: BaseTreeSearch, node: SearchNode, phase: str) -> list[Step]:
         if method == "direct":
             verdict, calls = _direct(search, node, phase, threshold)
             steps = search.sample(node, config.n_actions if verdict["branch"] else 1, phase)
+        elif method == "confidence":
+            verdict, steps = _confidence(search, node, phase, threshold)
+            calls = 0
         else:
             k = config.bn_k or max(2, config.n_actions)
             candidates = _candidates(search, node, phase, k)
@@ -114,8 +124,10 @@ def reopen(search: BaseTreeSearch, path: Sequence[SearchNode], phase: str = "reo
     if node.branching is None:
         return False
     have = {step_key(c.step) for c in node.children}
+    # A policy told which steps the node has is asked only for the ones it was spared.
+    taken = [str(_action(c.step)) for c in node.children] if accepts_exclude(search.policy) else []
     with search.phase(phase, depth=node.depth, iteration=search.iteration):
-        steps = search.sample(node, search.config.n_actions, phase)
+        steps = search.sample(node, max(1, search.config.n_actions - len(taken)), phase, exclude=taken)
     for step in steps:
         key = step_key(step)
         if key not in have and not getattr(step, "error", None):
@@ -134,8 +146,9 @@ def _candidates(search: BaseTreeSearch, node: SearchNode, phase: str, k: int) ->
     """``k`` next steps, each from its own policy call on its own sampling stream (errors dropped)."""
 
     def one(j: int) -> list[Step]:
-        with sampling_stream(j), call_context(sample=j):
-            return search.sample(node, 1, phase, count=False, temperature=search.config.bn_temperature)[:1]
+        with sampling_stream(j), call_context(sample=j):  # with greedy_first, only the first sample is greedy
+            return search.sample(node, 1, phase, count=False, temperature=search.config.bn_temperature,
+                                 greedy_first=j == 0 and search.config.greedy_first)[:1]
 
     drawn = [step for steps in parallel_map(one, range(k)) for step in steps]
     usable = [s for s in drawn if not getattr(s, "error", None)]
@@ -175,6 +188,55 @@ def _normalized_entropy(sizes: Sequence[int], total: int) -> float:
         return 0.0
     entropy = -sum(n / total * math.log(n / total) for n in sizes if n)
     return entropy / math.log(total)
+
+
+def _confidence(search: BaseTreeSearch, node: SearchNode, phase: str,
+                threshold: float) -> tuple[Branching, list[Step]]:
+    """The expansion's first step and how sure the model was of it; siblings only when it was unsure.
+
+    A model that answers one sample per request (llama.cpp's slots) is asked for the first step alone and,
+    when unsure, for the rest as the expansion would ask; one that batches samples is asked for all
+    ``n_actions`` in one request, and a settled node keeps the first: either way a branching node costs
+    what an expansion does.
+    """
+    n = search.config.n_actions
+    model = getattr(search.policy, "base_model", None)
+    batched = n > 1 and bool(getattr(model, "batches_samples", True))
+    with recording_replies() as replies:
+        steps = search.sample(node, n if batched else 1, phase)
+    usable = [s for s in steps if not getattr(s, "error", None)]
+    probability = _probability_of(usable[0], replies) if usable else None
+    if probability is None:
+        score = 1.0
+        why = ("the policy proposed no usable step" if not usable
+               else "no reply of the model's reads as the step: branch to be safe"
+               if any(r.logprobs for r in replies) else "the model gave no log-probabilities: branch to be safe")
+    else:
+        score = round(1 - probability, 4)
+        why = f"the model gave its step probability {probability:.2f}"
+    branch = score > threshold
+    if not branch:
+        steps = usable[:1]
+    elif not batched and n > 1:
+        # A policy that cannot be told what it has proposed is asked for all n_actions again (a repeat of the
+        # first step is one child).
+        taken = [str(_action(s)) for s in usable] if accepts_exclude(search.policy) else []
+        steps += search.sample(node, n - len(taken), phase, count=False, exclude=taken)
+    return {"method": "confidence", "branch": branch, "score": score, "why": why}, steps
+
+
+def _probability_of(step: Step, replies: Sequence[Completion]) -> Optional[float]:
+    """The probability the model gave the reply that became ``step`` (the last one that says it)."""
+    said = _text_key(step)
+    saying = [reply for reply in replies if said and said in _text_key(reply)]
+    return reply_probability(saying[-1]) if saying else None
+
+
+def reply_probability(reply: Completion) -> Optional[float]:
+    """The probability the model gave the reply's text (its tokens' together); None without log-probabilities."""
+    if not reply.logprobs:
+        return None
+    return math.exp(sum(t.logprob for t in reply.logprobs))
 
 
 def _direct(search: BaseTreeSearch, node: SearchNode, phase: str, threshold: float) -> tuple[Branching, int]:
