@@ -61,7 +61,8 @@ def main() -> None:
     parser.add_argument("--search-arg", action="append", default=[], help="more search flags, e.g. beam_width=1")
     parser.add_argument("--model-flag", action="append", default=[], help="more model flags (real tier), e.g. "
                         "--model-flag=--policy-model-arg --model-flag=max_tokens=64")
-    parser.add_argument("--methods", default="direct,sc_exact,sc,entropy", help="BN methods to run, comma-separated")
+    parser.add_argument("--methods", default="direct,sc_exact,sc,entropy,confidence",
+                        help="BN methods to run, comma-separated")
     parser.add_argument("--skip-without", action="store_true", help="only the runs with continuation")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary dir)")
     args = parser.parse_args()

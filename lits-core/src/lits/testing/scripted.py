@@ -69,14 +69,14 @@ class ScriptedModel(LanguageModel):
                 if stop and stop in reply:
                     reply = reply[: reply.index(stop)]
             # With a scorer, a request for log-probabilities gets the reply's as one token.
-            scored = params.top_logprobs and self._scorer is not None
+            scorer = self._scorer if params.top_logprobs else None
             outs.append(
                 Completion(
                     reply,
                     tokens_in=word_count(text) if i == 0 else 0,
                     tokens_out=word_count(reply),
                     finish_reason="stop",
-                    logprobs=[TokenLogprob(reply, self._scorer(text, reply))] if scored and self._scorer else None,
+                    logprobs=[TokenLogprob(reply, scorer(text, reply))] if scorer is not None else None,
                 )
             )
         return outs
