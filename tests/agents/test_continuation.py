@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lits.testing import check_search
-from lits.testing.search_conformance import first_difference
+from lits.testing.search_conformance import TOY_EXAMPLE, first_difference
 
 
 @pytest.mark.parametrize("search", ["mcts", "bfs"])
@@ -98,6 +98,11 @@ def _toy_search(tmp_path, search_args: dict, model):
     return reg.obj(config, parts.policy, parts.transition, parts.reward_model, checkpoint_dir=tmp_path)
 
 
+def _run(search):
+    """``search`` on the kit's example: reach 10 from 1."""
+    return search.run(TOY_EXAMPLE["query"], 0, dict(TOY_EXAMPLE))
+
+
 def _sure_only_at_the_start(prompt: str, reply: str) -> float:
     """The log-probability a model gives its reply: 0.95 while the counter is at 1, 0.5 elsewhere."""
     import math
@@ -125,13 +130,14 @@ def test_confidence_gives_a_step_the_model_is_sure_of_no_siblings(tmp_path, toy_
     assert [c.action for c in root.children] == ["add 1"]
 
 
-def _record_proposals(search) -> list[tuple[str, int, list]]:
-    """Each policy request of ``search``: the state it was for, n_actions, exclude."""
+def _record_proposals(search, phase: str = "") -> list[tuple[str, int, list]]:
+    """Each policy request of ``search`` (of ``phase`` only, when given): its state, n_actions, exclude."""
     asked: list[tuple[str, int, list]] = []
     propose = search.policy.get_actions
 
     def recorded(state, **kwargs):
-        asked.append((state.env_state, kwargs["n_actions"], list(kwargs.get("exclude", []))))
+        if not phase or kwargs["from_phase"] == phase:
+            asked.append((state.env_state, kwargs["n_actions"], list(kwargs.get("exclude", []))))
         return propose(state, **kwargs)
 
     search.policy.get_actions = recorded
@@ -146,7 +152,7 @@ def test_confidence_asks_a_one_sample_server_for_the_rest_only_where_unsure_with
     model.batches_samples = False  # as llama.cpp's server: one sample per request
     search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence", "n_actions": 3}, model)
     asked = _record_proposals(search)
-    root = search.run("reach 10", 0, {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"}).root
+    root = _run(search).root
     child = root.children[0]
     assert child.branching is not None and child.branching["branch"] and child.branching["score"] == 0.5
     first = child.children[0]
@@ -163,7 +169,7 @@ def test_confidence_asks_a_batching_model_for_every_child_in_one_request_and_kee
     search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence", "n_actions": 3,
                                     "n_iterations": 1}, ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start))
     asked = _record_proposals(search)
-    root = search.run("reach 10", 0, {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"}).root
+    root = _run(search).root
     assert root.branching is not None and not root.branching["branch"] and len(root.children) == 1
     child = root.children[0]
     assert child.branching is not None and child.branching["branch"] and len(child.children) == 3
@@ -175,7 +181,7 @@ def test_confidence_branches_when_the_model_gives_no_log_probabilities(tmp_path,
 
     search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence"},
                          ScriptedModel(chat_native=True))
-    root = search.run("reach 10", 0, {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"}).root
+    root = _run(search).root
     assert root.branching is not None and root.branching["branch"]
     assert root.branching["why"] == "the model gave no log-probabilities: branch to be safe"
     assert len(root.children) == 2
@@ -185,11 +191,9 @@ def test_confidence_without_log_probabilities_grows_the_tree_the_search_grows_wi
         tmp_path, toy_registry):
     from lits.testing.scripted import ScriptedModel
 
-    example = {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"}
-
     def tree(search_args: dict, where: str) -> tuple[list[tuple], int]:
         model = ScriptedModel(chat_native=True)
-        root = _toy_search(tmp_path / where, search_args, model).run("reach 10", 0, example).root
+        root = _run(_toy_search(tmp_path / where, search_args, model)).root
         return [(n.id, n.action, n.parent.id if n.parent else None) for n in root.iter_tree()], len(model.calls)
 
     assert tree({"add_continuation": True, "bn_method": "confidence"}, "with") == tree({}, "without")
@@ -201,7 +205,7 @@ def test_with_greedy_first_only_the_first_bn_sample_is_greedy(tmp_path, toy_regi
     model = ScriptedModel(chat_native=True)
     search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "sc_exact", "greedy_first": True,
                                     "n_iterations": 1}, model)
-    search.run("reach 10", 0, {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"})
+    _run(search)
     first_decision = [params.temperature for _prompt, params in model.calls[:2]]
     assert sorted(first_decision) == [0.0, 0.8]
 
@@ -212,15 +216,7 @@ def test_a_reopened_node_is_asked_only_for_the_steps_it_was_spared(tmp_path, toy
     model = ScriptedModel(chat_native=True)
     search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "sc_exact", "n_actions": 3,
                                     "n_iterations": 12}, model)
-    asked: list[tuple[int, list]] = []
-    propose = search.policy.get_actions
-
-    def recorded(*args, **kwargs):
-        if kwargs["from_phase"] == "reopen":
-            asked.append((kwargs["n_actions"], sorted(kwargs.get("exclude", []))))
-        return propose(*args, **kwargs)
-
-    search.policy.get_actions = recorded
-    result = search.run("reach 10", 0, {"id": "counter-0", "query": "reach 10", "init_state_str": "count: 1"})
+    asked = _record_proposals(search, phase="reopen")
+    result = _run(search)
     assert result.stats.get("bn_reopened", 0) >= 1
-    assert asked and all(n == 2 and len(exclude) == 1 for n, exclude in asked)
+    assert asked and all(n == 2 and len(exclude) == 1 for _state, n, exclude in asked)
