@@ -130,6 +130,19 @@ def test_confidence_gives_a_step_the_model_is_sure_of_no_siblings(tmp_path, toy_
     assert [c.action for c in root.children] == ["add 1"]
 
 
+@pytest.mark.parametrize(("probability", "settled"), [(0.65, True), (0.55, False)])
+def test_confidence_by_default_settles_a_step_the_model_gives_at_least_0_6(
+        tmp_path, toy_registry, probability, settled):
+    import math
+
+    from lits.testing.scripted import ScriptedModel
+
+    model = ScriptedModel(chat_native=True, scorer=lambda _prompt, _reply: math.log(probability))
+    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence"}, model)
+    root = search.run("reach 2", 0, {"id": "counter-0", "query": "reach 2", "init_state_str": "count: 1"}).root
+    assert root.branching is not None and root.branching["branch"] is not settled
+
+
 def _record_proposals(search, phase: str = "") -> list[tuple[str, int, list]]:
     """Each policy request of ``search`` (of ``phase`` only, when given): its state, n_actions, exclude."""
     asked: list[tuple[str, int, list]] = []

@@ -31,7 +31,7 @@ class TreeSearchConfig(BaseModel):
                                 "(default: n_actions, at least 2)")
     bn_threshold: Optional[float] = Field(None, ge=0, le=1, description="branch when the BN score (0: no need, "
                                           "1: surely needed) exceeds this (default: 0 for sc/sc_exact, 0.6 for "
-                                          "entropy, 0.5 for direct, 0.2 for confidence)")
+                                          "entropy, 0.5 for direct, 0.4 for confidence)")
     bn_temperature: Optional[float] = Field(None, ge=0, le=2, description="temperature of the steps sc, sc_exact "
                                             "and entropy sample (default: temperature); lower makes a confident "
                                             "policy's samples agree, so its settled steps continue")

@@ -36,7 +36,7 @@ def reply_lines(lines: Optional[Sequence[Sequence[str]]]) -> ReplyLines:
     for i, alternatives in enumerate(lines):
         if isinstance(alternatives, str):
             raise TypeError("reply_lines is a list of lines, each a list of alternatives")
-        unique = tuple(dict.fromkeys(str(a) for a in alternatives))
+        unique = tuple(dict.fromkeys(map(str, alternatives)))  # map, not a generator: asked per model call
         if not unique:
             raise ValueError(f"reply_lines[{i}] offers no alternative")
         out.append(unique)

@@ -18,7 +18,7 @@ extra fast rewards, transitions or rewards for them.  The evaluators:
   samples continues, a 1-1-1 split branches).
 * ``confidence`` asks the policy's model for its log-probabilities while it
   proposes and branches when the probability of the first step's text is
-  below ``1 - bn_threshold`` (default 0.8).  A settled node keeps that step
+  below ``1 - bn_threshold`` (default 0.6).  A settled node keeps that step
   alone and costs no reward call (nor, where the server answers one sample
   per request, the siblings' policy calls).  A model that gives no
   log-probabilities branches.
@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # the search imports this module when it expands
     from lits.agents.tree.base import BaseTreeSearch
 
 #: The score above which a method branches when ``bn_threshold`` is not given.
-DEFAULT_THRESHOLDS = {"sc": 0.0, "sc_exact": 0.0, "entropy": 0.6, "direct": 0.5, "confidence": 0.2}
+DEFAULT_THRESHOLDS = {"sc": 0.0, "sc_exact": 0.0, "entropy": 0.6, "direct": 0.5, "confidence": 0.4}
 #: The prompts' names in the registry: (component, agent).
 PROMPT_COMPONENT, PROMPT_AGENT = "bn", "continuation"
 #: Counters this module adds to ``search_stats``.
