@@ -98,6 +98,10 @@ def _toy_search(tmp_path, search_args: dict, model):
     return reg.obj(config, parts.policy, parts.transition, parts.reward_model, checkpoint_dir=tmp_path)
 
 
+#: One step from the start: "add 1", the first action listed, solves it (a settled root is never reopened).
+REACH_2 = {**TOY_EXAMPLE, "query": "reach 2"}
+
+
 def _run(search):
     """``search`` on the kit's example: reach 10 from 1."""
     return search.run(TOY_EXAMPLE["query"], 0, dict(TOY_EXAMPLE))
@@ -124,7 +128,7 @@ def test_confidence_gives_a_step_the_model_is_sure_of_no_siblings(tmp_path, toy_
     search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence"},
                          ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start))
     # "add 1", the first action listed, reaches 2 at once: the chain ends solved and is not reopened.
-    root = search.run("reach 2", 0, {"id": "counter-0", "query": "reach 2", "init_state_str": "count: 1"}).root
+    root = search.run(REACH_2["query"], 0, dict(REACH_2)).root
     assert root.branching == {"method": "confidence", "branch": False, "score": 0.05,
                               "why": "the model gave its step probability 0.95"}
     assert [c.action for c in root.children] == ["add 1"]
@@ -139,7 +143,7 @@ def test_confidence_by_default_settles_a_step_the_model_gives_at_least_0_6(
 
     model = ScriptedModel(chat_native=True, scorer=lambda _prompt, _reply: math.log(probability))
     search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence"}, model)
-    root = search.run("reach 2", 0, {"id": "counter-0", "query": "reach 2", "init_state_str": "count: 1"}).root
+    root = search.run(REACH_2["query"], 0, dict(REACH_2)).root
     assert root.branching is not None and root.branching["branch"] is not settled
 
 
