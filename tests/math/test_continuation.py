@@ -121,6 +121,18 @@ def test_sc_exact_continues_when_sampled_steps_agree(result, behaviour):
     assert root_verdict(record)["branch"] is False and record["search_stats"]["nodes"] == 3
 
 
+def test_sc_exact_counts_final_steps_with_one_answer_in_other_words_as_agreeing(result, behaviour):
+    wordings = ["Adding gives 12. The answer is 12.", "12 in all. The answer is 12.00", "So: 12. The answer is 12"]
+    behaviour["steps"] = lambda j: wordings[j % 3]
+    verdict = root_verdict(result(*continuation("sc_exact")))
+    assert verdict["branch"] is False and verdict["why"].startswith("1 distinct of 3")
+
+
+def test_sc_exact_branches_when_final_steps_give_different_answers(result, behaviour):
+    behaviour["steps"] = lambda j: f"Adding gives {12 + j % 2}. The answer is {12 + j % 2}."
+    assert root_verdict(result(*continuation("sc_exact")))["branch"] is True
+
+
 def test_sc_asks_the_bn_model_whether_differently_worded_steps_mean_the_same(result, behaviour):
     behaviour["steps"] = lambda j: "Add the numbers." if j % 2 else "add the  numbers"  # same words
     behaviour["same"] = "No"

@@ -25,7 +25,8 @@ class TreeSearchConfig(BaseModel):
                                    "(BN) evaluator decides whether it needs several children; if not, it gets one")
     bn_method: Literal["entropy", "sc", "sc_exact", "direct", "confidence"] = Field(
         "sc_exact", description="BN evaluator: direct (ask --bn-model), sc/sc_exact (sample bn_k steps, branch when "
-        "they differ in meaning/text), entropy (branch when the entropy of the sampled steps passes bn_threshold), "
+        "they differ in meaning/text; steps that state final answers compare their answers), entropy (branch when "
+        "the entropy of the sampled steps passes bn_threshold), "
         "confidence (branch when the model's probability of its first step is below 1 - bn_threshold)")
     bn_k: Optional[int] = Field(None, ge=2, le=16, description="steps sampled by sc, sc_exact and entropy "
                                 "(default: n_actions, at least 2)")

@@ -10,7 +10,9 @@ extra fast rewards, transitions or rewards for them.  The evaluators:
   the next step is obvious; one call per decision.
 * ``sc_exact`` samples ``bn_k`` next steps from the policy, each on its own
   sampling stream (seeded, so repeatable and cached apart), and branches when
-  their texts differ; the sampled steps are the children when it branches.
+  they differ: steps that state a final answer by their answers (the
+  dataset's equivalence, as self-consistency votes), others by their texts;
+  the sampled steps are the children when it branches.
 * ``sc`` as ``sc_exact``, but steps whose texts differ are shown to the BN
   model, which says whether they mean the same (one call, only then).
 * ``entropy`` branches when the normalized entropy of the sampled steps'
@@ -36,13 +38,15 @@ The prompts are registered (``register_prompts``: component ``bn``, agent
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from lits.agents.tree.base import accepts_exclude
+from lits.answers import same_text
 from lits.concurrency import parallel_map
 from lits.lm.base import Completion, Prompt, recording_replies, sampling_stream
 from lits.observability import call_context
 from lits.prompts.registry import PromptRegistry
+from lits.registry import get_registration
 from lits.structures.base import Step, step_key
 from lits.structures.node import Branching, SearchNode
 
@@ -158,11 +162,9 @@ def _candidates(search: BaseTreeSearch, node: SearchNode, phase: str, k: int) ->
 def _agreement(search: BaseTreeSearch, node: SearchNode, phase: str, method: str, candidates: list[Step],
                threshold: float) -> tuple[Branching, int, list[Step]]:
     """The verdict on sampled steps, the BN model calls it took, and the one step to keep if not branching."""
-    clusters: dict[str, list[Step]] = {}
-    for step in candidates:
-        clusters.setdefault(_text_key(step), []).append(step)
-    sizes = sorted((len(c) for c in clusters.values()), reverse=True)
-    largest = max(clusters.values(), key=len) if clusters else candidates
+    clusters = _clusters(search, candidates)
+    sizes = sorted((len(c) for c in clusters), reverse=True)
+    largest = max(clusters, key=len) if clusters else candidates
     keep = largest[:1]
     total = max(1, len(candidates))
     calls = 0
@@ -173,13 +175,49 @@ def _agreement(search: BaseTreeSearch, node: SearchNode, phase: str, method: str
         score = 1 - sizes[0] / total if sizes else 0.0
         why = f"{len(clusters)} distinct of {len(candidates)} sampled steps"
         if method == "sc" and len(clusters) > 1:
-            same, calls = _same_meaning(search, node, phase, [str(_action(c[0])) for c in clusters.values()])
+            same, calls = _same_meaning(search, node, phase, [str(_action(c[0])) for c in clusters])
             if same:
                 score, why = 0.0, why + "; the BN model judged them the same in meaning"
             else:
                 why += "; the BN model judged them different"
     branch = score > threshold
     return {"method": method, "branch": branch, "score": round(score, 4), "why": why}, calls, keep
+
+
+def _clusters(search: BaseTreeSearch, steps: Sequence[Step]) -> list[list[Step]]:
+    """Sampled steps grouped by what they say, in the order first seen.
+
+    Steps that state a final answer agree when their answers do (the dataset's ``equivalent``: the vote of
+    self-consistency), however they are worded; other steps agree when their words do.
+    """
+    extract = getattr(search.transition, "extract_answer", None)
+    equivalent = _equivalence(search)
+    groups: list[tuple[Optional[str], str, list[Step]]] = []
+    for step in steps:
+        answer = step.get_answer() if hasattr(step, "get_answer") else None
+        if answer is None and callable(extract):
+            answer = extract(str(_action(step)))
+        said = None if answer is None else str(answer)
+        text = _text_key(step)
+        for known, words, members in groups:
+            if (said is None and known is None and words == text) or (
+                    said is not None and known is not None and equivalent(said, known)):
+                members.append(step)
+                break
+        else:
+            groups.append((said, text, [step]))
+    return [members for _, _, members in groups]
+
+
+def _equivalence(search: BaseTreeSearch) -> Callable[[str, str], bool]:
+    """The dataset's answer equivalence (registered with it), else equal normalized text."""
+    task_name = getattr(search.policy, "task_name", None)
+    try:
+        meta = get_registration("dataset", task_name).meta if task_name else {}
+    except KeyError:  # a task the caller named but did not register
+        meta = {}
+    found = meta.get("equivalent")
+    return found if callable(found) else same_text
 
 
 def _normalized_entropy(sizes: Sequence[int], total: int) -> float:
