@@ -147,6 +147,27 @@ def test_confidence_by_default_settles_a_step_the_model_gives_at_least_0_6(
     assert root.branching is not None and root.branching["branch"] is not settled
 
 
+def test_confidence_per_token_scores_a_long_step_by_its_tokens_geometric_mean():
+    import math
+
+    from lits.agents.tree.continuation import reply_probability
+    from lits.lm.base import Completion, TokenLogprob
+
+    long_and_sure = Completion("x " * 20, logprobs=[TokenLogprob("x ", math.log(0.9))] * 20)
+    assert reply_probability(long_and_sure) == pytest.approx(0.9 ** 20)  # 0.12: the whole text would branch
+    assert reply_probability(long_and_sure, per_token=True) == pytest.approx(0.9)
+
+
+def test_bn_confidence_token_is_what_the_verdict_scores(tmp_path, toy_registry):
+    from lits.testing.scripted import ScriptedModel
+
+    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence", "bn_confidence": "token"},
+                         ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start))
+    root = search.run(REACH_2["query"], 0, dict(REACH_2)).root
+    assert root.branching is not None and root.branching["why"] == ("the model gave its step's tokens a mean "
+                                                                     "probability 0.95")
+
+
 def _record_proposals(search, phase: str = "") -> list[tuple[str, int, list]]:
     """Each policy request of ``search`` (of ``phase`` only, when given): its state, n_actions, exclude."""
     asked: list[tuple[str, int, list]] = []

@@ -33,6 +33,10 @@ class TreeSearchConfig(BaseModel):
     bn_threshold: Optional[float] = Field(None, ge=0, le=1, description="branch when the BN score (0: no need, "
                                           "1: surely needed) exceeds this (default: 0 for sc/sc_exact, 0.6 for "
                                           "entropy, 0.5 for direct, 0.4 for confidence)")
+    bn_confidence: Literal["step", "token"] = Field(
+        "step", description="what confidence scores: step (the probability of the step's whole text: short steps, "
+        "such as an action) or token (the geometric mean of its tokens' probabilities: long free-text steps, whose "
+        "whole text is rarely likely however sure the model is)")
     bn_temperature: Optional[float] = Field(None, ge=0, le=2, description="temperature of the steps sc, sc_exact "
                                             "and entropy sample (default: temperature); lower makes a confident "
                                             "policy's samples agree, so its settled steps continue")

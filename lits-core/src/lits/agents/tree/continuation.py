@@ -243,7 +243,8 @@ def _confidence(search: BaseTreeSearch, node: SearchNode, phase: str,
     with recording_replies() as replies:
         steps = search.sample(node, n if batched else 1, phase)
     usable = [s for s in steps if not getattr(s, "error", None)]
-    probability = _probability_of(usable[0], replies) if usable else None
+    per_token = search.config.bn_confidence == "token"
+    probability = _probability_of(usable[0], replies, per_token) if usable else None
     if probability is None:
         score = 1.0
         why = ("the policy proposed no usable step" if not usable
@@ -251,7 +252,8 @@ def _confidence(search: BaseTreeSearch, node: SearchNode, phase: str,
                if any(r.logprobs for r in replies) else "the model gave no log-probabilities: branch to be safe")
     else:
         score = round(1 - probability, 4)
-        why = f"the model gave its step probability {probability:.2f}"
+        why = (f"the model gave its step's tokens a mean probability {probability:.2f}" if per_token
+               else f"the model gave its step probability {probability:.2f}")
     branch = score > threshold
     if not branch:
         steps = usable[:1]
@@ -263,18 +265,20 @@ def _confidence(search: BaseTreeSearch, node: SearchNode, phase: str,
     return {"method": "confidence", "branch": branch, "score": score, "why": why}, steps
 
 
-def _probability_of(step: Step, replies: Sequence[Completion]) -> Optional[float]:
+def _probability_of(step: Step, replies: Sequence[Completion], per_token: bool = False) -> Optional[float]:
     """The probability the model gave the reply that became ``step`` (the last one that says it)."""
     said = _text_key(step)
     saying = [reply for reply in replies if said and said in _text_key(reply)]
-    return reply_probability(saying[-1]) if saying else None
+    return reply_probability(saying[-1], per_token) if saying else None
 
 
-def reply_probability(reply: Completion) -> Optional[float]:
-    """The probability the model gave the reply's text (its tokens' together); None without log-probabilities."""
+def reply_probability(reply: Completion, per_token: bool = False) -> Optional[float]:
+    """The probability the model gave the reply's text (its tokens' together, or their geometric mean with
+    ``per_token``); None without log-probabilities."""
     if not reply.logprobs:
         return None
-    return math.exp(sum(t.logprob for t in reply.logprobs))
+    total = sum(t.logprob for t in reply.logprobs)
+    return math.exp(total / len(reply.logprobs) if per_token else total)
 
 
 def _direct(search: BaseTreeSearch, node: SearchNode, phase: str, threshold: float) -> tuple[Branching, int]:
