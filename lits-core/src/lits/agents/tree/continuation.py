@@ -13,17 +13,19 @@ extra fast rewards, transitions or rewards for them.  The evaluators:
   they differ: steps that state a final answer by their answers (the
   dataset's equivalence, as self-consistency votes), others by their texts;
   the sampled steps are the children when it branches.
-* ``sc`` as ``sc_exact``, but steps whose texts differ are shown to the BN
+* ``sc`` as ``sc_exact``, but steps that differ are shown to the BN
   model, which says whether they mean the same (one call, only then).
 * ``entropy`` branches when the normalized entropy of the sampled steps'
-  text clusters exceeds ``bn_threshold`` (default 0.6: a 2-1 split of three
-  samples continues, a 1-1-1 split branches).
+  clusters (grouped as ``sc_exact`` groups them) exceeds ``bn_threshold``
+  (default 0.6: a 2-1 split of three samples continues, a 1-1-1 split
+  branches).
 * ``confidence`` asks the policy's model for its log-probabilities while it
   proposes and branches when the probability of the first step's text is
-  below ``1 - bn_threshold`` (default 0.6).  A settled node keeps that step
-  alone and costs no reward call (nor, where the server answers one sample
-  per request, the siblings' policy calls).  A model that gives no
-  log-probabilities branches.
+  below ``1 - bn_threshold`` (default 0.6), or with ``bn_confidence=token``
+  when the geometric mean of its tokens' probabilities is (long free-text
+  steps).  A settled node keeps that step alone and costs no reward call
+  (nor, where the server answers one sample per request, the siblings'
+  policy calls).  A model that gives no log-probabilities branches.
 
 The sampling methods draw at ``bn_temperature`` (default: the search's).
 
