@@ -158,14 +158,28 @@ def test_confidence_per_token_scores_a_long_step_by_its_tokens_geometric_mean():
     assert reply_probability(long_and_sure, per_token=True) == pytest.approx(0.9)
 
 
-def test_bn_confidence_token_is_what_the_verdict_scores(tmp_path, toy_registry):
+@pytest.mark.parametrize(("scored", "settled"), [("step", False), ("token", True)])
+def test_bn_confidence_token_settles_a_step_whose_every_token_is_likely(tmp_path, toy_registry, scored, settled):
+    import math
+
+    from lits.lm.base import Completion, TokenLogprob
     from lits.testing.scripted import ScriptedModel
 
-    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence", "bn_confidence": "token"},
-                         ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start))
+    class WordByWord(ScriptedModel):
+        """Each word of a reply its own token, each given 0.7 ("add 1": 0.49 as a whole)."""
+
+        def _generate(self, prompt, params):
+            return [Completion(str(c), tokens_in=c.tokens_in, tokens_out=c.tokens_out, finish_reason="stop",
+                               logprobs=[TokenLogprob(w, math.log(0.7)) for w in str(c).split()])
+                    if c.logprobs else c for c in super()._generate(prompt, params)]
+
+    model = WordByWord(chat_native=True, scorer=lambda _prompt, _reply: 0.0)
+    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence", "bn_confidence": scored},
+                         model)
     root = search.run(REACH_2["query"], 0, dict(REACH_2)).root
-    assert root.branching is not None and root.branching["why"] == ("the model gave its step's tokens a mean "
-                                                                     "probability 0.95")
+    assert root.branching is not None and root.branching["branch"] is not settled
+    assert root.branching["why"] == ("the model gave its step's tokens a mean probability 0.70" if scored == "token"
+                                     else "the model gave its step probability 0.49")
 
 
 def _record_proposals(search, phase: str = "") -> list[tuple[str, int, list]]:
