@@ -8,7 +8,7 @@ import pytest
 
 from lits.agents import BFS, MCTS, BFSConfig, MCTSConfig
 from lits.agents.tree import bfs
-from lits.answers import extract_stated_answer, majority_vote
+from lits.answers import answer_rules, extract_stated_answer, majority_vote, same_text
 from lits.components.base import Transition
 from lits.components.factory import create_components
 from lits.components.policy.concat import ConcatPolicy
@@ -236,6 +236,16 @@ def test_the_dataset_supplies_answer_extraction_equivalence_and_scoring(isolated
     assert components.transition.extract_answer is extract
     assert (components.equivalent, components.evaluate) == (same, score)
 
+
+
+def test_answer_rules_are_the_datasets_own_and_the_defaults_for_a_name_nobody_registered(isolated_registry):
+    def same(a, b):
+        return True
+
+    register_dataset("toy-rules", task_type="language_grounded", equivalent=same)(lambda **kw: [])
+    assert answer_rules("toy-rules") == (extract_stated_answer, same)
+    assert answer_rules("nobody-registered") == (extract_stated_answer, same_text)
+    assert answer_rules(None) == (extract_stated_answer, same_text)
 
 def test_core_registers_rest_and_tot_bfs_over_the_same_components():
     rest, tot = get_search_framework("rest"), get_search_framework("tot_bfs")

@@ -44,6 +44,23 @@ def same_text(a: object, b: object) -> bool:
     return normalize_text(a) == normalize_text(b)
 
 
+def answer_rules(dataset: Optional[str]) -> tuple[Extractor, Equivalence]:
+    """How ``dataset`` reads and compares final answers: what it registered, else the defaults above.
+
+    One lookup for every reader (transitions, reward models, continuation), so they never disagree;
+    a name that is unset or not registered gets the defaults.
+    """
+    from lits.registry import get_registration  # the registry loads plugins: only when asked
+
+    try:
+        meta = get_registration("dataset", dataset).meta if dataset else {}
+    except KeyError:
+        meta = {}
+    extract, equivalent = meta.get("extract_answer"), meta.get("equivalent")
+    return (extract if callable(extract) else extract_stated_answer,
+            equivalent if callable(equivalent) else same_text)
+
+
 class Cluster(TypedDict):
     """One group of equivalent answers in a vote."""
 

@@ -17,7 +17,7 @@ import math
 import re
 from typing import Any, Optional, Sequence
 
-from lits.answers import majority_vote, same_text
+from lits.answers import majority_vote
 from lits.components.base import RewardModel
 from lits.lm.base import LoglikelihoodUnsupported, ModelError, Prompt
 from lits.registry import register_reward_model
@@ -161,15 +161,12 @@ class ConsistencyPRM(RewardModel[TrajectoryState[Step], object]):
     def _fast_reward(self, state: TrajectoryState[Step], action: object, query: object, query_idx: Optional[int],
                      from_phase: str = "",
                      **kwargs: Any) -> tuple[float, dict[str, object]]:
-        from lits.answers import extract_stated_answer
-        from lits.registry import get_registration
+        from lits.answers import answer_rules
 
         text = _step_text(action, kwargs)
         if self.base_model is None or not text:
             return 0.0, {}
-        meta = get_registration("dataset", self.task_name).meta if self.task_name else {}
-        extract = meta.get("extract_answer") or extract_stated_answer
-        equivalent = meta.get("equivalent") or same_text
+        extract, equivalent = answer_rules(self.task_name)
         shown = "\n".join([*_steps_text(state), text])
         prompt = (f"Problem: {query}\n\nSolution so far:\n{shown}\n\n"
                   "Finish the solution briefly and end with \"The answer is X\".")

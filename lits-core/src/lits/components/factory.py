@@ -183,7 +183,7 @@ def _language_grounded(dataset: str, base_model: Optional[LanguageModel], eval_m
                        transition: Choice, reward: Choice, n_actions: int,
                        temperature: float, policy_kwargs: Mapping[str, object]) -> Components:
     """Chain of thought by default; the dataset supplies answer extraction, equivalence and scoring."""
-    from lits.answers import extract_stated_answer, same_text
+    from lits.answers import answer_rules
     from lits.components.policy.concat import ConcatPolicy
     from lits.components.reward.generative import GenerativePRM
     from lits.components.transition.concat import ConcatTransition
@@ -192,13 +192,12 @@ def _language_grounded(dataset: str, base_model: Optional[LanguageModel], eval_m
     policy_cls = _resolve(ComponentRegistry.get_policy, policy, dataset, ConcatPolicy)
     transition_cls = _resolve(ComponentRegistry.get_transition, transition, dataset, ConcatTransition)
     reward_cls = _resolve(ComponentRegistry.get_reward_model, reward, dataset, GenerativePRM)
-    equivalent = meta.get("equivalent") or same_text
+    extract, equivalent = answer_rules(dataset)
     return Components(
         policy=_built(policy_cls, base_model=base_model, task_name=dataset, n_actions=n_actions,
                       temperature=temperature, **policy_kwargs),
         transition=_built(transition_cls, base_model=transition_model or base_model, task_name=dataset,
-                          **_accepted(transition_cls, {"extract_answer": meta.get("extract_answer")
-                                                       or extract_stated_answer, "equivalent": equivalent})),
+                          **_accepted(transition_cls, {"extract_answer": extract, "equivalent": equivalent})),
         reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset),
         task_type="language_grounded",
         evaluate=meta.get("evaluate"),

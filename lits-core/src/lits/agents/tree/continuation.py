@@ -43,12 +43,11 @@ import math
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from lits.agents.tree.base import accepts_exclude
-from lits.answers import same_text
+from lits.answers import answer_rules
 from lits.concurrency import parallel_map
 from lits.lm.base import Completion, Prompt, recording_replies, sampling_stream
 from lits.observability import call_context
 from lits.prompts.registry import PromptRegistry
-from lits.registry import get_registration
 from lits.structures.base import Step, step_key
 from lits.structures.node import Branching, SearchNode
 
@@ -213,13 +212,7 @@ def _clusters(search: BaseTreeSearch, steps: Sequence[Step]) -> list[list[Step]]
 
 def _equivalence(search: BaseTreeSearch) -> Callable[[str, str], bool]:
     """The dataset's answer equivalence (registered with it), else equal normalized text."""
-    task_name = getattr(search.policy, "task_name", None)
-    try:
-        meta = get_registration("dataset", task_name).meta if task_name else {}
-    except KeyError:  # a task the caller named but did not register
-        meta = {}
-    found = meta.get("equivalent")
-    return found if callable(found) else same_text
+    return answer_rules(getattr(search.policy, "task_name", None))[1]
 
 
 def _normalized_entropy(sizes: Sequence[int], total: int) -> float:
