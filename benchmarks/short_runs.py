@@ -13,9 +13,15 @@ the top 10 costs (cProfile of the instances' thread, by own time).
   ``LanguageModel.generate`` outside the model's own ``_generate`` (cache
   keys and look-ups, the cache write, the inference log, bookkeeping).
 - *start to first iteration*: from spawning ``python -m lits search`` to the
-  end of the first iteration's checkpoint (one 2-step case).
+  end of the first iteration (its checkpoint taken; one 2-step case).
 
-    python benchmarks/short_runs.py --data ../shared/data/blocksworld [--repeats 5] [--profile]
+Run directories are made under ``--work-dir`` (default: the current
+directory, where ``lits search`` puts ``runs/``).  On these VMs creating a
+file under ``/tmp`` costs 10-300 µs, varying by the minute, against ~10 µs
+elsewhere on the same disk, and an instance creates three files before its
+seconds are taken: ``--work-dir /tmp`` measures that too.
+
+    python benchmarks/short_runs.py --data ../shared/data/blocksworld [--repeats 5] [--profile] [--work-dir DIR]
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ def search_args(data: str, save_dir: Path, iterations: int) -> list[str]:
             "--save-dir", str(save_dir)]
 
 
-def one_run(data: str, iterations: int, profile: bool) -> dict[str, Any]:
+def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".") -> dict[str, Any]:
     """The workload once in this process: ms per iteration and framework cost per call."""
     import cProfile
 
@@ -93,7 +99,7 @@ def one_run(data: str, iterations: int, profile: bool) -> dict[str, Any]:
                 profiler.disable()
 
         runner._Runner.one = profiled  # type: ignore[method-assign]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=work_dir, prefix=".short-run-") as tmp:
         run = Path(tmp) / "run"
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             code = main(search_args(data, run, iterations))
@@ -114,8 +120,8 @@ def one_run(data: str, iterations: int, profile: bool) -> dict[str, Any]:
     return out
 
 
-def first_iteration_seconds(data: str) -> float:
-    with tempfile.TemporaryDirectory() as tmp:
+def first_iteration_seconds(data: str, work_dir: str = ".") -> float:
+    with tempfile.TemporaryDirectory(dir=work_dir, prefix=".short-run-") as tmp:
         args = ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={data}", "--dataset-arg", "steps=2",
                 "--limit", "1", "--model", "scripted", "--search", "mcts", "--search-arg", "n_iterations=2",
                 "--save-dir", str(Path(tmp) / "run")]
@@ -137,17 +143,21 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--profile", action="store_true", help="print the top 10 costs of one run")
+    parser.add_argument("--work-dir", default=".", help="where the runs' directories are made (default: here)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if not Path(args.work_dir).is_dir():
+        parser.error(f"--work-dir {args.work_dir} is not a directory")
     if args.one:
-        print(json.dumps(one_run(args.data, args.iterations, args.profile)))
+        print(json.dumps(one_run(args.data, args.iterations, args.profile, args.work_dir)))
         return
     runs = []
+    one = [sys.executable, __file__, "--one", "--data", args.data, "--iterations", str(args.iterations),
+           "--work-dir", args.work_dir]
     for _ in range(args.repeats):
-        command = [sys.executable, __file__, "--one", "--data", args.data, "--iterations", str(args.iterations)]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        done = subprocess.run(one, capture_output=True, text=True, check=True)
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    firsts = [first_iteration_seconds(args.data) for _ in range(args.repeats)]
+    firsts = [first_iteration_seconds(args.data, args.work_dir) for _ in range(args.repeats)]
     ms = [r["ms_per_iteration"] for r in runs]
     framework = [r["framework_ms_per_call"] for r in runs]
     ratio = [m / ORIGINAL_MS_PER_ITERATION for m in ms]
@@ -158,9 +168,7 @@ def main() -> None:
     print(f"| framework cost per model call (ms) | {spread(framework, 3)} | ≤ 0.3 |")
     print(f"| start to first iteration (s) | {spread(firsts, 2)} | ≤ 0.4 |")
     if args.profile:
-        command = [sys.executable, __file__, "--one", "--profile", "--data", args.data,
-                   "--iterations", str(args.iterations)]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        done = subprocess.run([*one, "--profile"], capture_output=True, text=True, check=True)
         print("\n" + json.loads(done.stdout.strip().splitlines()[-1])["profile"])
 
 

@@ -149,6 +149,19 @@ def test_keys_are_those_of_sorted_key_json_so_existing_caches_still_hit():
             _reference_key("m", "generate", {**payload, "sample": i}) for i in range(3)]
 
 
+
+def test_keys_of_requests_that_repeat_messages_stay_those_of_sorted_key_json(monkeypatch):
+    from lits.lm import cache
+
+    monkeypatch.setattr(cache, "MESSAGE_CACHE_BYTES", 160)  # holds one of the two repeated messages
+    system = {"role": "system", "content": "Blocks rest on a table. \"Quoted\", ünïcode, \n lines. " * 2}
+    for turn in range(8):
+        prompt = [system, {"role": "user", "content": "same example"}, {"role": "user", "content": f"state {turn}"}]
+        payload = {"prompt": prompt, "params": {"n": 2}}
+        assert cache.sample_keys("m", "generate", payload, 2) == [
+            _reference_key("m", "generate", {**payload, "sample": i}) for i in range(2)]
+    assert 0 < cache._MESSAGE_BYTES <= 160
+
 def test_a_models_keys_encode_its_parameters_as_the_sorted_key_json_of_them():
     from lits.lm.base import GenerationParams, _key_body
 

@@ -116,7 +116,7 @@ def _messages_json(items: Sequence[object]) -> Optional[bytes]:
         if len(message) == 2:  # the usual {"role": ..., "content": ...}, its keys in sorted order
             role, content = message.get("role"), message.get("content")
             if type(role) is str and type(content) is str:
-                parts.append(b'{"content": ' + _text_json(content) + b', "role": ' + _text_json(role) + b"}")
+                parts.append(_message_json(role, content))
                 continue
         fields = []
         for key, text in sorted(message.items()):
@@ -125,6 +125,37 @@ def _messages_json(items: Sequence[object]) -> Optional[bytes]:
             fields.append(_text_json(key) + b": " + _text_json(text))
         parts.append(b"{" + b", ".join(fields) + b"}")
     return b"[" + b", ".join(parts) + b"]"
+
+
+def _message_json(role: str, content: str) -> bytes:
+    """One ``{"content", "role"}`` message encoded; one seen before is encoded once (see :data:`_MESSAGES`)."""
+    global _MESSAGE_BYTES
+    key = (role, content)
+    out = _MESSAGES.get(key)
+    if out is not None:
+        return out
+    out = b'{"content": ' + _text_json(content) + b', "role": ' + _text_json(role) + b"}"
+    seen = hash(key)  # a str keeps its hash: free for the prompt's own strings
+    if seen not in _SEEN_ONCE:
+        if len(_SEEN_ONCE) >= 16384:
+            _SEEN_ONCE.clear()
+        _SEEN_ONCE.add(seen)
+        return out
+    if _MESSAGE_BYTES + len(out) > MESSAGE_CACHE_BYTES:  # full: start again with what repeats from now on
+        _MESSAGES.clear()
+        _MESSAGE_BYTES = 0
+    _MESSAGES[key] = out
+    _MESSAGE_BYTES += len(out)
+    return out
+
+
+#: Chat messages that came twice (a system prompt, few-shot turns: most of every request's key) and their
+#: encodings, up to this many bytes; a message seen once is only remembered by its hash (the state a
+#: request asks about is new every time).
+MESSAGE_CACHE_BYTES = 4 << 20
+_MESSAGES: dict[tuple[str, str], bytes] = {}
+_MESSAGE_BYTES = 0
+_SEEN_ONCE: set[int] = set()
 
 
 def encoded(value: object) -> EncodedJSON:

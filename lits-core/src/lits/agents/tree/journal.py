@@ -52,7 +52,8 @@ class TreeJournal:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._fh: Optional[TextIO] = None
-        self._written = float("-inf")  # the first checkpoint is written at once
+        # The clock starts now: a search shorter than FLUSH_SECONDS writes its tree once, when it is compacted.
+        self._written = time.monotonic()
         self.bytes_written = 0
         self._nodes: dict[int, dict[str, object]] = {}
         self._paths: list[int] = []
