@@ -21,14 +21,27 @@ file under ``/tmp`` costs 10-300 µs, varying by the minute, against ~10 µs
 elsewhere on the same disk, and an instance creates three files before its
 seconds are taken: ``--work-dir /tmp`` measures that too.
 
+With ``--instructions`` it prints instead what the host's speed cannot move:
+the instructions one run executes (valgrind's callgrind, Debian's
+``valgrind`` package; hash seed fixed, the garbage collector off, and what a
+clock decides pinned as a 15 ms instance has it, since valgrind runs ~50x slower) at
+``--iterations`` and at 1 iteration, and their difference per iteration.
+Two runs of one commit agree within 0.01 %: it compares commits where wall
+time, which moves 10-30 % with this host's minute, cannot.
+
     python benchmarks/short_runs.py --data ../shared/data/blocksworld [--repeats 5] [--profile] [--work-dir DIR]
+        [--instructions]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import json
+import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,11 +75,21 @@ def search_args(data: str, save_dir: Path, iterations: int) -> list[str]:
             "--save-dir", str(save_dir)]
 
 
-def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".") -> dict[str, Any]:
+def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".",
+            pin_clock: bool = False) -> dict[str, Any]:
     """The workload once in this process: ms per iteration and framework cost per call."""
     import cProfile
 
     from lits.cli.main import main
+
+    if pin_clock:  # journal lines, cache commits and progress lines as a short run has them, however slow
+        from lits.agents.tree import journal
+        from lits.lm import cache
+        from lits.runs.runner import Progress
+
+        journal.FLUSH_SECONDS = cache.GROUP_SECONDS = 1e9
+        Progress.__init__.__defaults__ = (None, 1e9)  # no "running" line: a 15 ms instance never prints one
+        gc.disable()  # when a full collection falls moves with every allocation anywhere: ~1 % either way
     from lits.lm.base import LanguageModel
     from lits.runs import runner
     from lits.testing.scripted import ScriptedModel
@@ -133,6 +156,35 @@ def first_iteration_seconds(data: str, work_dir: str = ".") -> float:
         return stamps[0] - started
 
 
+def _counting_env() -> dict[str, str]:
+    """A fixed hash seed, no stats save on the clock, and the bytecode cache written (compiling a changed
+    module is not the search's work: the first, uncounted run writes it)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", "LITS_STATS_EVERY": "1e9"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def instructions(command: list[str]) -> int:
+    """Instructions ``command`` executes under callgrind."""
+    env = _counting_env()
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command, "--pin-clock"],
+                          capture_output=True, text=True, env=env)
+    counted = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+    if done.returncode != 0 or counted is None:
+        raise SystemExit(f"valgrind failed: {done.stderr.strip()[-500:]}")
+    return int(counted.group(1))
+
+
+def print_instructions(one: list[str], iterations: int) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    subprocess.run(one, capture_output=True, check=True, env=_counting_env())  # writes the bytecode cache
+    at_n = instructions(one)
+    at_1 = instructions([*one[:one.index("--iterations") + 1], "1", *one[one.index("--iterations") + 2:]])
+    print(f"instructions at {iterations} iterations: {at_n:,}; at 1 iteration: {at_1:,}")
+    print(f"per iteration beyond the first (5 instances): {(at_n - at_1) / (5 * (iterations - 1)):,.0f}")
+
+
 def spread(values: list[float], digits: int = 3) -> str:
     return f"{round(statistics.median(values), digits)} ({round(min(values), digits)}–{round(max(values), digits)})"
 
@@ -144,16 +196,22 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--profile", action="store_true", help="print the top 10 costs of one run")
     parser.add_argument("--work-dir", default=".", help="where the runs' directories are made (default: here)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the instructions of one run under valgrind (deterministic) instead")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--pin-clock", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not Path(args.work_dir).is_dir():
         parser.error(f"--work-dir {args.work_dir} is not a directory")
     if args.one:
-        print(json.dumps(one_run(args.data, args.iterations, args.profile, args.work_dir)))
+        print(json.dumps(one_run(args.data, args.iterations, args.profile, args.work_dir, args.pin_clock)))
         return
-    runs = []
     one = [sys.executable, __file__, "--one", "--data", args.data, "--iterations", str(args.iterations),
            "--work-dir", args.work_dir]
+    if args.instructions:
+        print_instructions(one, args.iterations)
+        return
+    runs = []
     for _ in range(args.repeats):
         done = subprocess.run(one, capture_output=True, text=True, check=True)
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
