@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from lits.lm.base import CallLimiter
+from lits.lm.limits import CallLimiter
 from lits.observability import call_context
 
 
