@@ -75,10 +75,10 @@ def test_identical_requests_in_flight_together_are_paid_once(tmp_path):
 
 
 def test_the_keys_of_several_samples_are_those_of_each_sample_alone():
-    from lits.lm.cache import request_key, sample_keys
+    from lits.lm.cache import generate_keys, request_key
 
     payload = {"prompt": [{"role": "user", "content": "Ünïcode \"quoted\" text"}], "params": {"temperature": 0.7}}
-    assert sample_keys("m", "generate", payload, 12) == [
+    assert generate_keys("m", payload["params"], payload["prompt"], 12) == [
         request_key("m", "generate", {**payload, "sample": i}) for i in range(12)]
 
 
@@ -129,7 +129,7 @@ def _reference_key(identity: str, kind: str, payload: object) -> str:
 
 
 def test_keys_are_those_of_sorted_key_json_so_existing_caches_still_hit():
-    from lits.lm.cache import request_key, sample_keys
+    from lits.lm.cache import generate_keys, request_key
 
     every_char = "".join(chr(c) for c in range(0x3000) if not 0xD800 <= c <= 0xDFFF) + "😀\U0010ffff"
     prompts: list[object] = [
@@ -145,7 +145,7 @@ def test_keys_are_those_of_sorted_key_json_so_existing_caches_still_hit():
         payload = {"prompt": prompt, "params": params}
         assert request_key("m", "generate", {**payload, "sample": 1}) == _reference_key(
             "m", "generate", {**payload, "sample": 1})
-        assert sample_keys("m", "generate", payload, 3) == [
+        assert generate_keys("m", params, prompt, 3) == [
             _reference_key("m", "generate", {**payload, "sample": i}) for i in range(3)]
 
 
@@ -158,7 +158,7 @@ def test_keys_of_requests_that_repeat_messages_stay_those_of_sorted_key_json(mon
     for turn in range(8):
         prompt = [system, {"role": "user", "content": "same example"}, {"role": "user", "content": f"state {turn}"}]
         payload = {"prompt": prompt, "params": {"n": 2}}
-        assert cache.sample_keys("m", "generate", payload, 2) == [
+        assert cache.generate_keys("m", payload["params"], prompt, 2) == [
             _reference_key("m", "generate", {**payload, "sample": i}) for i in range(2)]
     assert 0 < cache._MESSAGE_BYTES <= 160
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence, TypedDict, Unpack, cast
 
 from lits.concurrency import tick_round
-from lits.lm.cache import EncodedJSON, ResponseStore, encoded, request_key, sample_keys
+from lits.lm.cache import EncodedJSON, ResponseStore, encoded, generate_keys, request_key
 from lits.lm.constraints import ReplyLines, reply_lines as as_reply_lines
 from lits.lm.limits import CallLimiter, Limiter
 from lits.observability import InferenceRecord, record_call
@@ -370,7 +370,7 @@ class LanguageModel(ABC):
 
     def _sample_keys(self, prompt: Prompt, params: GenerationParams) -> list[str]:
         """The cache keys of samples 0..n-1 (what :meth:`_key` gives each, the request encoded once)."""
-        return sample_keys(self.identity(), "generate", {"prompt": prompt, "params": _key_body_of(params)}, params.n)
+        return generate_keys(self.identity(), _key_body_of(params), prompt, params.n)
 
     def complete(self, prompt: str, **params: Unpack[SamplingArgs]) -> Completion:
         """One completion of a plain-text prompt."""

@@ -12,6 +12,7 @@ be told it is the *cache* that is broken, not the run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Mapping, NoReturn, Optional, Protocol, Sequence, TextIO
+from typing import NoReturn, Optional, Protocol, Sequence, TextIO
 
 from lits import fastjson
 
@@ -40,27 +41,26 @@ def request_key(identity: str, kind: str, payload: object) -> str:
     return hashlib.sha256(_key_json([identity, kind, payload])).hexdigest()
 
 
-def sample_keys(identity: str, kind: str, payload: Mapping[str, object], n: int) -> list[str]:
-    """``request_key(identity, kind, {**payload, "sample": i})`` for i < n, encoding and hashing the request once.
+def generate_keys(identity: str, params: object, prompt: object, n: int) -> list[str]:
+    """``request_key(identity, "generate", {"params": params, "prompt": prompt, "sample": i})`` for i < n.
 
-    ``"sample"`` sorts after the payload's other keys ("params", "prompt"), so
-    the texts differ only in their last number: each key continues one hash of
-    the shared stem (every model call computes these; prompts run to kilobytes).
+    Every model call computes these, and prompts run to kilobytes: the request is encoded and hashed once
+    (its fixed head once per model), and each key continues that hash with its sample number, the last
+    thing in the sorted-key text.
     """
-    if any(type(key) is not str or key >= "sample" for key in payload):
-        return [request_key(identity, kind, {**payload, "sample": i}) for i in range(n)]
-    stem = hashlib.sha256(b"[" + _key_json(identity) + b", " + _key_json(kind) + b", {")
-    for key, value in sorted(payload.items()):
-        stem.update(_key_json(key) + b": ")
-        stem.update(_key_json(value))
-        stem.update(b", ")
-    stem.update(b'"sample": ')
+    stem = hashlib.sha256(b"".join((_generate_head(identity), _key_json(params), b', "prompt": ', _key_json(prompt),
+                                    b', "sample": ')))
     keys = []
     for i in range(n):
         each = stem.copy()
         each.update(f"{i}}}]".encode("utf-8"))
         keys.append(each.hexdigest())
     return keys
+
+
+@functools.lru_cache(maxsize=64)
+def _generate_head(identity: str) -> bytes:
+    return b"[" + _key_json(identity) + b', "generate", {"params": '
 
 
 class EncodedJSON(bytes):
