@@ -26,7 +26,7 @@ the instructions one run executes (valgrind's callgrind, Debian's
 ``valgrind`` package; hash seed fixed, the garbage collector off, and what a
 clock decides pinned as a 15 ms instance has it, since valgrind runs ~50x slower) at
 ``--iterations`` and at 1 iteration, and their difference per iteration.
-Two runs of one commit agree within 0.01 %: it compares commits where wall
+Two runs of one commit agree within 0.03 %: it compares commits where wall
 time, which moves 10-30 % with this host's minute, cannot.
 
     python benchmarks/short_runs.py --data ../shared/data/blocksworld [--repeats 5] [--profile] [--work-dir DIR]
@@ -81,18 +81,17 @@ def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".",
     import cProfile
 
     from lits.cli.main import main
+    from lits.lm.base import LanguageModel
+    from lits.runs import runner
+    from lits.testing.scripted import ScriptedModel
 
     if pin_clock:  # journal lines, cache commits and progress lines as a short run has them, however slow
         from lits.agents.tree import journal
         from lits.lm import cache
-        from lits.runs.runner import Progress
 
         journal.FLUSH_SECONDS = cache.GROUP_SECONDS = 1e9
-        Progress.__init__.__defaults__ = (None, 1e9)  # no "running" line: a 15 ms instance never prints one
+        runner.Progress.__init__.__defaults__ = (None, 1e9)  # no "running" line: a 15 ms instance prints none
         gc.disable()  # when a full collection falls moves with every allocation anywhere: ~1 % either way
-    from lits.lm.base import LanguageModel
-    from lits.runs import runner
-    from lits.testing.scripted import ScriptedModel
 
     spent = {"generate": 0.0, "model": 0.0}
     calls = {"generate": 0, "model": 0}
@@ -203,6 +202,8 @@ def main() -> None:
     args = parser.parse_args()
     if not Path(args.work_dir).is_dir():
         parser.error(f"--work-dir {args.work_dir} is not a directory")
+    if args.instructions and args.iterations < 2:
+        parser.error("--instructions compares --iterations with 1 iteration: give --iterations 2 or more")
     if args.one:
         print(json.dumps(one_run(args.data, args.iterations, args.profile, args.work_dir, args.pin_clock)))
         return
