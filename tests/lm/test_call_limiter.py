@@ -1,20 +1,25 @@
-"""The call limiter: a bound on calls in flight that serves the oldest instance first."""
+"""The call limiter: a bound on calls in flight that serves the chain furthest behind first, then the oldest
+instance."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+from lits.concurrency import start_round_clock
 from lits.lm.limits import CallLimiter
 from lits.observability import call_context
 
 
-def _queue_behind_a_held_slot(limiter: CallLimiter, instances: list) -> list:
+def _queue_behind_a_held_slot(limiter: CallLimiter, instances: list, rounds: tuple = ()) -> list:
+    """The order in which calls from ``instances`` (arriving in list order, their chains having made
+    ``rounds`` dependent calls each, 0 by default) get the slot once it is free."""
     served: list = []
     threads = []
     with limiter:  # hold the only slot while the others queue up
-        for instance in instances:
-            def wait(tag=instance) -> None:
+        for k, instance in enumerate(instances):
+            def wait(tag=instance, made=rounds[k] if rounds else 0) -> None:
+                start_round_clock()[0] = made
                 with call_context(**({"instance": tag} if tag is not None else {})):
                     with limiter:
                         served.append(tag)
@@ -29,6 +34,28 @@ def _queue_behind_a_held_slot(limiter: CallLimiter, instances: list) -> list:
 
 def test_queued_calls_are_served_oldest_instance_first():
     assert _queue_behind_a_held_slot(CallLimiter(1), [5, 2, 9, 2]) == [2, 2, 5, 9]
+
+
+def test_queued_calls_are_served_the_chain_with_fewest_calls_made_first():
+    assert _queue_behind_a_held_slot(CallLimiter(1), [1, 7, 3, 4], rounds=(5, 0, 2, 2)) == [7, 3, 4, 1]
+
+
+def test_a_slot_freed_while_calls_wait_goes_to_them_not_to_a_newcomer():
+    limiter = CallLimiter(1)
+    handed = threading.Event()
+
+    def wait() -> None:
+        with limiter:
+            handed.wait(5)
+
+    with limiter:
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        time.sleep(0.05)
+    assert not limiter.try_take()  # a hedged copy finds no idle slot: the waiter holds it
+    handed.set()
+    waiter.join(5)
+    assert limiter.try_take()
 
 
 def test_calls_outside_any_instance_wait_behind_instances_in_arrival_order():

@@ -49,6 +49,12 @@ def start_round_clock() -> list[int]:
     return cell
 
 
+def rounds_so_far() -> int:
+    """The dependent model calls the current task's chain has made (0 without a clock)."""
+    cell = _CLOCK.get()
+    return cell[0] if cell is not None else 0
+
+
 def tick_round() -> None:
     """Count one dependent model call on the current task's clock."""
     cell = _CLOCK.get()

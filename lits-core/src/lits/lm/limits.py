@@ -3,28 +3,46 @@
 from __future__ import annotations
 
 import heapq
+import math
 import threading
 import time
 from typing import Protocol
 
+from lits.concurrency import rounds_so_far
 from lits.observability import context_tag
+
+
+def call_priority() -> tuple[float, float]:
+    """Where a call waiting for a slot stands: lower goes first.
+
+    First the dependent calls its chain has made so far (the round clock of
+    :mod:`lits.concurrency`), then its instance (the oldest first).  A search
+    lasts as long as its longest chain of dependent calls; when calls queue,
+    serving the chain that is furthest behind first keeps any one chain (one
+    instance, or one rollout of a tree-parallel search) from becoming the
+    straggler the run waits for.  Calls made outside a run come after every
+    instance's.
+    """
+    instance = context_tag("instance")
+    if not isinstance(instance, int):
+        return (math.inf, math.inf)
+    return (float(rounds_so_far()), float(instance))
 
 
 class CallLimiter:
     """Bounds how many calls to one server are in flight (``--concurrency``).
 
-    When calls queue for a slot, the oldest instance goes first (the lowest
-    ``instance`` tag of the call context; calls made outside a run come after
-    every instance), then first come first served.  Finishing instances that
-    started earlier frees their share of slots sooner, so instances do not all
-    crawl along together and the last one waits less per dependent round.
+    Calls that queue for a slot are served in :func:`call_priority` order, then
+    first come first served.  A finished call hands its slot straight to the
+    next in that order: only that caller wakes, however many wait.
     """
 
     def __init__(self, limit: int = 1) -> None:
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._limit = max(1, limit)
         self._free = self._limit
-        self._waiting: list[tuple[float, int]] = []  # a heap of (priority, arrival)
+        #: A heap of (priority, arrival, a lock its waiter blocks on until handed a slot).
+        self._waiting: list[tuple[tuple[float, float], int, threading.Lock]] = []
         self._arrivals = 0
         self._in_flight = 0
         self._busy_since = 0.0
@@ -35,27 +53,21 @@ class CallLimiter:
         return self._limit
 
     def __enter__(self) -> "CallLimiter":
-        instance = context_tag("instance")
-        priority = float(instance) if isinstance(instance, int) else float("inf")
-        with self._cond:
-            ticket = (priority, self._arrivals)
-            self._arrivals += 1
+        with self._lock:
             if self._free > 0 and not self._waiting:
                 self._take()
                 return self
-            heapq.heappush(self._waiting, ticket)
-            while not (self._free > 0 and self._waiting[0] == ticket):
-                self._cond.wait()
-            heapq.heappop(self._waiting)
-            self._take()
-            if self._free > 0 and self._waiting:
-                self._cond.notify_all()
+            handed = threading.Lock()
+            handed.acquire()
+            heapq.heappush(self._waiting, (call_priority(), self._arrivals, handed))
+            self._arrivals += 1
+        handed.acquire()  # released by the call that hands this one its slot
         return self
 
     def try_take(self) -> bool:
         """Take a slot only if one is idle and no call waits for it (a hedged copy's); :meth:`give_back`
         returns it."""
-        with self._cond:
+        with self._lock:
             if self._free > 0 and not self._waiting:
                 self._take()
                 return True
@@ -65,12 +77,13 @@ class CallLimiter:
         self.__exit__()
 
     def __exit__(self, *exc: object) -> None:
-        with self._cond:
+        with self._lock:
             self._account()
+            if self._waiting:  # the slot passes on: as many in flight as before
+                heapq.heappop(self._waiting)[2].release()
+                return
             self._in_flight -= 1
             self._free += 1
-            if self._waiting:
-                self._cond.notify_all()
 
     def _take(self) -> None:
         self._account()
@@ -84,7 +97,7 @@ class CallLimiter:
 
     def busy_area(self) -> float:
         """Seconds × calls in flight so far; divide by wall time for the average calls in flight."""
-        with self._cond:
+        with self._lock:
             self._account()
             return self._busy_area
 

@@ -1,9 +1,10 @@
 """The coordinator of a Ray run, on the driver's node, and how a worker's model reaches it.
 
 The coordinator holds what must be one for the whole cluster: the slots of
-``--concurrency`` (calls in flight against the server, oldest instance
-first, exactly like :class:`lits.lm.base.CallLimiter`; one pool per model when
-components have their own, as each model has its own limiter in a local run), the response cache
+``--concurrency`` (calls in flight against the server, served in
+:func:`lits.lm.limits.call_priority` order exactly like
+:class:`lits.lm.limits.CallLimiter`; one pool per model when components have
+their own, as each model has its own limiter in a local run), the response cache
 (the run's SQLite file, on the driver's disk) and a count of how often each
 instance started (a count above the driver's submissions is a Ray retry after
 a worker died).  In a worker, :class:`SharedLimiter` and :class:`SharedCache`
@@ -21,7 +22,7 @@ from typing import Any, Sequence
 
 import ray
 from lits.lm.base import CallsStopped
-from lits.observability import current_context
+from lits.lm.limits import call_priority
 
 
 @ray.remote(num_cpus=0)
@@ -33,7 +34,7 @@ class RunCoordinator:
 
         self.limit = max(1, limit)
         self.free: dict[str, int] = {}  # free slots by pool (a model's spec; "" for the run's one model)
-        self.waiting: dict[str, list[tuple[float, int]]] = {}  # heaps of (priority, arrival), as CallLimiter
+        self.waiting: dict[str, list[tuple[tuple[float, float], int]]] = {}  # heaps of (priority, arrival)
         self.arrivals = 0
         self.cond: asyncio.Condition | None = None
         self.held: dict[tuple[str, str], int] = {}  # slots held, by (pool, worker incarnation "name#pid@node")
@@ -54,8 +55,8 @@ class RunCoordinator:
         self.area += sum(self.limit - free for free in self.free.values()) * (now - self.busy_since)
         self.busy_since = now
 
-    async def acquire(self, priority: float, holder: str, pool: str = "") -> bool:
-        """Wait for a slot of ``pool`` (lowest instance first); False when the run is stopping."""
+    async def acquire(self, priority: tuple[float, float], holder: str, pool: str = "") -> bool:
+        """Wait for a slot of ``pool`` (lowest ``priority`` first); False when the run is stopping."""
         cond = self._condition()
         async with cond:
             ticket = (priority, self.arrivals)
@@ -151,9 +152,7 @@ class SharedLimiter:
         return self._limit
 
     def __enter__(self) -> SharedLimiter:
-        instance = current_context().get("instance")
-        priority = float(instance) if isinstance(instance, int) else float("inf")
-        if not ray.get(self.coordinator.acquire.remote(priority, self.holder, self.pool)):
+        if not ray.get(self.coordinator.acquire.remote(call_priority(), self.holder, self.pool)):
             raise CallsStopped("the run is stopping: no new model calls")
         return self
 
