@@ -76,6 +76,39 @@ def one_pass(base_url: str, examples: list, concurrency: int, k: int, root: Path
     }
 
 
+def wide_runs(instances: int = 30, latency: float = 0.1, k: int = 4, api: str = "chat", serial: bool = True,
+              echo: bool = True) -> dict[str, Any]:
+    """Every pass against one loopback server, and the ratios (``serial``: with the concurrency-1 pass)."""
+    examples = list(enumerate(load_dataset("blocksworld", steps="2,4,6", n=instances)))[:instances]
+    work = Path(tempfile.mkdtemp(prefix="lits-bench-"))
+    report: dict[str, Any] = {"instances": len(examples), "latency_s": latency, "api": api}
+    try:
+        with loopback_server(latency) as base_url:
+            def run(name: str, concurrency: int, rollouts: int, cache: str) -> dict[str, Any]:
+                figures = one_pass(base_url, examples, concurrency, rollouts, work / name, work / cache, latency,
+                                   api)
+                if echo:
+                    print(name, json.dumps(figures), flush=True)
+                return figures
+
+            if serial:
+                report["concurrency_1"] = run("c1", 1, 1, "c1.sqlite")
+            wide = report["concurrency_32"] = run("c32", 32, 1, "c32.sqlite")
+            tree = report[f"concurrency_32_k{k}"] = run("c32-tree", 32, k, "tree.sqlite")
+            wide_tree = report[f"concurrency_64_k{k}"] = run("c64-tree", 64, k, "tree64.sqlite")
+            report["second_pass_from_cache"] = run("c32-again", 32, 1, "c32.sqlite")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sequential_bound = wide["critical_path_bound_s"]
+    report["ratio_c32_to_critical_path"] = round(wide["wall_s"] / sequential_bound, 3)
+    report["ratio_c32_to_max_bound"] = round(wide["wall_s"] / max(sequential_bound, wide["capacity_bound_s"]), 3)
+    report[f"ratio_k{k}_to_sequential_critical_path"] = round(tree["wall_s"] / sequential_bound, 3)
+    report[f"ratio_k{k}_c64_to_sequential_critical_path"] = round(wide_tree["wall_s"] / sequential_bound, 3)
+    if "concurrency_1" in report:
+        report["speedup_c32_over_c1"] = round(report["concurrency_1"]["wall_s"] / wide["wall_s"], 2)
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=30)
@@ -86,32 +119,7 @@ def main() -> None:
     parser.add_argument("--skip-serial", action="store_true", help="leave out the (slow) concurrency-1 pass")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
-    examples = list(enumerate(load_dataset("blocksworld", steps="2,4,6", n=args.instances)))[: args.instances]
-    work = Path(tempfile.mkdtemp(prefix="lits-bench-"))
-    report: dict[str, Any] = {"instances": len(examples), "latency_s": args.latency, "api": args.api}
-    try:
-        with loopback_server(args.latency) as base_url:
-            def run(name: str, concurrency: int, k: int, cache: str) -> dict[str, Any]:
-                figures = one_pass(base_url, examples, concurrency, k, work / name, work / cache, args.latency,
-                                   args.api)
-                print(name, json.dumps(figures), flush=True)
-                return figures
-
-            if not args.skip_serial:
-                report["concurrency_1"] = run("c1", 1, 1, "c1.sqlite")
-            wide = report["concurrency_32"] = run("c32", 32, 1, "c32.sqlite")
-            tree = report[f"concurrency_32_k{args.k}"] = run("c32-tree", 32, args.k, "tree.sqlite")
-            wide_tree = report[f"concurrency_64_k{args.k}"] = run("c64-tree", 64, args.k, "tree64.sqlite")
-            report["second_pass_from_cache"] = run("c32-again", 32, 1, "c32.sqlite")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    sequential_bound = wide["critical_path_bound_s"]
-    report["ratio_c32_to_critical_path"] = round(wide["wall_s"] / sequential_bound, 3)
-    report["ratio_c32_to_max_bound"] = round(wide["wall_s"] / max(sequential_bound, wide["capacity_bound_s"]), 3)
-    report[f"ratio_k{args.k}_to_sequential_critical_path"] = round(tree["wall_s"] / sequential_bound, 3)
-    report[f"ratio_k{args.k}_c64_to_sequential_critical_path"] = round(wide_tree["wall_s"] / sequential_bound, 3)
-    if "concurrency_1" in report:
-        report["speedup_c32_over_c1"] = round(report["concurrency_1"]["wall_s"] / wide["wall_s"], 2)
+    report = wide_runs(args.instances, args.latency, args.k, args.api, serial=not args.skip_serial)
     text = json.dumps(report, indent=1)
     print(text)
     if args.out:
