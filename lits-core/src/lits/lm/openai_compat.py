@@ -15,7 +15,6 @@ import functools
 import json
 import math
 import os
-import socket
 import time
 from typing import Any, Callable, Literal, Mapping, Optional
 
@@ -37,14 +36,13 @@ from lits.lm.retry import (
     RETRY_STATUS,
     FaultStats,
     RetryPolicy,
-    RetryTransport,
     attempts_of,
     is_permanent_body,
     request_tokens,
     request_work,
+    server_transport,
 )
 from lits.lm.hedging import hedge_share_from_env
-from lits.lm.transport import LeanHTTPTransport
 from lits.lm.constraints import DIALECT_NAMES, request_fields
 from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
 from lits.secrets import has_userinfo, hides_query_secret, query_secrets, redact_text, redact_url
@@ -104,19 +102,11 @@ class OpenAICompatibleModel(LanguageModel):
         super().__init__(concurrency=concurrency)
         if api not in ("chat", "completion"):
             raise ValueError(f"api must be 'chat' or 'completion', not {api!r}")
-        if has_userinfo(base_url) or ("@" in base_url.split("/")[0]):
-            raise ValueError(CREDENTIALS_IN_URL)
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"--base-url must start with http:// or https://, got {redact_text(base_url)!r}")
+        #: Query parameters of the base URL (an ``?api-key=`` gateways ask for) go with every request.
+        self.base_url, self._query = _split_base_url(base_url)
         if call_budget <= 0:
             raise ValueError("call_budget must be positive (seconds)")
-        if hides_query_secret(base_url):
-            raise ValueError(MASKED_QUERY_SECRET)
         self.name = model
-        url = httpx.URL(base_url)
-        #: Query parameters of the base URL (an ``?api-key=`` gateways ask for) go with every request.
-        self._query = dict(url.params)
-        self.base_url = str(url.copy_with(query=None)).rstrip("/")
         self.api = api
         self.chat_native = api == "chat"
         self.supports_loglikelihood = api == "completion"
@@ -141,19 +131,10 @@ class OpenAICompatibleModel(LanguageModel):
         #: How fast that server generates, so a long reply behind the gate is given its time.
         self.pace = GenerationPace()
         self._headers = headers
-        # On the inner transport (httpx ignores Client(limits=...) beside a transport); roomy, since
-        # the limiter, not the pool, bounds calls in flight and may be raised later.
-        limits = httpx.Limits(max_connections=max(100, concurrency * 2),
-                              max_keepalive_connections=max(20, concurrency))
-        # TCP_NODELAY: a request's headers and body leave at once instead of waiting on an ACK.
-        # Plain-HTTP servers go through the lean transport (a fraction of httpx's CPU per call).
-        inner = LeanHTTPTransport(
-            lambda: httpx.HTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]))
-        transport = RetryTransport(_StopGate(inner), policy=self.policy,
-                                   check=reply_fault, stats=self._faults)
+        transport = server_transport(self.policy, self._faults, concurrency=concurrency, check=reply_fault,
+                                     gate=check_calls_allowed)
         self._transport = transport
         transport.hedges.allowed = lambda: self.slots.slots is None
-        transport.interruptible = lambda request: request.url.scheme == "http"  # what the lean transport serves
         transport.hedges.spare_slot = self._spare_slot
         self._templates: dict[str, httpx.Request] = {}
         self.client = httpx.Client(
@@ -402,18 +383,17 @@ class OpenAICompatibleModel(LanguageModel):
         self.client.close()
 
 
-class _StopGate(httpx.BaseTransport):
-    """Refuses each new attempt once the run is stopping, so a call stuck in retries ends at once."""
-
-    def __init__(self, inner: httpx.BaseTransport) -> None:
-        self.inner = inner
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        check_calls_allowed()
-        return self.inner.handle_request(request)
-
-    def close(self) -> None:
-        self.inner.close()
+def _split_base_url(base_url: str) -> tuple[str, dict[str, str]]:
+    """The base URL without its query string, and that query's parameters; a URL that is not http(s), or
+    that carries a credential a run directory would keep, is refused with a one-line ValueError."""
+    if has_userinfo(base_url) or ("@" in base_url.split("/")[0]):
+        raise ValueError(CREDENTIALS_IN_URL)
+    if not base_url.startswith(("http://", "https://")):
+        raise ValueError(f"--base-url must start with http:// or https://, got {redact_text(base_url)!r}")
+    if hides_query_secret(base_url):
+        raise ValueError(MASKED_QUERY_SECRET)
+    url = httpx.URL(base_url)
+    return str(url.copy_with(query=None)).rstrip("/"), dict(url.params)
 
 
 def reply_fault(request: Optional[httpx.Request], response: httpx.Response) -> Optional[str]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import email.utils
 import math
+import socket
 import threading
 import time
 from collections import deque
@@ -36,6 +37,7 @@ import httpx
 import tenacity
 
 from lits.lm.hedging import HEDGE_FLOOR, HEDGE_WARMUP, HedgeBudget, hedged_send, percentile
+from lits.lm.transport import LeanHTTPTransport
 
 RETRY_STATUS = frozenset({408, 409, 425, 429})
 #: Error-body phrases that mean "this prompt can never fit" even on a 5xx.
@@ -353,3 +355,32 @@ class RetryTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+class _GatedTransport(httpx.BaseTransport):
+    """Runs ``gate`` before each attempt (it raises once the run is stopping, so a call in retries ends)."""
+
+    def __init__(self, inner: httpx.BaseTransport, gate: Callable[[], None]) -> None:
+        self.inner, self.gate = inner, gate
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.gate()
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def server_transport(policy: RetryPolicy, stats: FaultStats, *, concurrency: int, check: ReplyCheck,
+                     gate: Callable[[], None]) -> RetryTransport:
+    """The transport stack of one model server: retries (with hedging) around ``gate`` around the lean
+    HTTP/1.1 transport for ``http://`` (httpx's pooled one for ``https://``)."""
+    # On the inner transport (httpx ignores Client(limits=...) beside a transport); roomy, since the limiter,
+    # not the pool, bounds calls in flight and may be raised later.
+    limits = httpx.Limits(max_connections=max(100, concurrency * 2), max_keepalive_connections=max(20, concurrency))
+    # TCP_NODELAY: a request's headers and body leave at once instead of waiting on an ACK.
+    inner = LeanHTTPTransport(
+        lambda: httpx.HTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]))
+    transport = RetryTransport(_GatedTransport(inner, gate), policy=policy, check=check, stats=stats)
+    transport.interruptible = lambda request: request.url.scheme == "http"  # what the lean transport serves
+    return transport
