@@ -79,14 +79,14 @@ class SearchNode:
                      given: Optional[Mapping[str, object]] = None) -> dict[str, object]:
         """This node's own fields (no parent, no children): one journal record; ``given`` fields are taken
         as they are (already serialized)."""
-        out: dict[str, object] = {"__type__": type(self).__name__}
-        for name in field_names(type(self)):
-            if name not in self._SKIP and name not in skip:
-                if given is not None and name in given:
-                    out[name] = given[name]
-                    continue
-                value = getattr(self, name)
-                out[name] = value if type(value) in PLAIN else serialize(value)
+        cls = type(self)
+        out: dict[str, object] = {"__type__": cls.__name__}
+        for name in _own_fields(cls, skip):
+            if given is not None and name in given:
+                out[name] = given[name]
+                continue
+            value = getattr(self, name)
+            out[name] = value if type(value) in PLAIN else serialize(value)
         return out
 
     def update_from_flat(self, payload: dict[str, object]) -> None:
@@ -105,6 +105,17 @@ class SearchNode:
             child.parent = node
             node.children.append(child)
         return node
+
+
+def _own_fields(cls: type[SearchNode], skip: tuple[str, ...]) -> tuple[str, ...]:
+    """A node class's fields a flat record holds (not its links, not ``skip``), worked out once per pair."""
+    names = _OWN_FIELDS.get((cls, skip))
+    if names is None:
+        names = _OWN_FIELDS[cls, skip] = tuple(n for n in field_names(cls) if n not in cls._SKIP and n not in skip)
+    return names
+
+
+_OWN_FIELDS: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
 
 
 #: The key of a journaled state that holds only the steps after its parent's (their number is its value).

@@ -21,8 +21,10 @@ read, and the file is truncated to its last whole line before more is appended.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import operator
 import os
 import time
 import warnings
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
 
 from lits import fastjson
-from lits.structures.base import TrajectoryState, atomic_writer
+from lits.structures.base import TrajectoryState, atomic_writer, field_names
 from lits.structures.node import PARENT_STEPS, SearchNode
 from lits.type_registry import deserialize, serialize
 
@@ -145,12 +147,15 @@ class TreeJournal:
                 paths.extend(record.get("paths") or [])
                 proposals.extend(_dumps(p) for p in record.get("proposals") or [])
                 last = record
+        only_pending = not nodes  # nothing written before (a short search): its nodes encoded in one call
         if pending:
             iteration, next_id, stats = self._counters  # type: ignore[misc]
             last = {"iteration": iteration, "next_id": next_id, "stats": stats}
-            nodes.update((node_id, _dumps(flat)) for node_id, flat in self._nodes.items())
+            if not only_pending:
+                nodes.update((node_id, _dumps(flat)) for node_id, flat in self._nodes.items())
             paths.extend(self._paths)
-            proposals.extend(_dumps(list(p)) for p in self._proposals)
+            if self._proposals:  # their texts joined by commas, as the line lists them
+                proposals.append(_dumps([list(p) for p in self._proposals])[1:-1])
             count += 1
         if count <= 1 and not pending or last is None:
             return
@@ -161,10 +166,14 @@ class TreeJournal:
                     fh.write(piece)
                     self.bytes_written += len(piece)
 
-                write('{"compact":true,"nodes":[')
-                for k, node_id in enumerate(sorted(nodes)):  # one node at a time: no second copy of the text
-                    write("," + nodes[node_id] if k else nodes[node_id])
-                write('],"paths":' + _dumps(paths) + ',"proposals":[' + ",".join(proposals) + "]," + tail + "\n")
+                if only_pending:
+                    write('{"compact":true,"nodes":' + _dumps([self._nodes[i] for i in sorted(self._nodes)]))
+                else:
+                    write('{"compact":true,"nodes":[')
+                    for k, node_id in enumerate(sorted(nodes)):  # one node at a time: no second copy of the text
+                        write("," + nodes[node_id] if k else nodes[node_id])
+                    write("]")
+                write(',"paths":' + _dumps(paths) + ',"proposals":[' + ",".join(proposals) + "]," + tail + "\n")
         except BaseException:
             self.close()  # the pending checkpoints as a line of their own, if the disk takes it
             raise
@@ -293,11 +302,18 @@ def _state_delta(node: SearchNode) -> Optional[dict[str, object]]:
         return None
     base: TrajectoryState[Any] = parent.state  # type: ignore[assignment]
     shared = len(base)
-    if len(state) < shared or any(a is not b for a, b in zip(base, state)):
+    if len(state) < shared or not all(map(operator.is_, base, state)):
         return None
-    if state._extra_fields() != base._extra_fields():
+    if not _same_fields(state, base):
         return None
     return {"__type__": type(state).__name__, PARENT_STEPS: shared, "steps": [serialize(s) for s in state[shared:]]}
+
+
+def _same_fields(state: TrajectoryState[Any], base: TrajectoryState[Any]) -> bool:
+    """Whether two states of one class agree on every field besides their steps."""
+    if dataclasses.is_dataclass(state):
+        return all(getattr(state, name) == getattr(base, name) for name in field_names(type(state)))
+    return state._extra_fields() == base._extra_fields()
 
 
 @functools.lru_cache(maxsize=None)
