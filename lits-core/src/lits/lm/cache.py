@@ -185,8 +185,8 @@ class ResponseStore(Protocol):
 
 
 #: New answers wait in memory, and in a pending file appended at each call (a kill -9 loses none), until
-#: this many are stored in SQLite in one transaction, or this many seconds have passed, or
-#: :func:`commit_all` or ``close`` runs: a commit per call cost more than the rest of the cache's work.
+#: this many are stored in SQLite in one transaction, or this many seconds have passed, or ``commit`` or
+#: ``close`` runs: a commit per call (or per finished instance) cost more than the rest of the cache's work.
 GROUP_ROWS = 128
 GROUP_SECONDS = 1.0
 #: A cache that was empty when opened answers misses without SQL while it holds only its own answers, for at
@@ -195,14 +195,6 @@ FRESH_KEYS = 100_000
 #: The caches open in this process: a new one on the same file first commits their pending answers.
 _OPEN: "weakref.WeakSet[ResponseCache]" = weakref.WeakSet()
 _OPEN_LOCK = threading.Lock()
-
-
-def commit_all() -> None:
-    """Store every open cache's pending answers in SQLite (the runner does at each instance's end)."""
-    with _OPEN_LOCK:
-        caches = list(_OPEN)
-    for cache in caches:
-        cache.commit()
 
 
 class ResponseCache:

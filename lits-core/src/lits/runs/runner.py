@@ -28,7 +28,6 @@ from lits import fastjson, layout
 from lits.components.factory import Components
 from lits.concurrency import fan_out_width, start_round_clock
 from lits.lm.base import CallsStopped
-from lits.lm.cache import commit_all
 from lits.observability import InferenceLog, InferenceRecord, call_context, collecting
 from lits.runs.artifacts import RunDir
 from lits.runs.attempts import AttemptSettings, Finished, InstanceAttempts, search_files
@@ -215,7 +214,6 @@ class _Runner:
             raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
     def _write(self, idx: int, finished: Finished, started: float, rounds: int) -> None:
-        commit_all()  # the instance's answers in SQLite (other processes see them; a full disk fails it now)
         timing: dict[str, object] = {
             "seconds": round(time.perf_counter() - started, 3),
             "dependent_rounds": rounds,
