@@ -64,9 +64,9 @@ def test_checkpoint_lines_do_not_grow_with_the_tree(parts, tmp_path):
     sizes = []
 
     def measure(iteration, **kwargs):
-        before = search._journal.bytes_written
+        before = search.recorder.journal.bytes_written
         original(iteration, **kwargs)
-        sizes.append(search._journal.bytes_written - before)
+        sizes.append(search.recorder.journal.bytes_written - before)
 
     search.save_checkpoint = measure
     search.run("9", 0, FAR)

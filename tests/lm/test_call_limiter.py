@@ -32,7 +32,7 @@ def _queue_behind_a_held_slot(limiter: CallLimiter, instances: list, rounds: tup
     return served
 
 
-def test_queued_calls_are_served_oldest_instance_first():
+def test_queued_calls_of_chains_equally_far_along_are_served_oldest_instance_first():
     assert _queue_behind_a_held_slot(CallLimiter(1), [5, 2, 9, 2]) == [2, 2, 5, 9]
 
 

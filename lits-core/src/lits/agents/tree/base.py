@@ -1,7 +1,7 @@
 """``BaseTreeSearch``: everything around a search algorithm but the algorithm.
 
-It owns node ids, the root, the checkpoint journal (save and resume), the
-runtime limit, terminal-node collection and the call tags (instance, phase,
+It owns node ids, the root, the checkpoints (save and resume, through a
+:class:`~lits.agents.tree.recorder.TreeRecorder`), the runtime limit, terminal-node collection and the call tags (instance, phase,
 depth, iteration) that the inference log records.  A subclass implements only
 :meth:`search`.
 
@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 from lits import layout
 from lits.agents.config import TreeSearchConfig
-from lits.agents.tree.journal import TreeJournal
+from lits.agents.tree.recorder import TreeRecorder
 from lits.concurrency import parallel_map
 from lits.lm.base import LanguageModel
 from lits.observability import call_context
@@ -125,9 +125,8 @@ class BaseTreeSearch(ABC):
         self._deadline: Optional[float] = None
         self._solutions: list[SearchNode] = []  # kept as found: no tree walk per iteration
         self._lock = threading.Lock()
-        self._journal: Optional[TreeJournal] = None
-        self._dirty: dict[int, SearchNode] = {}  # changed since the last checkpoint, by object id
-        self._paths: list[int] = []  # leaves of the paths backed up since the last checkpoint
+        #: What changed since the last checkpoint, and the instance's journal (none without checkpoint_dir).
+        self.recorder = TreeRecorder()
         self._provisional = _PROVISIONAL
         self.proposals: list[tuple[str, bool]] = []  # journaled, so a resume keeps them
         #: The branching-necessity evaluator's model (``--bn-model``); None: the policy's.
@@ -154,23 +153,21 @@ class BaseTreeSearch(ABC):
         limit = self.config.runtime_limit
         self._deadline = time.monotonic() + limit if limit else None
         if self.checkpoint_dir is not None:
-            self._journal = TreeJournal(self.checkpoint_dir / layout.journal_name(query_idx))
+            self.recorder.open(self.checkpoint_dir / layout.journal_name(query_idx))
         name = getattr(self, "search_name", type(self).__name__.lower())
         try:
             with call_context(instance=query_idx, search=name):
                 if not (resume and self.load_latest_checkpoint()):
-                    if self._journal is not None and self._journal.exists():
-                        self._journal.path.unlink()  # a fresh start must not replay an old tree
+                    self.recorder.forget_earlier_run()
                     self.root = self.NODE_CLASS(id=0, state=self.transition.init_state(**example))
                     self.mark(self.root)
                 self.search(query, query_idx)
-            if self._journal is not None:
+            if self.recorder.active:
                 self.save_checkpoint(self.iteration, force=True)  # the last changes and proposals
-                self._journal.compact()
+                self.recorder.compact()
             self.proposals.extend(self._take_proposals())
         finally:
-            if self._journal is not None:
-                self._journal.close()
+            self.recorder.close()
         return self.result()
 
     def result(self) -> SearchResult:
@@ -236,14 +233,12 @@ class BaseTreeSearch(ABC):
 
     def mark(self, node: SearchNode) -> None:
         """Record that ``node`` was created or changed (it goes into the next checkpoint)."""
-        if self._journal is not None:
-            self._dirty[id(node)] = node
+        self.recorder.mark(node)
 
     def backup(self, path: list[SearchNode]) -> None:
         """Back values up along ``path`` (root to leaf) and journal it: one id per backup."""
         self.backup_values(path)
-        if self._journal is not None:
-            self._paths.append(path[-1].id)
+        self.recorder.backed_up(path[-1])
 
     def backup_values(self, path: list[SearchNode]) -> object:
         """The algorithm's backup (MCTS: visits and returns); replayed from the journal on resume."""
@@ -435,21 +430,15 @@ class BaseTreeSearch(ABC):
         With ``checkpoint_every`` > 1 only every n-th iteration is written; the
         changes in between are carried to the next line, never lost.
         """
-        journal = self._journal
-        if journal is None:
+        if not self.recorder.active:
             return
         every = getattr(self.config, "checkpoint_every", 1)
         if every > 1 and iteration % every and not force:
             return
-        # Once the tree stops growing, most checkpoints carry only a backed-up leaf: keep that path cheap.
-        nodes = sorted(self._dirty.values(), key=_node_id) if self._dirty else ()
         proposals = self._take_proposals()
         if proposals:
             self.proposals.extend(proposals)
-        journal.append(iteration, self._next_id, self.stats, nodes, self._paths, proposals)
-        if nodes:
-            self._dirty = {}
-        self._paths = []
+        self.recorder.checkpoint(iteration, self._next_id, self.stats, proposals)
 
     def _take_proposals(self) -> list[tuple[str, bool]]:
         take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)
@@ -457,21 +446,13 @@ class BaseTreeSearch(ABC):
 
     def load_latest_checkpoint(self) -> bool:
         """Rebuild the tree from this instance's journal, if it has one (runs from before the journal restart)."""
-        if self._journal is not None and self._journal.exists():
-            replayed = self._journal.replay(self._replay_backup)
-            if replayed is not None:
-                self.root, counters = replayed
-                self.iteration = counters["iteration"]
-                self._next_id = counters["next_id"]
-                self.stats.update(counters["stats"])
-                self.proposals = list(counters["proposals"])
-                self._solutions = self.terminal_nodes()
-                return True
-        return False
-
-    def _replay_backup(self, path: list[SearchNode]) -> None:
-        self.backup_values(path)
-
-
-def _node_id(node: SearchNode) -> int:
-    return node.id
+        replayed = self.recorder.replay(self.backup_values)
+        if replayed is None:
+            return False
+        self.root, counters = replayed
+        self.iteration = counters["iteration"]
+        self._next_id = counters["next_id"]
+        self.stats.update(counters["stats"])
+        self.proposals = list(counters["proposals"])
+        self._solutions = self.terminal_nodes()
+        return True
