@@ -3,7 +3,8 @@ and the time from starting `lits search` to its first iteration.
 
 Workload: the original LiTS's BlocksWorld MCTS shape (5 six-step RAP cases,
 3 actions, depth 6, no early stop) on the zero-latency scripted model,
-through the whole `lits search` path.  Each repeat is a fresh process.
+through the whole `lits search` path.  Each repeat is a fresh process, after
+one untimed run that writes Python's bytecode cache (a user's install has it).
 Printed: the median with the range over the repeats, and with ``--profile``
 the top 10 costs (cProfile of the instances' thread, by own time).
 
@@ -143,16 +144,14 @@ def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".",
 
 
 def first_iteration_seconds(data: str, work_dir: str = ".") -> float:
-    """Seconds from spawning ``lits search`` to its first checkpoint, the bytecode cache written (a user's
-    install has it; ``PYTHONDONTWRITEBYTECODE`` in the caller's environment would time compiling instead)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    """Seconds from spawning ``lits search`` to its first checkpoint."""
     with tempfile.TemporaryDirectory(dir=work_dir, prefix=".short-run-") as tmp:
         args = ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={data}", "--dataset-arg", "steps=2",
                 "--limit", "1", "--model", "scripted", "--search", "mcts", "--search-arg", "n_iterations=2",
                 "--save-dir", str(Path(tmp) / "run")]
         started = time.time()
         done = subprocess.run([sys.executable, "-c", FIRST_ITERATION, *args], capture_output=True, text=True,
-                              env=env)
+                              env=_bytecode_env())
         stamps = [float(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("FIRST ")]
         if done.returncode != 0 or not stamps:
             raise SystemExit(f"lits search failed: {done.stderr.strip()[-500:]}")
@@ -188,14 +187,21 @@ def print_instructions(one: list[str], iterations: int) -> None:
     print(f"per iteration beyond the first (5 instances): {(at_n - at_1) / (5 * (iterations - 1)):,.0f}")
 
 
+def _bytecode_env() -> dict[str, str]:
+    """This environment with the bytecode cache written: a user's install has it, and
+    ``PYTHONDONTWRITEBYTECODE`` would time compiling (lazy imports land inside an instance's seconds)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def measure(data: str, repeats: int, iterations: int = 10, work_dir: str = ".") -> dict[str, list[float]]:
-    """Each figure of ``repeats`` fresh processes (and as many timed starts, after one that writes the
-    bytecode cache), in run order."""
+    """Each figure of ``repeats`` fresh processes (and as many timed starts), in run order, after one untimed
+    run of each that writes the bytecode cache."""
     one = [sys.executable, __file__, "--one", "--data", data, "--iterations", str(iterations), "--work-dir", work_dir]
     runs = []
-    for _ in range(repeats):
-        done = subprocess.run(one, capture_output=True, text=True, check=True)
+    for _ in range(repeats + 1):
+        done = subprocess.run(one, capture_output=True, text=True, check=True, env=_bytecode_env())
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = runs[1:]
     ms = [r["ms_per_iteration"] for r in runs]
     return {"ms_per_iteration": ms, "ratio": [m / ORIGINAL_MS_PER_ITERATION for m in ms],
             "framework_ms_per_call": [r["framework_ms_per_call"] for r in runs],
