@@ -1,8 +1,9 @@
 """``BaseTreeSearch``: everything around a search algorithm but the algorithm.
 
 It owns node ids, the root, the checkpoints (save and resume, through a
-:class:`~lits.agents.tree.recorder.TreeRecorder`), the runtime limit, terminal-node collection and the call tags (instance, phase,
-depth, iteration) that the inference log records.  A subclass implements only
+:class:`~lits.agents.tree.recorder.TreeRecorder`), the runtime limit,
+terminal-node collection and the call tags (instance, phase, depth,
+iteration) that the inference log records.  A subclass implements only
 :meth:`search`.
 
 Node ids, child order and tie-breaks depend on the tree alone, never on
