@@ -161,9 +161,7 @@ def first_iteration_seconds(data: str, work_dir: str = ".") -> float:
 def _counting_env() -> dict[str, str]:
     """A fixed hash seed, no stats save on the clock, and the bytecode cache written (compiling a changed
     module is not the search's work: the first, uncounted run writes it)."""
-    env = {**os.environ, "PYTHONHASHSEED": "0", "LITS_STATS_EVERY": "1e9"}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
+    return {**_bytecode_env(), "PYTHONHASHSEED": "0", "LITS_STATS_EVERY": "1e9"}
 
 
 def instructions(command: list[str]) -> int:

@@ -24,6 +24,7 @@ def test_a_recorder_without_a_journal_keeps_nothing():
     recorder.backed_up(child)
     recorder.checkpoint(1, 2, {}, [])
     assert not recorder.active and recorder.replay(lambda path: None) is None
+    assert not recorder._dirty and not recorder._paths  # nothing held in memory for a checkpoint that never comes
 
 
 def test_marked_nodes_and_backed_up_leaves_go_into_the_next_checkpoint_only(tmp_path, monkeypatch):
