@@ -110,3 +110,39 @@ def test_a_framework_for_another_task_type_is_a_one_line_error(lits, server):
 def test_an_unknown_framework_lists_the_registered_ones(lits, server):
     result = lits("search", "--search-framework", "nope", "--dataset", "math500", *_server(server))
     assert result.returncode == 2 and "registered: rap, rest, tot_bfs" in result.stderr
+
+
+def test_tot_bfs_at_depth_one_pays_no_judge_call_since_the_vote_reads_no_score(lits, tmp_path):
+    asked: list[str] = []
+
+    def solver(prompt: str, body: dict[str, Any]) -> str:
+        reply = obedient_solver(prompt, body)
+        asked.append("judge" if reply == "Yes" else "policy")
+        return reply
+
+    with FakeOpenAIServer(responder=solver) as srv:
+        result = lits(*METHODS["tot_bfs"], "--search-arg", "max_depth=1", "--dataset", "gsm8k", "--limit", "1",
+                      *_server(srv), "--save-dir", "tot")
+    assert result.returncode == 0, result.stderr
+    record = json.loads((tmp_path / "tot" / "results" / "0.json").read_text())
+    assert asked and "judge" not in asked
+    stats = record["search_stats"]
+    assert stats["scores_skipped"] == stats["nodes"] - 1 >= 1  # every child of the root, unscored
+    summary = json.loads((tmp_path / "tot" / "eval_results.json").read_text())
+    assert summary["diversity"]["reward_calls_skipped"] == stats["scores_skipped"]
+    assert "reward calls skipped" in result.stdout
+
+
+def test_tot_bfs_scores_its_last_depth_when_asked(lits, tmp_path):
+    asked: list[str] = []
+
+    def solver(prompt: str, body: dict[str, Any]) -> str:
+        reply = obedient_solver(prompt, body)
+        asked.append("judge" if reply == "Yes" else "policy")
+        return reply
+
+    with FakeOpenAIServer(responder=solver) as srv:
+        result = lits(*METHODS["tot_bfs"], "--search-arg", "max_depth=1", "--search-arg", "score_last_depth=true",
+                      "--dataset", "gsm8k", "--limit", "1", *_server(srv), "--save-dir", "tot")
+    assert result.returncode == 0, result.stderr
+    assert "judge" in asked

@@ -99,8 +99,9 @@ def register_search_frameworks(register: Callable[..., object]) -> None:
     register("rest", policy="concat", transition="concat", reward_model="generative", search="mcts",
              search_args={"early_stop": False},
              description="ReST-MCTS*: step-by-step thoughts, a generative process reward, MCTS")
+    # The answer is a vote over terminal nodes, so the last depth's scores would be paid for nothing.
     register("tot_bfs", policy="concat", transition="concat", reward_model="generative", search="bfs",
-             search_args={"early_stop": False},
+             search_args={"early_stop": False, "score_last_depth": False},
              description="Tree of Thoughts: the same components under breadth-first beam search")
 
 

@@ -68,6 +68,9 @@ class BFSConfig(TreeSearchConfig):
 
     beam_width: int = Field(3, ge=1, description="nodes kept per depth")
     reward_aggregate: Literal["sum", "mean", "last"] = Field("sum", description="a path's score from its rewards")
+    score_last_depth: bool = Field(True, description="score the children of the last depth too (false: skip those "
+                                   "reward-model calls; their scores only pick the best path, which an unweighted "
+                                   "vote over terminal nodes does not read)")
 
 
 class ChainConfig(BaseModel):

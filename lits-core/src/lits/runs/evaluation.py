@@ -195,9 +195,13 @@ def _diversity(results: Mapping[int, ResultRecord]) -> dict[str, object]:
     stats = [s for r in results.values() if (s := r.get("search_stats"))]
     unique = sum(s.get("unique_states", 0) for s in stats)
     expansions = sum(s.get("expansions", 0) for s in stats)
-    return {"unique_states": unique, "expansions": expansions,
-            "policy_calls_per_state": round(expansions / unique, 2) if unique else None,
-            "duplicate_siblings_dropped": sum(s.get("duplicates", 0) for s in stats)}
+    out: dict[str, object] = {"unique_states": unique, "expansions": expansions,
+                              "policy_calls_per_state": round(expansions / unique, 2) if unique else None,
+                              "duplicate_siblings_dropped": sum(s.get("duplicates", 0) for s in stats)}
+    skipped = sum(s.get("scores_skipped", 0) for s in stats)
+    if skipped:  # reward calls whose answer nothing would read (BFS's last depth, score_last_depth=false)
+        out["reward_calls_skipped"] = skipped
+    return out
 
 
 def reevaluate(components: Components, results: Mapping[int, ResultRecord],
@@ -288,6 +292,9 @@ def format_table(summary: Summary) -> str:
     if hedged:  # second copies of slow calls (lits.lm.hedging)
         won = counted.get("hedges_won", 0)
         rows.append(("hedged requests", f"{hedged} copies sent, {won} answered first"))
+    skipped = (summary.get("diversity") or {}).get("reward_calls_skipped")
+    if skipped:
+        rows.append(("reward calls skipped", f"{skipped} (scores nothing reads)"))
     rows += [(name, value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):
         rows.append(("cost", inf["cost"]))

@@ -33,8 +33,12 @@ def agent_registration(settings: RunSettings, mode: str, task_type: str) -> tupl
         name = settings.get("search_framework")
         framework = get_search_framework(name, task_type) if name else None
         search = settings["search"] = settings.get("search") or (framework.search if framework else "mcts")
-        args = {**(framework.search_args if framework else {}), **settings["search_args"]}
-        return get_registration("search", search), args
+        reg = get_registration("search", search)
+        preset = dict(framework.search_args) if framework else {}
+        if framework and search != framework.search:  # another search keeps only the presets it has
+            known = getattr(reg.meta.get("config_class"), "model_fields", None)
+            preset = {k: v for k, v in preset.items() if known is None or k in known}
+        return reg, {**preset, **settings["search_args"]}
     if not settings.get("chain") and task_type not in DEFAULT_CHAINS:
         raise UserError(f"no default chain agent for {task_type} tasks; pass --chain NAME")
     chain = settings["chain"] = settings.get("chain") or DEFAULT_CHAINS[task_type]

@@ -1,4 +1,9 @@
-"""Breadth-first beam search (ToT-BFS): expand a whole depth, keep the best ``beam_width``."""
+"""Breadth-first beam search (ToT-BFS): expand a whole depth, keep the best ``beam_width``.
+
+With ``score_last_depth`` off, the children of the last depth are not scored: nothing ranks them for a next
+depth, and where the answer is an unweighted vote over terminal nodes (language tasks) their scores change
+nothing, so their reward-model calls would be paid for nothing.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +31,10 @@ class BFS(BaseTreeSearch):
                 proposals = parallel_map(self.propose, open_nodes)
                 for node, steps in zip(open_nodes, proposals):  # ids in frontier order
                     self.attach(node, steps)
-                self.score_children(open_nodes)
+                if self.iteration + 1 < self.config.max_depth or self.config.score_last_depth:
+                    self.score_children(open_nodes)
+                else:
+                    self._leave_unscored(open_nodes)
                 children = [c for n in frontier for c in n.children]
                 self.materialize_all(children)
             for child in children:
@@ -36,6 +44,15 @@ class BFS(BaseTreeSearch):
             frontier = [c for c in ranked[: self.config.beam_width] if not c.is_terminal]
             self.iteration += 1
             self.save_checkpoint(self.iteration)
+
+    def _leave_unscored(self, parents: list[SearchNode]) -> None:
+        """Mark the last depth's children as not scored (their fast reward stays 0) and count the skipped calls."""
+        skipped = 0
+        for parent in parents:
+            for child in parent.children:
+                child.fast_reward_details = {"unscored": "last depth"}
+                skipped += 1
+        self.stats["scores_skipped"] = self.stats.get("scores_skipped", 0) + skipped
 
     def _frontier(self) -> list[SearchNode]:
         """Nodes to expand next: the root, or after a resume the deepest kept nodes."""
