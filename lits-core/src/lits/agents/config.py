@@ -81,6 +81,10 @@ class ChainConfig(BaseModel):
     max_steps: int = Field(10, ge=1, description="steps before the chain stops")
     temperature: float = Field(0.0, ge=0, description="policy sampling temperature")
     runtime_limit: Optional[float] = Field(None, gt=0, description="seconds per instance")
+    avoid_repeats: bool = Field(True, description="a step back into a state the chain has been in is taken back "
+                                "and the policy asked again without it (twice at most, policies that take exclude); "
+                                "a tool call that repeats an earlier one with the same result is told so in its "
+                                "observation; both counted in the summary")
 
 
 class CoTConfig(ChainConfig):

@@ -198,6 +198,10 @@ def _diversity(results: Mapping[int, ResultRecord]) -> dict[str, object]:
     out: dict[str, object] = {"unique_states": unique, "expansions": expansions,
                               "policy_calls_per_state": round(expansions / unique, 2) if unique else None,
                               "duplicate_siblings_dropped": sum(s.get("duplicates", 0) for s in stats)}
+    for key, name in (("steered_away", "repeats_steered_away"), ("repeats", "repeats_kept")):
+        count = sum(s.get(key, 0) for s in stats)
+        if count:  # chains (lits.agents.chain.repeats)
+            out[name] = count
     skipped = sum(s.get("scores_skipped", 0) for s in stats)
     if skipped:  # reward calls whose answer nothing would read (BFS's last depth, score_last_depth=false)
         out["reward_calls_skipped"] = skipped
@@ -292,7 +296,11 @@ def format_table(summary: Summary) -> str:
     if hedged:  # second copies of slow calls (lits.lm.hedging)
         won = counted.get("hedges_won", 0)
         rows.append(("hedged requests", f"{hedged} copies sent, {won} answered first"))
-    skipped = (summary.get("diversity") or {}).get("reward_calls_skipped")
+    diversity = summary.get("diversity") or {}
+    if diversity.get("repeats_steered_away") or diversity.get("repeats_kept"):
+        rows.append(("repeated states / calls", f"{diversity.get('repeats_steered_away', 0)} steered away, "
+                                                f"{diversity.get('repeats_kept', 0)} kept"))
+    skipped = diversity.get("reward_calls_skipped")
     if skipped:
         rows.append(("reward calls skipped", f"{skipped} (scores nothing reads)"))
     rows += [(name, value) for name, value in summary.get("metrics", {}).items()]

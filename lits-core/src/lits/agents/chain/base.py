@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from lits import layout
+from lits.agents.chain.repeats import STEER_ROUNDS, RepeatTracker
 from lits.agents.config import ChainConfig
 from lits.observability import call_context
 from lits.structures.base import State, Step, TrajectoryState, atomic_write_text
@@ -24,6 +25,8 @@ class ChainResult:
     proposals: Optional[list[tuple[str, bool]]] = None
     #: Every sampled chain's final state, when the agent sampled several (self-consistency).
     samples: Optional[list[TrajectoryState[Step]]] = None
+    #: Repeats met (:mod:`lits.agents.chain.repeats`); None when there were none.
+    stats: Optional[dict[str, int]] = None
 
     def to_dict(self) -> dict[str, object]:
         return {"solved": self.solved, "steps": self.steps, "stopped": self.stopped,
@@ -50,22 +53,27 @@ class ChainAgent:
 
     def run(self, query: object, query_idx: int, example: Mapping[str, object], *,
             resume: bool = False) -> ChainResult:
+        repeats = RepeatTracker()
         with call_context(instance=query_idx, search=self.chain_name):
             state = self._load(query_idx) if resume else None
-            state, solved, stopped = self.walk(query, query_idx, example, state, save=True)
+            state, solved, stopped = self.walk(query, query_idx, example, state, save=True, repeats=repeats)
         self.proposals.extend(self._take_proposals(query_idx))
         return ChainResult(state=state, solved=solved, steps=len(state), stopped=stopped,
-                           proposals=sorted(self.proposals))
+                           proposals=sorted(self.proposals), stats=repeats.stats())
 
     def walk(self, query: object, query_idx: int, example: Mapping[str, object],
              state: Optional[TrajectoryState[Step]] = None, *, save: bool = False,
-             temperature: Optional[float] = None) -> tuple[TrajectoryState[Step], bool, str]:
+             temperature: Optional[float] = None,
+             repeats: Optional[RepeatTracker] = None) -> tuple[TrajectoryState[Step], bool, str]:
         """One chain from ``state`` (None: the start): ``(final state, solved, why it stopped)``; ``temperature``
-        overrides the config's."""
+        overrides the config's; ``repeats`` counts the repeats met (with ``avoid_repeats``)."""
         deadline = time.monotonic() + self.config.runtime_limit if self.config.runtime_limit else None
         temp = self.config.temperature if temperature is None else temperature
         if state is None:
             state = self.transition.init_state(**example)
+        tracker = (repeats or RepeatTracker()) if self.config.avoid_repeats else None
+        if tracker is not None:
+            tracker.start(state)
         stopped = "max_steps"
         while len(state) < self.config.max_steps:
             if self.transition.is_terminal(state, query_or_goals=query):
@@ -81,11 +89,37 @@ class ChainAgent:
                 if not steps:
                     stopped = "no_action"
                     break
-                state, _aux = self.transition.step(state, steps[0], query, query_idx, from_phase="chain")
+                after, _aux = self.transition.step(state, steps[0], query, query_idx, from_phase="chain")
+                if tracker is not None:
+                    after = self._steer(tracker, state, after, steps[0], query, query_idx, temp)
+                    tracker.accept(after)
+                state = after
             if save:
                 self._save(query_idx, state)
         solved = bool(self.transition.is_terminal(state, query_or_goals=query))
         return state, solved, "solution" if solved else stopped
+
+    def _steer(self, tracker: RepeatTracker, state: TrajectoryState[Step], after: TrajectoryState[Step],
+               step: Step, query: object, query_idx: int, temperature: float) -> TrajectoryState[Step]:
+        """``after``, or when it revisits a state, the first other step's state that does not (asked of a policy
+        that takes ``exclude``, :data:`STEER_ROUNDS` times at most)."""
+        from lits.agents.tree.base import accepts_exclude
+
+        if not tracker.revisits(after) or not accepts_exclude(self.policy):
+            return after
+        excluded = [str(step.get_action())]
+        for _ in range(STEER_ROUNDS):
+            others = self.policy.get_actions(state, n_actions=1, temperature=temperature, query=query,
+                                             query_idx=query_idx, from_phase="chain", exclude=excluded,
+                                             **self.step_options())
+            if not others:
+                break
+            candidate, _aux = self.transition.step(state, others[0], query, query_idx, from_phase="chain")
+            if not tracker.revisits(candidate):
+                tracker.steered_away += 1
+                return candidate
+            excluded.append(str(others[0].get_action()))
+        return after
 
     def step_options(self) -> dict[str, object]:
         """Keywords for the policy's every call: ``whole_solution`` when the chain's config asks for it."""

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Optional
 from lits.agents.chain.base import ChainAgent, ChainResult
 from lits.agents.config import SelfConsistencyConfig
 from lits.answers import same_text
+from lits.agents.chain.repeats import RepeatTracker
 from lits.lm.base import sampling_stream
 from lits.observability import call_context
 from lits.structures.base import Step, TrajectoryState
@@ -35,15 +36,21 @@ class SelfConsistencyChain(ChainAgent):
     def run(self, query: object, query_idx: int, example: Mapping[str, object], *,
             resume: bool = False) -> ChainResult:
         samples: list[tuple[TrajectoryState[Step], bool, str]] = []
+        counted: list[RepeatTracker] = []
         with call_context(instance=query_idx, search=self.chain_name):
             for j in range(self.config.k):
                 greedy = j == 0 and self.config.greedy_first
+                counted.append(RepeatTracker())  # each sample is a chain of its own
                 with sampling_stream(j), call_context(sample=j):
-                    samples.append(self.walk(query, query_idx, example, temperature=0.0 if greedy else None))
+                    samples.append(self.walk(query, query_idx, example, temperature=0.0 if greedy else None,
+                                             repeats=counted[-1]))
         self.proposals.extend(self._take_proposals(query_idx))
         state, solved, stopped = _representative(samples)
+        totals = RepeatTracker(steered_away=sum(t.steered_away for t in counted),
+                               repeats=sum(t.repeats for t in counted))
         return ChainResult(state=state, solved=solved, steps=sum(len(s) for s, _, _ in samples), stopped=stopped,
-                           proposals=sorted(self.proposals), samples=[s for s, _, _ in samples])
+                           proposals=sorted(self.proposals), samples=[s for s, _, _ in samples],
+                           stats=totals.stats())
 
 
 def _representative(
