@@ -56,7 +56,9 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                        help=f"server of --{role}-model (default: {server}; may change on --resume)")
         g.add_argument(f"--{role}-model-arg", action="append", default=[], metavar="K=V",
                        help="that model's own setting: api=chat|completion, api_key_env=VARNAME (the key is "
-                            "read from that variable, never recorded), temperature, max_tokens, seed (repeatable)")
+                            "read from that variable, never recorded), constraints=auto|gbnf|structured_outputs|"
+                            "guided|none (how the server holds replies to listed choices; auto: as it says of "
+                            "itself), temperature, max_tokens, seed (repeatable)")
     g.add_argument("--concurrency", type=int, default=None,
                    help="model calls in flight at once, across instances (default: 16 against a server, "
                         "1 for the embedded or scripted model; recorded in config.json)")

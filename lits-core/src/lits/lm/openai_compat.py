@@ -43,7 +43,8 @@ from lits.lm.retry import (
     server_transport,
 )
 from lits.lm.hedging import hedge_share_from_env
-from lits.lm.constraints import DIALECT_NAMES, request_fields
+from lits.lm.constraints import (DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint,
+                                 request_fields)
 from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
 from lits.secrets import has_userinfo, hides_query_secret, query_secrets, redact_text, redact_url
 
@@ -75,6 +76,8 @@ class OpenAICompatibleModel(LanguageModel):
     ``hedge_share`` of the calls may get a second copy when slower than the
     95th percentile of recent replies (default ``$LITS_HEDGE_SHARE`` or 0.1;
     0: never), unless the server reports fixed slots; see :mod:`lits.lm.hedging`.
+    ``constraints`` says how the server constrains decoding (``gbnf``, ``structured_outputs``,
+    ``guided``, ``none``); ``auto`` (None): as the server says of itself (:mod:`lits.lm.constraints`).
     """
 
     def __init__(
@@ -98,10 +101,13 @@ class OpenAICompatibleModel(LanguageModel):
         concurrency: int = 1,
         price_in: float = 0.0,
         price_out: float = 0.0,
+        constraints: Optional[str] = None,
     ) -> None:
         super().__init__(concurrency=concurrency)
         if api not in ("chat", "completion"):
             raise ValueError(f"api must be 'chat' or 'completion', not {api!r}")
+        #: Whether ``constraints`` was given, and the dialect it names (else the server's says).
+        self._configured_dialect = dialect_setting(constraints, "the model's")
         #: Query parameters of the base URL (an ``?api-key=`` gateways ask for) go with every request.
         self.base_url, self._query = _split_base_url(base_url)
         if call_budget <= 0:
@@ -170,6 +176,15 @@ class OpenAICompatibleModel(LanguageModel):
         self.slots.learn(lambda: probe_server(self.base_url, self._headers, self._query))
         return self.slots.slots
 
+    @property
+    def constraint_dialect(self) -> ConstraintDialect:
+        """How replies are held: as configured, else as the server says (asked once)."""
+        configured, dialect = self._configured_dialect
+        if configured:
+            return dialect
+        self.server_slots()
+        return self.slots.dialect
+
     def identity(self) -> str:
         """What the response cache keys on: the model and endpoint, not the address serving it.
 
@@ -184,15 +199,25 @@ class OpenAICompatibleModel(LanguageModel):
         return {**super().describe(), "base_url": self.display_url, "api": self.api,
                 "call_budget": self.policy.budget, "connect_timeout": timeout.connect,
                 "read_timeout": timeout.read, "server_slots": slots, "server_slots_from": self.slots.source,
-                "constrained_replies": DIALECT_NAMES[self.slots.dialect] if self.constrain_replies
-                else "off (--free-replies)"}
+                "constrained_replies": self._constraints_named()}
+
+    def _constraints_named(self) -> str:
+        if not self.constrain_replies:
+            return "off (--free-replies)"
+        return DIALECT_NAMES[self.constraint_dialect] + (" (configured)" if self._configured_dialect[0] else "")
 
     # -- generation ----------------------------------------------------------
     def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
         outs: list[Completion] = []
         while len(outs) < params.n:
             body = self._body(prompt, params, params.n - len(outs))
-            data = self._post("/chat/completions" if self.api == "chat" else "/completions", body)
+            try:
+                data = self._post("/chat/completions" if self.api == "chat" else "/completions", body)
+            except ServerRefused as exc:
+                hint = refusal_hint(body, str(exc))
+                if hint is None:
+                    raise
+                raise ServerRefused(f"{hint}; {exc}") from None
             outs.extend(self._parse(data, params.n - len(outs)))
         return outs
 
@@ -208,8 +233,7 @@ class OpenAICompatibleModel(LanguageModel):
         if params.seed is not None:
             body["seed"] = params.seed
         if params.reply_lines:
-            self.server_slots()  # the probe also tells how the server constrains decoding
-            body.update(request_fields(params.reply_lines, self.slots.dialect))
+            body.update(request_fields(params.reply_lines, self.constraint_dialect))
         if self.api == "chat":
             body["messages"] = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
             if params.top_logprobs:

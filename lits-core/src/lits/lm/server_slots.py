@@ -13,12 +13,14 @@ Other servers (vLLM, Ollama, hosted APIs) batch or say nothing: no gate.
 
 The same answers tell how the server constrains decoding (see
 :mod:`lits.lm.constraints`): both llama.cpp servers take a GBNF grammar, and
-vLLM (``"owned_by": "vllm"``) a regular expression.
+vLLM (``"owned_by": "vllm"``) ``structured_outputs``, unless its ``/version``
+is older than 0.10.2, which knows only the ``guided_*`` fields.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections import deque
@@ -26,7 +28,7 @@ from typing import Callable, Iterator, Mapping, NamedTuple, Optional
 
 import httpx
 
-from lits.lm.constraints import ConstraintDialect
+from lits.lm.constraints import VLLM_STRUCTURED_OUTPUTS, ConstraintDialect
 
 #: Patience per probe: a llama-cpp-python server busy reading a long prompt answers a GET only after ~10 s,
 #: and a probe given up on leaves calls ungated, to time out in the server's queue as false faults.
@@ -85,8 +87,21 @@ def _ask(base_url: str, headers: Mapping[str, str], params: Optional[Mapping[str
             if owners == {"me"}:
                 return ServerFacts(1, "llama-cpp-python's server (one request at a time)", "gbnf")
             if owners == {"vllm"}:
-                return ServerFacts(None, "not reported by the server (vLLM batches)", "regex")
+                return ServerFacts(None, "not reported by the server (vLLM batches)", _vllm_dialect(client, root))
     return UNREPORTED
+
+
+def _vllm_dialect(client: httpx.Client, root: str) -> ConstraintDialect:
+    """``structured_outputs``, or ``guided`` for a vLLM whose ``/version`` says it predates them."""
+    try:
+        answer = client.get(f"{root}/version")
+        version = answer.json().get("version") if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):  # no answer: a current vLLM is the likelier
+        version = None
+    numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    if numbers and tuple(map(int, numbers.groups())) < VLLM_STRUCTURED_OUTPUTS:
+        return "guided"
+    return "structured_outputs"
 
 
 def _int(value: object) -> Optional[int]:

@@ -23,15 +23,17 @@ ROLES = ("policy", "eval", "transition", "bn")
 #: Roles that use another role's model when given none of their own (the BN evaluator: the policy's).
 FALLBACK_ROLES = {"bn": "policy"}
 
-#: ``--ROLE-model-arg`` keys: the endpoint, where the key comes from, and sampling settings
-#: applied to every call of that model (they win over what the component asks for).
+#: ``--ROLE-model-arg`` keys: the endpoint, where the key comes from, how the server constrains decoding
+#: (:mod:`lits.lm.constraints`), and sampling settings applied to every call of that model (they win over
+#: what the component asks for).
 SAMPLING_ARGS: dict[str, type] = {"temperature": float, "max_tokens": int, "seed": int}
-MODEL_ARGS = ("api", "api_key_env", *SAMPLING_ARGS)
+MODEL_ARGS = ("api", "api_key_env", "constraints", *SAMPLING_ARGS)
 #: ``api_key_env`` as settings hold it: config.json drops every key that looks like a secret
 #: (``api_key...``), and the variable's *name* must survive for ``--resume``.
 KEY_ENV = "key_env"
-#: Model args that may change on ``--resume`` (they do not change what the model answers).
-OPERATIONAL_ARGS = (KEY_ENV,)
+#: Model args that may change on ``--resume`` (they do not change what the model answers; ``constraints``
+#: says how to ask the server for the same replies, which a server upgraded meanwhile may ask differently).
+OPERATIONAL_ARGS = (KEY_ENV, "constraints")
 #: Model names served in this process (never at a ``--base-url``).
 IN_PROCESS = ("local", "scripted")
 
@@ -56,6 +58,7 @@ def in_process(spec: str) -> bool:
 
 def check_model_args(role: str, args: Mapping[str, object]) -> dict[str, object]:
     """``--ROLE-model-arg`` values checked and typed; an unknown key names the closest known one."""
+    from lits.lm.constraints import dialect_setting
     from lits.store import unknown_name_message
 
     flag = f"--{role}-model-arg"
@@ -66,6 +69,11 @@ def check_model_args(role: str, args: Mapping[str, object]) -> dict[str, object]
                             .replace("; registered:", "; its settings:"))
         if key == "api" and value not in ("chat", "completion"):
             raise UserError(f"{flag} api must be 'chat' or 'completion', not {value!r}")
+        if key == "constraints":
+            try:
+                dialect_setting(value, flag)
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
         if key == "api_key_env" and not (isinstance(value, str) and value.isidentifier()):
             raise UserError(f"{flag} api_key_env names an environment variable, e.g. api_key_env=MY_KEY")
         if key in SAMPLING_ARGS:

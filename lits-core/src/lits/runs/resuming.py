@@ -113,7 +113,7 @@ def model_spec(model: Optional[str]) -> str:
 
 def _resumed_component_models(given: Mapping[str, GivenModel],
                               saved: Mapping[str, GivenModel]) -> dict[str, GivenModel]:
-    """The run's per-component models with what may change on resume: base URLs and ``api_key_env``.
+    """The run's per-component models with what may change on resume: base URLs and the operational args.
 
     A component's model name or any other model arg is meaning: a different one is refused."""
     from lits.runs.model_specs import OPERATIONAL_ARGS, check_model_args

@@ -80,6 +80,8 @@ def create_run_model(settings: RunSettings, spec: Optional[ModelSpec] = None) ->
     args = spec.get("args") or {}
     bounds: Mapping[str, object] = settings
     extra = {k: bounds[k] for k in ("call_budget", "read_timeout") if bounds.get(k) is not None}
+    if args.get("constraints") is not None:
+        extra["constraints"] = args["constraints"]
     key_env = args.get(KEY_ENV)
     if key_env:  # the key itself is read here and never kept in settings
         key = os.environ.get(str(key_env))

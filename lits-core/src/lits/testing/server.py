@@ -3,7 +3,8 @@
 Deterministic answers from a ``responder(prompt_text, body)``, a fixed
 latency per request (requests overlap, like a batching server), optional
 llama.cpp-style ignoring of ``n``, injected failures, and counters of what it
-saw.  Tokens are whitespace-separated words.
+saw.  Tokens are whitespace-separated words.  Given a vLLM version it speaks
+that vLLM's constraint fields (:mod:`lits.testing.vllm_rules`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator, Mapping, Optional
+
+from lits.testing.vllm_rules import VLLMRules
 
 #: ``(prompt_text, body) -> text``, or ``(prompt_text, body, choice_index) -> text``.
 Responder = Callable[..., str]
@@ -54,11 +57,15 @@ class FakeOpenAIServer:
         slots: Optional[int] = None,
         owned_by: Optional[str] = None,
         busy_for: float = 0.0,
+        vllm: Optional[str] = None,
+        refuse_unknown: bool = False,
     ) -> None:
         """``slots``: serve that many requests at once, queueing the rest, and say so at ``/props`` as
         llama.cpp's server does (None: all at once, no ``/props``).  ``owned_by``: the ``/v1/models`` field
         (llama-cpp-python's server says "me" and serves one request at a time).  ``busy_for``: the first GET
-        is answered that many seconds late (a server busy reading a long prompt)."""
+        is answered that many seconds late (a server busy reading a long prompt).  ``vllm``: a vLLM version,
+        said at ``/version``, whose constraint fields hold the replies; ``refuse_unknown``: answer 400 naming a
+        constraint field that version does not know (vLLM itself ignores it)."""
         self.responder = responder or (lambda prompt, body: "ok")
         self.latency = latency
         self.ignore_n = ignore_n
@@ -66,9 +73,10 @@ class FakeOpenAIServer:
         self.echo_supported = echo_supported
         self.batch_prompts = batch_prompts
         self.slots = slots
-        self.owned_by = owned_by
+        self.vllm = VLLMRules(vllm, refuse_unknown=refuse_unknown) if vllm else None
+        self.owned_by = owned_by or ("vllm" if vllm else None)
         self._busy_for = busy_for
-        self._serving = threading.BoundedSemaphore(slots or (1 if owned_by == "me" else 1 << 16))
+        self._serving = threading.BoundedSemaphore(slots or (1 if self.owned_by == "me" else 1 << 16))
         self._wants_index = len(inspect.signature(self.responder).parameters) >= 3
         self.requests: list[dict[str, object]] = []
         self.headers: list[dict[str, str]] = []
@@ -105,10 +113,13 @@ class FakeOpenAIServer:
 
     # -- answers ---------------------------------------------------------------
     def _respond(self, prompt: str, body: Mapping[str, object], index: int) -> str:
-        """The responder's text; one taking a third argument gets the choice's index (to vary samples)."""
+        """The responder's text; one taking a third argument gets the choice's index (to vary samples).
+        A vLLM holds it to the request's constraint."""
         if self._wants_index:
-            return self.responder(prompt, body, index)  # type: ignore[call-arg]
-        return self.responder(prompt, body)
+            text = self.responder(prompt, body, index)  # type: ignore[call-arg]
+        else:
+            text = self.responder(prompt, body)
+        return self.vllm.hold(body, text, index) if self.vllm else text
 
     def _answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         chat = path.endswith("/chat/completions")
@@ -188,6 +199,8 @@ class FakeOpenAIServer:
                     self._send(200, {"object": "list", "data": [model]})
                 elif route == "/props" and server.slots:
                     self._send(200, {"total_slots": server.slots})
+                elif route == "/version" and server.vllm:
+                    self._send(200, {"version": server.vllm.version})
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -216,7 +229,10 @@ class FakeOpenAIServer:
                         self._send(status, {"error": {"message": message or f"injected failure {status}"}},
                                    {"Retry-After": retry_after} if retry_after else None)
                     elif route.endswith(("/chat/completions", "/completions")):
-                        if body.get("echo") and not server.echo_supported:
+                        refused = server.vllm.check(body) if server.vllm else None
+                        if refused:
+                            self._send(400, {"error": {"message": refused, "type": "BadRequestError", "code": 400}})
+                        elif body.get("echo") and not server.echo_supported:
                             self._send(400, {"error": {"message": "echo is not supported"}})
                         else:
                             self._send(200, server._answer(route, body))
