@@ -55,7 +55,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from lits.runs.compare import compare_rows, format_rows
+    from lits.runs.compare import compare_rows, format_rows, paired_lines
 
     plot = getattr(args, "plot", None)
     if plot and Path(plot).suffix.lower() not in (".png", ".svg"):
@@ -65,6 +65,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
     else:
         print(format_rows(rows, markdown=args.markdown))
+        paired = paired_lines(rows)
+        if paired:
+            print("\n" + "\n".join(paired))
     if plot:
         from lits.view.plot import PlotUnavailable, save_compare_plot
 

@@ -1,12 +1,14 @@
-"""One comparable table across finished runs: accuracy, tokens, calls and time per method."""
+"""One comparable table across finished runs: accuracy, tokens, calls and time per method, and each run
+against the first, instance by instance (:mod:`lits.runs.paired`)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Mapping, TypedDict
+from typing import Mapping, NotRequired, TypedDict
 
 from lits import layout
+from lits.runs.paired import PairedComparison, compare_paired, describe
 
 COLUMNS = ("method", "dataset", "model", "instances", "accuracy", "tokens_in", "tokens_out", "calls",
            "cached", "seconds")
@@ -27,6 +29,8 @@ class CompareRow(TypedDict):
     seconds: float
     cost: float
     save_dir: str
+    #: This run against the first one given, over the instances both finished (not in the first row).
+    paired_with_first: NotRequired[PairedComparison]
 
 
 def method_label(config: Mapping[str, object]) -> str:
@@ -62,7 +66,31 @@ def compare_rows(save_dirs: list[Path]) -> list[CompareRow]:
             "cost": inference.get("cost", 0.0),
             "save_dir": str(root),
         })
+    outcomes = [_solved_by_instance(root) for root in save_dirs]
+    for row, solved in zip(rows[1:], outcomes[1:]):
+        row["paired_with_first"] = compare_paired(outcomes[0], solved)
     return rows
+
+
+def _solved_by_instance(root: Path) -> dict[object, bool]:
+    """Whether each finished instance was solved, keyed by (dataset, instance id)."""
+    config = json.loads((root / layout.CONFIG).read_text(encoding="utf-8"))
+    out: dict[object, bool] = {}
+    for path in sorted((root / layout.RESULTS).glob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            raise ValueError(f"{path}: unreadable result record; run `lits eval --save-dir {root}`") from None
+        if isinstance(record, dict):
+            solved = bool((record.get("eval") or {}).get("solved"))
+            out[(config.get("dataset"), str(record.get("id", record.get("idx"))))] = solved
+    return out
+
+
+def paired_lines(rows: list[CompareRow]) -> list[str]:
+    """Each run after the first against the first, one line each."""
+    return [describe(str(rows[0]["method"]), str(row["method"]), row["paired_with_first"])
+            for row in rows[1:] if "paired_with_first" in row]
 
 
 def format_rows(rows: list[CompareRow], *, markdown: bool = False) -> str:
