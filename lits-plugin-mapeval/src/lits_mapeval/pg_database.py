@@ -166,7 +166,8 @@ class ReadOnlyPostgres:
         if rights and self.url not in _warned:
             _warned.add(self.url)
             print(f"lits: warning: MapEval-SQL runs the model's SQL as role {role!r}, which {rights} "
-                  "(allow_privileged_role=true); only the refusal list stands between that SQL and the server",
+                  "(allow_privileged_role=true); only the READ ONLY transaction, the statement checks and the "
+                  "function allow-list stand between that SQL and the server",
                   file=sys.stderr)
         self._dsn = url
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs=self._kwargs,

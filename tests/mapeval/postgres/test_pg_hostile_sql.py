@@ -1,6 +1,7 @@
 """MapEval-SQL on PostgreSQL under hostile SQL: every case comes back as one observation line and leaves every
 table's checksum unchanged, on the read-only role and on a superuser connection forced with
-``allow_privileged_role`` (where only the READ ONLY transaction and the refusal list stand in the way)."""
+``allow_privileged_role`` (where only the READ ONLY transaction, the statement checks and the function
+allow-list stand in the way)."""
 
 from __future__ import annotations
 
