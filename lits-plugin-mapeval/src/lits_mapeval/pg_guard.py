@@ -170,7 +170,9 @@ def refusal(sql: str) -> Optional[str]:
     if first not in READ_STATEMENTS:
         kind = "writes are refused" if first in WRITES else "only SELECT, WITH, VALUES or TABLE is accepted"
         return f"{first.upper()}: {kind} (the database is read-only)"
-    system = next((name for name, _, _, _ in names if _is_system(name) and name not in POSTGRES), None)
+    # a pg_* name written as a call is a function: the allow-list's to refuse, with its own reason
+    system = next((name for name, _, _, call in names if _is_system(name) and not call and name not in POSTGRES),
+                  None)
     if system is not None:
         return f"{system}: {SYSTEM_NAMES}"
     if first == "with" and DATA_MODIFYING.search(code):
