@@ -4,8 +4,10 @@
   ``PGPASSWORD`` or ``~/.pgpass``. Every message names the URL as ``postgresql://user@host:port/name``.
 * Every session starts with ``default_transaction_read_only=on`` and ``statement_timeout`` = the time budget;
   every query runs in a READ ONLY transaction that is rolled back afterwards.
-* :mod:`lits_mapeval.pg_guard` refuses what those do not stop (file, large-object and ``dblink`` functions,
-  ``COPY``, ``SET ROLE``...) before anything is sent; connecting as a superuser prints a one-line warning.
+* :mod:`lits_mapeval.pg_guard` refuses what those do not stop (``COPY``, ``SET ROLE``, the system catalogues...)
+  before anything is sent, and every function not on the allow-list (:mod:`lits_mapeval.sql_functions`) is
+  refused once the server has said which of the query's names are functions; connecting as a superuser prints
+  a one-line warning.
 * The statement is first parsed alone by the server (nothing runs) to learn its columns, then run as a
   subquery with long values cut on the server and ``max_rows + 1`` rows at most, so a huge value or result
   never crosses the wire.
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 from lits.tools import ToolUnavailable
 from lits_mapeval import pg_guard
 from lits_mapeval.pg_url import safe_url
+from lits_mapeval.sql_functions import not_listed
 from lits_mapeval.sql_guard import MAX_VALUE_BYTES
 from lits_mapeval.sql_tools import _one_line, render_rows
 
@@ -50,6 +53,18 @@ _NUMERIC_TYPES = {"int2", "int4", "int8", "float4", "float8", "numeric", "bool",
 SQLITE_TYPES = {"text": "TEXT", "character varying": "TEXT", "character": "TEXT", "double precision": "REAL",
                 "real": "REAL", "bigint": "INTEGER", "integer": "INTEGER", "smallint": "INTEGER", "bytea": "BLOB"}
 _warned: set[str] = set()
+# Which of the query's unlisted names are functions: any written as a call; after a "." only when no table of
+# the database's own schemas has a column by that name (then PostgreSQL reads it as the column).
+_FUNCTIONS_AMONG = """
+SELECT n FROM unnest(%s::text[]) AS n WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = n)
+UNION
+SELECT n FROM unnest(%s::text[]) AS n WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE p.proname = n)
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+                  JOIN pg_catalog.pg_namespace s ON s.oid = c.relnamespace
+                  WHERE a.attname = n AND a.attnum > 0 AND NOT a.attisdropped
+                    AND s.nspname <> 'information_schema' AND s.nspname NOT LIKE 'pg\\_%%')
+ORDER BY 1
+"""
 # The pool's reconnect warnings (several lines each) would reach stderr through logging's last resort; an
 # unreachable server is reported by the tools instead, in one line.
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
@@ -151,7 +166,8 @@ class ReadOnlyPostgres:
         if rights and self.url not in _warned:
             _warned.add(self.url)
             print(f"lits: warning: MapEval-SQL runs the model's SQL as role {role!r}, which {rights} "
-                  "(allow_privileged_role=true); only the refusal list stands between that SQL and the server",
+                  "(allow_privileged_role=true); only the READ ONLY transaction, the statement checks and the "
+                  "function allow-list stand between that SQL and the server",
                   file=sys.stderr)
         self._dsn = url
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs=self._kwargs,
@@ -180,6 +196,9 @@ class ReadOnlyPostgres:
         try:
             with self._connection() as conn:
                 try:
+                    unlisted = self._unlisted_functions(conn, body)
+                    if unlisted:
+                        return f"SQL error: {not_listed(unlisted, 'PostgreSQL')}"
                     return self._run(conn, body, started)
                 except psycopg.errors.QueryCanceled:
                     if threading.get_ident() in self._cancelled:
@@ -194,6 +213,15 @@ class ReadOnlyPostgres:
                     self._end_transaction(conn)
         except TimeoutError as exc:
             return f"Query stopped: {exc}"
+
+    @staticmethod
+    def _unlisted_functions(conn: Connection, body: str) -> list[str]:
+        """The functions ``body`` would call that are not on the allow-list (the server's catalogue decides
+        which of its unlisted names are functions; in the call's own READ ONLY transaction)."""
+        calls, attributes = pg_guard.unlisted_names(body)
+        if not calls and not attributes:
+            return []
+        return [row[0] for row in conn.execute(_FUNCTIONS_AMONG, (calls, attributes)).fetchall()]
 
     def _run(self, conn: Connection, body: str, started: float) -> str:
         columns = self._describe(conn, body)

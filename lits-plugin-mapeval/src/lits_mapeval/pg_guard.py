@@ -2,14 +2,17 @@
 
 The server-side guarantees (a READ ONLY transaction on a session with
 ``default_transaction_read_only``, ``statement_timeout``, a role with SELECT
-only) stop writes. This check is the refusal list for what they do not stop,
-chiefly on a superuser connection: file and program access (``COPY``,
-``pg_read_file``, ``pg_ls_dir``, large objects), other servers (``dblink``),
-changing the session or the server (``SET ROLE``, ``set_config``,
-``pg_terminate_backend``, ``pg_stat_reset``), credentials (``pg_authid``),
-extensions, and anything that is not a single SELECT / WITH / VALUES / TABLE
-statement. Names are matched anywhere outside literals and comments, also
-inside double quotes, so a column that happens to share one is refused too.
+only) stop writes. This check stops what they do not, chiefly on a superuser
+connection, by allowing rather than refusing: one SELECT / WITH / VALUES /
+TABLE statement (so no ``COPY``, ``SET ROLE``, ``DO``, extensions), no name
+of the system catalogues (``pg_*``: ``pg_authid``, ``pg_settings``,
+``pg_file_settings``...) or ``information_schema``, and no function that is
+not on :data:`lits_mapeval.sql_functions.POSTGRES`. :func:`unlisted_names`
+gives every name the statement could call that is not on that list, written
+as a call (``name(``, also ``pg_catalog.name (``, ``"name"`` quoted, with
+comments between) or as an attribute (``(x).name`` calls ``name(x)``); the
+database asks the server which of them are functions (a CTE or alias name is
+not) and refuses the query if any is.
 
 The statement is lexed (comments, string and dollar quoting, quoted
 identifiers), so the query can then be wrapped as a subquery safely: a
@@ -22,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from lits_mapeval.sql_functions import POSTGRES
 from lits_mapeval.sql_guard import MAX_SQL_CHARS
 
 READ_STATEMENTS = {"select", "with", "values", "table"}
@@ -29,24 +33,24 @@ WRITES = {"insert", "update", "delete", "merge", "truncate", "drop", "alter", "c
           "reindex", "cluster", "refresh", "comment", "lock", "import", "call", "do", "prepare", "execute",
           "listen", "notify", "load", "discard", "reset", "begin", "start", "commit", "rollback", "end",
           "savepoint", "release", "abort", "checkpoint", "security", "declare", "fetch", "move", "close"}
-REFUSED_NAMES = re.compile(
-    # server files and programs, large objects, other servers
-    r"\b(pg_read_file|pg_read_binary_file|pg_ls_\w+|pg_stat_file|pg_file_\w+|pg_current_logfile|lo_\w+|loread"
-    r"|lowrite|dblink\w*"
-    # the session, other sessions and the server (some are allowed in a read-only transaction)
-    r"|set_config|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|pg_promote"
-    r"|pg_switch_wal|pg_wal_\w+|pg_backup_\w+|pg_start_backup|pg_stop_backup|pg_create_\w+|pg_copy_\w+"
-    r"|pg_drop_replication_slot|pg_logical_\w+|pg_replication_\w+|pg_stat_reset\w*|pg_advisory\w*"
-    r"|pg_try_advisory\w*|pg_import_system_collations|pg_log_backend_memory_contexts|pg_sleep_until"
-    # SQL run from a string, and whole tables, schemas or databases dumped as XML (a superuser's would hold
-    # the password hashes)
-    r"|query_to_xml\w*|cursor_to_xml\w*|table_to_xml\w*|schema_to_xml\w*|database_to_xml\w*"
-    # credentials a superuser could read
-    r"|pg_authid|pg_shadow|pg_user_mappings|pg_hba_file_rules|pg_ident_file_mappings)\b")
 DOLLAR_TAG = re.compile(r"\$((?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z_0-9]|[^\x00-\x7f])*)?\$")
 """PostgreSQL's dollar-quote delimiter: any non-ASCII character counts as a letter."""
 IDENTIFIER_START, IDENTIFIER_END = "\x00", "\x01"  # brackets a quoted identifier's text in the lexed statement
 DATA_MODIFYING = re.compile(r"\b(insert|update|delete|merge|truncate)\b")
+TOKEN = re.compile(
+    r"\x00([^\x01]*)\x01"  # a quoted identifier (its exact text)
+    r"|((?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z_0-9$]|[^\x00-\x7f])*)"  # a name (non-ASCII counts as a letter)
+    r"|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"  # a number: a name right after it is a token of its own
+    r"|(::|\S)")
+NOT_FUNCTIONS = {"all", "and", "any", "array", "as", "between", "case", "cast", "cross", "distinct", "else", "end",
+                 "except", "exists", "from", "group", "having", "ilike", "in", "inner", "intersect", "is", "join",
+                 "lateral", "like", "limit", "not", "offset", "on", "only", "or", "order", "row", "select",
+                 "similar", "some", "table", "then", "to", "union", "using", "values", "when", "where", "window",
+                 "with"}
+"""Unquoted keywords that may stand before a parenthesis and can never name a function (reserved, or
+PostgreSQL's "column name" keywords)."""
+SYSTEM_NAMES = "the system catalogues (pg_*) and information_schema are not readable (the tools list the tables)"
+_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _identifier_char(ch: str) -> bool:
@@ -133,6 +137,7 @@ def refusal(sql: str) -> Optional[str]:
     code, problem, _ = _lex(sql)
     if problem:
         return problem
+    names = _names(code)
     code = code.lower().strip().rstrip(";").rstrip()
     # structure: quoted identifiers are opaque (their parentheses and semicolons are not the server's);
     # names: their text is kept, so "pg_read_file"(...) is still found
@@ -165,15 +170,59 @@ def refusal(sql: str) -> Optional[str]:
     if first not in READ_STATEMENTS:
         kind = "writes are refused" if first in WRITES else "only SELECT, WITH, VALUES or TABLE is accepted"
         return f"{first.upper()}: {kind} (the database is read-only)"
-    name = REFUSED_NAMES.search(code)
-    if name:
-        return (f"{name.group(1)} is refused (no server files, large objects, other servers, credentials or "
-                "session changes)")
+    # a pg_* name written as a call is a function: the allow-list's to refuse, with its own reason
+    system = next((name for name, _, _, call in names if _is_system(name) and not call and name not in POSTGRES),
+                  None)
+    if system is not None:
+        return f"{system}: {SYSTEM_NAMES}"
     if first == "with" and DATA_MODIFYING.search(code):
         return "a data-modifying WITH is refused (the database is read-only)"
     if re.search(r"\binto\b", code):
         return "SELECT INTO is refused (the database is read-only)"
     return None
+
+
+def _names(lexed: str) -> list[tuple[str, bool, bool, bool]]:
+    """Every name in a lexed statement as PostgreSQL reads it (unquoted: ASCII letters folded to lower case;
+    quoted: exactly), with whether it was quoted, follows a ``.`` and stands before a ``(``."""
+    tokens: list[tuple[Optional[str], bool, str]] = []  # (name or None, quoted, the token's text)
+    for match in TOKEN.finditer(lexed):
+        quoted, plain = match.group(1), match.group(2)
+        if quoted is not None:
+            tokens.append((quoted, True, quoted))
+        elif plain is not None:
+            tokens.append((plain.translate(_FOLD), False, plain))
+        else:
+            tokens.append((None, False, match.group(0)))
+    found = []
+    for k, (name, quoted, _) in enumerate(tokens):
+        if name is None:
+            continue
+        after_dot = k > 0 and tokens[k - 1][2] == "."
+        before_paren = k + 1 < len(tokens) and tokens[k + 1][2] == "("
+        found.append((name, quoted, after_dot, before_paren))
+    return found
+
+
+def _is_system(name: str) -> bool:
+    folded = name.lower()
+    return folded == "information_schema" or (folded.startswith("pg_") and folded != "pg_catalog")
+
+
+def unlisted_names(sql: str) -> tuple[list[str], list[str]]:
+    """The names in an accepted statement that could call a function not on the allow-list: those written as
+    a call (``name(``) and those after a ``.``, which PostgreSQL reads as ``name(x)`` when ``x`` has no such
+    column. Only the server knows which are functions (a CTE, an alias or a column is not)."""
+    code, _, _ = _lex(sql)
+    calls, attributes = set(), set()
+    for name, quoted, after_dot, before_paren in _names(code):
+        if name in POSTGRES:
+            continue
+        if before_paren and (quoted or name not in NOT_FUNCTIONS):
+            calls.add(name)
+        elif after_dot and not before_paren:
+            attributes.add(name)
+    return sorted(calls), sorted(attributes)
 
 
 def statement_body(sql: str) -> str:

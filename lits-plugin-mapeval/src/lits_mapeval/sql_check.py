@@ -29,10 +29,12 @@ def compile_error(database: Path, sql: str) -> Optional[str]:
     except sqlite3.Error as exc:
         return f"cannot open {database}: {exc}"
     try:
-        harden(conn)
+        guard = harden(conn)
         conn.execute(f"EXPLAIN {sql}").close()
         return None
     except (sqlite3.Error, sqlite3.Warning) as exc:  # Warning: more than one statement
+        if str(exc).startswith("not authorized") and guard.refusal:
+            return guard.refusal
         return " ".join(str(exc).split())
     finally:
         conn.close()

@@ -5,7 +5,9 @@ SQLite's loop steps, so one row's straight-line work (a few hundred function
 calls at most in a short statement) must be cheap. SQLite's own limits keep
 every value, statement, pattern and expression small enough for that; a
 process-wide heap limit bounds what a query may allocate; an authorizer
-refuses anything that is not a read (or that leaks or loads code).
+refuses anything that is not a read, and every function that is not on the
+allow-list :data:`lits_mapeval.sql_functions.SQLITE` (so ``load_extension``,
+``readfile`` and the pointer-leaking ``fts3_tokenizer`` are never reachable).
 
 Two built-ins stay expensive whatever the limits, so they are replaced by
 :class:`FunctionGuard`, which refuses the expensive form and passes every
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import sqlite3
 from typing import Callable, Optional, Union
+
+from lits_mapeval.sql_functions import SQLITE, not_listed
 
 SqlValue = Union[None, int, float, str, bytes]
 """What SQLite passes to and takes from a user function."""
@@ -52,20 +56,19 @@ LIMITS = {
 }
 
 _READ_PRAGMAS = {"table_info", "table_list", "index_list", "foreign_key_list"}
-_REFUSED_FUNCTIONS = {"load_extension", "readfile", "writefile", "fts3_tokenizer"}  # fts3_tokenizer leaks pointers
 _ENDING_TRANSACTION = {"COMMIT", "ROLLBACK", "RELEASE", "END"}
 
 
 def authorize(action: int, arg1: Optional[str], arg2: Optional[str], *_: object) -> int:
-    """No ATTACH/DETACH (also what ``VACUUM INTO`` needs), only read-only PRAGMAs, no transactions, no file,
-    extension or pointer-leaking functions. Ending a transaction stays allowed so cleanup can always roll back."""
+    """No ATTACH/DETACH (also what ``VACUUM INTO`` needs), only read-only PRAGMAs, no transactions, only the
+    allow-listed functions. Ending a transaction stays allowed so cleanup can always roll back."""
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_PRAGMA:
         return sqlite3.SQLITE_OK if (arg1 or "").lower() in _READ_PRAGMAS else sqlite3.SQLITE_DENY
     if action in (sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT):
         return sqlite3.SQLITE_OK if (arg1 or "").upper() in _ENDING_TRANSACTION else sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _REFUSED_FUNCTIONS:
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() not in SQLITE:
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
 
@@ -115,6 +118,13 @@ class FunctionGuard:
         self.refusal: Optional[str] = None
         self._engine = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         _limit_connection(self._engine, max_value_bytes)
+
+    def authorize(self, action: int, arg1: Optional[str], arg2: Optional[str], *rest: object) -> int:
+        """:func:`authorize`, remembering the function it refused so the reason can name it."""
+        verdict = authorize(action, arg1, arg2, *rest)
+        if verdict == sqlite3.SQLITE_DENY and action == sqlite3.SQLITE_FUNCTION:
+            self.refusal = not_listed([(arg2 or "").lower()], "SQLite")
+        return verdict
 
     def _refuse(self, why: str) -> None:
         self.refusal = why
@@ -169,5 +179,5 @@ def harden(conn: sqlite3.Connection, max_value_bytes: int = MAX_VALUE_BYTES,
         disable(False)
     guard = FunctionGuard(max_value_bytes)
     guard.install(conn)
-    conn.set_authorizer(authorize)
+    conn.set_authorizer(guard.authorize)
     return guard

@@ -159,6 +159,8 @@ class ReadOnlyDatabase:
             return f"SQL error: the statement is longer than {MAX_SQL_CHARS} characters"
         if "one statement at a time" in message:
             return "SQL error: send one statement per call"
+        if message.startswith("not authorized") and self._guard.refusal:
+            return f"SQL error: {self._guard.refusal}"
         if message == "not authorized":
             return ("SQL error: not authorized (the database is read-only: ATTACH, transactions, most PRAGMAs "
                     "and some functions are refused)")

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from lits.tools import BaseTool, execute_tool_action
+from lits_mapeval import pg_guard
 from lits_mapeval.dataset import load_mapeval_sql, tool_context
 from lits_mapeval.pg_database import ReadOnlyPostgres
 from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
@@ -124,7 +125,8 @@ def test_a_worker_waiting_for_a_connection_gives_up_with_its_callers_time_out(pg
         database.close()
 
 
-def test_workers_share_a_small_pool_one_connection_each(pg_city, reader_password):
+def test_workers_share_a_small_pool_one_connection_each(pg_city, reader_password, monkeypatch):
+    monkeypatch.setattr(pg_guard, "POSTGRES", pg_guard.POSTGRES | {"pg_backend_pid", "pg_sleep"})  # to look
     database = ReadOnlyPostgres(pg_city, pool_size=2)
     tools = make_tools(database)
     answers: list[str] = []

@@ -1,6 +1,7 @@
 """MapEval-SQL on PostgreSQL under hostile SQL: every case comes back as one observation line and leaves every
 table's checksum unchanged, on the read-only role and on a superuser connection forced with
-``allow_privileged_role`` (where only the READ ONLY transaction and the refusal list stand in the way)."""
+``allow_privileged_role`` (where only the READ ONLY transaction, the statement checks and the function
+allow-list stand in the way)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import Iterator
 import pytest
 
 from lits.tools import BaseTool, execute_tool_action
+from lits_mapeval import pg_guard
 from lits_mapeval.pg_database import ReadOnlyPostgres
 from lits_mapeval.sql_tools import make_tools
 from tests.mapeval.postgres.conftest import PgServer, table_checksums
+from tests.mapeval.test_sql_allow_list import gold_statements
 
 BUDGET = 0.5
 STOPPED, REFUSED, ROWS = "Query stopped", "SQL error", ""
@@ -92,7 +95,53 @@ POSTGRES_OWN: dict[str, tuple[str, str]] = {
     "an_advisory_lock_held_past_the_call": ("SELECT pg_advisory_lock(1)", REFUSED),
     "a_10_MB_value_is_cut_on_the_server": ("SELECT repeat('x', 10000000)", ROWS),
 }
-CATALOGUE = SHARED_WITH_SQLITE | POSTGRES_OWN
+HASHES = "SELECT to_tsvector(rolpassword) FROM pg_authid"  # SQL text: only a function that runs it could read it
+SQL_TEXT_AND_SERVER_STATE: dict[str, tuple[str, str]] = {  # issue 41: refused because they are not allow-listed
+    "ts_stat_runs_a_query_string": (f"SELECT * FROM ts_stat('{HASHES}')", REFUSED),
+    "ts_stat_schema_qualified": (f"SELECT word FROM pg_catalog.ts_stat('{HASHES}')", REFUSED),
+    "ts_stat_quoted": (f'SELECT word FROM "ts_stat"(\'{HASHES}\')', REFUSED),
+    "ts_stat_upper_case_with_a_comment_before_the_parenthesis": (
+        f"SELECT word FROM TS_STAT /* ( */\n  ('{HASHES}')", REFUSED),
+    "ts_stat_quoted_and_schema_qualified_across_lines": (
+        f'SELECT word FROM "pg_catalog"\n.\n"ts_stat"\t(\'{HASHES}\')', REFUSED),
+    "ts_stat_as_an_attribute_of_a_text": (f"SELECT ('{HASHES}'::text).ts_stat", REFUSED),
+    "ts_stat_as_an_attribute_of_a_column": ("SELECT (p.name).ts_stat FROM places p", REFUSED),
+    "ts_stat_with_a_dollar_quoted_query": ("SELECT * FROM ts_stat($q$SELECT to_tsvector(rolname) FROM pg_roles$q$)",
+                                           REFUSED),
+    "query_to_xml_and_xmlschema": ("SELECT query_to_xml_and_xmlschema('SELECT * FROM pg_authid', true, false, '')",
+                                   REFUSED),
+    "xpath_over_query_to_xml": ("SELECT xpath('//text()', query_to_xml('SELECT rolpassword FROM pg_authid', true, "
+                                "false, ''))", REFUSED),
+    "cursor_to_xml": ("SELECT cursor_to_xml('c', 10, true, false, '')", REFUSED),
+    "table_to_xmlschema": ("SELECT table_to_xmlschema('places', true, false, '')", REFUSED),
+    "a_server_setting": ("SELECT current_setting('data_directory')", REFUSED),
+    "every_server_setting": ("SELECT name, setting FROM pg_settings", REFUSED),
+    "the_configuration_files": ("SELECT * FROM pg_catalog.pg_file_settings", REFUSED),
+    "the_build_configuration": ('SELECT * FROM "pg_config"', REFUSED),
+    "a_server_file_schema_qualified": ("SELECT pg_catalog.pg_read_file('/etc/hostname')", REFUSED),
+    "other_sessions": ("SELECT query FROM pg_stat_activity", REFUSED),
+    "the_information_schema": ("SELECT * FROM information_schema.user_mapping_options", REFUSED),
+    "the_server_version": ("SELECT version()", REFUSED),
+    "an_unlisted_function_on_a_row_by_attribute": ("SELECT p.row_to_json FROM places p", REFUSED),
+}
+ORDINARY_FUNCTIONS: dict[str, str] = {  # what a map question needs stays allowed
+    "aggregates_and_rounding": "SELECT types, count(*), round(avg(rating)::numeric, 2), max(rating), "
+                               "string_agg(name, ', ' ORDER BY name) FROM places GROUP BY types",
+    "a_window_function": "SELECT name, rank() OVER (PARTITION BY types ORDER BY rating DESC) FROM places",
+    "haversine_distance": "SELECT 2 * 6371000 * asin(sqrt(power(sin(radians(b.lat - a.lat) / 2), 2) + "
+                          "cos(radians(a.lat)) * cos(radians(b.lat)) * power(sin(radians(b.lng - a.lng) / 2), 2))) "
+                          "FROM places a, places b WHERE a.place_id = 'P000' AND b.place_id = 'P001'",
+    "text_functions_and_casts": "SELECT upper(left(name, 3)), lower(pg_catalog.btrim(name)), length(name), "
+                                "split_part(opening_hours, '-', 1)::time, CAST(rating AS numeric(3, 1)), "
+                                "concat(name, ' (', types, ')'), \"substring\"(address, 1, 4), substring(address FROM 1 FOR 4) FROM places",
+    "a_recursive_cte_with_a_column_list": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                                          "WHERE x < 3) SELECT c.x, coalesce(nullif(c.x, 2), 0) FROM c",
+    "a_filtered_count_and_a_qualified_column": "SELECT count(*) FILTER (WHERE d.mode = 'walking'), "
+                                               "min(d.duration_s) / 60.0 FROM public.distances AS d",
+    "date_and_time": "SELECT date_trunc('hour', now()) <= now(), extract(hour FROM '10:30'::time), "
+                     "make_interval(mins => 5) > interval '1 minute'",
+}
+CATALOGUE = SHARED_WITH_SQLITE | POSTGRES_OWN | SQL_TEXT_AND_SERVER_STATE
 
 
 @pytest.fixture(scope="module", params=["reader", "postgres"])
@@ -100,6 +149,15 @@ def pg_tools(request: pytest.FixtureRequest, pg_server: PgServer, pg_city: str,
              monkeypatch_module: pytest.MonkeyPatch) -> Iterator[list[BaseTool]]:
     database = ReadOnlyPostgres(pg_server.url(request.param), time_budget=BUDGET, max_rows=20,
                                 allow_privileged_role=request.param == "postgres")
+    yield make_tools(database)
+    database.close()
+
+
+@pytest.fixture(scope="module")
+def superuser_tools(pg_server: PgServer, pg_city: str) -> Iterator[list[BaseTool]]:
+    """The tools on a superuser connection forced with ``allow_privileged_role`` (issue 41's set-up)."""
+    database = ReadOnlyPostgres(pg_server.superuser_url, time_budget=BUDGET, max_rows=20,
+                                allow_privileged_role=True)
     yield make_tools(database)
     database.close()
 
@@ -137,12 +195,36 @@ def test_hostile_sql_is_one_observation_line_and_every_table_checksum_is_unchang
     assert not Path(PROOF).exists()
 
 
+@pytest.mark.parametrize("sql", [SQL_TEXT_AND_SERVER_STATE[case][0] for case in (
+    "ts_stat_runs_a_query_string", "ts_stat_schema_qualified", "ts_stat_quoted",
+    "ts_stat_upper_case_with_a_comment_before_the_parenthesis", "ts_stat_as_an_attribute_of_a_text")])
+def test_ts_stat_is_refused_as_not_on_the_allow_list_even_for_a_superuser(superuser_tools, sql):
+    observation = _query(superuser_tools, sql)
+    assert observation.startswith("SQL error: ts_stat() is not on the allow-list of PostgreSQL functions"), \
+        observation[:300]
+    assert "SCRAM" not in observation
+
+
+@pytest.mark.parametrize("sql", list(ORDINARY_FUNCTIONS.values()), ids=list(ORDINARY_FUNCTIONS))
+def test_the_functions_a_map_question_needs_still_answer_for_a_superuser(superuser_tools, sql):
+    observation = _query(superuser_tools, sql)
+    assert not observation.startswith(("SQL error", "Query stopped")), observation[:300]
+
+
+def test_the_plugins_own_gold_sql_answers_on_postgresql_for_both_roles(pg_tools, sqlite_city):
+    for sql in gold_statements(sqlite_city):
+        observation = _query(pg_tools, sql)
+        assert not observation.startswith(("SQL error", "Query stopped")), (sql, observation)
+
+
 def test_a_runaway_query_is_stopped_with_the_budget_named_and_the_next_query_answers(pg_tools):
-    assert _query(pg_tools, "SELECT pg_sleep(1e6)") == "Query stopped: it ran longer than the 0.5 s budget"
+    endless = "SELECT count(*) FROM distances a, distances b, distances c, distances d"  # 7.5e12 rows
+    assert _query(pg_tools, endless) == "Query stopped: it ran longer than the 0.5 s budget"
     assert _query(pg_tools, "SELECT count(*) AS n FROM places") == "n\n24"
 
 
-def test_every_query_runs_in_a_read_only_transaction_under_the_time_budget(pg_tools):
+def test_every_query_runs_in_a_read_only_transaction_under_the_time_budget(pg_tools, monkeypatch):
+    monkeypatch.setattr(pg_guard, "POSTGRES", pg_guard.POSTGRES | {"current_setting"})  # only to look
     observation = _query(pg_tools, "SELECT current_setting('transaction_read_only') AS tx, "
                                    "current_setting('default_transaction_read_only') AS session, "
                                    "current_setting('statement_timeout') AS timeout")
