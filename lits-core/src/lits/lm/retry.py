@@ -72,6 +72,10 @@ class RetryPolicy:
     patience_factor: float = 4.0
     #: Share of calls that may get a hedged second copy (0: never hedge).
     hedge_share: float = 0.1
+    #: A ``Retry-After`` is waited for up to this many times the recent reply time (at least ``base_wait``),
+    #: doubled with each further throttled reply of the same call, never more than the server asked (see
+    #: :meth:`_Call.throttle_allowance`); ``math.inf``: always wait what the server says.
+    throttle_factor: float = 4.0
 
 
 def request_tokens(body: Mapping[str, Any]) -> int:
@@ -115,7 +119,13 @@ class Patience:
             return max(self.floor, self.factor * max(seen))
 
     def hedge_delay(self, endpoint: Hashable) -> Optional[float]:
-        """When to send a second copy: the 95th percentile of recent replies of that kind.
+        """When to send a second copy: the 95th percentile of recent replies of that kind
+        (:meth:`reply_time`), never sooner than :data:`HEDGE_FLOOR`; None when nothing is known."""
+        recent = self.reply_time(endpoint)
+        return None if recent is None else max(HEDGE_FLOOR, recent)
+
+    def reply_time(self, endpoint: Hashable) -> Optional[float]:
+        """The 95th percentile of recent replies of that kind.
 
         A kind not yet seen often enough borrows from a kind of the same path
         that was, scaled up by the ratio of work when it asks for more (a
@@ -127,7 +137,7 @@ class Patience:
                 known_p95 = self._p95.get(endpoint)
                 if known_p95 is None:
                     known_p95 = self._p95[endpoint] = percentile(list(seen), 0.95)
-                return max(HEDGE_FLOOR, known_p95)
+                return known_p95
             if not (isinstance(endpoint, tuple) and len(endpoint) == 2 and isinstance(endpoint[1], int)):
                 return None
             path, work = endpoint
@@ -138,7 +148,7 @@ class Patience:
             return None
         below = [pair for pair in known if pair[0] <= work]
         other_work, replies = below[-1] if below else known[0]
-        return max(HEDGE_FLOOR, percentile(replies, 0.95) * max(1.0, work / other_work))
+        return percentile(replies, 0.95) * max(1.0, work / other_work)
 
 
 class FaultStats:
@@ -204,6 +214,8 @@ class _Call:
         self.timeouts: dict[str, Optional[float]] = dict(request.extensions.get("timeout") or {})
         self.attempt_started = self.start
         self.delays: dict[int, float] = {}
+        #: Replies so far that asked the call to wait (a ``Retry-After``): each doubles the next allowance.
+        self.throttled = 0
         #: The read timeout each attempt was given (what tests and the fault counters look at).
         self.read_timeouts: list[Optional[float]] = []
         #: Read timeouts so far: each doubles the learned patience of the next attempt (a reply that is
@@ -279,9 +291,27 @@ class _Call:
             hinted = None
             if isinstance(exc, TransientReply):
                 hinted = retry_after_seconds(exc.response, self.policy.max_retry_after)
+            if hinted is not None:
+                self.throttled += 1
+                hinted = min(hinted, self.throttle_allowance())
             self.delays[state.attempt_number] = (
                 hinted if hinted is not None else float(self.transport.backoff(state)))
         return self.delays[state.attempt_number]
+
+    def throttle_allowance(self) -> float:
+        """The longest a ``Retry-After`` is waited for now: ``throttle_factor`` x the recent reply time of
+        this kind of request (at least ``base_wait``), doubled for each earlier throttled reply of this call.
+
+        A server that answers in milliseconds and throttles one request now and then is over its limit for
+        a moment, not for the second its header says; a wait of a second on a chain of dependent calls
+        costs hundreds of replies.  A server that goes on throttling the call is backed off exponentially
+        up to what it asked, so it is never hammered; nothing learned yet: what it asked.
+        """
+        recent = self.transport.patience.reply_time(self.kind)
+        if recent is None:
+            return math.inf
+        first = max(self.policy.base_wait, self.policy.throttle_factor * recent)
+        return first * 2.0 ** (self.throttled - 1)
 
     def should_stop(self, state: tenacity.RetryCallState) -> bool:
         # A request may cap its own attempts (e.g. probing whether a server supports a feature).
@@ -309,8 +339,11 @@ class RetryTransport(httpx.BaseTransport):
         policy: RetryPolicy = RetryPolicy(),
         check: Optional[ReplyCheck] = None,
         stats: Optional[FaultStats] = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.inner = inner
+        #: How a wait between attempts is spent (tests pass a fake that records it).
+        self.sleep = sleep
         self.policy = policy
         self.check = check
         self.stats = stats or FaultStats()
@@ -331,6 +364,7 @@ class RetryTransport(httpx.BaseTransport):
             wait=call.delay,
             retry=tenacity.retry_if_exception_type((httpx.TransportError, TransientReply)),
             reraise=True,
+            sleep=self.sleep,
         )
         attempts = 0
         try:
