@@ -443,7 +443,7 @@ class LanguageModel(ABC):
 
     def _record_raw(
         self, kind: str, tokens_in: int, tokens_out: int, seconds: float, *, cached: bool = False,
-        prompt: Optional[Prompt] = None, reply: object = None,
+        prompt: Optional[Prompt] = None, reply: object = None, estimated: bool = False,
     ) -> None:
         cost = (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
         logged = self.log_prompts and prompt is not None
@@ -458,6 +458,7 @@ class LanguageModel(ABC):
                 cached=cached,
                 prompt=_plain(prompt) if logged and prompt is not None else None,
                 reply=reply if logged else None,
+                estimated=estimated,
             )
         )
 

@@ -42,9 +42,11 @@ from lits.lm.retry import (
     request_work,
     server_transport,
 )
+from lits.lm.billing import CallSpend
 from lits.lm.hedging import hedge_share_from_env
 from lits.lm.constraints import DIALECT_NAMES, request_fields
 from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
+from lits.observability import UNUSED_REPLY
 from lits.secrets import has_userinfo, hides_query_secret, query_secrets, redact_text, redact_url
 
 #: The first retry waits up to this many seconds (full jitter), each later one twice as long up to
@@ -136,6 +138,7 @@ class OpenAICompatibleModel(LanguageModel):
         self._transport = transport
         transport.hedges.allowed = lambda: self.slots.slots is None
         transport.hedges.spare_slot = self._spare_slot
+        transport.on_unused = self._record_unused
         self._templates: dict[str, httpx.Request] = {}
         self.client = httpx.Client(
             base_url=self.base_url,
@@ -144,6 +147,12 @@ class OpenAICompatibleModel(LanguageModel):
             timeout=httpx.Timeout(connect=connect_timeout, read=read, write=read, pool=None),
             transport=transport,
         )
+
+    def _record_unused(self, spend: CallSpend) -> None:
+        """Replies the server billed that the call did not use (hedged copies that lost, rejected replies):
+        their tokens and price go in the inference log, as the call's context tags them."""
+        for reply in spend.unused:
+            self._record_raw(UNUSED_REPLY, reply.tokens_in, reply.tokens_out, 0.0, estimated=reply.estimated)
 
     def _spare_slot(self) -> Optional[Callable[[], None]]:
         """An idle ``--concurrency`` slot for a hedged copy (its release), or None."""

@@ -36,6 +36,7 @@ from typing import Any, Callable, Hashable, Mapping, Optional
 import httpx
 import tenacity
 
+from lits.lm.billing import CallBill, CallSpend
 from lits.lm.hedging import HEDGE_FLOOR, HEDGE_WARMUP, HedgeBudget, hedged_send, percentile
 from lits.lm.transport import LeanHTTPTransport
 
@@ -152,13 +153,20 @@ class Patience:
 
 
 class FaultStats:
-    """Thread-safe counters of what faults cost: retries, seconds lost, calls given up."""
+    """Thread-safe counters of what faults cost: retries, seconds lost, calls given up; and the requests the
+    server answered (a call's retries and hedged copies each count)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._retries = 0
         self._seconds_lost = 0.0
         self._failed_calls = 0
+        self._requests = 0
+
+    def count_requests(self, requests: int) -> None:
+        """Requests the server answered for one call (retries and hedged copies included)."""
+        with self._lock:
+            self._requests += requests
 
     def add(self, *, retries: int, seconds_lost: float, failed: bool) -> None:
         with self._lock:
@@ -169,7 +177,7 @@ class FaultStats:
     def snapshot(self) -> dict[str, float | int]:
         with self._lock:
             return {"retries": self._retries, "seconds_lost": round(self._seconds_lost, 3),
-                    "failed_calls": self._failed_calls}
+                    "failed_calls": self._failed_calls, "server_requests": self._requests}
 
 
 def retry_after_seconds(response: httpx.Response, cap: float) -> Optional[float]:
@@ -214,6 +222,8 @@ class _Call:
         self.timeouts: dict[str, Optional[float]] = dict(request.extensions.get("timeout") or {})
         self.attempt_started = self.start
         self.delays: dict[int, float] = {}
+        #: Every reply the server gave this call, used or not (what it billed).
+        self.bill = CallBill()
         #: Replies so far that asked the call to wait (a ``Retry-After``): each doubles the next allowance.
         self.throttled = 0
         #: The read timeout each attempt was given (what tests and the fault counters look at).
@@ -258,18 +268,22 @@ class _Call:
                 response, took = hedged_send(self._send, self.request,
                                              lambda: self.transport.patience.hedge_delay(self.kind),
                                              self.transport.hedges,
-                                             interruptible=self.transport.interruptible(self.request))
+                                             interruptible=self.transport.interruptible(self.request),
+                                             leftovers=self.bill)
         except httpx.ReadTimeout:
             self.timeouts_seen += 1
             raise
         self.transport.server_answered = True
         status = response.status_code
+        reason: Optional[str] = None
         if status in RETRY_STATUS or (status >= 500 and not is_permanent_body(response)):
-            raise TransientReply(response, f"HTTP {status}")
-        if 200 <= status < 300 and self.transport.check is not None:
+            reason = f"HTTP {status}"
+        elif 200 <= status < 300 and self.transport.check is not None:
             reason = self.transport.check(self.request, response)
-            if reason:
-                raise TransientReply(response, reason)
+        self.bill.answered(response)  # after the check, which parses the body once for both
+        if reason:
+            self.bill.rejected(response)
+            raise TransientReply(response, reason)
         if 200 <= status < 300:
             self.transport.patience.observe(self.kind, took)
         return response
@@ -347,6 +361,9 @@ class RetryTransport(httpx.BaseTransport):
         self.policy = policy
         self.check = check
         self.stats = stats or FaultStats()
+        #: Told, when a call ends, of the replies the server billed that the call did not use (the model
+        #: puts them in the inference log); only when there were any.
+        self.on_unused: Callable[[CallSpend], None] = lambda spend: None
         self.backoff = tenacity.wait_random_exponential(multiplier=policy.base_wait, max=policy.max_wait)
         self.patience = Patience(policy.patience_floor, policy.patience_factor)
         self.hedges = HedgeBudget(policy.hedge_share)
@@ -373,19 +390,27 @@ class RetryTransport(httpx.BaseTransport):
                     attempts += 1
                     response = call.attempt()
             call.settle(attempts, failed=False)
+            self._bill(call.bill.settle(response))
             response.extensions["lits_attempts"] = attempts
             return response
         except TransientReply as exc:
             call.settle(attempts, failed=True)
+            self._bill(call.bill.settle(None))
             exc.response.extensions["lits_attempts"] = attempts
             exc.response.extensions["lits_fault"] = exc.reason
             return exc.response
         except httpx.TransportError as exc:
             call.settle(attempts, failed=True)
+            self._bill(call.bill.settle(None))
             setattr(exc, "lits_attempts", attempts)
             raise
         finally:
             request.extensions["timeout"] = call.timeouts
+
+    def _bill(self, spend: CallSpend) -> None:
+        self.stats.count_requests(spend.requests)
+        if spend.unused:
+            self.on_unused(spend)
 
     def close(self) -> None:
         self.inner.close()
