@@ -429,6 +429,10 @@ class LanguageModel(ABC):
         """What a run records about this backend in ``config.json`` (never a key)."""
         return {"backend": type(self).__name__, "name": self.name}
 
+    def notices(self) -> list[str]:
+        """What the console says about this backend before a run (a setting that costs money)."""
+        return []
+
     def fault_stats(self) -> dict[str, float | int]:
         """Retries, seconds lost to faults and calls given up (none for in-process backends)."""
         return {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0}

@@ -8,6 +8,8 @@ request, so a server that honours the request's seed gives the same answer
 either way; which copy wins changes timing, never results.  :class:`HedgeBudget`
 bounds the extra load to a share of all calls, and a copy takes only an idle
 slot of the run's ``--concurrency``, so the bound on requests in flight holds.
+Copies go only to a server on this machine (loopback) unless ``$LITS_HEDGE``
+says ``on``: a hosted API bills each copy (:func:`hedge_mode_from_env`).
 
 The server bills every copy it answered, so a copy that loses is handed to the
 call's :class:`Leftovers` before :func:`hedged_send` returns: its reply when it
@@ -18,6 +20,7 @@ came (its usage counts), or as abandoned when the call stopped waiting for it
 from __future__ import annotations
 
 import heapq
+import ipaddress
 import itertools
 import math
 import os
@@ -39,6 +42,35 @@ HEDGE_WARMUP = 8
 COLD_POLL = 0.1
 #: Never hedge sooner than this (seconds): below it a copy costs more than it saves.
 HEDGE_FLOOR = 0.05
+
+
+#: Where copies may go: ``auto`` (only to a loopback server, the default), ``on`` (any server), ``off``.
+ENV_HEDGE = "LITS_HEDGE"
+HEDGE_MODES = ("auto", "on", "off")
+
+
+def hedge_mode_from_env() -> str:
+    """``$LITS_HEDGE`` or ``auto``; a bad value is a one-line error."""
+    mode = os.environ.get(ENV_HEDGE, "").strip().lower() or "auto"
+    if mode not in HEDGE_MODES:
+        raise ValueError(f"${ENV_HEDGE} must be auto (copies only to a server on this machine), on or off, "
+                         f"got {os.environ.get(ENV_HEDGE)!r}")
+    return mode
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine (``localhost``, 127.0.0.0/8, ``::1``): a copy there bills no one."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def hedges_to(host: str, mode: str) -> bool:
+    """Whether hedged copies may go to ``host`` under ``mode`` (see :data:`ENV_HEDGE`)."""
+    return mode == "on" or (mode == "auto" and is_loopback(host))
 
 
 def hedge_share_from_env() -> float:
