@@ -6,7 +6,10 @@ misbehaves now and then.  Transient failures are transport errors (refused or
 dropped connections, timeouts, truncated bodies), the statuses in
 :data:`RETRY_STATUS` and any 5xx, and 2xx bodies that the ``check`` callback
 rejects (not JSON, no choices, ...).  Waits are exponential with full jitter
-and honour ``Retry-After``.  Everything else (400, 401, 403, 404, 422, a
+from a few of the server's recent replies (at most ``base_wait``), and a
+``Retry-After`` is honoured up to a few recent replies, doubling while the
+server goes on throttling the call (:meth:`_Call.throttle_allowance`).
+Everything else (400, 401, 403, 404, 422, a
 context that is too long) returns at once.
 
 Every attempt's connect/read timeouts are clipped to what is left of the
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import email.utils
 import math
+import random
 import socket
 import threading
 import time
@@ -73,10 +77,11 @@ class RetryPolicy:
     patience_factor: float = 4.0
     #: Share of calls that may get a hedged second copy (0: never hedge).
     hedge_share: float = 0.1
-    #: A ``Retry-After`` is waited for up to this many times the recent reply time (at least ``base_wait``),
-    #: doubled with each further throttled reply of the same call, never more than the server asked (see
-    #: :meth:`_Call.throttle_allowance`); ``math.inf``: always wait what the server says.
-    throttle_factor: float = 4.0
+    #: A wait before a retry is a few of the server's recent replies: this many times the recent reply time
+    #: of the request's size, doubled with each further fault of the call; a backoff never starts above
+    #: ``base_wait``, a ``Retry-After`` is never waited past (see :meth:`_Call.backoff`,
+    #: :meth:`_Call.throttle_allowance`).  ``math.inf``: ``base_wait`` and whatever the server says.
+    wait_factor: float = 4.0
 
 
 def request_tokens(body: Mapping[str, Any]) -> int:
@@ -308,13 +313,25 @@ class _Call:
             if hinted is not None:
                 self.throttled += 1
                 hinted = min(hinted, self.throttle_allowance())
-            self.delays[state.attempt_number] = (
-                hinted if hinted is not None else float(self.transport.backoff(state)))
+            self.delays[state.attempt_number] = hinted if hinted is not None else self.backoff(state.attempt_number)
         return self.delays[state.attempt_number]
 
+    def backoff(self, attempt: int) -> float:
+        """A random wait (full jitter) up to ``first`` x 2^(attempt-1), at most ``max_wait``: ``first`` is
+        ``base_wait``, or ``wait_factor`` x the recent reply time when that is shorter.
+
+        A fault on a search's chain of dependent calls should cost about a reply: against a server that
+        answers in milliseconds, 0.1 s is dozens of them.  A fault that repeats still doubles the wait.
+        """
+        first = self.policy.base_wait
+        recent = self.transport.patience.reply_time(self.kind)
+        if recent is not None:
+            first = min(first, self.policy.wait_factor * recent)
+        return random.uniform(0.0, min(self.policy.max_wait, first * 2.0 ** (attempt - 1)))
+
     def throttle_allowance(self) -> float:
-        """The longest a ``Retry-After`` is waited for now: ``throttle_factor`` x the recent reply time of
-        this kind of request (at least ``base_wait``), doubled for each earlier throttled reply of this call.
+        """The longest a ``Retry-After`` is waited for now: ``wait_factor`` x the recent reply time of this
+        kind of request, doubled for each earlier throttled reply of this call.
 
         A server that answers in milliseconds and throttles one request now and then is over its limit for
         a moment, not for the second its header says; a wait of a second on a chain of dependent calls
@@ -324,8 +341,7 @@ class _Call:
         recent = self.transport.patience.reply_time(self.kind)
         if recent is None:
             return math.inf
-        first = max(self.policy.base_wait, self.policy.throttle_factor * recent)
-        return first * 2.0 ** (self.throttled - 1)
+        return self.policy.wait_factor * recent * 2.0 ** (self.throttled - 1)
 
     def should_stop(self, state: tenacity.RetryCallState) -> bool:
         # A request may cap its own attempts (e.g. probing whether a server supports a feature).
@@ -364,7 +380,6 @@ class RetryTransport(httpx.BaseTransport):
         #: Told, when a call ends, of the replies the server billed that the call did not use (the model
         #: puts them in the inference log); only when there were any.
         self.on_unused: Callable[[CallSpend], None] = lambda spend: None
-        self.backoff = tenacity.wait_random_exponential(multiplier=policy.base_wait, max=policy.max_wait)
         self.patience = Patience(policy.patience_floor, policy.patience_factor)
         self.hedges = HedgeBudget(policy.hedge_share)
         #: Set once any HTTP response arrived: later refused connections are restarts, not typos.
