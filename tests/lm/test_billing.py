@@ -137,3 +137,12 @@ def test_the_summary_shows_the_server_requests_and_the_replies_no_call_used():
     table = format_table(summary)  # type: ignore[arg-type]
     assert re.search(r"^server requests +12 for 10 calls$", table, re.M)
     assert "120 / 30 (with 2 replies the server billed and no call used, 1 of them estimated)" in table
+
+
+def test_the_run_page_counts_an_unused_reply_in_tokens_and_cost_but_not_as_a_call():
+    from lits.view.calls import totals
+
+    calls = [{"kind": "generate", "tokens_in": 3, "tokens_out": 1, "seconds": 0.5, "cost": 0.2},
+             {"kind": "unused", "tokens_in": 3, "tokens_out": 1, "seconds": 0.0, "cost": 0.2, "estimated": True}]
+    assert totals(calls) == {"calls": 1, "cache_hits": 0, "tokens_in": 6, "tokens_out": 2, "seconds": 0.5,
+                             "cost": 0.4}
