@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Options passed through to :class:`~lits.lm.openai_compat.OpenAICompatibleModel`.
 SERVER_OPTIONS = ("api_key", "price_in", "price_out", "timeout", "call_budget", "connect_timeout", "read_timeout",
-                  "max_attempts", "adaptive_read_timeout", "patience_floor", "hedge_share", "constraints")
+                  "max_attempts", "adaptive_read_timeout", "patience_floor", "hedge_share", "hedge", "constraints")
 
 
 # Registered as "module:attribute": imported when a run uses them, not at start-up.

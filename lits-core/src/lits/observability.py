@@ -20,6 +20,10 @@ from typing import Iterator, Optional, TextIO
 
 from lits import fastjson
 
+#: The kind of a record for a reply the server billed that no call used (a hedged copy that lost, a reply the
+#: retry loop rejected): its tokens and cost count, it is no call (:mod:`lits.lm.billing`).
+UNUSED_REPLY = "unused"
+
 _CONTEXT: contextvars.ContextVar[dict[str, object]] = contextvars.ContextVar(
     "lits_call_context", default={}
 )
@@ -68,6 +72,8 @@ class InferenceRecord:
     #: (completion texts; scored continuations with their log-probabilities).
     prompt: object = None
     reply: object = None
+    #: An :data:`UNUSED_REPLY` whose usage was never seen: counted as the used reply's (an upper bound).
+    estimated: bool = False
 
     def as_dict(self) -> dict[str, object]:
         """The JSONL line's fields (``dataclasses.asdict`` deep-copies, which costs per call)."""
@@ -76,6 +82,8 @@ class InferenceRecord:
                "context": self.context}
         if self.prompt is not None:
             out["prompt"], out["reply"] = self.prompt, self.reply
+        if self.estimated:
+            out["estimated"] = True
         return out
 
 
@@ -164,10 +172,10 @@ class InferenceLog:
 
 class _Running:
     """Paid calls, cache hits, tokens, model seconds and cost, added up one record at a time (so the run's
-    totals can be kept as records arrive)."""
+    totals can be kept as records arrive).  Tokens and cost include the replies no call used."""
 
     def __init__(self) -> None:
-        self.calls = self.hits = self.tokens_in = self.tokens_out = 0
+        self.calls = self.hits = self.tokens_in = self.tokens_out = self.unused = self.estimated = 0
         self.seconds: float = 0
         self.cost: float = 0
 
@@ -175,15 +183,24 @@ class _Running:
         if record.cached:
             self.hits += 1
             return
-        self.calls += 1
         self.tokens_in += record.tokens_in
         self.tokens_out += record.tokens_out
-        self.seconds += record.seconds
         self.cost += record.cost
+        if record.kind == UNUSED_REPLY:
+            self.unused += 1
+            self.estimated += int(record.estimated)
+            return
+        self.calls += 1
+        self.seconds += record.seconds
 
     def totals(self) -> dict[str, float]:
-        return {"calls": self.calls, "cache_hits": self.hits, "tokens_in": self.tokens_in,
-                "tokens_out": self.tokens_out, "seconds": round(self.seconds, 3), "cost": round(self.cost, 6)}
+        out: dict[str, float] = {"calls": self.calls, "cache_hits": self.hits, "tokens_in": self.tokens_in,
+                                 "tokens_out": self.tokens_out, "seconds": round(self.seconds, 3),
+                                 "cost": round(self.cost, 6)}
+        if self.unused:  # only then: a run without them keeps the figures it always had
+            out["unused_replies"] = self.unused
+            out["estimated_replies"] = self.estimated
+        return out
 
 
 def _totals(records: list[InferenceRecord]) -> dict[str, float]:

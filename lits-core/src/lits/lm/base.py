@@ -429,6 +429,10 @@ class LanguageModel(ABC):
         """What a run records about this backend in ``config.json`` (never a key)."""
         return {"backend": type(self).__name__, "name": self.name}
 
+    def notices(self) -> list[str]:
+        """What the console says about this backend before a run (a setting that costs money)."""
+        return []
+
     def fault_stats(self) -> dict[str, float | int]:
         """Retries, seconds lost to faults and calls given up (none for in-process backends)."""
         return {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0}
@@ -443,7 +447,7 @@ class LanguageModel(ABC):
 
     def _record_raw(
         self, kind: str, tokens_in: int, tokens_out: int, seconds: float, *, cached: bool = False,
-        prompt: Optional[Prompt] = None, reply: object = None,
+        prompt: Optional[Prompt] = None, reply: object = None, estimated: bool = False,
     ) -> None:
         cost = (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
         logged = self.log_prompts and prompt is not None
@@ -458,6 +462,7 @@ class LanguageModel(ABC):
                 cached=cached,
                 prompt=_plain(prompt) if logged and prompt is not None else None,
                 reply=reply if logged else None,
+                estimated=estimated,
             )
         )
 

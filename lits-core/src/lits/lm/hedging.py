@@ -3,23 +3,31 @@
 A hang is only known for one once the read timeout passes; a copy sent when
 the first has taken longer than the 95th percentile of recent replies of the
 same size usually answers long before that.  Whichever copy answers first is
-used and the other is abandoned (closed when it ends).  Copies are the same
+used and the other is abandoned (cut short, or closed when it ends).  Copies are the same
 request, so a server that honours the request's seed gives the same answer
 either way; which copy wins changes timing, never results.  :class:`HedgeBudget`
 bounds the extra load to a share of all calls, and a copy takes only an idle
 slot of the run's ``--concurrency``, so the bound on requests in flight holds.
+Copies go only to a server on this machine (loopback) unless ``$LITS_HEDGE``
+says ``on``: a hosted API bills each copy (:func:`hedge_mode_from_env`).
+
+The server bills every copy it answered, so a copy that loses is handed to the
+call's :class:`Leftovers` before :func:`hedged_send` returns: its reply when it
+came (its usage counts), or as abandoned when the call stopped waiting for it
+(counted with the usage of the reply the call used: the same request).
 """
 
 from __future__ import annotations
 
 import heapq
+import ipaddress
 import itertools
 import math
 import os
 import queue
 import threading
 import time
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Protocol, Union
 
 import httpx
 
@@ -34,6 +42,35 @@ HEDGE_WARMUP = 8
 COLD_POLL = 0.1
 #: Never hedge sooner than this (seconds): below it a copy costs more than it saves.
 HEDGE_FLOOR = 0.05
+
+
+#: Where copies may go: ``auto`` (only to a loopback server, the default), ``on`` (any server), ``off``.
+ENV_HEDGE = "LITS_HEDGE"
+HEDGE_MODES = ("auto", "on", "off")
+
+
+def hedge_mode_from_env() -> str:
+    """``$LITS_HEDGE`` or ``auto``; a bad value is a one-line error."""
+    mode = os.environ.get(ENV_HEDGE, "").strip().lower() or "auto"
+    if mode not in HEDGE_MODES:
+        raise ValueError(f"${ENV_HEDGE} must be auto (copies only to a server on this machine), on or off, "
+                         f"got {os.environ.get(ENV_HEDGE)!r}")
+    return mode
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine (``localhost``, 127.0.0.0/8, ``::1``): a copy there bills no one."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def hedges_to(host: str, mode: str) -> bool:
+    """Whether hedged copies may go to ``host`` under ``mode`` (see :data:`ENV_HEDGE`)."""
+    return mode == "on" or (mode == "auto" and is_loopback(host))
 
 
 def hedge_share_from_env() -> float:
@@ -107,6 +144,24 @@ def _nothing() -> None:
     return None
 
 
+class Leftovers(Protocol):
+    """Where a hedged call's copies that lost go, so that what the server billed for them is counted."""
+
+    def unused(self, reply: httpx.Response) -> None:
+        """A reply the server gave that the call does not use (its body was read)."""
+
+    def abandoned(self) -> None:
+        """A copy the call stopped waiting for (cut short, or closed when it ends): its usage is never seen."""
+
+
+class _NoLeftovers:
+    def unused(self, reply: httpx.Response) -> None:
+        return None
+
+    def abandoned(self) -> None:
+        return None
+
+
 #: What one copy ended with: its response or the error it raised, and how long it took.
 Outcome = tuple[Union[httpx.Response, BaseException], float]
 
@@ -148,11 +203,13 @@ _COPIES = _CopyThreads()
 class _Race:
     """Copies of one request in flight; the first to end wins, later ones are closed."""
 
-    def __init__(self, send: Callable[[httpx.Request], httpx.Response]) -> None:
-        self.send = send
+    def __init__(self, send: Callable[[httpx.Request], httpx.Response], leftovers: Leftovers) -> None:
+        self.send, self.leftovers = send, leftovers
         self.results: queue.Queue[tuple[int, Outcome]] = queue.Queue()
         self.settled = False
         self.pending = 0
+        #: Copies whose outcome was queued (the rest are still running).
+        self.ended = 0
         self._lock = threading.Lock()
 
     def start(self, request: httpx.Request, release: Callable[[], None] = _nothing) -> None:
@@ -172,11 +229,11 @@ class _Race:
             release()  # the copy's slot, as soon as its request ends
         with self._lock:
             late = self.settled
-        if late:
-            if isinstance(outcome, httpx.Response):
-                outcome.close()
-            return
-        self.results.put((index, (outcome, time.monotonic() - started)))
+            if not late:  # queued under the lock: :meth:`settle` counts the copies still running exactly
+                self.ended += 1
+                self.results.put((index, (outcome, time.monotonic() - started)))
+        if late and isinstance(outcome, httpx.Response):
+            outcome.close()  # counted as abandoned when the call settled
 
     def next(self, timeout: Optional[float] = None) -> Optional[tuple[int, Outcome]]:
         try:
@@ -185,20 +242,25 @@ class _Race:
             return None
 
     def settle(self) -> None:
-        """No later copy is wanted: close whatever still arrives."""
+        """No later copy is wanted: a reply that came is unused, a copy still running abandoned (and closed
+        when it ends)."""
         with self._lock:
             self.settled = True
+            running = self.pending - self.ended
         while True:  # a copy that ended between the winner and now
             left = self.next(timeout=0)
             if left is None:
-                return
+                break
             if isinstance(left[1][0], httpx.Response):
+                self.leftovers.unused(left[1][0])
                 left[1][0].close()
+        for _ in range(running):
+            self.leftovers.abandoned()
 
 
 def hedged_send(send: Callable[[httpx.Request], httpx.Response], request: httpx.Request,
                 delay: Callable[[], Optional[float]], budget: HedgeBudget,
-                *, interruptible: bool = False) -> tuple[httpx.Response, float]:
+                *, interruptible: bool = False, leftovers: Optional[Leftovers] = None) -> tuple[httpx.Response, float]:
     """Send ``request``; once it has waited ``delay()`` seconds send one copy (if the budget allows).
 
     ``delay`` is asked again while the call waits (None: nothing learned yet),
@@ -207,10 +269,12 @@ def hedged_send(send: Callable[[httpx.Request], httpx.Response], request: httpx.
     first copy's error only when no copy answered.  ``interruptible``: the
     transport honours :class:`~lits.lm.transport.Interrupt`, so the first copy
     is sent from the caller's own thread and a watcher sends the second.
+    ``leftovers`` hears of every copy that lost, before this returns.
     """
+    leftovers = leftovers or _NoLeftovers()
     if interruptible:
-        return _Watched(send, request, delay, budget).run()
-    race = _Race(send)
+        return _Watched(send, request, delay, budget, leftovers).run()
+    race = _Race(send, leftovers)
     started = time.monotonic()
     race.start(request)
     ended: Optional[tuple[int, Outcome]] = None
@@ -253,13 +317,17 @@ class _Watched:
     No thread hand-off on the common path (the reply comes before the delay):
     the watcher only looks at the call when its delay is due.  A copy that
     ends first fires the call's :class:`Interrupt`, which cuts the first
-    copy's wait short.
+    copy's wait short; a first copy that answers first cuts the copy short
+    with the copy's own.
     """
 
     def __init__(self, send: Callable[[httpx.Request], httpx.Response], request: httpx.Request,
-                 delay: Callable[[], Optional[float]], budget: HedgeBudget) -> None:
+                 delay: Callable[[], Optional[float]], budget: HedgeBudget,
+                 leftovers: Leftovers = _NoLeftovers()) -> None:
         self.send, self.request, self.delay, self.budget = send, request, delay, budget
+        self.leftovers = leftovers
         self.interrupt = Interrupt()
+        self.copy_interrupt = Interrupt()
         self.started = time.monotonic()
         self.settled = False
         self.copied = False
@@ -290,14 +358,24 @@ class _Watched:
             return first, took
         if copy_outcome is not None and (isinstance(first, BaseException) or self.interrupt.fired):
             if isinstance(first, httpx.Response):
+                self.leftovers.unused(first)
                 first.close()
+            elif self.interrupt.cut:
+                self.leftovers.abandoned()  # cut short by the copy's answer
             outcome, copy_took = copy_outcome
             if isinstance(outcome, BaseException):
                 raise outcome  # the copy failed first: a fresh attempt is likelier to answer than the first
             self.budget.count_win()
             return outcome, copy_took
         if isinstance(first, httpx.Response):
-            return first, took  # the copy, when it ends, is closed
+            if copy_outcome is None:  # still running: cut short (it frees its slot), closed when it ends
+                self.copy_interrupt.fire()
+                if self.copy_interrupt.cut:  # else it is never sent
+                    self.leftovers.abandoned()
+            elif isinstance(copy_outcome[0], httpx.Response):  # it ended just now, before its interrupt fired
+                self.leftovers.unused(copy_outcome[0])
+                copy_outcome[0].close()
+            return first, took
         # The first copy failed on its own after the second was sent: that one is newer, wait for it.
         self.copy_ended.wait()
         with self._lock:
@@ -324,9 +402,9 @@ class _Watched:
         outcome: Union[httpx.Response, BaseException]
         try:
             copy = copy_request(self.request)
-            # The copy is never cut short: it is the one waited for.  (The first copy may have ended and
-            # taken its interrupt off the request already, between the watcher's decision and now.)
-            copy.extensions.pop("lits_interrupt", None)
+            # Its own interrupt, fired only when the first copy answered first.  (The first copy may have
+            # ended and taken its interrupt off the request already, between the watcher's decision and now.)
+            copy.extensions["lits_interrupt"] = self.copy_interrupt
             outcome = self.send(copy)
         except BaseException as exc:  # handed to the caller's thread
             outcome = exc

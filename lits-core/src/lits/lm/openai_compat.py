@@ -42,10 +42,12 @@ from lits.lm.retry import (
     request_work,
     server_transport,
 )
-from lits.lm.hedging import hedge_share_from_env
+from lits.lm.billing import CallSpend
+from lits.lm.hedging import ENV_HEDGE, HEDGE_MODES, hedge_mode_from_env, hedge_share_from_env, hedges_to
 from lits.lm.constraints import (DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint,
                                  request_fields)
 from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
+from lits.observability import UNUSED_REPLY
 from lits.secrets import has_userinfo, hides_query_secret, query_secrets, redact_text, redact_url
 
 #: The first retry waits up to this many seconds (full jitter), each later one twice as long up to
@@ -75,7 +77,9 @@ class OpenAICompatibleModel(LanguageModel):
     optionally caps attempts too (None: only the budget limits them).
     ``hedge_share`` of the calls may get a second copy when slower than the
     95th percentile of recent replies (default ``$LITS_HEDGE_SHARE`` or 0.1;
-    0: never), unless the server reports fixed slots; see :mod:`lits.lm.hedging`.
+    0: never), unless the server reports fixed slots; ``hedge`` says where
+    (default ``$LITS_HEDGE`` or ``auto``: only a server on this machine, as a
+    hosted API bills each copy; ``on``: any; ``off``); see :mod:`lits.lm.hedging`.
     ``constraints`` says how the server constrains decoding (``gbnf``, ``structured_outputs``,
     ``guided``, ``none``); ``auto`` (None): as the server says of itself (:mod:`lits.lm.constraints`).
     """
@@ -98,6 +102,7 @@ class OpenAICompatibleModel(LanguageModel):
         adaptive_read_timeout: bool = True,
         patience_floor: float = 1.0,
         hedge_share: Optional[float] = None,
+        hedge: Optional[str] = None,
         concurrency: int = 1,
         price_in: float = 0.0,
         price_out: float = 0.0,
@@ -127,6 +132,11 @@ class OpenAICompatibleModel(LanguageModel):
             retry_base_wait = float(os.environ.get(ENV_RETRY_BASE_WAIT) or DEFAULT_RETRY_BASE_WAIT)
         if hedge_share is None:
             hedge_share = hedge_share_from_env()
+        self.hedge = hedge_mode_from_env() if hedge is None else hedge
+        if self.hedge not in HEDGE_MODES:
+            raise ValueError(f"hedge must be one of {', '.join(HEDGE_MODES)}, not {hedge!r}")
+        if not hedges_to(httpx.URL(self.base_url).host, self.hedge):
+            hedge_share = 0.0
         self.policy = RetryPolicy(budget=call_budget, base_wait=retry_base_wait, max_wait=retry_max_wait,
                                   connect_budget=connect_budget, max_attempts=max_attempts,
                                   adaptive_read_timeout=adaptive_read_timeout, patience_floor=patience_floor,
@@ -142,6 +152,7 @@ class OpenAICompatibleModel(LanguageModel):
         self._transport = transport
         transport.hedges.allowed = lambda: self.slots.slots is None
         transport.hedges.spare_slot = self._spare_slot
+        transport.on_unused = self._record_unused
         self._templates: dict[str, httpx.Request] = {}
         self.client = httpx.Client(
             base_url=self.base_url,
@@ -150,6 +161,21 @@ class OpenAICompatibleModel(LanguageModel):
             timeout=httpx.Timeout(connect=connect_timeout, read=read, write=read, pool=None),
             transport=transport,
         )
+
+    def _record_unused(self, spend: CallSpend) -> None:
+        """Replies the server billed that the call did not use (hedged copies that lost, rejected replies):
+        their tokens and price go in the inference log, as the call's context tags them."""
+        for reply in spend.unused:
+            self._record_raw(UNUSED_REPLY, reply.tokens_in, reply.tokens_out, 0.0, estimated=reply.estimated)
+
+    def notices(self) -> list[str]:
+        """Hedged copies to a server that is not on this machine: each is a request it bills."""
+        share = self.policy.hedge_share
+        if share <= 0 or hedges_to(httpx.URL(self.base_url).host, "auto"):
+            return []
+        return [f"hedged copies are on for {self.display_url} ({ENV_HEDGE}={self.hedge}): up to {share:.0%} of "
+                f"calls may be sent twice when slow, and the server bills each copy (counted in the cost; "
+                f"{ENV_HEDGE}=auto or off sends none)"]
 
     def _spare_slot(self) -> Optional[Callable[[], None]]:
         """An idle ``--concurrency`` slot for a hedged copy (its release), or None."""

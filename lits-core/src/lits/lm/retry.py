@@ -6,7 +6,10 @@ misbehaves now and then.  Transient failures are transport errors (refused or
 dropped connections, timeouts, truncated bodies), the statuses in
 :data:`RETRY_STATUS` and any 5xx, and 2xx bodies that the ``check`` callback
 rejects (not JSON, no choices, ...).  Waits are exponential with full jitter
-and honour ``Retry-After``.  Everything else (400, 401, 403, 404, 422, a
+from a few of the server's recent replies (at most ``base_wait``), and a
+``Retry-After`` is honoured up to a few recent replies, doubling while the
+server goes on throttling the call (:meth:`_Call.throttle_allowance`).
+Everything else (400, 401, 403, 404, 422, a
 context that is too long) returns at once.
 
 Every attempt's connect/read timeouts are clipped to what is left of the
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import email.utils
 import math
+import random
 import socket
 import threading
 import time
@@ -36,6 +40,7 @@ from typing import Any, Callable, Hashable, Mapping, Optional
 import httpx
 import tenacity
 
+from lits.lm.billing import CallBill, CallSpend
 from lits.lm.hedging import HEDGE_FLOOR, HEDGE_WARMUP, HedgeBudget, hedged_send, percentile
 from lits.lm.transport import LeanHTTPTransport
 
@@ -72,6 +77,11 @@ class RetryPolicy:
     patience_factor: float = 4.0
     #: Share of calls that may get a hedged second copy (0: never hedge).
     hedge_share: float = 0.1
+    #: A wait before a retry is a few of the server's recent replies: this many times the recent reply time
+    #: of the request's size, doubled with each further fault of the call; a backoff never starts above
+    #: ``base_wait``, a ``Retry-After`` is never waited past (see :meth:`_Call.backoff`,
+    #: :meth:`_Call.throttle_allowance`).  ``math.inf``: ``base_wait`` and whatever the server says.
+    wait_factor: float = 4.0
 
 
 def request_tokens(body: Mapping[str, Any]) -> int:
@@ -115,7 +125,13 @@ class Patience:
             return max(self.floor, self.factor * max(seen))
 
     def hedge_delay(self, endpoint: Hashable) -> Optional[float]:
-        """When to send a second copy: the 95th percentile of recent replies of that kind.
+        """When to send a second copy: the 95th percentile of recent replies of that kind
+        (:meth:`reply_time`), never sooner than :data:`HEDGE_FLOOR`; None when nothing is known."""
+        recent = self.reply_time(endpoint)
+        return None if recent is None else max(HEDGE_FLOOR, recent)
+
+    def reply_time(self, endpoint: Hashable) -> Optional[float]:
+        """The 95th percentile of recent replies of that kind.
 
         A kind not yet seen often enough borrows from a kind of the same path
         that was, scaled up by the ratio of work when it asks for more (a
@@ -127,7 +143,7 @@ class Patience:
                 known_p95 = self._p95.get(endpoint)
                 if known_p95 is None:
                     known_p95 = self._p95[endpoint] = percentile(list(seen), 0.95)
-                return max(HEDGE_FLOOR, known_p95)
+                return known_p95
             if not (isinstance(endpoint, tuple) and len(endpoint) == 2 and isinstance(endpoint[1], int)):
                 return None
             path, work = endpoint
@@ -138,17 +154,24 @@ class Patience:
             return None
         below = [pair for pair in known if pair[0] <= work]
         other_work, replies = below[-1] if below else known[0]
-        return max(HEDGE_FLOOR, percentile(replies, 0.95) * max(1.0, work / other_work))
+        return percentile(replies, 0.95) * max(1.0, work / other_work)
 
 
 class FaultStats:
-    """Thread-safe counters of what faults cost: retries, seconds lost, calls given up."""
+    """Thread-safe counters of what faults cost: retries, seconds lost, calls given up; and the requests the
+    server answered (a call's retries and hedged copies each count)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._retries = 0
         self._seconds_lost = 0.0
         self._failed_calls = 0
+        self._requests = 0
+
+    def count_requests(self, requests: int) -> None:
+        """Requests the server answered for one call (retries and hedged copies included)."""
+        with self._lock:
+            self._requests += requests
 
     def add(self, *, retries: int, seconds_lost: float, failed: bool) -> None:
         with self._lock:
@@ -159,7 +182,7 @@ class FaultStats:
     def snapshot(self) -> dict[str, float | int]:
         with self._lock:
             return {"retries": self._retries, "seconds_lost": round(self._seconds_lost, 3),
-                    "failed_calls": self._failed_calls}
+                    "failed_calls": self._failed_calls, "server_requests": self._requests}
 
 
 def retry_after_seconds(response: httpx.Response, cap: float) -> Optional[float]:
@@ -204,6 +227,10 @@ class _Call:
         self.timeouts: dict[str, Optional[float]] = dict(request.extensions.get("timeout") or {})
         self.attempt_started = self.start
         self.delays: dict[int, float] = {}
+        #: Every reply the server gave this call, used or not (what it billed).
+        self.bill = CallBill()
+        #: Replies so far that asked the call to wait (a ``Retry-After``): each doubles the next allowance.
+        self.throttled = 0
         #: The read timeout each attempt was given (what tests and the fault counters look at).
         self.read_timeouts: list[Optional[float]] = []
         #: Read timeouts so far: each doubles the learned patience of the next attempt (a reply that is
@@ -246,18 +273,22 @@ class _Call:
                 response, took = hedged_send(self._send, self.request,
                                              lambda: self.transport.patience.hedge_delay(self.kind),
                                              self.transport.hedges,
-                                             interruptible=self.transport.interruptible(self.request))
+                                             interruptible=self.transport.interruptible(self.request),
+                                             leftovers=self.bill)
         except httpx.ReadTimeout:
             self.timeouts_seen += 1
             raise
         self.transport.server_answered = True
         status = response.status_code
+        reason: Optional[str] = None
         if status in RETRY_STATUS or (status >= 500 and not is_permanent_body(response)):
-            raise TransientReply(response, f"HTTP {status}")
-        if 200 <= status < 300 and self.transport.check is not None:
+            reason = f"HTTP {status}"
+        elif 200 <= status < 300 and self.transport.check is not None:
             reason = self.transport.check(self.request, response)
-            if reason:
-                raise TransientReply(response, reason)
+        self.bill.answered(response)  # after the check, which parses the body once for both
+        if reason:
+            self.bill.rejected(response)
+            raise TransientReply(response, reason)
         if 200 <= status < 300:
             self.transport.patience.observe(self.kind, took)
         return response
@@ -279,9 +310,38 @@ class _Call:
             hinted = None
             if isinstance(exc, TransientReply):
                 hinted = retry_after_seconds(exc.response, self.policy.max_retry_after)
-            self.delays[state.attempt_number] = (
-                hinted if hinted is not None else float(self.transport.backoff(state)))
+            if hinted is not None:
+                self.throttled += 1
+                hinted = min(hinted, self.throttle_allowance())
+            self.delays[state.attempt_number] = hinted if hinted is not None else self.backoff(state.attempt_number)
         return self.delays[state.attempt_number]
+
+    def backoff(self, attempt: int) -> float:
+        """A random wait (full jitter) up to ``first`` x 2^(attempt-1), at most ``max_wait``: ``first`` is
+        ``base_wait``, or ``wait_factor`` x the recent reply time when that is shorter.
+
+        A fault on a search's chain of dependent calls should cost about a reply: against a server that
+        answers in milliseconds, 0.1 s is dozens of them.  A fault that repeats still doubles the wait.
+        """
+        first = self.policy.base_wait
+        recent = self.transport.patience.reply_time(self.kind)
+        if recent is not None:
+            first = min(first, self.policy.wait_factor * recent)
+        return random.uniform(0.0, min(self.policy.max_wait, first * 2.0 ** (attempt - 1)))
+
+    def throttle_allowance(self) -> float:
+        """The longest a ``Retry-After`` is waited for now: ``wait_factor`` x the recent reply time of this
+        kind of request, doubled for each earlier throttled reply of this call.
+
+        A server that answers in milliseconds and throttles one request now and then is over its limit for
+        a moment, not for the second its header says; a wait of a second on a chain of dependent calls
+        costs hundreds of replies.  A server that goes on throttling the call is backed off exponentially
+        up to what it asked, so it is never hammered; nothing learned yet: what it asked.
+        """
+        recent = self.transport.patience.reply_time(self.kind)
+        if recent is None:
+            return math.inf
+        return self.policy.wait_factor * recent * 2.0 ** (self.throttled - 1)
 
     def should_stop(self, state: tenacity.RetryCallState) -> bool:
         # A request may cap its own attempts (e.g. probing whether a server supports a feature).
@@ -309,12 +369,17 @@ class RetryTransport(httpx.BaseTransport):
         policy: RetryPolicy = RetryPolicy(),
         check: Optional[ReplyCheck] = None,
         stats: Optional[FaultStats] = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.inner = inner
+        #: How a wait between attempts is spent (tests pass a fake that records it).
+        self.sleep = sleep
         self.policy = policy
         self.check = check
         self.stats = stats or FaultStats()
-        self.backoff = tenacity.wait_random_exponential(multiplier=policy.base_wait, max=policy.max_wait)
+        #: Told, when a call ends, of the replies the server billed that the call did not use (the model
+        #: puts them in the inference log); only when there were any.
+        self.on_unused: Callable[[CallSpend], None] = lambda spend: None
         self.patience = Patience(policy.patience_floor, policy.patience_factor)
         self.hedges = HedgeBudget(policy.hedge_share)
         #: Set once any HTTP response arrived: later refused connections are restarts, not typos.
@@ -331,6 +396,7 @@ class RetryTransport(httpx.BaseTransport):
             wait=call.delay,
             retry=tenacity.retry_if_exception_type((httpx.TransportError, TransientReply)),
             reraise=True,
+            sleep=self.sleep,
         )
         attempts = 0
         try:
@@ -339,19 +405,27 @@ class RetryTransport(httpx.BaseTransport):
                     attempts += 1
                     response = call.attempt()
             call.settle(attempts, failed=False)
+            self._bill(call.bill.settle(response))
             response.extensions["lits_attempts"] = attempts
             return response
         except TransientReply as exc:
             call.settle(attempts, failed=True)
+            self._bill(call.bill.settle(None))
             exc.response.extensions["lits_attempts"] = attempts
             exc.response.extensions["lits_fault"] = exc.reason
             return exc.response
         except httpx.TransportError as exc:
             call.settle(attempts, failed=True)
+            self._bill(call.bill.settle(None))
             setattr(exc, "lits_attempts", attempts)
             raise
         finally:
             request.extensions["timeout"] = call.timeouts
+
+    def _bill(self, spend: CallSpend) -> None:
+        self.stats.count_requests(spend.requests)
+        if spend.unused:
+            self.on_unused(spend)
 
     def close(self) -> None:
         self.inner.close()

@@ -34,6 +34,9 @@ class Interrupt:
         self._lock = threading.Lock()
         self._sock: Optional[socket.socket] = None
         self.fired = False
+        #: Whether firing cut a request that was on its socket (sent, or being sent): one the server may
+        #: answer and bill.  False when it fired before the request got that far (it is never sent).
+        self.cut = False
 
     def attach(self, sock: socket.socket) -> None:
         with self._lock:
@@ -50,6 +53,7 @@ class Interrupt:
     def fire(self) -> None:
         with self._lock:
             self.fired = True
+            self.cut = self._sock is not None
             if self._sock is not None:
                 with contextlib.suppress(OSError):
                     self._sock.shutdown(socket.SHUT_RDWR)

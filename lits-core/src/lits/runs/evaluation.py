@@ -263,6 +263,16 @@ def _faults_row(faults: Optional[Mapping[str, float]]) -> Optional[str]:
     return text + (f", {faults['failed_calls']} calls given up" if faults.get("failed_calls") else "")
 
 
+def _unused_note(inference: Mapping[str, float]) -> str:
+    """What tokens and cost include beyond the replies calls used (hedged copies that lost, rejected replies)."""
+    unused = inference.get("unused_replies")
+    if not unused:
+        return ""
+    estimated = inference.get("estimated_replies")
+    return (f" (with {unused:g} replies the server billed and no call used"
+            + (f", {estimated:g} of them estimated" if estimated else "") + ")")
+
+
 def format_table(summary: Summary) -> str:
     inf = summary["inference"]
     of = " of finished" if summary.get("total") is not None else ""
@@ -272,7 +282,7 @@ def format_table(summary: Summary) -> str:
         ("mean progress", summary["mean_progress"]),
         ("optimal plans", summary["optimal_plans"]),
         ("model calls", f"{inf['calls']} (+{inf['cache_hits']} cached)"),
-        ("tokens in / out", f"{inf['tokens_in']} / {inf['tokens_out']}"),
+        ("tokens in / out", f"{inf['tokens_in']} / {inf['tokens_out']}{_unused_note(inf)}"),
         ("model seconds", inf["seconds"]),
         ("seconds / instance", summary["seconds_per_instance"]),
     ]
@@ -292,6 +302,9 @@ def format_table(summary: Summary) -> str:
     queued = counted.get("queued_calls")
     if queued:  # waiting for a busy server's slot is not a fault
         rows.append(("waited for a server slot", f"{queued} calls, {counted.get('queued_seconds', 0.0):.1f}s"))
+    requests = counted.get("server_requests")
+    if requests and requests != inf["calls"]:  # what the server answered: each retry and hedged copy counts
+        rows.append(("server requests", f"{requests} for {inf['calls']} calls"))
     hedged = counted.get("hedged_calls")
     if hedged:  # second copies of slow calls (lits.lm.hedging)
         won = counted.get("hedges_won", 0)
@@ -305,6 +318,6 @@ def format_table(summary: Summary) -> str:
         rows.append(("reward calls skipped", f"{skipped} (scores nothing reads)"))
     rows += [(name, value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):
-        rows.append(("cost", inf["cost"]))
+        rows.append(("cost", f"{inf['cost']}{_unused_note(inf)}" if inf.get("unused_replies") else inf["cost"]))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

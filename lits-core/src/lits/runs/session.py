@@ -156,6 +156,8 @@ def execute(run_dir: RunDir, settings: RunSettings, *, resume: bool = False,
             each.use_cache(cache)
         which = f"models {describe_models(settings)}" if uses_own_models(settings) else f"model {models['policy'].name}"
         print(f"lits: {mode} {dataset} with {which} -> {run_dir.root}", file=sys.stderr)
+        for line in (line for each in owned for line in each.notices()):  # e.g. copies a hosted API bills
+            print(f"lits: {line}", file=sys.stderr)
         stats = ProcessStats(run_dir, owned, components)
         make_agent = agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name,
                                    bn_model=models["bn"])

@@ -2,9 +2,10 @@
 
 Deterministic answers from a ``responder(prompt_text, body)``, a fixed
 latency per request (requests overlap, like a batching server), optional
-llama.cpp-style ignoring of ``n``, injected failures, and counters of what it
-saw.  Tokens are whitespace-separated words.  Given a vLLM version it speaks
-that vLLM's constraint fields (:mod:`lits.testing.vllm_rules`).
+llama.cpp-style ignoring of ``n``, injected failures and held (slow) replies,
+and counters of what it saw, answered and billed.  Tokens are
+whitespace-separated words.  Given a vLLM version it speaks that vLLM's
+constraint fields (:mod:`lits.testing.vllm_rules`).
 """
 
 from __future__ import annotations
@@ -85,6 +86,14 @@ class FakeOpenAIServer:
         self.max_in_flight = 0
         self._in_flight = 0
         self._failures: deque[tuple[int, Optional[str], Optional[str]]] = deque()
+        #: Requests answered (any status), and the usage of the replies: what a hosted API bills, counted
+        #: when the reply is sent, whether or not the client still waits for it.
+        self.answered = 0
+        self.billed_prompt_tokens = 0
+        self.billed_completion_tokens = 0
+        self._holds = 0
+        self._released = threading.Event()
+        self._idle = threading.Condition()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -103,11 +112,26 @@ class FakeOpenAIServer:
         with self._lock:
             self._failures.extend([(status, retry_after, message)] * times)
 
+    def hold_next(self, times: int = 1) -> None:
+        """Answer the next ``times`` completion requests only once :meth:`release` is called (a slow reply)."""
+        with self._lock:
+            self._holds += times
+
+    def release(self) -> None:
+        """Let every held request be answered (now and from now on)."""
+        self._released.set()
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Wait until no request is being worked on; False if one still is after ``timeout`` seconds."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
+
     def __enter__(self) -> "FakeOpenAIServer":
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -179,13 +203,16 @@ class FakeOpenAIServer:
             def _send(self, status: int, payload: Mapping[str, object],
                       headers: Optional[dict[str, str]] = None) -> None:
                 data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client stopped waiting (a hedged copy cut short)
+                    self.close_connection = True
 
             def do_GET(self) -> None:
                 with server._lock:
@@ -217,11 +244,15 @@ class FakeOpenAIServer:
                     server.headers.append(dict(self.headers))
                     server.queries.append(query)
                     failure = server._failures.popleft() if server._failures else None
+                    held = server._holds > 0
+                    server._holds -= held
                 server._serving.acquire()  # a server with few slots queues the rest, as llama.cpp does
-                with server._lock:
+                with server._idle:
                     server._in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server._in_flight)
                 try:
+                    if held:
+                        server._released.wait()
                     if server.latency:
                         time.sleep(server.latency)
                     if failure is not None:
@@ -235,13 +266,20 @@ class FakeOpenAIServer:
                         elif body.get("echo") and not server.echo_supported:
                             self._send(400, {"error": {"message": "echo is not supported"}})
                         else:
-                            self._send(200, server._answer(route, body))
+                            answer = server._answer(route, body)
+                            with server._lock:
+                                server.billed_prompt_tokens += answer["usage"]["prompt_tokens"]
+                                server.billed_completion_tokens += answer["usage"]["completion_tokens"]
+                            self._send(200, answer)
                     else:
                         self._send(404, {"error": {"message": f"no route {self.path}"}})
                 finally:
                     with server._lock:
-                        server._in_flight -= 1
+                        server.answered += 1
                     server._serving.release()
+                    with server._idle:
+                        server._in_flight -= 1
+                        server._idle.notify_all()
 
         return Handler
 

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Optional, TypedDict, cast
 
+from lits.observability import UNUSED_REPLY
+
 if TYPE_CHECKING:
     from lits.view.tree import InstanceTree, NodeRow
 
@@ -33,6 +35,7 @@ class CallRecord(TypedDict, total=False):
     context: dict[str, object]
     prompt: object
     reply: object
+    estimated: bool
 
 
 def read_calls(path: Path) -> list[CallRecord]:
@@ -75,7 +78,7 @@ def totals(calls: list[CallRecord]) -> Totals:
     """Paid calls, cache hits, tokens, model seconds and cost (as the run's summary counts them)."""
     paid = [c for c in calls if not c.get("cached")]
     return {
-        "calls": len(paid),
+        "calls": sum(1 for c in paid if c.get("kind") != UNUSED_REPLY),  # an unused reply costs, but is no call
         "cache_hits": len(calls) - len(paid),
         "tokens_in": sum(int(c.get("tokens_in") or 0) for c in paid),
         "tokens_out": sum(int(c.get("tokens_out") or 0) for c in paid),
