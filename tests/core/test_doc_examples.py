@@ -32,7 +32,8 @@ def test_third_party_augmentor_is_listed_and_its_notes_reach_the_next_attempt(ru
     info = plugins_json(run_lits("plugins", "--json"))["lits-memory-wrong-answers"]
     assert info["registered"]["augmentor"] == ["wrong_answers"]
     result = run_lits("chain", "--dataset", "blocksworld", "--model", "scripted", "--limit", "2", "--attempts", "3",
-                      "--memory-arg", "augmentors=wrong_answers", "--memory-arg", "max_wrong=1", "--save-dir", "run")
+                      "--memory-arg", "augmentors=wrong_answers", "--memory-arg", "max_wrong=1", "--save-dir", "run",
+                      "--chain-arg", "avoid_repeats=false")  # the scripted model's chain must fail for a 2nd try
     assert result.returncode == 0, result.stderr
     record = json.loads((site_dir.parent / "run" / "results" / "0.json").read_text())
     first, second = record["attempts"][:2]
