@@ -176,3 +176,22 @@ def test_a_urls_query_string_and_a_key_in_its_path_reach_the_server_and_no_file(
         assert secret not in written + done.stdout + done.stderr, secret
     assert server.base_url.replace("/v1", "/***/v1?***") in json.loads((tmp_path / "run" / "config.json").read_text())[
         "base_url"]
+
+
+@pytest.mark.parametrize("answer, starts", [("y", True), ("n", False)])
+def test_an_answer_typed_at_a_terminal_decides_whether_the_command_starts(tmp_path, command_file, sentinel,
+                                                                          sentinel_command, answer, starts):
+    main, terminal = os.openpty()
+    os.write(main, f"{answer}\n".encode())
+    try:
+        done = subprocess.run([sys.executable, "-m", "lits", "search", "--config", str(command_file), "--model",
+                               "scripted", "--limit", "1"], stdin=terminal, capture_output=True, text=True,
+                              cwd=tmp_path, timeout=300,
+                              env={**os.environ, "LITS_STATE_DIR": str(tmp_path / "state"),
+                                   "LITS_CACHE_DIR": str(tmp_path / "cache")})
+    finally:
+        os.close(main)
+        os.close(terminal)
+    assert f"lits: a file asks this run to start `{sentinel_command}`" in done.stderr
+    assert sentinel.exists() is starts
+    assert done.returncode == 2 and "Traceback" not in done.stderr
