@@ -277,6 +277,8 @@ def _invoke(case: Case, run: Path, ctx: Ctx, env: dict[str, str]) -> subprocess.
     else:
         config = json.loads((run / "config.json").read_text())
         spec = {key: config[key] for key in SPEC_FIELDS if config.get(key) is not None}
+        for model in spec.get("component_models", {}).values():  # a file names it as the flag does
+            model["args"] = {("api_key_env" if k == "key_env" else k): v for k, v in model["args"].items()}
         file = ctx.tmp / "run.yaml"
         file.write_text(json.dumps(spec))  # JSON is YAML
         argv = ["-m", "lits", "search", "--config", str(file), "--save-dir", out, *given,
