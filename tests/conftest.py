@@ -6,6 +6,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Callable, Iterator
@@ -13,6 +14,9 @@ from typing import Callable, Iterator
 import pytest
 
 TESTS = Path(__file__).resolve().parent
+# What a user confirmed (lits.runs.trust: commands and key destinations from files) is remembered in a folder
+# of this test session, never in the user's own, and every `lits` a test starts inherits it.
+os.environ["LITS_STATE_DIR"] = tempfile.mkdtemp(prefix="lits-state-")
 SHARED_DATA = TESTS.parents[0].parent / "shared" / "data"
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 

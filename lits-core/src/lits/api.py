@@ -77,17 +77,15 @@ __all__ = [
 def run(spec: Optional[RunSpec] = None, /, **fields: object) -> RunResult:
     """Run ``spec`` (or a spec made from ``fields``; given both, ``fields`` override the spec's).
 
-    Raises :class:`UserError` (one line) for a bad setting, an unknown name or a full disk; instances that
-    fail are reported in the result (``result.failed``), not raised."""
+    Raises :class:`UserError` (one line) for a bad setting, an unknown name or a full disk, and for a command
+    to start or a server to send a key to that a file named (``RunSpec.from_config``) unless
+    ``trust_config=True``; instances that fail are reported in the result (``result.failed``), not raised."""
     from lits.runs.result import read_result
     from lits.runs.session import execute, new_run
 
-    if spec is None:
-        spec = RunSpec.make(**fields)
-    elif fields:
-        spec = RunSpec.make(**{**_fields_of(spec), **fields})
+    spec = RunSpec.make(**fields) if spec is None else spec.with_fields(**fields)
     run_dir, settings = new_run(spec)
-    done = execute(run_dir, settings, objects=spec.objects())
+    done = execute(run_dir, settings, objects=spec.objects(), confirmation=spec.confirmation())
     return read_result(run_dir.root, done.selected, done.outcome.failed, done.outcome.stop_reason)
 
 
@@ -105,15 +103,19 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     """Finish the run in ``save_dir``; finished instances are not redone.
 
     Only operational settings may change (``concurrency``, ``base_url``, ``cache``, timeouts, prices,
-    ``executor``...); components the run was given as objects are passed again as ``policy=`` etc."""
+    ``executor``...); components the run was given as objects are passed again as ``policy=`` etc.
+    A command or a key destination from the run's config.json that was not confirmed before needs
+    ``trust_config=True`` (or the base URL given again)."""
     from lits.runs.artifacts import RunDir
     from lits.runs.result import read_result
     from lits.runs.resuming import resumed_settings
     from lits.runs.session import execute
     from lits.runs.spec import OBJECT_PREFIX, component_name
+    from lits.runs.trust import Confirmation, given_values
 
     run_dir = RunDir(Path(save_dir))
     saved = run_dir.read_config()
+    trusted = bool(changes.pop("trust_config", False))
     objects: dict[str, object] = {role: changes.pop(role) for role in ("policy", "transition", "reward")
                                if role in changes}
     for role, obj in objects.items():
@@ -129,7 +131,8 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
                                     "start a new run with another save_dir")
     merged = RunSpec.from_config({**saved, **{r: None for r in objects}}, **changes)  # checks the new values
     settings = resumed_settings(run_dir, saved, {key: getattr(merged, key) for key in changes})
-    done = execute(run_dir, settings, resume=True, objects=objects)
+    confirmation = Confirmation(given=given_values(changes), trusted=trusted)
+    done = execute(run_dir, settings, resume=True, objects=objects, confirmation=confirmation)
     return read_result(run_dir.root, done.selected, done.outcome.failed, done.outcome.stop_reason)
 
 
@@ -140,10 +143,7 @@ def plan(spec: Optional[RunSpec] = None, /, **fields: object) -> Plan:
     from lits.runs.planning import plan as plan_run
     from lits.runs.session import new_run
 
-    if spec is None:
-        spec = RunSpec.make(**fields)
-    elif fields:
-        spec = RunSpec.make(**{**_fields_of(spec), **fields})
+    spec = RunSpec.make(**fields) if spec is None else spec.with_fields(**fields)
     _, settings = new_run(spec, check_only=True)
     return plan_run(settings, spec.objects())
 
@@ -159,5 +159,3 @@ def model(name: str = "local", **options: Any) -> LanguageModel:
     return create_model(name, **options)
 
 
-def _fields_of(spec: RunSpec) -> dict[str, object]:
-    return {name: getattr(spec, name) for name in spec.model_fields_set}

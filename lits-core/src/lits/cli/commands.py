@@ -48,7 +48,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     source = RunDir(Path(args.run_dir))
     saved = source.read_config()
     save_dir = args.save_dir or f"{source.root}-rerun-{time.strftime('%Y%m%d-%H%M%S')}"
-    spec = RunSpec.from_config(saved, **apply_overrides({"save_dir": save_dir}, args.set))
+    spec = RunSpec.from_config(saved, **apply_overrides({"save_dir": save_dir}, args.set),
+                               trust_config=bool(args.trust_config))
     if not args.dry_run:
         print(f"lits: rerun of {source.root}", file=sys.stderr)
     return run_to_end(spec, dry_run=args.dry_run)

@@ -103,7 +103,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "(after --config and the flags; repeatable)")
     g.add_argument("--dry-run", action="store_true",
                    help="check every setting, the data, the plugins and the components, print the resolved run "
-                        "and a bound on its model calls; write nothing, call no model")
+                        "and a bound on its model calls; write nothing, call no model, start nothing")
+    g.add_argument("--trust-config", action="store_true",
+                   help="start the commands (e.g. resource_args.command) and send the API key to the base URLs "
+                        "that --config or, with --resume, the run's config.json names; without it a run asks "
+                        "at a terminal, else stops in one line (see docs/models.md)")
     g.add_argument("--attempts", type=int, default=None, metavar="N",
                    help="try each instance up to N times; an attempt that solves ends it (pass@1 and pass@N in "
                         "the summary; default 1)")
@@ -165,6 +169,9 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="change a setting of the repeat, e.g. --set limit=2 (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="check and print the repeat's settings; run nothing")
+    p.add_argument("--trust-config", action="store_true",
+                   help="start the commands and send the API key to the base URLs that RUN_DIR/config.json names "
+                        "(without it a run asks at a terminal, else stops in one line)")
     p.set_defaults(func=commands.cmd_rerun)
 
     p = sub.add_parser("compare", help="one table of accuracy, tokens, calls and time across runs")

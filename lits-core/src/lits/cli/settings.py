@@ -68,7 +68,7 @@ def spec_from_args(args: argparse.Namespace, mode: str) -> RunSpec:
         pairs = parse_pairs(getattr(args, attr, None) or [], flag)
         if pairs:
             given[field] = pairs
-    for flag in ("log_prompts", "no_cache", "free_replies"):
+    for flag in ("log_prompts", "no_cache", "free_replies", "trust_config"):
         if getattr(args, flag, None):
             given[flag] = True
     models = {role: {k: v for k, v in spec.items() if v} for role, spec in component_models(args).items()}
@@ -92,4 +92,4 @@ def resume_request(args: argparse.Namespace, mode: str) -> ResumeRequest:
             continue
         meaning.append((flag, key, parse_pairs(given, flag) if isinstance(given, list) else given))
     return ResumeRequest(args.save_dir, mode, meaning, {key: getattr(args, key, None) for key in OPERATIONAL_KEYS},
-                         component_models(args), args.cache, bool(args.no_cache))
+                         component_models(args), args.cache, bool(args.no_cache), bool(args.trust_config))

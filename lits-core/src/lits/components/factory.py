@@ -10,7 +10,7 @@ name registered classes explicitly and win over both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Union, cast
 
 from lits.components.base import Policy, RewardModel, Transition, settings_of
 from lits.components.checks import describe_problems, problems_of
@@ -79,6 +79,7 @@ def create_components(
     framework: Optional[str] = None,
     resource: Optional[str] = None,
     resource_options: Optional[Mapping[str, object]] = None,
+    start_resources: bool = True,
 ) -> Components:
     """Instantiate the components for ``dataset`` (see module docstring).
 
@@ -86,7 +87,9 @@ def create_components(
     ``transition_model`` are given (``--eval-model``, ``--transition-model``).
 
     A tool-use dataset's tools come from its own resource (called with ``resource_args``), or from the
-    resource named ``resource`` (called with ``resource_options``), e.g. ``mcp``."""
+    resource named ``resource`` (called with ``resource_options``), e.g. ``mcp``.  Without
+    ``start_resources`` (``--dry-run``) no resource is loaded: nothing is started or connected to, the
+    components get no tools, and only what can be checked without starting it is checked."""
     task_type = infer_task_type(dataset)
     if resource and task_type != "tool_use":
         raise ValueError(f"--resource gives tools to tool-use datasets; {dataset!r} is {task_type}")
@@ -95,7 +98,8 @@ def create_components(
         policy, transition = policy or bundle.policy, transition or bundle.transition
         reward = reward or bundle.reward_model
     if task_type == "tool_use":
-        loaded = _load_tools(dataset, resource, resource_options or {}, resource_args or {})
+        loaded = (_load_tools(dataset, resource, resource_options or {}, resource_args or {}) if start_resources
+                  else _unstarted_tools(dataset, resource, resource_options or {}))
         return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature,
                          loaded)
     if task_type == "language_grounded":
@@ -165,6 +169,22 @@ def _tool_use(dataset: str, base_model: Optional[LanguageModel], eval_model: Opt
         task_type="tool_use",
         evaluate=get_registration("dataset", dataset).meta.get("evaluate"),
     )
+
+
+def _unstarted_tools(dataset: str, resource: Optional[str], options: Mapping[str, object]) -> dict[str, Any]:
+    """No tools, after checking the resource is registered (and an MCP server's options, without starting it)."""
+    if resource:
+        get_registration("resource", resource)  # KeyError lists the registered resources
+    else:
+        try:
+            get_registration("resource", dataset)
+        except KeyError:
+            raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
+    if resource == "mcp":
+        from lits.tools.mcp import server_spec
+
+        server_spec(**cast("dict[str, Any]", options))
+    return {"tools": [], "tool_context": ""}
 
 
 def _load_tools(dataset: str, resource: Optional[str], options: Mapping[str, object],

@@ -48,7 +48,7 @@ from lits.lm.constraints import (DIALECT_NAMES, ConstraintDialect, dialect_setti
                                  request_fields)
 from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
 from lits.observability import UNUSED_REPLY
-from lits.secrets import has_userinfo, hides_query_secret, query_secrets, redact_text, redact_url
+from lits.secrets import has_userinfo, is_masked, query_secrets, redact_text, safe_url
 
 #: The first retry waits up to this many seconds (full jitter), each later one twice as long up to
 #: ``retry_max_wait``: a dropped connection or a 500 is usually gone at once, and a fault on a
@@ -56,8 +56,9 @@ from lits.secrets import has_userinfo, hides_query_secret, query_secrets, redact
 #: the server's Retry-After says.  ``LITS_RETRY_BASE_WAIT`` overrides it (tests shorten it further).
 DEFAULT_RETRY_BASE_WAIT = 0.1
 ENV_RETRY_BASE_WAIT = "LITS_RETRY_BASE_WAIT"
-MASKED_QUERY_SECRET = ("--base-url holds a masked credential (=***): a key in the URL's query string is never "
-                       "saved with the run, so give --base-url (or the component's base URL) again")
+MASKED_QUERY_SECRET = ("--base-url holds a masked part (***): a key in the URL's query string is never saved "
+                       "with the run, so give --base-url (or the component's base URL) again (a run records no "
+                       "query string, userinfo or key-looking path segment)")
 CREDENTIALS_IN_URL = ("--base-url must not carry credentials (user:password@host); "
                       "put the key in $OPENAI_API_KEY or $LITS_API_KEY")
 
@@ -183,9 +184,9 @@ class OpenAICompatibleModel(LanguageModel):
 
     @functools.cached_property
     def display_url(self) -> str:
-        """The base URL as it may be shown: never with credentials (worked out once: every reply names it)."""
+        """The base URL as it may be shown: scheme, host, port and path (worked out once: every reply names it)."""
         shown = str(httpx.URL(self.base_url, params=self._query)) if self._query else self.base_url
-        return redact_text(redact_url(shown), self._secrets)
+        return redact_text(safe_url(shown), self._secrets)
 
     def fault_stats(self) -> dict[str, float | int]:
         """Retries, seconds lost to faults and calls given up so far, and calls that waited for a server
@@ -440,7 +441,7 @@ def _split_base_url(base_url: str) -> tuple[str, dict[str, str]]:
         raise ValueError(CREDENTIALS_IN_URL)
     if not base_url.startswith(("http://", "https://")):
         raise ValueError(f"--base-url must start with http:// or https://, got {redact_text(base_url)!r}")
-    if hides_query_secret(base_url):
+    if is_masked(base_url):
         raise ValueError(MASKED_QUERY_SECRET)
     url = httpx.URL(base_url)
     return str(url.copy_with(query=None)).rstrip("/"), dict(url.params)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, cast
 
 from lits import layout
 from lits.errors import UserError
-from lits.secrets import redact_query
+from lits.secrets import redact_query, safe_urls
 from lits.structures.base import atomic_write_text
 
 if TYPE_CHECKING:
@@ -36,9 +36,10 @@ def redact(config: Mapping[str, object]) -> dict[str, object]:
         if isinstance(value, dict):
             value = redact(value)
         elif isinstance(value, str):
-            # HTTP credentials are dropped; a database URL keeps its user name (its password is refused
-            # before it gets here, and resume needs the name); query-string keys become ***.
-            value = redact_query(re.sub(r"(https?://)[^/@\s]+@", r"\1", value))
+            # An http(s) URL keeps its scheme, host, port and path only (lits.secrets.safe_url); a database
+            # URL keeps its user name (its password is refused before it gets here, and resume needs the
+            # name), and its credential-looking query values become ***.
+            value = safe_urls(redact_query(value))
         out[key] = value
     return out
 

@@ -52,6 +52,24 @@ class ModelSpec(TypedDict):
     args: dict[str, object]
 
 
+def server_url(base_url: Optional[str]) -> str:
+    """Where a server model's calls go: its base URL, else ``$OPENAI_BASE_URL``, else OpenAI's."""
+    import os
+
+    from lits.builtins import DEFAULT_BASE_URL
+
+    return base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+
+
+def calls_a_server(model: str, base_url: Optional[str]) -> bool:
+    """True for a model served over HTTP by the built-in OpenAI-compatible backend (what may carry a key)."""
+    from lits.registry import list_names
+
+    if is_gguf(model):
+        return bool(base_url)
+    return model not in IN_PROCESS and not (model in list_names("model") and model != "openai")
+
+
 def in_process(spec: str) -> bool:
     return spec in IN_PROCESS or is_gguf(spec)
 
@@ -121,9 +139,25 @@ def describe_models(settings: RunSettings) -> str:
     parts = []
     for role in ROLES:
         spec = role_spec(settings, role)
-        where = f"@{spec['base_url']}" if spec["base_url"] and spec["base_url"] != settings.get("base_url") else ""
+        from lits.secrets import safe_url
+
+        own = spec["base_url"] and spec["base_url"] != settings.get("base_url")
+        where = f"@{safe_url(str(spec['base_url']))}" if own else ""
         parts.append(f"{role}={spec['model']}{where}")
     return " ".join(parts)
+
+
+def call_destinations(settings: RunSettings) -> str:
+    """``http://127.0.0.1:8080/v1 (policy, eval, transition, bn)``: where each server model's calls go, as
+    scheme, host, port and path only; empty when every model runs in this process."""
+    from lits.secrets import safe_url
+
+    by_url: dict[str, list[str]] = {}
+    for role in ROLES:
+        spec = role_spec(settings, role)
+        if calls_a_server(spec["model"], spec["base_url"]):
+            by_url.setdefault(safe_url(server_url(spec["base_url"])), []).append(role)
+    return ", ".join(f"{url} ({', '.join(roles)})" for url, roles in by_url.items())
 
 
 def uses_own_models(settings: RunSettings) -> bool:

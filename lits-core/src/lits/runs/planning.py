@@ -1,8 +1,9 @@
 """``--dry-run``: everything a run checks before it starts, and what it would cost, with no model call.
 
 The dataset, the selection, the search or chain and its settings, the components (built without a
-model) and each component's model spec are checked exactly as a run checks them; nothing is written
-and no model is loaded or called.
+model) and each component's model spec are checked exactly as a run checks them; nothing is written,
+no model is loaded or called, and nothing is started: a tool resource (an MCP server's command) is
+checked but not loaded, and what a real run would need confirmed is listed (:mod:`lits.runs.trust`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Mapping, Optional, TypedDict
 from lits.errors import UserError, one_line
 from lits.runs.run_settings import RunSettings, set_agent_args
 from lits.runs.setup import agent_registration, build_components, make_config
+from lits.runs.trust import Confirmation, actions, unconfirmed
 
 
 class Plan(TypedDict):
@@ -48,7 +50,7 @@ def plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = None) 
     selected = select(resolved["dataset"], resolved)
     try:
         build_components(resolved, {"policy": None, "eval": None, "transition": None, "bn": None}, config, task_type,
-                         objects or {})
+                         objects or {}, start_resources=False)
     except UserError:
         raise
     except Exception as exc:
@@ -103,7 +105,8 @@ def with_attempts(per_attempt: Optional[int], settings: RunSettings) -> Optional
 def check_models(settings: RunSettings) -> dict[str, str]:
     """Each component's model spec checked without loading it: where its calls would go."""
     from lits.registry import list_names
-    from lits.runs.model_specs import KEY_ENV, ROLES, is_gguf, role_spec
+    from lits.runs.model_specs import KEY_ENV, ROLES, is_gguf, role_spec, server_url
+    from lits.secrets import safe_url
 
     out: dict[str, str] = {}
     for role in ROLES:
@@ -122,8 +125,7 @@ def check_models(settings: RunSettings) -> dict[str, str]:
         elif name in list_names("model") and name != "openai":
             out[role] = f"{name} (backend {name})"
         else:
-            url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-            out[role] = f"{name} at {url}"
+            out[role] = f"{name} at {safe_url(server_url(base_url))}"
     return out
 
 
@@ -138,7 +140,14 @@ def format_plan(planned: Plan) -> str:
             "dry run: settings checked, nothing written, no model called")
 
 
-def print_plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = None) -> int:
+def to_confirm(settings: RunSettings, confirmation: Confirmation) -> str:
+    """The line saying what a real run would ask to confirm (empty when nothing)."""
+    pending = [a.shown for a in unconfirmed(actions(settings, confirmation.given), confirmation)]
+    return f"\nto confirm    {'; '.join(pending)} (from a file: a run asks, or give {confirmation.how})" if pending else ""
+
+
+def print_plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = None, *,
+               confirmation: Confirmation) -> int:
     """``--dry-run``: the resolved settings as JSON (secrets dropped), then the plan; exit status 0."""
     import json
 
@@ -147,5 +156,5 @@ def print_plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = 
     planned = plan(settings, objects)
     shown = {k: v for k, v in redact(planned["settings"]).items() if k not in ("created", "lits_version")}
     print(json.dumps(shown, indent=1, sort_keys=True, default=str))
-    print(format_plan(planned))
+    print(format_plan(planned) + to_confirm(settings, confirmation))
     return 0

@@ -17,6 +17,7 @@ from lits.errors import UserError
 from lits.runs.artifacts import RunDir, check_writable
 from lits.runs.run_settings import GivenModel, RunSettings
 from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency
+from lits.runs.trust import Confirmation, given_values
 
 #: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).
 MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
@@ -57,6 +58,17 @@ class ResumeRequest:
     component_models: dict[str, GivenModel] = field(default_factory=dict)
     cache: Optional[str] = None
     no_cache: bool = False
+    #: ``--trust-config``: what the run's config.json says to start or where to send keys is confirmed.
+    trust_config: bool = False
+
+    def confirmation(self) -> Confirmation:
+        """Only what is given again on this command line is the user's; the rest comes from config.json."""
+        given = given_values({"base_url": self.operational.get("base_url"), "component_models": self.component_models,
+                              "ray_address": self.operational.get("ray_address")})
+        for _, key, value in self.meaning:
+            if key == "resource_args" and isinstance(value, dict):
+                given = given | given_values({"resource_args": value})
+        return Confirmation(given=given, trusted=self.trust_config)
 
 
 def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
@@ -67,6 +79,7 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
     saved = run_dir.read_config()
     if saved.get("command") != request.mode:
         raise UserError(f"{run_dir.root} holds a {saved.get('command')} run, not a {request.mode} run")
+    check_saved(run_dir, saved)
     refuse_meaning_changes(request.meaning, saved)
     changed: dict[str, object] = {}
     models = _resumed_component_models(request.component_models, saved.get("component_models") or {})
@@ -93,6 +106,17 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
     settings["concurrency"] = settings.get("concurrency") or default_concurrency(settings["model"])
     settings["offset"] = settings.get("offset") or 0
     return run_dir, settings
+
+
+def check_saved(run_dir: RunDir, saved: RunSettings) -> None:
+    """The run's recorded settings pass the checks a new run's pass (a config.json is data: a changed
+    ``concurrency = 1e300`` is one line, not a run)."""
+    from lits.runs.spec import RunSpec, SpecError
+
+    try:
+        RunSpec.from_config(dict(saved))
+    except SpecError as exc:
+        raise UserError(f"{run_dir.config_path}: {exc}; restore it from a copy, or start a new run") from None
 
 
 def resumed_settings(run_dir: RunDir, saved: RunSettings, changed: Mapping[str, object]) -> RunSettings:

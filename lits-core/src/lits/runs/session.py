@@ -23,13 +23,14 @@ from lits.memory.memory import Memory
 from lits.runs.artifacts import RunDir, check_writable
 from lits.runs.attempts import AttemptSettings
 from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
-from lits.runs.model_specs import describe_models, uses_own_models
+from lits.runs.model_specs import call_destinations, describe_models, uses_own_models
 from lits.runs.runner import RunOutcome
 from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_models, \
     distinct_models, make_config
 from lits.runs.resuming import ResumeRequest, resumed_run
 from lits.runs.run_settings import RunSettings, set_agent_args
 from lits.runs.spec import RunSpec
+from lits.runs.trust import Confirmation, confirm
 
 if TYPE_CHECKING:
     from lits.components.factory import Components
@@ -85,14 +86,17 @@ class Finished:
 def run_to_end(request: RunSpec | ResumeRequest, *, dry_run: bool = False) -> int:
     """The command line's run, new or resumed: its plan (``--dry-run``), or the run and its report;
     the exit status."""
+    from lits.runs.trust import ask_at_terminal
+
     resume = isinstance(request, ResumeRequest)
     run_dir, settings = resumed_run(request) if isinstance(request, ResumeRequest) else new_run(
         request, check_only=dry_run)
+    confirmation = dataclasses.replace(request.confirmation(), ask=ask_at_terminal, how="--trust-config")
     if dry_run:
         from lits.runs.planning import print_plan
 
-        return print_plan(settings)
-    return execute(run_dir, settings, resume=resume).report(exit_on_stragglers=True)
+        return print_plan(settings, confirmation=confirmation)
+    return execute(run_dir, settings, resume=resume, confirmation=confirmation).report(exit_on_stragglers=True)
 
 
 def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunSettings]:
@@ -105,13 +109,17 @@ def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunSett
     return RunDir(root), spec.settings()
 
 
-def execute(run_dir: RunDir, settings: RunSettings, *, resume: bool = False,
+def execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmation, resume: bool = False,
             objects: Mapping[str, object] | None = None) -> Finished:
-    """Run the selected instances; raises :class:`UserError` for a bad setting or a full disk."""
+    """Run the selected instances; raises :class:`UserError` for a bad setting, a full disk, or a command or a
+    key destination that a file asked for and nobody confirmed (checked before anything starts)."""
     from lits.registry import get_registration, infer_task_type
     from lits.runs.provenance import environment, record_models
     from lits.runs.runner import run_instances
 
+    confirmed = confirm(settings, confirmation)
+    if confirmed:
+        print(f"lits: confirmed: {'; '.join(a.shown for a in confirmed)}", file=sys.stderr)
     mode = settings["command"]
     attempts = AttemptSettings.of(settings)
     if settings["executor"] == "ray":
@@ -148,14 +156,16 @@ def execute(run_dir: RunDir, settings: RunSettings, *, resume: bool = False,
         components = build_components(settings, models, config, task_type, objects or {})
         owned += [m for m in _object_models(objects or {}) if all(m is not seen for seen in owned)]
         set_agent_args(settings, mode, config.model_dump())
+        which = f"models {describe_models(settings)}" if uses_own_models(settings) else f"model {models['policy'].name}"
+        where = call_destinations(settings)  # said before the first request (the slot probe below)
+        print(f"lits: {mode} {dataset} with {which} -> {run_dir.root}{'; calls go to ' + where if where else ''}",
+              file=sys.stderr)
         record_models(settings, models)
         settings["environment"] = environment()
         with resource_errors(run_dir, mode):
             run_dir.write_config(settings)
         for each in owned:
             each.use_cache(cache)
-        which = f"models {describe_models(settings)}" if uses_own_models(settings) else f"model {models['policy'].name}"
-        print(f"lits: {mode} {dataset} with {which} -> {run_dir.root}", file=sys.stderr)
         for line in (line for each in owned for line in each.notices()):  # e.g. copies a hosted API bills
             print(f"lits: {line}", file=sys.stderr)
         stats = ProcessStats(run_dir, owned, components)

@@ -131,10 +131,12 @@ def distinct_models(models: Mapping[str, LanguageModel]) -> list[LanguageModel]:
 
 
 def build_components(settings: RunSettings, models: Mapping[str, Optional[LanguageModel]], config: object,
-                     task_type: str, objects: Optional[Mapping[str, object]] = None) -> Components:
+                     task_type: str, objects: Optional[Mapping[str, object]] = None, *,
+                     start_resources: bool = True) -> Components:
     """The run's components from its settings, each calling its own model (see :func:`create_run_models`).
 
-    ``objects``: components the caller gave as classes or built objects (the Python API), by role."""
+    ``objects``: components the caller gave as classes or built objects (the Python API), by role;
+    ``start_resources=False``: a dry run's, with no tool resource loaded (nothing started)."""
     from lits.components.factory import create_components
 
     given = objects or {}
@@ -144,7 +146,8 @@ def build_components(settings: RunSettings, models: Mapping[str, Optional[Langua
         reward=given.get("reward", settings.get("reward")), n_actions=getattr(config, "n_actions", 1),
         temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
         resource=settings.get("resource"), resource_options=settings.get("resource_args") or {},
-        framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config))
+        framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config),
+        start_resources=start_resources)
 
 
 def _depth_limit(task_type: str, config: object) -> dict[str, object]:

@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 from typing import Literal, Mapping, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from lits.errors import UserError
 from lits.runs.run_settings import GivenModel, RunSettings
+from lits.runs.trust import Confirmation, Given, given_values
 
 Role = Literal["policy", "eval", "transition", "bn"]
 #: A component given by registered name, by class, or as an object built by the caller.
@@ -106,6 +107,11 @@ class RunSpec(BaseModel):
     executor: Literal["local", "ray"] = "local"
     ray_address: Optional[str] = None
     save_dir: Optional[Path] = None
+    #: Start the commands and send keys to the servers that a file (``--config``, a run's config.json) names,
+    #: unasked (``--trust-config``); never recorded, and no file can set it (see :mod:`lits.runs.trust`).
+    trust_config: bool = False
+    #: What was given outside any file (None: all of it, as a Python call gives it).
+    _given: Optional[Given] = PrivateAttr(default=None)
 
     @classmethod
     def make(cls, **values: object) -> "RunSpec":
@@ -165,6 +171,26 @@ class RunSpec(BaseModel):
         if self.executor == "ray" and self.objects():
             raise ValueError("components given as objects cannot be sent to Ray workers; register them "
                              "in a plugin and pass their names")
+        return self
+
+    def with_fields(self, **fields: object) -> "RunSpec":
+        """This spec with ``fields`` changed (checked again); what came from a file still counts as a file's."""
+        if not fields:
+            return self
+        merged = RunSpec.make(**{**{name: getattr(self, name) for name in self.model_fields_set}, **fields})
+        if self._given is None:
+            return merged
+        merged._given = self._given
+        return merged.given_in_file(fields)
+
+    def confirmation(self) -> Confirmation:
+        """Who stands behind this spec's commands and key destinations (see :mod:`lits.runs.trust`)."""
+        return Confirmation(given=self._given, trusted=self.trust_config)
+
+    def given_in_file(self, outside: Mapping[str, object]) -> "RunSpec":
+        """This spec, marked as read from a file but for the fields in ``outside`` (given on the command line
+        or in the call): what they name needs no confirmation, the rest does."""
+        self._given = given_values(outside) | (self._given or Given())
         return self
 
     def objects(self) -> dict[str, object]:
@@ -237,6 +263,9 @@ class RunSpec(BaseModel):
         """A spec from a config file, then values given (a mapping field's keys merge), then ``--set``
         overrides: what ``lits search --config F ... --set K=V`` describes."""
         values = read_spec_file(config_file) if config_file else {}
+        if "trust_config" in values:
+            raise UserError(f"{config_file}: trust_config cannot be set in a file; give --trust-config on the "
+                            "command line")
         command = given.get("command")
         if command and values.get("command", command) != command:
             raise UserError(f"{config_file} describes a {values['command']} run; run it with "
@@ -248,18 +277,21 @@ class RunSpec(BaseModel):
         values = apply_overrides(values, sets)
         if not values.get("dataset"):
             raise SpecError("dataset", "is required (see `lits plugins` for registered datasets)")
-        return cls.make(**values)
+        spec = cls.make(**values)
+        return spec.given_in_file({**given, **apply_overrides({}, sets)}) if config_file else spec
 
     @classmethod
     def from_config(cls, config: Mapping[str, object], **changes: object) -> "RunSpec":
         """The spec a recorded ``config.json`` was made from (for ``lits rerun``), with ``changes`` applied."""
-        fields = set(cls.model_fields) - {"save_dir"}
+        fields = set(cls.model_fields) - {"save_dir", "trust_config"}
         values = {key: value for key, value in config.items() if key in fields}
+        if isinstance(models := values.get("component_models"), dict):  # config.json keeps api_key_env as key_env
+            values["component_models"] = {role: _given_model(spec) for role, spec in models.items()}
         for role in ("policy", "transition", "reward"):
             if str(values.get(role) or "").startswith(OBJECT_PREFIX):
                 raise UserError(f"the run's {role} was an object ({str(values[role])[len(OBJECT_PREFIX):]}), which "
                                 "config.json cannot rebuild; run it again from Python with the same object")
-        return cls.make(**{**values, **changes})
+        return cls.make(**{**values, **changes}).given_in_file(changes)
 
 
 #: How config.json names a component that was given as a class or an object.
@@ -267,6 +299,15 @@ OBJECT_PREFIX = "object:"
 #: Settings that may change when a run is resumed: where and how calls are made, not what is computed.
 OPERATIONAL_FIELDS = frozenset({"concurrency", "base_url", "call_budget", "read_timeout", "price_in", "price_out",
                                 "executor", "ray_address", "log_prompts", "cache", "no_cache"})
+
+
+def _given_model(spec: object) -> object:
+    """A component's model as config.json records it, as it is given (``key_env`` back to ``api_key_env``)."""
+    from lits.runs.model_specs import KEY_ENV
+
+    if not isinstance(spec, dict) or not isinstance(args := spec.get("args"), dict) or KEY_ENV not in args:
+        return spec
+    return {**spec, "args": {("api_key_env" if k == KEY_ENV else k): v for k, v in args.items()}}
 
 
 def component_name(value: ComponentChoice) -> Optional[str]:

@@ -181,10 +181,11 @@ def tool_context(connection: McpConnection, tools: list[McpTool]) -> str:
     return f"Tools from the MCP server {connection.spec.label}: {names}."
 
 
-def load_mcp_resource(command: Optional[str] = None, url: Optional[str] = None, cwd: Optional[str] = None,
-                      env: Optional[dict[str, object]] = None, timeout: float = DEFAULT_TIMEOUT,
-                      start_timeout: float = START_TIMEOUT, **unknown: object) -> dict[str, object]:
-    """``--resource mcp``: connect, list the tools, wrap each (in the server's order)."""
+def server_spec(command: Optional[str] = None, url: Optional[str] = None, cwd: Optional[str] = None,
+                env: Optional[dict[str, object]] = None, timeout: float = DEFAULT_TIMEOUT,
+                start_timeout: float = START_TIMEOUT, **unknown: object) -> tuple[McpServerSpec, float, float]:
+    """``--resource-arg`` values checked, nothing started: the server, the tool time-out and the start time-out
+    (what ``--dry-run`` checks)."""
     if unknown:
         raise ValueError(f"unknown --resource-arg for mcp: {', '.join(sorted(unknown))} "
                          "(known: command, url, cwd, env, timeout, start_timeout)")
@@ -195,8 +196,14 @@ def load_mcp_resource(command: Optional[str] = None, url: Optional[str] = None, 
             raise ValueError(f"--resource-arg {key} must be a number of seconds more than 0, not {value!r}")
     spec = McpServerSpec(command=None if command is None else str(command), url=None if url is None else str(url),
                          cwd=cwd, env={str(k): str(v) for k, v in (env or {}).items()})
-    connection = McpConnection(spec, start_timeout=float(start_timeout))
+    return spec, float(timeout), float(start_timeout)
+
+
+def load_mcp_resource(**options: Any) -> dict[str, object]:
+    """``--resource mcp``: connect, list the tools, wrap each (in the server's order)."""
+    spec, timeout, start_timeout = server_spec(**options)
+    connection = McpConnection(spec, start_timeout=start_timeout)
     connection.start()
     _OPEN.add(connection)
-    tools = [McpTool(connection, info, float(timeout)) for info in connection.tools]
+    tools = [McpTool(connection, info, timeout) for info in connection.tools]
     return {"tools": tools, "tool_context": tool_context(connection, tools), "connection": connection}
