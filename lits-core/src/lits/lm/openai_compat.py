@@ -46,6 +46,7 @@ from lits.lm.hedging import hedge_share_from_env
 from lits.lm.constraints import (DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint,
                                  request_fields)
 from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
+from lits.lm.usage import note_request, reported_usage
 from lits.secrets import has_userinfo, hides_query_secret, query_secrets, redact_text, redact_url
 
 #: The first retry waits up to this many seconds (full jitter), each later one twice as long up to
@@ -385,6 +386,8 @@ class OpenAICompatibleModel(LanguageModel):
             raise ServerRefused(self._redact(f"{where} answered: {_error_text(response)}"))
         if gated and attempts == 1:
             self.pace.observe(took, int((data.get("usage") or {}).get("completion_tokens") or 0))
+        cached, server_seconds = reported_usage(data)
+        note_request(requests=attempts, tokens_cached=cached, server_seconds=server_seconds)
         return data
 
     def _transport_message(self, exc: httpx.TransportError) -> str:
