@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NotRequired, Optional,
 from lits.answers import same_text
 from lits.components import parsing
 from lits.observability import InferenceLog
+from lits.runs.spend import Spend, spend, spend_rows
 from lits.type_registry import deserialize
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class Summary(TypedDict, total=False):
     metrics: dict[str, float]
     diversity: dict[str, object]
     inference: dict[str, float]
+    #: :func:`lits.runs.spend.spend`: requests, prompt tokens evaluated and from cache, model seconds, per solved.
+    spend: Spend
     inference_by_component: dict[str, dict[str, float]]
     #: :func:`parse_totals`: replies parsed, unparseable, re-asked and made up, in total and by component.
     parse: dict[str, Any]
@@ -143,6 +146,7 @@ def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,
         "diversity": _diversity(results),
         "inference": log.summary(),
         "inference_by_component": log.by("component"),
+        "spend": spend(log.summary(), len(solved)),
         "parse": parse_totals({i: timings.get(i) or {} for i in results}),
     }
     tried = pass_at(results)
@@ -276,6 +280,7 @@ def format_table(summary: Summary) -> str:
         ("model seconds", inf["seconds"]),
         ("seconds / instance", summary["seconds_per_instance"]),
     ]
+    rows += spend_rows(summary.get("spend") or spend(inf, summary["solved"]))
     tried = summary.get("pass_at")
     if tried:
         rows.append((f"pass@1 / pass@{tried['n']}", f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} "
