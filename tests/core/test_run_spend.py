@@ -29,8 +29,20 @@ def test_a_run_that_solved_nothing_has_no_per_solved_figure():
 
 
 def test_an_older_summary_still_prints_its_spend_with_the_cache_unreported():
-    table = dict(line.split("  ", 1) for line in format_table(OLD_SUMMARY).splitlines())
-    rows = {k.strip(): v.strip() for k, v in table.items()}
+    rows = _rows(OLD_SUMMARY)
     assert rows["server requests"] == "70 for 70 calls"
     assert rows["prompt tokens"] == "1000 (no server reported its cache)"
     assert rows["evaluated prompt tokens / solved"] == "250" and rows["model seconds / solved"] == "3.00"
+
+
+def test_the_wait_for_a_slot_is_a_line_of_its_own_unless_the_server_slot_line_shows_it():
+    summary = {**OLD_SUMMARY, "inference": {**OLD_SUMMARY["inference"], "queued_seconds": 12.2}}
+    assert _rows(summary)["queued for a slot"] == "12.2s (not in model seconds)"
+    gated = {**summary, "faults": {"retries": 0, "queued_calls": 232, "queued_seconds": 12.2}}
+    table = format_table(gated)
+    assert "queued for a slot" not in table and "232 calls, 12.2s" in table
+
+
+def _rows(summary: dict[str, Any]) -> dict[str, str]:
+    """The console table's lines by name."""
+    return {k.strip(): v.strip() for k, v in (line.split("  ", 1) for line in format_table(summary).splitlines())}

@@ -280,7 +280,8 @@ def format_table(summary: Summary) -> str:
         ("model seconds", inf["seconds"]),
         ("seconds / instance", summary["seconds_per_instance"]),
     ]
-    rows += spend_rows(summary.get("spend") or spend(inf, summary["solved"]))
+    rows += spend_rows(summary.get("spend") or spend(inf, summary["solved"]),
+                       float((summary.get("faults") or {}).get("queued_seconds") or 0.0))
     tried = summary.get("pass_at")
     if tried:
         rows.append((f"pass@1 / pass@{tried['n']}", f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} "

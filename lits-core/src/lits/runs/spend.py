@@ -63,8 +63,9 @@ def spend(inference: Mapping[str, float], solved: int) -> Spend:
     }
 
 
-def spend_rows(figures: Spend) -> list[tuple[str, object]]:
-    """The console summary's lines for ``figures`` (``lits search``, ``eval.log``)."""
+def spend_rows(figures: Spend, slot_wait_shown: float = 0.0) -> list[tuple[str, object]]:
+    """The console summary's lines for ``figures`` (``lits search``, ``eval.log``); the wait for a slot only
+    where it is more than the ``slot_wait_shown`` on the line of the server's own slots."""
     rows: list[tuple[str, object]] = [("server requests", f"{figures['requests']} for {figures['calls']} calls")]
     cached = figures["cached_prompt_tokens"]
     if cached is None:
@@ -77,7 +78,7 @@ def spend_rows(figures: Spend) -> list[tuple[str, object]]:
     rows.append(("evaluated prompt tokens / solved", "- (none solved)" if per_solved is None else f"{per_solved:.0f}"))
     seconds = figures["model_seconds_per_solved"]
     rows.append(("model seconds / solved", "- (none solved)" if seconds is None else f"{seconds:.2f}"))
-    if figures["queued_seconds"]:
+    if figures["queued_seconds"] - slot_wait_shown >= 0.05:
         rows.append(("queued for a slot", f"{figures['queued_seconds']:.1f}s (not in model seconds)"))
     if figures["server_seconds"] is not None:
         rows.append(("server seconds", f"{figures['server_seconds']:.1f} (as the servers report)"))
