@@ -170,3 +170,18 @@ def test_loading_the_embedded_model_prints_nothing():
     done = subprocess.run([sys.executable, "-c", "from lits.lm.local import LocalLlamaModel; LocalLlamaModel()"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == "" and done.stderr == "", done.stderr
+
+
+def test_a_repeated_prompt_reports_the_prefix_its_context_already_held(local):
+    """Like a server's prompt cache: all but the last prompt token are re-used, and said to be."""
+    from lits.observability import InferenceLog, collecting
+
+    with collecting(InferenceLog()) as log:
+        local.complete(PLAN_PROMPT, max_tokens=4)
+        local.complete(PLAN_PROMPT, max_tokens=4)
+        local.loglikelihood(PLAN_PROMPT, ["pick up the yellow block"])
+        local.loglikelihood(PLAN_PROMPT + "unstack", ["the yellow block"])
+    repeated, scored, rescored = log.records[1], log.records[2], log.records[3]
+    assert repeated.tokens_cached == repeated.tokens_in - 1
+    assert scored.tokens_cached and rescored.tokens_cached  # the shared prompt, read once
+    assert scored.tokens_in > scored.tokens_cached

@@ -1,4 +1,5 @@
-"""``lits compare --plot``: accuracy against tokens, calls, seconds and cost, one point per run."""
+"""``lits compare --plot``: accuracy against tokens, calls, seconds, cost and the per-solved figures, one point
+per run."""
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ def test_the_svg_has_one_point_per_run_in_each_panel_and_labelled_axes(runs: dic
     assert "accuracy" in result.stdout and f"wrote {out}" in result.stdout  # the table is still printed
     root = ET.parse(out).getroot()
     panels = {str(g.get("id")): g for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("points-")}
-    assert sorted(panels) == ["points-calls", "points-cost", "points-seconds", "points-tokens"]
+    assert sorted(panels) == ["points-calls", "points-cost", "points-evaluated_prompt_tokens_per_solved",
+                              "points-model_seconds_per_solved", "points-seconds", "points-tokens"]
     for group in panels.values():
         assert len(list(group.iter(f"{SVG}use"))) == len(COMPARED)
     texts = {"".join(t.itertext()).strip() for t in root.iter(f"{SVG}text")}
-    assert {"tokens (in + out)", "model calls", "seconds (all instances)", "cost ($)", "accuracy (%)"} <= texts
+    assert {"tokens (in + out)", "model calls", "seconds (all instances)", "cost ($)", "accuracy (%)",
+            "evaluated prompt tokens / solved", "model seconds / solved"} <= texts
     assert {"mcts", "bfs", "env_chain (chain)"} <= texts
 
 

@@ -74,6 +74,16 @@ class InferenceRecord:
     reply: object = None
     #: An :data:`UNUSED_REPLY` whose usage was never seen: counted as the used reply's (an upper bound).
     estimated: bool = False
+    # -- How the server accounted for the call (lits.lm.usage).  ``seconds`` is model time: the wait for a
+    # slot is ``queued_seconds``.  In the JSONL line only when known and not the default (older logs read). --
+    #: Server requests the call took (each sample on a one-slot server, each retry).
+    requests: int = 1
+    #: Prompt tokens (of ``tokens_in``) the server served from its prefix cache; None: it did not say.
+    tokens_cached: Optional[int] = None
+    #: Seconds the server says it worked on the call (llama.cpp's ``timings``); None: it did not say.
+    server_seconds: Optional[float] = None
+    #: Seconds the call waited for a slot (``--concurrency``, a server's slots) before model time began.
+    queued_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
         """The JSONL line's fields (``dataclasses.asdict`` deep-copies, which costs per call)."""
@@ -84,6 +94,14 @@ class InferenceRecord:
             out["prompt"], out["reply"] = self.prompt, self.reply
         if self.estimated:
             out["estimated"] = True
+        if self.requests != 1:
+            out["requests"] = self.requests
+        if self.tokens_cached is not None:
+            out["tokens_cached"] = self.tokens_cached
+        if self.server_seconds is not None:
+            out["server_seconds"] = round(self.server_seconds, 6)
+        if self.queued_seconds:
+            out["queued_seconds"] = round(self.queued_seconds, 6)
         return out
 
 
@@ -178,6 +196,10 @@ class _Running:
         self.calls = self.hits = self.tokens_in = self.tokens_out = self.unused = self.estimated = 0
         self.seconds: float = 0
         self.cost: float = 0
+        self.requests = 0
+        self.tokens_cached: Optional[int] = None
+        self.server_seconds: Optional[float] = None
+        self.queued_seconds: float = 0
 
     def add(self, record: InferenceRecord) -> None:
         if record.cached:
@@ -186,18 +208,31 @@ class _Running:
         self.tokens_in += record.tokens_in
         self.tokens_out += record.tokens_out
         self.cost += record.cost
+        if record.tokens_cached is not None:
+            self.tokens_cached = (self.tokens_cached or 0) + record.tokens_cached
         if record.kind == UNUSED_REPLY:
             self.unused += 1
             self.estimated += int(record.estimated)
             return
         self.calls += 1
         self.seconds += record.seconds
+        self.requests += record.requests
+        self.queued_seconds += record.queued_seconds
+        if record.server_seconds is not None:
+            self.server_seconds = (self.server_seconds or 0.0) + record.server_seconds
 
     def totals(self) -> dict[str, float]:
-        out: dict[str, float] = {"calls": self.calls, "cache_hits": self.hits, "tokens_in": self.tokens_in,
-                                 "tokens_out": self.tokens_out, "seconds": round(self.seconds, 3),
-                                 "cost": round(self.cost, 6)}
-        if self.unused:  # only then: a run without them keeps the figures it always had
+        """The totals; ``tokens_cached`` and ``server_seconds`` only when some call's server reported them, and
+        the unused replies only when there were some (a run without them keeps the figures it always had)."""
+        out: dict[str, float] = {
+            "calls": self.calls, "cache_hits": self.hits, "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out, "seconds": round(self.seconds, 3), "cost": round(self.cost, 6),
+            "requests": self.requests, "queued_seconds": round(self.queued_seconds, 3)}
+        if self.tokens_cached is not None:
+            out["tokens_cached"] = self.tokens_cached
+        if self.server_seconds is not None:
+            out["server_seconds"] = round(self.server_seconds, 3)
+        if self.unused:
             out["unused_replies"] = self.unused
             out["estimated_replies"] = self.estimated
         return out

@@ -21,6 +21,7 @@ from lits.concurrency import tick_round
 from lits.lm.cache import EncodedJSON, ResponseStore, encoded, generate_keys, request_key
 from lits.lm.constraints import ReplyLines, reply_lines as as_reply_lines
 from lits.lm.limits import CallLimiter, Limiter
+from lits.lm.usage import CallUsage, measuring
 from lits.observability import InferenceRecord, record_call
 
 
@@ -347,10 +348,10 @@ class LanguageModel(ABC):
     def _paid_generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
         tick_round()
         start = time.perf_counter()
-        with self.limiter:
+        with measuring() as usage, self.limiter:  # the limiter notes any wait for its slot
             check_calls_allowed()  # a call that queued for a slot must not start once the run stops
             outs = self._generate(prompt, params)
-        self._record("generate", outs, time.perf_counter() - start, prompt=prompt)
+        self._record("generate", outs, time.perf_counter() - start, prompt=prompt, usage=usage)
         return outs
 
     def use_cache(self, cache: ResponseStore | None) -> None:
@@ -400,11 +401,11 @@ class LanguageModel(ABC):
         if missing:
             tick_round()
             start = time.perf_counter()
-            with self.limiter:
+            with measuring() as usage, self.limiter:
                 check_calls_allowed()
                 scores, tokens_in = self._loglikelihood(prompt, missing)
             self._record_raw("loglikelihood", tokens_in, 0, time.perf_counter() - start, prompt=prompt,
-                             reply=dict(zip(missing, scores)) if self.log_prompts else None)
+                             reply=dict(zip(missing, scores)) if self.log_prompts else None, usage=usage)
             with self._scores_lock:
                 self._scores.update({(prompt, c): s for c, s in zip(missing, scores)})
             if self.cache is not None:
@@ -438,33 +439,41 @@ class LanguageModel(ABC):
         return {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0}
 
     # -- logging --------------------------------------------------------
-    def _record(self, kind: str, outs: Sequence[Completion], seconds: float, prompt: Optional[Prompt] = None) -> None:
+    def _record(self, kind: str, outs: Sequence[Completion], seconds: float, prompt: Optional[Prompt] = None,
+                usage: Optional[CallUsage] = None) -> None:
         # Each completion carries the prompt tokens billed for it (0 when shared).
         tokens_in = sum(c.tokens_in for c in outs)
         tokens_out = sum(c.tokens_out for c in outs)
         reply = [c.text for c in outs] if self.log_prompts else None
-        self._record_raw(kind, tokens_in, tokens_out, seconds, prompt=prompt, reply=reply)
+        self._record_raw(kind, tokens_in, tokens_out, seconds, prompt=prompt, reply=reply, usage=usage)
 
     def _record_raw(
         self, kind: str, tokens_in: int, tokens_out: int, seconds: float, *, cached: bool = False,
         prompt: Optional[Prompt] = None, reply: object = None, estimated: bool = False,
+        usage: Optional[CallUsage] = None,
     ) -> None:
+        """``seconds``: the call's whole latency; the wait for a slot that ``usage`` noted is kept apart."""
         cost = (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
         logged = self.log_prompts and prompt is not None
-        record_call(
-            InferenceRecord(
-                model=self.name,
-                kind=kind,
-                tokens_in=tokens_in,
-                tokens_out=tokens_out,
-                seconds=seconds,
-                cost=cost,
-                cached=cached,
-                prompt=_plain(prompt) if logged and prompt is not None else None,
-                reply=reply if logged else None,
-                estimated=estimated,
-            )
+        record = InferenceRecord(
+            model=self.name,
+            kind=kind,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            seconds=seconds,
+            cost=cost,
+            cached=cached,
+            prompt=_plain(prompt) if logged and prompt is not None else None,
+            reply=reply if logged else None,
+            estimated=estimated,
         )
+        if usage is not None:
+            record.requests = usage.requests or 1  # a backend that notes none made one
+            record.tokens_cached = usage.tokens_cached
+            record.server_seconds = usage.server_seconds
+            record.queued_seconds = min(usage.queued_seconds, seconds)
+            record.seconds = seconds - record.queued_seconds
+        record_call(record)
 
 
 def _plain(prompt: Prompt) -> str | list[dict[str, object]]:

@@ -9,6 +9,7 @@ import time
 from typing import Protocol
 
 from lits.concurrency import rounds_so_far
+from lits.lm.usage import note_wait
 from lits.observability import context_tag
 
 
@@ -61,7 +62,9 @@ class CallLimiter:
             handed.acquire()
             heapq.heappush(self._waiting, (call_priority(), self._arrivals, handed))
             self._arrivals += 1
+        waiting = time.perf_counter()
         handed.acquire()  # released by the call that hands this one its slot
+        note_wait(time.perf_counter() - waiting)  # kept out of the call's model time
         return self
 
     def try_take(self) -> bool:

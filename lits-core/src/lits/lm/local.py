@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from lits.lm.base import Completion, GenerationParams, LanguageModel, ModelError, Prompt
 from lits.lm.constraints import gbnf
+from lits.lm.usage import note_request
 
 if TYPE_CHECKING:
     import numpy
@@ -147,6 +148,10 @@ class LocalLlamaModel(LanguageModel):
             extra["grammar"] = self._llama_cpp.LlamaGrammar.from_string(gbnf(params.reply_lines), verbose=False)
         with self._lock:
             for i in range(params.n):  # the Python API ignores n: loop, one seed per sample
+                # llama-cpp-python re-uses the longest prefix of the tokens left in its context, as a server
+                # with a prompt cache does (create_completion tokenizes the text the same way).
+                tokens = self._llm.tokenize(text.encode("utf-8"), special=True) if text else []
+                note_request(tokens_cached=self._reusable(tokens))
                 data: Any = self._llm.create_completion(
                     text,
                     max_tokens=params.max_tokens,
@@ -174,6 +179,8 @@ class LocalLlamaModel(LanguageModel):
             if len(prompt_tokens) + 64 > llm.n_ctx():
                 raise ModelError(f"prompt of {len(prompt_tokens)} tokens does not fit the context of {llm.n_ctx()}")
             evaluated = self._eval_prefix(prompt_tokens)
+            reused = len(prompt_tokens) - evaluated
+            note_request(tokens_cached=reused)
             scores = []
             for cont in continuations:
                 full = llm.tokenize((prompt + cont).encode("utf-8"), add_bos=True, special=False)
@@ -194,21 +201,25 @@ class LocalLlamaModel(LanguageModel):
                 # the prompt's last logits are needed again: re-evaluate its final token
                 llm.n_tokens = len(prompt_tokens) - 1
                 llm.eval(prompt_tokens[-1:])
-        return scores, evaluated
+        return scores, evaluated + reused  # the tokens read, as a server counts them; the reused are noted
 
     def _eval_prefix(self, tokens: list[int]) -> int:
-        """Evaluate ``tokens``, re-using the longest prefix already in the KV cache."""
+        """Evaluate ``tokens``, re-using the longest prefix already in the KV cache; the tokens evaluated."""
         llm = self._llm
-        cached = llm.input_ids[: llm.n_tokens].tolist()
-        common = 0
-        for a, b in zip(cached, tokens):
-            if a != b:
-                break
-            common += 1
-        common = min(common, len(tokens) - 1)  # always evaluate the last token to get its logits
+        common = self._reusable(tokens)
         llm.n_tokens = common
         llm.eval(tokens[common:])
         return len(tokens) - common
+
+    def _reusable(self, tokens: list[int]) -> int:
+        """How many leading ``tokens`` the KV cache holds already (the last is always evaluated: its logits)."""
+        llm = self._llm
+        common = 0
+        for a, b in zip(llm.input_ids[: llm.n_tokens].tolist(), tokens[:-1]):
+            if a != b:
+                break
+            common += 1
+        return common
 
     def _last_logits(self, np: ModuleType) -> NDArray[numpy.float32]:
         ptr = self._llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, -1)

@@ -47,6 +47,7 @@ from lits.lm.hedging import ENV_HEDGE, HEDGE_MODES, hedge_mode_from_env, hedge_s
 from lits.lm.constraints import (DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint,
                                  request_fields)
 from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
+from lits.lm.usage import note_request, reported_usage
 from lits.observability import UNUSED_REPLY
 from lits.secrets import has_userinfo, is_masked, query_secrets, redact_text, safe_url
 
@@ -412,6 +413,8 @@ class OpenAICompatibleModel(LanguageModel):
             raise ServerRefused(self._redact(f"{where} answered: {_error_text(response)}"))
         if gated and attempts == 1:
             self.pace.observe(took, int((data.get("usage") or {}).get("completion_tokens") or 0))
+        cached, server_seconds = reported_usage(data)
+        note_request(requests=attempts, tokens_cached=cached, server_seconds=server_seconds)
         return data
 
     def _transport_message(self, exc: httpx.TransportError) -> str:

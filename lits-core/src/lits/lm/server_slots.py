@@ -29,6 +29,7 @@ from typing import Callable, Iterator, Mapping, NamedTuple, Optional
 import httpx
 
 from lits.lm.constraints import VLLM_STRUCTURED_OUTPUTS, ConstraintDialect
+from lits.lm.usage import note_wait
 
 #: Patience per probe: a llama-cpp-python server busy reading a long prompt answers a GET only after ~10 s,
 #: and a probe given up on leaves calls ungated, to time out in the server's queue as false faults.
@@ -169,9 +170,11 @@ class SlotGate:
         if not gate.acquire(blocking=False):
             start = time.monotonic()
             gate.acquire()
+            waited = time.monotonic() - start
+            note_wait(waited)  # the call's own record keeps it out of model time
             with self._lock:
                 self.queued_calls += 1
-                self.queued_seconds += time.monotonic() - start
+                self.queued_seconds += waited
         try:
             yield
         finally:

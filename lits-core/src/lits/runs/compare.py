@@ -9,9 +9,11 @@ from typing import Mapping, NotRequired, TypedDict
 
 from lits import layout
 from lits.runs.paired import PairedComparison, compare_paired, describe
+from lits.runs.spend import spend
 
 COLUMNS = ("method", "dataset", "model", "instances", "accuracy", "tokens_in", "tokens_out", "calls",
-           "cached", "seconds")
+           "cached", "seconds", "requests", "tokens_cached", "cached_share", "evaluated_prompt_tokens_per_solved",
+           "model_seconds_per_solved")
 
 
 class CompareRow(TypedDict):
@@ -31,6 +33,13 @@ class CompareRow(TypedDict):
     save_dir: str
     #: This run against the first one given, over the instances both finished (not in the first row).
     paired_with_first: NotRequired[PairedComparison]
+    #: What the servers did (:mod:`lits.runs.spend`): requests, prompt tokens served from their cache (None:
+    #: not reported), and the evaluated prompt tokens and model seconds per solved instance (None: none solved).
+    requests: int
+    tokens_cached: int | None
+    cached_share: float | None
+    evaluated_prompt_tokens_per_solved: float | None
+    model_seconds_per_solved: float | None
 
 
 def method_label(config: Mapping[str, object]) -> str:
@@ -52,6 +61,7 @@ def compare_rows(save_dirs: list[Path]) -> list[CompareRow]:
         except ValueError as exc:
             raise ValueError(f"{root}: unreadable run file ({exc})") from None
         inference = summary.get("inference") or {}
+        figures = spend(inference, int(summary.get("solved") or 0))
         rows.append({
             "method": method_label(config),
             "dataset": config.get("dataset"),
@@ -65,6 +75,11 @@ def compare_rows(save_dirs: list[Path]) -> list[CompareRow]:
             "seconds": round(summary.get("seconds_per_instance", 0.0) * summary.get("instances", 0), 1),
             "cost": inference.get("cost", 0.0),
             "save_dir": str(root),
+            "requests": figures["requests"],
+            "tokens_cached": figures["cached_prompt_tokens"],
+            "cached_share": figures["cached_share"],
+            "evaluated_prompt_tokens_per_solved": figures["evaluated_prompt_tokens_per_solved"],
+            "model_seconds_per_solved": figures["model_seconds_per_solved"],
         })
     outcomes = [_solved_by_instance(root) for root in save_dirs]
     for row, solved in zip(rows[1:], outcomes[1:]):
@@ -94,13 +109,21 @@ def paired_lines(rows: list[CompareRow]) -> list[str]:
 
 
 def format_rows(rows: list[CompareRow], *, markdown: bool = False) -> str:
-    header = ["method", "dataset", "model", "n", "accuracy", "tokens in", "tokens out", "calls", "seconds"]
+    header = ["method", "dataset", "model", "n", "accuracy", "tokens in", "tokens out", "calls", "seconds",
+              "requests", "cached prompt", "eval. prompt / solved", "model s / solved"]
     body = [[str(r["method"]), str(r["dataset"]), str(r["model"]), str(r["instances"]), f"{r['accuracy']:.1%}",
              str(r["tokens_in"]), str(r["tokens_out"]),
-             f"{r['calls']}" + (f" (+{r['cached']} cached)" if r["cached"] else ""), f"{r['seconds']:.1f}"]
+             f"{r['calls']}" + (f" (+{r['cached']} cached)" if r["cached"] else ""), f"{r['seconds']:.1f}",
+             str(r["requests"]), "-" if r["cached_share"] is None else f"{r['cached_share']:.1%}",
+             _per_solved(r["evaluated_prompt_tokens_per_solved"], ".0f"),
+             _per_solved(r["model_seconds_per_solved"], ".2f")]
             for r in rows]
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
     widths = [max(len(x) for x in col) for col in zip(header, *body)]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body])
+
+
+def _per_solved(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NotRequired, Optional,
 from lits.answers import same_text
 from lits.components import parsing
 from lits.observability import InferenceLog
+from lits.runs.spend import Spend, spend, spend_rows
 from lits.type_registry import deserialize
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class Summary(TypedDict, total=False):
     metrics: dict[str, float]
     diversity: dict[str, object]
     inference: dict[str, float]
+    #: :func:`lits.runs.spend.spend`: requests, prompt tokens evaluated and from cache, model seconds, per solved.
+    spend: Spend
     inference_by_component: dict[str, dict[str, float]]
     #: :func:`parse_totals`: replies parsed, unparseable, re-asked and made up, in total and by component.
     parse: dict[str, Any]
@@ -143,6 +146,7 @@ def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,
         "diversity": _diversity(results),
         "inference": log.summary(),
         "inference_by_component": log.by("component"),
+        "spend": spend(log.summary(), len(solved)),
         "parse": parse_totals({i: timings.get(i) or {} for i in results}),
     }
     tried = pass_at(results)
@@ -286,6 +290,11 @@ def format_table(summary: Summary) -> str:
         ("model seconds", inf["seconds"]),
         ("seconds / instance", summary["seconds_per_instance"]),
     ]
+    figures = summary.get("spend") or spend(inf, summary["solved"])
+    answered = (summary.get("faults") or {}).get("server_requests")
+    if answered and answered > figures["requests"]:  # the transport also counted hedged copies the server answered
+        figures = {**figures, "requests": int(answered)}
+    rows += spend_rows(figures, float((summary.get("faults") or {}).get("queued_seconds") or 0.0))
     tried = summary.get("pass_at")
     if tried:
         rows.append((f"pass@1 / pass@{tried['n']}", f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} "
@@ -302,9 +311,6 @@ def format_table(summary: Summary) -> str:
     queued = counted.get("queued_calls")
     if queued:  # waiting for a busy server's slot is not a fault
         rows.append(("waited for a server slot", f"{queued} calls, {counted.get('queued_seconds', 0.0):.1f}s"))
-    requests = counted.get("server_requests")
-    if requests and requests != inf["calls"]:  # what the server answered: each retry and hedged copy counts
-        rows.append(("server requests", f"{requests} for {inf['calls']} calls"))
     hedged = counted.get("hedged_calls")
     if hedged:  # second copies of slow calls (lits.lm.hedging)
         won = counted.get("hedges_won", 0)

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import ray
 from lits.lm.base import CallsStopped
 from lits.lm.limits import call_priority
+from lits.lm.usage import note_wait
 
 
 @ray.remote(num_cpus=0)
@@ -152,8 +153,10 @@ class SharedLimiter:
         return self._limit
 
     def __enter__(self) -> SharedLimiter:
+        asked = time.perf_counter()
         if not ray.get(self.coordinator.acquire.remote(call_priority(), self.holder, self.pool)):
             raise CallsStopped("the run is stopping: no new model calls")
+        note_wait(time.perf_counter() - asked)  # a cluster-wide slot: waiting, not model time
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -9,6 +9,8 @@ import threading
 from typing import Callable, Optional, Sequence
 
 from lits.lm.base import Completion, GenerationParams, LanguageModel, Prompt, TokenLogprob
+from lits.lm.usage import note_request
+from lits.testing.prefix_cache import PagedPrefixCache
 
 Responder = Callable[[str, GenerationParams, int], str]
 Scorer = Callable[[str, str], float]
@@ -32,7 +34,8 @@ class ScriptedModel(LanguageModel):
     continuation) -> logprob`` enables :meth:`loglikelihood` and gives each
     reply its log-probability when a call asks for them; without it the model
     reports it cannot score.  ``chat_native`` makes components send it chat
-    messages (as to a chat server).  Every request is kept in ``calls``.
+    messages (as to a chat server).  With a ``prefix_cache`` it reports the prompt tokens served from it, as
+    a server with a prefix cache does.  Every request is kept in ``calls``.
     """
 
     def __init__(
@@ -43,6 +46,7 @@ class ScriptedModel(LanguageModel):
         name: str = "scripted",
         concurrency: int = 1,
         chat_native: bool = False,
+        prefix_cache: Optional[PagedPrefixCache] = None,
     ) -> None:
         super().__init__(concurrency=concurrency)
         self.name = name
@@ -53,6 +57,7 @@ class ScriptedModel(LanguageModel):
         self._lock = threading.Lock()
         self._next = 0
         self.calls: list[tuple[str, GenerationParams]] = []
+        self.prefix_cache = prefix_cache
 
     def describe(self) -> dict[str, object]:
         script = "function" if callable(self._responses) else "list" if self._responses else "obedient"
@@ -62,6 +67,8 @@ class ScriptedModel(LanguageModel):
         text = prompt_text(prompt)
         with self._lock:
             self.calls.append((text, params))
+        if self.prefix_cache is not None:
+            note_request(tokens_cached=self.prefix_cache.serve(text.split()))
         outs = []
         for i in range(params.n):
             reply = self._reply(text, params, i)

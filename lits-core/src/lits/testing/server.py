@@ -5,7 +5,9 @@ latency per request (requests overlap, like a batching server), optional
 llama.cpp-style ignoring of ``n``, injected failures and held (slow) replies,
 and counters of what it saw, answered and billed.  Tokens are
 whitespace-separated words.  Given a vLLM version it speaks that vLLM's
-constraint fields (:mod:`lits.testing.vllm_rules`).
+constraint fields (:mod:`lits.testing.vllm_rules`); given a
+:class:`~lits.testing.prefix_cache.PagedPrefixCache` it reports the prompt
+tokens served from it as vLLM does (``usage.prompt_tokens_details.cached_tokens``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator, Mapping, Optional
 
+from lits.testing.prefix_cache import PagedPrefixCache
 from lits.testing.vllm_rules import VLLMRules
 
 #: ``(prompt_text, body) -> text``, or ``(prompt_text, body, choice_index) -> text``.
@@ -60,13 +63,15 @@ class FakeOpenAIServer:
         busy_for: float = 0.0,
         vllm: Optional[str] = None,
         refuse_unknown: bool = False,
+        prefix_cache: Optional[PagedPrefixCache] = None,
     ) -> None:
         """``slots``: serve that many requests at once, queueing the rest, and say so at ``/props`` as
         llama.cpp's server does (None: all at once, no ``/props``).  ``owned_by``: the ``/v1/models`` field
         (llama-cpp-python's server says "me" and serves one request at a time).  ``busy_for``: the first GET
         is answered that many seconds late (a server busy reading a long prompt).  ``vllm``: a vLLM version,
         said at ``/version``, whose constraint fields hold the replies; ``refuse_unknown``: answer 400 naming a
-        constraint field that version does not know (vLLM itself ignores it)."""
+        constraint field that version does not know (vLLM itself ignores it).  ``prefix_cache``: serve prompts
+        through it and report its hits as ``cached_tokens``; ``usage_reported`` adds up the usage replies said."""
         self.responder = responder or (lambda prompt, body: "ok")
         self.latency = latency
         self.ignore_n = ignore_n
@@ -84,6 +89,9 @@ class FakeOpenAIServer:
         #: The query string of each completion request (what a gateway reads an ``api-key`` from).
         self.queries: list[str] = []
         self.max_in_flight = 0
+        self.prefix_cache = prefix_cache
+        #: ``prompt_tokens``, ``completion_tokens`` and ``cached_tokens`` over every successful reply.
+        self.usage_reported = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
         self._in_flight = 0
         self._failures: deque[tuple[int, Optional[str], Optional[str]]] = deque()
         #: Requests answered (any status), and the usage of the replies: what a hosted API bills, counted
@@ -151,8 +159,12 @@ class FakeOpenAIServer:
             # A list of prompts: one choice per prompt, numbered in order (as vLLM answers).
             parts = [self._answer(path, {**body, "prompt": p, "n": 1}) for p in body["prompt"]]
             choices = [{**part["choices"][0], "index": i} for i, part in enumerate(parts)]
-            usage = {k: sum(part["usage"][k] for part in parts) for k in parts[0]["usage"]}
-            return {**parts[0], "choices": choices, "usage": usage}
+            summed: dict[str, Any] = {k: sum(part["usage"][k] for part in parts) for k in parts[0]["usage"]
+                                      if k != "prompt_tokens_details"}
+            if self.prefix_cache is not None:
+                summed["prompt_tokens_details"] = {"cached_tokens": sum(
+                    part["usage"]["prompt_tokens_details"]["cached_tokens"] for part in parts)}
+            return {**parts[0], "choices": choices, "usage": summed}
         prompt = _prompt_text(body)
         n = 1 if self.ignore_n else int(body.get("n") or 1)
         choices, completion_tokens = [], 0
@@ -185,10 +197,20 @@ class FakeOpenAIServer:
                         "top_logprobs": [{t: -0.1} for _, t in toks],
                     }
             choices.append(choice)
+        words = prompt.split()
+        usage: dict[str, Any] = {"prompt_tokens": len(words), "completion_tokens": completion_tokens,
+                                 "total_tokens": len(words) + completion_tokens}
+        if self.prefix_cache is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.prefix_cache.serve(words)}
         return {"id": "fake", "object": "chat.completion" if chat else "text_completion",
-                "model": body.get("model", "fake"), "choices": choices,
-                "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": completion_tokens,
-                          "total_tokens": len(prompt.split()) + completion_tokens}}
+                "model": body.get("model", "fake"), "choices": choices, "usage": usage}
+
+    def _tally(self, usage: Mapping[str, Any]) -> None:
+        details = usage.get("prompt_tokens_details") or {}
+        with self._lock:
+            self.usage_reported["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+            self.usage_reported["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+            self.usage_reported["cached_tokens"] += int(details.get("cached_tokens") or 0)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -270,6 +292,7 @@ class FakeOpenAIServer:
                             with server._lock:
                                 server.billed_prompt_tokens += answer["usage"]["prompt_tokens"]
                                 server.billed_completion_tokens += answer["usage"]["completion_tokens"]
+                            server._tally(answer["usage"])
                             self._send(200, answer)
                     else:
                         self._send(404, {"error": {"message": f"no route {self.path}"}})

@@ -36,6 +36,10 @@ class CallRecord(TypedDict, total=False):
     prompt: object
     reply: object
     estimated: bool
+    requests: int
+    tokens_cached: int
+    server_seconds: float
+    queued_seconds: float
 
 
 def read_calls(path: Path) -> list[CallRecord]:
@@ -65,26 +69,36 @@ def call_row(record: CallRecord) -> list[object]:
             float(record.get("cost") or 0.0), record.get("prompt"), record.get("reply"), record.get("kind")]
 
 
-class Totals(TypedDict):
+class Totals(TypedDict, total=False):
     calls: int
     cache_hits: int
     tokens_in: int
     tokens_out: int
     seconds: float
     cost: float
+    requests: int
+    queued_seconds: float
+    #: Only when some call's server reported it (as :class:`lits.observability.InferenceLog` totals it).
+    tokens_cached: int
 
 
 def totals(calls: list[CallRecord]) -> Totals:
     """Paid calls, cache hits, tokens, model seconds and cost (as the run's summary counts them)."""
     paid = [c for c in calls if not c.get("cached")]
-    return {
+    out: Totals = {
         "calls": sum(1 for c in paid if c.get("kind") != UNUSED_REPLY),  # an unused reply costs, but is no call
         "cache_hits": len(calls) - len(paid),
         "tokens_in": sum(int(c.get("tokens_in") or 0) for c in paid),
         "tokens_out": sum(int(c.get("tokens_out") or 0) for c in paid),
         "seconds": round(sum(float(c.get("seconds") or 0.0) for c in paid), 3),
         "cost": round(sum(float(c.get("cost") or 0.0) for c in paid), 6),
+        "requests": sum(int(c.get("requests", 1)) for c in paid if c.get("kind") != UNUSED_REPLY),
+        "queued_seconds": round(sum(float(c.get("queued_seconds") or 0.0) for c in paid), 3),
     }
+    reported = [int(c.get("tokens_cached") or 0) for c in paid if "tokens_cached" in c]
+    if reported:
+        out["tokens_cached"] = sum(reported)
+    return out
 
 
 def breakdown(calls: list[CallRecord], key: str) -> list[dict[str, object]]:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
 
 from lits import layout
 from lits.components import parsing
 from lits.runs.evaluation import parse_totals
+from lits.runs.spend import spend
 from lits.view.calls import (
     CALL_FIELDS,
     CallRecord,
@@ -104,6 +105,7 @@ def build_report(root: Path) -> dict[str, Any]:
             "finished": len(finished), "running": len(instances) - len(finished),
             "solved": sum(1 for r in finished if r["solved"]),
             "inference": totals(calls),
+            "spend": spend(cast(Mapping[str, float], totals(calls)), sum(1 for r in finished if r["solved"])),
             "invalid_replies": parsing.describe(parse_totals({i: timings.get(i) or {} for i in done_ids})),
         },
         "instances": instances,

@@ -1,4 +1,5 @@
-"""``lits compare --plot``: accuracy against tokens, calls, seconds and cost, one point per run.
+"""``lits compare --plot``: accuracy against tokens, calls, seconds, cost, and evaluated prompt tokens and
+model seconds per solved instance, one point per run.
 
 The compute-matched picture: a method is only better if it is better at the
 same spend.  matplotlib (the ``plot`` extra) is imported here only, and
@@ -18,7 +19,9 @@ if TYPE_CHECKING:
 
 #: (row key, axis label) of each panel's x axis.
 SPEND_AXES = (("tokens", "tokens (in + out)"), ("calls", "model calls"), ("seconds", "seconds (all instances)"),
-              ("cost", "cost ($)"))
+              ("cost", "cost ($)"),
+              ("evaluated_prompt_tokens_per_solved", "evaluated prompt tokens / solved"),
+              ("model_seconds_per_solved", "model seconds / solved"))
 ACCURACY_LABEL = "accuracy (%)"
 FORMATS = (".png", ".svg")
 INSTALL_HINT = "pip install 'lits-core[plot]'"
@@ -50,17 +53,18 @@ def spend(row: CompareRow, key: str) -> float:
 
 
 def compare_figure(rows: list[CompareRow]) -> Figure:
-    """A 2×2 figure: accuracy (y) against each spend (x); each run one labelled point.
+    """A 2×3 figure: accuracy (y) against each spend (x); each run one labelled point (a run that solved
+    nothing has no per-solved figure: it sits at 0 there).
 
     Each panel's points are one collection whose gid is ``points-<spend>``
     (so an SVG can be read back point by point).
     """
     _, Figure, FigureCanvasAgg = _matplotlib()
-    fig = Figure(figsize=(10, 7.5), layout="constrained")
+    fig = Figure(figsize=(15, 7.5), layout="constrained")
     FigureCanvasAgg(fig)
     methods = sorted({str(r["method"]) for r in rows})
     colours = {m: f"C{i % 10}" for i, m in enumerate(methods)}
-    for ax, (key, label) in zip(fig.subplots(2, 2).flat, SPEND_AXES, strict=True):
+    for ax, (key, label) in zip(fig.subplots(2, 3).flat, SPEND_AXES, strict=True):
         xs = [spend(r, key) for r in rows]
         ys = [100.0 * float(r.get("accuracy") or 0.0) for r in rows]
         points = ax.scatter(xs, ys, c=[colours[str(r["method"])] for r in rows], s=46, zorder=3)

@@ -16,6 +16,14 @@
       card("solved", fmt(run.solved)), card("calls", fmt(inf.calls) + (inf.cache_hits ? " (+" + fmt(inf.cache_hits) + " cached)" : "")),
       card("tokens in / out", fmt(inf.tokens_in) + " / " + fmt(inf.tokens_out)),
       card("model seconds", fmt(inf.seconds, 2)), card("cost", "$" + fmt(inf.cost, 4)));
+    var sp = run.spend;
+    if (sp) {  // what the servers did: requests, prompt tokens from their cache, per solved instance
+      cards.appendChild(card("server requests", fmt(sp.requests)));
+      cards.appendChild(card("prompt tokens cached", sp.cached_share === null ? "not reported" : fmt(sp.cached_prompt_tokens) + " (" + pct(sp.cached_share) + ")"));
+      cards.appendChild(card("evaluated prompt tokens / solved", fmt(sp.evaluated_prompt_tokens_per_solved === null ? null : Math.round(sp.evaluated_prompt_tokens_per_solved))));
+      cards.appendChild(card("model seconds / solved", fmt(sp.model_seconds_per_solved, 2)));
+      if (sp.queued_seconds) cards.appendChild(card("queued for a slot (s)", fmt(sp.queued_seconds, 2)));
+    }
     if (run.invalid_replies) cards.appendChild(card("invalid replies", run.invalid_replies));
     if (s.run_seconds !== undefined) cards.appendChild(card("run seconds", fmt(s.run_seconds, 2)));
     if (s.calls_in_flight_avg !== undefined && s.calls_in_flight_avg !== null) cards.appendChild(card("calls in flight (avg)", fmt(s.calls_in_flight_avg, 2)));

@@ -1,0 +1,28 @@
+"""GSM8K ToT-BFS against a server with a paged prefix cache: the run's cached prompt tokens are the server's."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import pytest
+
+from lits.testing.prefix_cache import PagedPrefixCache
+from lits.testing.server import FakeOpenAIServer
+
+from .test_math_runs import obedient_solver
+
+
+@pytest.fixture
+def vllm_like() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(responder=obedient_solver, prefix_cache=PagedPrefixCache(block_size=16)) as srv:
+        yield srv
+
+
+def test_a_tot_bfs_runs_cached_prompt_tokens_equal_the_servers(run_lits, vllm_like, tmp_path):
+    done = run_lits("search", "--search-framework", "tot_bfs", "--search-arg", "beam_width=2", "--dataset", "gsm8k",
+                    "--limit", "2", "--model", "m", "--base-url", vllm_like.base_url, "--save-dir", "tot")
+    assert done.returncode == 0, done.stderr
+    inference = json.loads((tmp_path / "tot" / "eval_results.json").read_text())["inference"]
+    assert inference["tokens_cached"] == vllm_like.usage_reported["cached_tokens"] > 0
+    assert inference["tokens_in"] == vllm_like.usage_reported["prompt_tokens"]
