@@ -167,6 +167,22 @@ def test_no_examples_keeps_the_system_prompt_and_the_last_ask(hand_run, tmp_path
         assert [m["role"] for m in row["prompt"]] == ["system", "user"]
 
 
+def test_a_policy_that_cannot_render_its_prompt_gets_the_problem_and_steps_and_the_card_says_so(
+        hand_run, tmp_path, monkeypatch):
+    from lits.components.policy.concat import ConcatPolicy
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("needs a model")
+
+    monkeypatch.setattr(ConcatPolicy, "messages", broken)
+    report = export_runs([hand_run], tmp_path / "out", kinds=["preference"])
+    prompts = {r["chosen"][0]["content"]: r["prompt"] for r in read_jsonl(tmp_path / "out" / "preference.jsonl")}
+    assert prompts["The answer is 5"] == [
+        {"role": "user", "content": "Tom has 2 apples and gets 3 more. How many?\nStep 1: Add the apples."}]
+    assert "could not render 2 prompt(s)" in (tmp_path / "out" / "README.md").read_text()
+    assert len(report.notes) == 1
+
+
 def test_openrlhf_style_puts_a_placeholder_after_each_step_and_a_reward_token_per_step(hand_run, tmp_path):
     export_runs([hand_run], tmp_path / "out", kinds=["process"], options=RowOptions(style="openrlhf"))
     rows = {r["input"]: r["label"] for r in read_jsonl(tmp_path / "out" / "process.jsonl")}
@@ -313,3 +329,12 @@ def test_a_chain_run_gives_sft_and_outcome_labels_and_says_it_has_no_pairs(tmp_p
     for row in read_jsonl(tmp_path / "out" / "process.jsonl"):  # one rollout: every step has its outcome
         assert set(row["labels"]) == {row["instance_id"] in solved}
         assert row["prompt"].startswith("Start: ") and "\nGoal: " in row["prompt"]
+
+
+def test_a_tool_use_step_is_the_model_turn_without_the_tool_observation():
+    from lits.export.rows import step_text
+    from lits.structures.node import SearchNode
+    from lits.structures.tool_use import ToolUseStep
+
+    step = ToolUseStep(think="Look it up.", observation="rating: 4.3", assistant_message="Thought: Look it up.")
+    assert step_text(SearchNode(step=step)) == "Thought: Look it up."

@@ -69,6 +69,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     for note in report.notes:
         print(f"lits: note: {note}", file=sys.stderr)
     for kind, counts in report.counts.items():
-        print(f"{kind}: {counts['rows']} rows" + (f" (+{counts['holdout']} held out)" if counts["holdout"] else ""))
+        rows = f"{counts['rows']} row" + ("" if counts["rows"] == 1 else "s")
+        print(f"{kind}: {rows}" + (f" (+{counts['holdout']} held out)" if counts["holdout"] else ""))
     print(f"wrote {report.out}")
     return 0

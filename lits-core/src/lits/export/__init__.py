@@ -73,6 +73,10 @@ def export_runs(runs: Sequence[Path], out: Path, *, kinds: Sequence[str] = KINDS
         for part, name in ((train, kind), (test, f"{kind}.holdout")):
             if part or name == kind:
                 report.files.append(_write(Path(out), name, part, fmt, datasets))
+    for run in read:
+        if run.fallback_prompts:
+            report.notes.append(f"{run.root}: the policy could not render {run.fallback_prompts} prompt(s) "
+                                "offline; those rows' prompts are the problem and the steps so far")
     report.files.append(write_card(Path(out), read, tables, options, source, report, fmt))
     return report
 
@@ -80,8 +84,10 @@ def export_runs(runs: Sequence[Path], out: Path, *, kinds: Sequence[str] = KINDS
 def _datasets_module() -> Any:
     from lits.extras import require
 
-    return require("datasets", install="lits-core[export]", package="the datasets library",
-                   what="--format parquet")
+    datasets = require("datasets", install="lits-core[export]", package="the datasets library",
+                       what="--format parquet")
+    datasets.disable_progress_bars()  # a bar per file on stderr says nothing the summary does not
+    return datasets
 
 
 def _unique(kind: str, options: RowOptions, rows: list[Row]) -> list[Row]:

@@ -52,9 +52,11 @@ class RowOptions:
 
 
 def step_text(node: SearchNode) -> str:
-    """What the model wrote for the step that led to ``node`` (the policy's proposal)."""
+    """What the model wrote for the step that led to ``node``: the step's assistant turn (never a tool's
+    observation, which the environment wrote)."""
     if node.step is not None:
-        return node.step.verb_step().strip()
+        said = [str(m["content"]) for m in node.step.to_messages() if m.get("role") == "assistant"]
+        return "\n".join(said).strip()
     return "" if node.action is None else str(node.action).strip()
 
 
@@ -84,6 +86,7 @@ def policy_messages(run: RunTrees, node: SearchNode, query: object, *, whole: bo
         except Exception:  # a policy that cannot render offline: the documented fallback below
             messages = None
     if not messages:
+        run.fallback_prompts += 1
         done = [step_text(n) for n in node.path()[1:]]
         shown = "".join(f"\nStep {i}: {text}" for i, text in enumerate(done, 1))
         messages = [{"role": "user", "content": f"{query}{shown}"}]

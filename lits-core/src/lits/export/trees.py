@@ -85,6 +85,8 @@ class RunTrees:
     instances: list[InstanceTree]
     #: Instances with a journal or checkpoint but no result (left out: the gold lives in the result).
     unfinished: int = 0
+    #: Prompts the policy could not render, written as the problem and the steps so far instead.
+    fallback_prompts: int = 0
 
     @property
     def command(self) -> str:
