@@ -33,7 +33,7 @@ class ExportReport:
     notes: list[str] = field(default_factory=list)
 
 
-def export_runs(runs: Sequence[Path], out: Path, *, kinds: Sequence[str] = KINDS, fmt: str = "jsonl",
+def export_runs(runs: Sequence[str | Path], out: str | Path, *, kinds: Sequence[str] = KINDS, fmt: str = "jsonl",
                 options: RowOptions = RowOptions(), source: ValueSource = "auto",
                 holdout_ids: Optional[set[str]] = None, holdout_share: float = 0.0) -> ExportReport:
     """Write the ``kinds`` of training data from ``runs`` into ``out`` (:class:`UserError` on bad input)."""
