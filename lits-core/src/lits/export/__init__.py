@@ -39,6 +39,7 @@ def export_runs(runs: Sequence[str | Path], out: str | Path, *, kinds: Sequence[
     """Write the ``kinds`` of training data from ``runs`` into ``out`` (:class:`UserError` on bad input)."""
     if fmt not in FORMATS:
         raise UserError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    kinds = list(dict.fromkeys(kinds))  # a kind asked for twice is written once
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise UserError(f"--kind must be one of {', '.join(KINDS)}, not {unknown[0]!r}")
