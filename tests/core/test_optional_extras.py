@@ -88,3 +88,12 @@ def test_a_result_table_without_pandas(monkeypatch, tmp_path: Path) -> None:
     _missing(monkeypatch, "pandas")
     with pytest.raises(MissingExtra, match=r"^RunResult.to_pandas needs pandas: pip install 'pandas'$"):
         result.to_pandas()
+
+
+def test_export_as_parquet_without_the_datasets_library(monkeypatch, capsys, tmp_path: Path) -> None:
+    lits.search("blocksworld", model="scripted", limit=1, search_args={"n_iterations": 2},
+                save_dir=str(tmp_path / "run"))
+    _missing(monkeypatch, "datasets")
+    code = lits_main(["export", str(tmp_path / "run"), "--format", "parquet", "--out", str(tmp_path / "out")])
+    assert _one_error_line(capsys, code) == (
+        "lits: error: --format parquet needs the datasets library: pip install 'lits-core[export]'")

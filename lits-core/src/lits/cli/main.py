@@ -1,4 +1,4 @@
-"""``lits``: plugins, search, chain, eval, compare, view.
+"""``lits``: plugins, search, chain, eval, compare, view, export.
 
 Every failure a user can cause ends in one ``lits: error: ...`` line and exit
 status 2, with API keys and URL credentials redacted; tracebacks of unexpected
@@ -119,7 +119,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 #: The commands LiTS itself has (a plugin's command of the same name is not added).
-BUILTIN_COMMANDS = frozenset({"plugins", "search", "chain", "rerun", "compare", "eval", "view", "new"})
+BUILTIN_COMMANDS = frozenset({"plugins", "search", "chain", "rerun", "compare", "eval", "view", "new", "export"})
 
 
 def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
@@ -188,10 +188,12 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     p.set_defaults(func=commands.cmd_eval)
 
+    from lits.cli.export_command import add_export_parser
     from lits.cli.new import add_new_parser
     from lits.cli.view_commands import add_view_parser
 
     add_view_parser(sub)
+    add_export_parser(sub)
     add_new_parser(sub)
     if with_plugins:
         add_plugin_commands(sub, set(sub.choices))
