@@ -271,6 +271,7 @@ def measure(data: str, repeats: int, iterations: int = 10, work_dir: str = ".", 
                                                       for p in pairs]
             figures[f"{side}_wall_ms_per_iteration"] = [1000 * p[index]["search_s"] / p[index]["iterations"]
                                                        for p in pairs]
+            figures[f"{side}_calls"] = [p[index]["calls"] for p in pairs]
     figures["ms_per_iteration"] = [r["ms_per_iteration"] for r in runs]
     figures["framework_ms_per_call"] = [r["framework_ms_per_call"] for r in runs]
     figures["first_iteration_s"] = [first_iteration_seconds(data, work_dir) for _ in range(repeats + 1)][1:]
@@ -288,6 +289,8 @@ def side_by_side_rows(figures: dict[str, list[float]]) -> list[tuple[str, str]]:
             rows.append((f"{what} ms per iteration of the search, ours / the original's",
                          f"{spread(figures[f'ours_{key}_ms_per_iteration'], 2)} / "
                          f"{spread(figures[f'original_{key}_ms_per_iteration'], 2)}"))
+        rows.append(("model calls per run, ours / the original's",
+                     f"{statistics.median(figures['ours_calls']):.0f} / {statistics.median(figures['original_calls']):.0f}"))
     rows.append(("load average at the end (1, 5, 15 min)", ", ".join(f"{x:.2f}" for x in figures["load_average"])))
     return rows
 
