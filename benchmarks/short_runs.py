@@ -16,6 +16,18 @@ the top 10 costs (cProfile of the instances' thread, by own time).
 - *start to first iteration*: from spawning ``python -m lits search`` to the
   end of the first iteration (its checkpoint taken; one 2-step case).
 
+With ``--original PATH`` (a checkout of the original LiTS, xinzhel/lits-llm at
+8823d65) the ratio is measured side by side instead of against the constant
+25 ms: ``original_lits.py`` runs the original's ``lits-search`` on the same 5
+cases and settings with a stub model that answers like ours, in its own
+interpreter (``--original-python``; set-up in that file's docstring), and the
+runs alternate, ours then the original's, fresh processes each, after one
+untimed run of each.  Each side's *search* is timed the same way: around each
+instance (ours ``_Runner.one``, the original's ``run_tree_search``), as wall
+time and as the process's CPU time (``time.process_time``), over the
+iterations run; each ratio (ours / the original's) is taken within a pair and
+reported as the median (range) over the pairs.
+
 Run directories are made under ``--work-dir`` (default: the current
 directory, where ``lits search`` puts ``runs/``).  On these VMs creating a
 file under ``/tmp`` costs 10-300 µs, varying by the minute, against ~10 µs
@@ -31,7 +43,7 @@ Two runs of one commit agree within 0.03 %: it compares commits where wall
 time, which moves 10-30 % with this host's minute, cannot.
 
     python benchmarks/short_runs.py --data ../shared/data/blocksworld [--repeats 5] [--profile] [--work-dir DIR]
-        [--instructions]
+        [--instructions] [--original /tmp/lits-llm [--original-python /tmp/lits-original-venv/bin/python]]
 """
 
 from __future__ import annotations
@@ -50,10 +62,13 @@ import tempfile
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
-#: The original LiTS at 10 iterations on this workload (docs/benchmarks.md, "Search engine at scale").
+#: The original LiTS at 10 iterations on this workload (docs/benchmarks.md, "Search engine at scale"): the
+#: ratio's denominator when the original is not run side by side (``--original``).
 ORIGINAL_MS_PER_ITERATION = 25.0
+#: Where ``original_lits.py``'s set-up puts the original's interpreter.
+ORIGINAL_PYTHON = "/tmp/lits-original-venv/bin/python"
 
 FIRST_ITERATION = """
 import sys, time
@@ -94,7 +109,7 @@ def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".",
         runner.Progress.__init__.__defaults__ = (None, 1e9)  # no "running" line: a 15 ms instance prints none
         gc.disable()  # when a full collection falls moves with every allocation anywhere: ~1 % either way
 
-    spent = {"generate": 0.0, "model": 0.0}
+    spent = {"generate": 0.0, "model": 0.0, "search": 0.0, "search_cpu": 0.0}
     calls = {"generate": 0, "model": 0}
 
     def timed(method: Callable[..., Any], key: str) -> Callable[..., Any]:
@@ -110,6 +125,17 @@ def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".",
 
     LanguageModel.generate = timed(LanguageModel.generate, "generate")  # type: ignore[method-assign]
     ScriptedModel._generate = timed(ScriptedModel._generate, "model")  # type: ignore[method-assign]
+    instance = runner._Runner.one
+
+    def searched(self: Any, *args: Any, **kwargs: Any) -> Any:  # as original_lits.py times run_tree_search
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return instance(self, *args, **kwargs)
+        finally:
+            spent["search_cpu"] += time.process_time() - cpu
+            spent["search"] += time.perf_counter() - wall
+
+    runner._Runner.one = searched  # type: ignore[method-assign]
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:
         one = runner._Runner.one
@@ -131,6 +157,7 @@ def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".",
         seconds = sum(json.loads(p.read_text())["seconds"] for p in (run / "timings").iterdir())
     out: dict[str, Any] = {
         "ms_per_iteration": 1000 * seconds / (5 * iterations),
+        "search_s": spent["search"], "search_cpu_s": spent["search_cpu"], "iterations": 5 * iterations,
         "framework_ms_per_call": 1000 * (spent["generate"] - spent["model"]) / max(1, calls["generate"]),
         "calls": calls["generate"],
     }
@@ -191,19 +218,81 @@ def _bytecode_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def measure(data: str, repeats: int, iterations: int = 10, work_dir: str = ".") -> dict[str, list[float]]:
+Run = dict[str, Any]
+
+
+def interleaved(pairs: int, ours: Callable[[], Run], original: Callable[[], Run]) -> list[tuple[Run, Run]]:
+    """``pairs`` pairs of runs, ours then the original's in each, alternating: the host's load moves both sides
+    of a pair alike, where a block of ours then a block of theirs would meet different minutes."""
+    out = []
+    for _ in range(pairs):
+        mine = ours()
+        out.append((mine, original()))
+    return out
+
+
+def pair_ratios(pairs: list[tuple[Run, Run]], key: str) -> list[float]:
+    """Ours over the original's ``key`` per iteration, within each pair."""
+    return [(ours[key] / ours["iterations"]) / (theirs[key] / theirs["iterations"]) for ours, theirs in pairs]
+
+
+def _json_run(command: list[str], what: str) -> Run:
+    done = subprocess.run(command, capture_output=True, text=True, env=_bytecode_env())
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
+        raise SystemExit(f"{what} failed: {lines[-1]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def measure(data: str, repeats: int, iterations: int = 10, work_dir: str = ".", original: Optional[str] = None,
+            original_python: str = ORIGINAL_PYTHON) -> dict[str, list[float]]:
     """Each figure of ``repeats`` fresh processes (and as many timed starts), in run order, after one untimed
-    run of each that writes the bytecode cache."""
+    run of each that writes the bytecode cache.  With ``original`` (a checkout of the original LiTS) the runs
+    alternate with the original's and ``ratio`` is ours over the original's CPU per iteration, pair by pair;
+    without it, ours over the constant ``ORIGINAL_MS_PER_ITERATION``."""
     one = [sys.executable, __file__, "--one", "--data", data, "--iterations", str(iterations), "--work-dir", work_dir]
-    runs = []
-    for _ in range(repeats + 1):
-        done = subprocess.run(one, capture_output=True, text=True, check=True, env=_bytecode_env())
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    runs = runs[1:]
-    ms = [r["ms_per_iteration"] for r in runs]
-    return {"ms_per_iteration": ms, "ratio": [m / ORIGINAL_MS_PER_ITERATION for m in ms],
-            "framework_ms_per_call": [r["framework_ms_per_call"] for r in runs],
-            "first_iteration_s": [first_iteration_seconds(data, work_dir) for _ in range(repeats + 1)][1:]}
+
+    def ours() -> Run:
+        return _json_run(one, "our run")
+
+    figures: dict[str, list[float]] = {}
+    if original is None:
+        runs = [ours() for _ in range(repeats + 1)][1:]
+        figures["ratio"] = [r["ms_per_iteration"] / ORIGINAL_MS_PER_ITERATION for r in runs]
+    else:
+        theirs = [original_python, str(Path(__file__).with_name("original_lits.py")), "--original", original,
+                  "--data", data, "--iterations", str(iterations), "--work-dir", work_dir]
+        pairs = interleaved(repeats + 1, ours, lambda: _json_run(theirs, "the original's run"))[1:]
+        runs = [mine for mine, _ in pairs]
+        figures["ratio"] = pair_ratios(pairs, "search_cpu_s")
+        figures["wall_ratio"] = pair_ratios(pairs, "search_s")
+        for side, index in (("ours", 0), ("original", 1)):
+            figures[f"{side}_cpu_ms_per_iteration"] = [1000 * p[index]["search_cpu_s"] / p[index]["iterations"]
+                                                      for p in pairs]
+            figures[f"{side}_wall_ms_per_iteration"] = [1000 * p[index]["search_s"] / p[index]["iterations"]
+                                                       for p in pairs]
+            figures[f"{side}_calls"] = [p[index]["calls"] for p in pairs]
+    figures["ms_per_iteration"] = [r["ms_per_iteration"] for r in runs]
+    figures["framework_ms_per_call"] = [r["framework_ms_per_call"] for r in runs]
+    figures["first_iteration_s"] = [first_iteration_seconds(data, work_dir) for _ in range(repeats + 1)][1:]
+    figures["load_average"] = list(os.getloadavg())
+    return figures
+
+
+def side_by_side_rows(figures: dict[str, list[float]]) -> list[tuple[str, str]]:
+    """(figure, median (range)) beside the ratio: the wall-time ratio and both sides' ms per iteration with the
+    original, and the host's load average (1, 5, 15 min) when the runs ended."""
+    rows = []
+    if "wall_ratio" in figures:
+        rows = [("ours / the original, wall time of the search", spread(figures["wall_ratio"], 3))]
+        for what, key in (("CPU", "cpu"), ("wall", "wall")):
+            rows.append((f"{what} ms per iteration of the search, ours / the original's",
+                         f"{spread(figures[f'ours_{key}_ms_per_iteration'], 2)} / "
+                         f"{spread(figures[f'original_{key}_ms_per_iteration'], 2)}"))
+        rows.append(("model calls per run, ours / the original's",
+                     f"{statistics.median(figures['ours_calls']):.0f} / {statistics.median(figures['original_calls']):.0f}"))
+    rows.append(("load average at the end (1, 5, 15 min)", ", ".join(f"{x:.2f}" for x in figures["load_average"])))
+    return rows
 
 
 def spread(values: list[float], digits: int = 3) -> str:
@@ -219,6 +308,11 @@ def main() -> None:
     parser.add_argument("--work-dir", default=".", help="where the runs' directories are made (default: here)")
     parser.add_argument("--instructions", action="store_true",
                         help="count the instructions of one run under valgrind (deterministic) instead")
+    parser.add_argument("--original", default=None,
+                        help="a checkout of the original LiTS (xinzhel/lits-llm at 8823d65): measure the ratio "
+                             "side by side (see original_lits.py for the set-up)")
+    parser.add_argument("--original-python", default=ORIGINAL_PYTHON,
+                        help=f"the interpreter that runs the original (default: {ORIGINAL_PYTHON})")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pin-clock", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -226,6 +320,7 @@ def main() -> None:
         parser.error(f"--work-dir {args.work_dir} is not a directory")
     if args.instructions and args.iterations < 2:
         parser.error("--instructions compares --iterations with 1 iteration: give --iterations 2 or more")
+    check_original(parser, args.original, args.original_python)
     if args.one:
         print(json.dumps(one_run(args.data, args.iterations, args.profile, args.work_dir, args.pin_clock)))
         return
@@ -234,17 +329,32 @@ def main() -> None:
     if args.instructions:
         print_instructions(one, args.iterations)
         return
-    figures = measure(args.data, args.repeats, args.iterations, args.work_dir)
-    print(f"| figure ({args.repeats} runs: median (range)) | value | target |")
+    figures = measure(args.data, args.repeats, args.iterations, args.work_dir, args.original, args.original_python)
+    runs = f"{args.repeats} {'pairs' if args.original else 'runs'}"
+    print(f"| figure ({runs}: median (range)) | value | target |")
     print("|---|---|---|")
     print(f"| ms per iteration at {args.iterations} iterations | {spread(figures['ms_per_iteration'], 2)} | — |")
-    print(f"| ratio to the original's {ORIGINAL_MS_PER_ITERATION} ms | {spread(figures['ratio'], 3)} "
-          "| ≤ 0.06 (stretch 0.04) |")
+    what = ("ours / the original, CPU time of the search, side by side" if args.original else
+            f"ratio to the original's constant {ORIGINAL_MS_PER_ITERATION} ms (not side by side)")
+    print(f"| {what} | {spread(figures['ratio'], 3)} | ≤ 0.06 (stretch 0.04) |")
     print(f"| framework cost per model call (ms) | {spread(figures['framework_ms_per_call'], 3)} | ≤ 0.3 |")
     print(f"| start to first iteration (s) | {spread(figures['first_iteration_s'], 2)} | ≤ 0.4 |")
+    for figure, value in side_by_side_rows(figures):
+        print(f"| {figure} | {value} | — |")
     if args.profile:
         done = subprocess.run([*one, "--profile"], capture_output=True, text=True, check=True)
         print("\n" + json.loads(done.stdout.strip().splitlines()[-1])["profile"])
+
+
+def check_original(parser: argparse.ArgumentParser, original: Optional[str], python: str) -> None:
+    """A missing checkout or interpreter is one line naming the flag (before any run starts)."""
+    if original is None:
+        return
+    if not Path(original).is_dir():
+        parser.error(f"--original {original} is not a directory (a checkout of xinzhel/lits-llm at 8823d65)")
+    if shutil.which(python) is None:
+        parser.error(f"--original-python {python} is not an interpreter; make it as original_lits.py's docstring "
+                     "says")
 
 
 if __name__ == "__main__":
