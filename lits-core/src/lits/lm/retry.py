@@ -193,6 +193,13 @@ def attempts_of(obj: object) -> Optional[int]:
     return int(value) if value else None
 
 
+def statuses_of(exc: object) -> dict[int, int]:
+    """The HTTP statuses a failed call's earlier attempts got before its last one failed in transport, with
+    how many times each (a server that kept answering 503 is not one that never answered)."""
+    value = getattr(exc, "lits_statuses", None)
+    return dict(value) if isinstance(value, dict) else {}
+
+
 class _Call:
     """One request's retry state: its deadline, the last outcome and its cost."""
 
@@ -210,6 +217,8 @@ class _Call:
         #: merely slow still arrives; a hang that repeats costs 1x, 2x, 4x ... the patience, not the full
         #: read timeout each time).
         self.timeouts_seen = 0
+        #: The retryable statuses the server answered, with how many times each.
+        self.statuses: dict[int, int] = {}
         #: What patience is learned over: the endpoint and the size of the work asked for.
         self.kind: Hashable = (request.url.path, request.extensions.get("lits_work", 1))
         floor = request.extensions.get("lits_read_floor")
@@ -253,6 +262,7 @@ class _Call:
         self.transport.server_answered = True
         status = response.status_code
         if status in RETRY_STATUS or (status >= 500 and not is_permanent_body(response)):
+            self.statuses[status] = self.statuses.get(status, 0) + 1
             raise TransientReply(response, f"HTTP {status}")
         if 200 <= status < 300 and self.transport.check is not None:
             reason = self.transport.check(self.request, response)
@@ -349,6 +359,7 @@ class RetryTransport(httpx.BaseTransport):
         except httpx.TransportError as exc:
             call.settle(attempts, failed=True)
             setattr(exc, "lits_attempts", attempts)
+            setattr(exc, "lits_statuses", dict(call.statuses))
             raise
         finally:
             request.extensions["timeout"] = call.timeouts
