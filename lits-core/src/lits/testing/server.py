@@ -54,11 +54,14 @@ class FakeOpenAIServer:
         slots: Optional[int] = None,
         owned_by: Optional[str] = None,
         busy_for: float = 0.0,
+        busy: Optional[threading.Event] = None,
     ) -> None:
         """``slots``: serve that many requests at once, queueing the rest, and say so at ``/props`` as
         llama.cpp's server does (None: all at once, no ``/props``).  ``owned_by``: the ``/v1/models`` field
         (llama-cpp-python's server says "me" and serves one request at a time).  ``busy_for``: the first GET
-        is answered that many seconds late (a server busy reading a long prompt)."""
+        is answered that many seconds late (a server busy reading a long prompt).  ``busy``: every request waits
+        until this event is set (a server taking connections while it works on another client's request; the
+        test sets it to free the server, so nothing depends on how fast the machine is)."""
         self.responder = responder or (lambda prompt, body: "ok")
         self.latency = latency
         self.ignore_n = ignore_n
@@ -68,6 +71,7 @@ class FakeOpenAIServer:
         self.slots = slots
         self.owned_by = owned_by
         self._busy_for = busy_for
+        self.busy = busy
         self._serving = threading.BoundedSemaphore(slots or (1 if owned_by == "me" else 1 << 16))
         self._wants_index = len(inspect.signature(self.responder).parameters) >= 3
         self.requests: list[dict[str, object]] = []
@@ -177,6 +181,8 @@ class FakeOpenAIServer:
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
+                if server.busy is not None:
+                    server.busy.wait()
                 with server._lock:
                     busy, server._busy_for = server._busy_for, 0.0
                 if busy:
@@ -192,6 +198,8 @@ class FakeOpenAIServer:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
             def do_POST(self) -> None:
+                if server.busy is not None:
+                    server.busy.wait()
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
