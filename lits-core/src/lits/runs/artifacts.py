@@ -117,7 +117,7 @@ class RunDir:
     def read_config(self) -> RunSettings:
         if not self.config_path.exists():
             raise FileNotFoundError(f"{self.root} is not a LiTS run directory (no config.json)")
-        config = self._read(self.config_path, "restore it from a copy, or start a new run with another --save-dir")
+        config = self.read_json(self.config_path, "restore it from a copy, or start a new run with another --save-dir")
         if not isinstance(config, dict):
             raise RunFileError(f"{self.config_path} is damaged (not a JSON object); restore it from a copy, "
                                "or start a new run with another --save-dir")
@@ -126,7 +126,8 @@ class RunDir:
             raise RunFileError(f"{self.root}: {newer}")
         return cast("RunSettings", config)  # what write_config wrote
 
-    def _read(self, path: Path, remedy: str) -> object:
+    def read_json(self, path: Path, remedy: str) -> object:
+        """A run file's JSON; a damaged one is a :class:`RunFileError` naming it and ``remedy``."""
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
@@ -158,7 +159,7 @@ class RunDir:
         """Every finished instance's record; a damaged one is an error that says how to redo it."""
         out: dict[int, ResultRecord] = {}
         for idx in sorted(self.done()):
-            record = self._read(self.result_path(idx), self._redo(idx, mode))
+            record = self.read_json(self.result_path(idx), self._redo(idx, mode))
             if not isinstance(record, dict) or "final_state" not in record:
                 raise RunFileError(f"{self.result_path(idx)} is damaged (not a result record); "
                                    f"{self._redo(idx, mode)}")

@@ -48,6 +48,8 @@ class Summary(TypedDict, total=False):
     #: :func:`parse_totals`: replies parsed, unparseable, re-asked and made up, in total and by component.
     parse: dict[str, Any]
     pass_at: dict[str, float]
+    #: :func:`memory_use`: what memory's notes added to prompts (runs with augmentors).
+    memory: dict[str, float]
     total: int
     failed: int
     unfinished: int
@@ -149,7 +151,24 @@ def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,
     if tried is not None:
         summary["pass_at"] = {"n": attempts or max(len(r.get("attempts") or ()) for r in results.values()),
                               **tried}
+        notes = memory_use(results)
+        if notes is not None:
+            summary["memory"] = notes
     return summary
+
+
+def memory_use(results: Mapping[int, ResultRecord]) -> Optional[dict[str, float]]:
+    """What memory added to prompts: every prompt of an attempt carries its notes block, so the mean characters
+    per attempt is the mean added to a prompt; the lines ``max_notes`` left out and the entries the augmentors'
+    caps dropped.  None when no attempt had notes."""
+    tried = [a for r in results.values() for a in r.get("attempts") or ()]
+    blocks = [len(str(a["notes"])) + 2 if a.get("notes") else 0 for a in tried]  # + the blank line before it
+    if not any(blocks):
+        return None
+    return {"mean_chars": round(sum(blocks) / len(blocks), 1), "max_chars": max(blocks),
+            "attempts_with_notes": sum(1 for b in blocks if b),
+            "notes_left_out": sum(int(a.get("notes_left_out") or 0) for a in tried),
+            "notes_dropped": sum(int(a.get("notes_dropped") or 0) for a in tried)}
 
 
 def pass_at(results: Mapping[int, ResultRecord]) -> Optional[dict[str, float]]:
@@ -272,6 +291,11 @@ def format_table(summary: Summary) -> str:
     if tried:
         rows.append((f"pass@1 / pass@{tried['n']}", f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} "
                                          f"({tried['attempts_run']} attempts run)"))
+    notes = summary.get("memory")
+    if notes:
+        rows.append(("memory in prompts", f"+{notes['mean_chars']:.0f} chars per prompt (~{notes['mean_chars'] / 4:.0f}"
+                     f" tokens; at most {notes['max_chars']}), {notes['notes_left_out']} notes left out, "
+                     f"{notes['notes_dropped']} dropped"))
     invalid = parsing.describe(summary.get("parse") or {})
     if invalid is not None:
         rows.append(("invalid replies", invalid))
