@@ -110,3 +110,13 @@ def test_a_framework_for_another_task_type_is_a_one_line_error(lits, server):
 def test_an_unknown_framework_lists_the_registered_ones(lits, server):
     result = lits("search", "--search-framework", "nope", "--dataset", "math500", *_server(server))
     assert result.returncode == 2 and "registered: rap, rest, tot_bfs" in result.stderr
+
+
+def test_a_chain_whose_model_never_states_an_answer_counts_the_instances_without_one(tmp_path):
+    # "solved 0" alone hid that no instance ended with an answer to judge.
+    import lits as lits_api
+
+    with FakeOpenAIServer(responder=lambda prompt, body: "Let me think about the apples.") as srv:
+        result = lits_api.chain("gsm8k", model="m", base_url=srv.base_url, limit=2, save_dir=tmp_path / "r")
+    assert (result.solved, result.summary["no_answer"]) == (0, 2)
+    assert "; 2 ended without an answer" in (tmp_path / "r" / "eval.log").read_text()

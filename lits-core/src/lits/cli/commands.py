@@ -80,7 +80,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Re-judge a run's results from its save dir alone; what only the run measured is kept."""
-    from lits.runs.session import format_summary, read_inference_log, write_eval
+    from lits.runs.session import constrained_by, format_summary, read_inference_log, write_eval
     from lits.components.factory import create_components
     from lits.runs.artifacts import RunDir
     from lits.runs.evaluation import aggregate, instance_counts, reevaluate
@@ -108,6 +108,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     "calls_in_flight_avg": previous.get("calls_in_flight_avg"), "faults": previous.get("faults")}
     summary.update(measured)
     summary["stopped"], summary["retried_instances"] = previous.get("stopped"), previous.get("retried_instances")
+    constrained = constrained_by(config)
+    if constrained:
+        summary["constrained_replies"] = constrained
     write_eval(run_dir, config, summary)
     print(json.dumps(summary, indent=1) if args.json else format_summary(summary))
     return 0
