@@ -220,11 +220,20 @@ class RunDir:
         return log
 
     def close_logger(self, log: Optional[logging.Logger]) -> None:
+        """Close the log's files; one that cannot be flushed (a full tmpfs fails at close, not at the write) is
+        an OSError naming it, raised once every handler is closed."""
         if log is None:
             return
+        failed: Optional[OSError] = None
         for handler in list(log.handlers):
-            handler.close()
+            try:
+                handler.close()
+            except OSError as exc:
+                name = getattr(handler, "baseFilename", None) or exc.filename
+                failed = failed or OSError(exc.errno, exc.strerror or str(exc), name)
             log.removeHandler(handler)
+        if failed is not None:
+            raise failed
 
 
 def check_writable(root: Path) -> None:

@@ -167,7 +167,7 @@ def execute(run_dir: RunDir, settings: RunSettings, *, resume: bool = False,
                 stats = executor.stats  # type: ignore[assignment]
                 outcome = executor.run(selected, resume=resume, control=control)
             else:
-                with stats.saved_periodically():
+                with stats.saved_periodically(), resource_errors(run_dir, mode):
                     outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
                                             concurrency=settings["concurrency"], resume=resume,
                                             control=control, after_instance=stats.save, attempts=attempts)
