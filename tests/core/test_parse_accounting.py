@@ -177,3 +177,22 @@ def test_a_rate_the_domain_cannot_measure_is_unknown_not_zero(tmp_path: Path):
     rows = dict(line.split(None, 1) for line in (tmp_path / "r" / "eval.log").read_text().splitlines()
                 if line.startswith("proposals_correct"))
     assert rows == {"proposals_correct": "unknown"}
+
+
+@pytest.mark.parametrize("command", ["chain", "search"])
+def test_a_resumed_instance_counts_the_replies_parsed_before_the_resume(tmp_path: Path, command: str):
+    # A resumed run counted only the replies made after the resume: its "invalid replies" shrank.
+    import lits
+
+    run = tmp_path / "run"
+    with FakeOpenAIServer(responder=lambda prompt, body: "Sure! Here is my plan: first think.") as server:
+        settings: dict[str, Any] = {"model": "m", "base_url": server.base_url, "limit": 2, "save_dir": run}
+        if command == "chain":
+            whole = lits.chain("blocksworld", chain_args={"max_steps": 2}, **settings).summary["parse"]
+        else:
+            whole = lits.search("blocksworld", search_args={"n_iterations": 2}, **settings).summary["parse"]
+        (run / "results" / "0.json").unlink()  # as if killed after its last checkpoint, before its result
+        (run / "timings" / "0.json").unlink()
+        again = lits.resume(run).summary["parse"]
+    assert whole["replies"] > 0 and again["replies"] == whole["replies"]
+    assert again["unparseable"] == whole["unparseable"]
