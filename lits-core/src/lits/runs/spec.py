@@ -135,7 +135,8 @@ class RunSpec(BaseModel):
             return value
         from lits.components.base import Policy, RewardModel, Transition
 
-        base = {"policy": Policy, "transition": Transition, "reward": RewardModel}[str(info.field_name)]
+        bases: dict[str, type] = {"policy": Policy, "transition": Transition, "reward": RewardModel}
+        base = bases[str(info.field_name)]
         if isinstance(value, base) or (isinstance(value, type) and issubclass(value, base)):
             return value
         shown = " ".join(repr(value).split())[:80]
