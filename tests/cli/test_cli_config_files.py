@@ -100,6 +100,16 @@ def test_a_misspelled_component_models_key_is_one_line_naming_the_file_and_the_k
     assert one_line_error(lits_cmd("search", "--config", "bad.toml", "--dry-run")).startswith(expected)
 
 
+def test_a_misspelled_component_models_role_in_config_json_is_one_line_naming_it(lits_cmd, run_toml, tmp_path):
+    assert lits_cmd("search", "--config", str(run_toml), "--save-dir", "first").returncode == 0
+    config = json.loads((tmp_path / "first" / "config.json").read_text())
+    config["component_models"] = {"polcy": {"model": "judge"}}
+    (tmp_path / "first" / "config.json").write_text(json.dumps(config))
+    line = one_line_error(lits_cmd("rerun", "first", "--dry-run"))
+    assert line.startswith(f"lits: error: {Path('first') / 'config.json'}: component_models.polcy is not a component")
+    assert "(did you mean 'policy'?)" in line
+
+
 def test_rerun_repeats_a_run_byte_identically_from_its_config(lits_cmd, run_toml, tmp_path) -> None:
     assert lits_cmd("search", "--config", str(run_toml), "--save-dir", "first").returncode == 0
     again = lits_cmd("rerun", "first", "--save-dir", "second")

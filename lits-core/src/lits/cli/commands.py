@@ -43,12 +43,18 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
     from lits.runs.artifacts import RunDir
     from lits.runs.session import run_to_end
-    from lits.runs.spec import RunSpec, apply_overrides
+    from lits.runs.spec import RunSpec, SpecError, apply_overrides
 
     source = RunDir(Path(args.run_dir))
     saved = source.read_config()
     save_dir = args.save_dir or f"{source.root}-rerun-{time.strftime('%Y%m%d-%H%M%S')}"
-    spec = RunSpec.from_config(saved, **apply_overrides({"save_dir": save_dir}, args.set))
+    changes = apply_overrides({"save_dir": save_dir}, args.set)
+    try:
+        spec = RunSpec.from_config(saved, **changes)
+    except SpecError as exc:  # a bad value read from config.json: the line names the file
+        if exc.field.split(".")[0] not in changes:
+            exc.source = str(source.config_path)
+        raise
     if not args.dry_run:
         print(f"lits: rerun of {source.root}", file=sys.stderr)
     return run_to_end(spec, dry_run=args.dry_run)

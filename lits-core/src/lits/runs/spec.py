@@ -48,6 +48,10 @@ class SpecError(UserError):
         #: The config file the bad value came from, when it did.
         self.source: Optional[str] = None
 
+    def __str__(self) -> str:
+        return f"{self.source}: {self.field} {self.problem} (fix it in the file)" if self.source else \
+            f"{self.field} {self.problem}"
+
     def flagless(self, prefix: str) -> UserError:
         """The same problem after ``prefix`` (``--set limt is not a run setting ...``)."""
         return UserError(f"{prefix}{self}")
@@ -56,7 +60,7 @@ class SpecError(UserError):
         """The same problem named as the command line's flag (``--call-budget must be ...``), or as the config
         file's key (``run.toml: component_models.polcy is not ...``) when the value came from the file."""
         if self.source:
-            return f"{self.source}: {self} (fix it in the file)"
+            return str(self)
         flag = FLAGS.get(self.field) or f"--{self.field.replace('_', '-')}"
         return f"{flag} {self.flag_problem or self.problem}"
 
