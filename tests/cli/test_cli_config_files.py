@@ -81,6 +81,35 @@ def test_a_broken_config_file_is_one_line(lits_cmd, tmp_path) -> None:
         "lits: error: bad.toml is not valid TOML:")
 
 
+def test_a_config_file_that_is_not_utf8_is_one_line_naming_it_and_the_fix(lits_cmd, tmp_path) -> None:
+    (tmp_path / "latin.toml").write_bytes('dataset = "blocksworld"\n# réglage\n'.encode("latin-1"))
+    line = one_line_error(lits_cmd("search", "--config", "latin.toml", "--dry-run"))
+    assert line.startswith("lits: error: latin.toml is not UTF-8 text") and "save it as UTF-8" in line
+
+
+@pytest.mark.parametrize("table, expected", [
+    ("[component_models.polcy]\nmodel = \"judge\"\n",
+     "lits: error: bad.toml: component_models.polcy is not a component with its own model (did you mean 'policy'?)"),
+    ("[component_models.eval]\nmodle = \"judge\"\n",
+     "lits: error: bad.toml: component_models.eval.modle is not a setting (did you mean 'model'?)"),
+])
+def test_a_misspelled_component_models_key_is_one_line_naming_the_file_and_the_key(lits_cmd, tmp_path, table,
+                                                                                   expected) -> None:
+    # It said "component_models is not a run setting", and "component_models.polcy.[key] is not valid: ...".
+    (tmp_path / "bad.toml").write_text(RUN_TOML + table)
+    assert one_line_error(lits_cmd("search", "--config", "bad.toml", "--dry-run")).startswith(expected)
+
+
+def test_a_misspelled_component_models_role_in_config_json_is_one_line_naming_it(lits_cmd, run_toml, tmp_path):
+    assert lits_cmd("search", "--config", str(run_toml), "--save-dir", "first").returncode == 0
+    config = json.loads((tmp_path / "first" / "config.json").read_text())
+    config["component_models"] = {"polcy": {"model": "judge"}}
+    (tmp_path / "first" / "config.json").write_text(json.dumps(config))
+    line = one_line_error(lits_cmd("rerun", "first", "--dry-run"))
+    assert line.startswith(f"lits: error: {Path('first') / 'config.json'}: component_models.polcy is not a component")
+    assert "(did you mean 'policy'?)" in line
+
+
 def test_rerun_repeats_a_run_byte_identically_from_its_config(lits_cmd, run_toml, tmp_path) -> None:
     assert lits_cmd("search", "--config", str(run_toml), "--save-dir", "first").returncode == 0
     again = lits_cmd("rerun", "first", "--save-dir", "second")

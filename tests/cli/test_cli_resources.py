@@ -87,3 +87,23 @@ def test_a_damaged_result_is_one_line_naming_it_and_how_to_redo_it(lits_cmd: Lit
     line = one_line_error(lits_cmd(*command))
     assert f"{Path('run') / 'results' / '1.json'} is damaged" in line
     assert "delete it and run `lits search --resume --save-dir run` to redo instance 1" in line
+
+
+def test_a_log_that_a_full_tmpfs_refuses_at_close_is_one_line_naming_it_and_resume(tmp_path: Path, monkeypatch,
+                                                                                    capsys):
+    # On a full tmpfs the execution log's buffered lines failed only when it was closed: "no space left writing
+    # a file (No space left on device); free some space", with neither the file nor --resume.
+    import errno
+
+    from lits.cli.main import main
+    from lits.runs import artifacts
+
+    def full(self: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(artifacts._QuietFileHandler, "flush", full)
+    run = tmp_path / "run"
+    assert main([*SCRIPTED, "--limit", "1", "--no-cache", "--save-dir", str(run)]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lits: error:")]
+    assert lines == [f"lits: error: no space left writing {run / 'execution.log'} (No space left on device); "
+                     f"free some space, then run `lits search --resume --save-dir {run}`"]

@@ -286,3 +286,56 @@ def test_with_scope_run_a_failed_instance_stops_the_run_before_the_next_starts_f
     assert result.summary["stopped"] == "breaker"
     assert sorted(result.failed) == [1, 2, 3] and result.failed[2] == result.failed[3] == "not finished"
     assert sorted(p.name for p in (tmp_path / "r" / "results").iterdir()) == ["0.json"]
+
+
+class EveryFailure(Augmentor):
+    """A plugin's augmentor without a cap of its own: one line per failed attempt, for ever."""
+
+    def on_trajectory_complete(self, trajectory: object, outcome: Outcome, context: AugmentorContext) -> None:
+        if not outcome.solved:
+            self.memory["seen"] = int(str(self.memory.get("seen", 0))) + 1
+
+    def notes(self, context: AugmentorContext) -> list[str]:
+        return [f"attempt failed (#{k})" for k in range(1, int(str(self.memory.get("seen", 0))) + 1)]
+
+
+def test_over_a_run_reflection_keeps_only_its_latest_lessons(tmp_path):
+    # With scope=run, reflection and critic notes grew to 412 lines over 200 instances (fact capped at 8).
+    result = lits.chain(**{**BLOCKS, "limit": 8}, attempts=2,
+                        memory_args={"augmentors": "reflection", "scope": "run", "max_lessons": 2},
+                        save_dir=tmp_path / "r")
+    shown = [str(a["notes"]).count("- Lesson: ") for i in result.instances for a in i.record["attempts"]]
+    assert max(shown) == 2
+    assert result.summary["memory"]["notes_dropped"] >= 1
+
+
+def test_any_augmentor_shows_at_most_max_notes_lines_its_latest(tmp_path):
+    with isolated_registry():
+        register_augmentor("every_failure")(EveryFailure)
+        result = lits.chain(**{**BLOCKS, "limit": 8}, attempts=2,
+                            memory_args={"augmentors": "every_failure", "scope": "run", "max_notes": 3},
+                            save_dir=tmp_path / "r")
+    blocks = [str(a["notes"]).splitlines()[1:] for i in result.instances for a in i.record["attempts"] if a["notes"]]
+    assert max(len(block) for block in blocks) == 3
+    assert result.summary["memory"]["notes_left_out"] >= 1
+    last = blocks[-1]  # memory runs over the run: the last block has the most to show, and shows the latest
+    assert last[0] != "- attempt failed (#1)" and last[-1].startswith("- attempt failed (#")
+
+
+def test_the_summary_shows_what_memory_added_to_prompts(tmp_path):
+    result = lits.chain(**BLOCKS, attempts=2, memory_args={"augmentors": "reflection"}, save_dir=tmp_path / "r")
+    added = result.summary["memory"]
+    notes = [a["notes"] for i in result.instances for a in i.record["attempts"]]
+    assert added["max_chars"] == max(len(n) + 2 for n in notes if n)
+    assert added["mean_chars"] == round(sum(len(n) + 2 for n in notes if n) / len(notes), 1)
+    assert "memory in prompts" in (tmp_path / "r" / "eval.log").read_text()
+
+
+def test_a_truncated_attempt_file_is_one_line_naming_it_and_how_to_redo_it(tmp_path):
+    lits.chain(**BLOCKS, attempts=3, memory_args={"augmentors": "reflection"}, save_dir=tmp_path / "r")
+    saved = tmp_path / "r" / "attempts" / "0.0.json"
+    saved.write_bytes(saved.read_bytes()[:40])
+    (tmp_path / "r" / "results" / "0.json").unlink()
+    result = lits.resume(tmp_path / "r")
+    reason = result.failed[0]
+    assert str(saved) in reason and "is damaged" in reason and "delete it" in reason and "\n" not in reason

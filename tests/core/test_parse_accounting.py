@@ -145,3 +145,54 @@ def test_the_viewer_shows_invalid_replies_for_the_run_and_each_instance(garbled_
     assert report["run"]["invalid_replies"].startswith(f"100.0% ({parse['unparseable']}/{parse['replies']})")
     assert all(row["invalid_replies"] and row["invalid_replies"].split("/")[0] == row["invalid_replies"].split("/")[1]
                for row in report["instances"])
+
+
+def _first_listed(prompt: str, body: dict[str, Any]) -> str:
+    from lits.testing.scripted import listed_actions
+
+    listed = listed_actions(prompt)
+    return listed[0] if listed else "Yes"
+
+
+def test_invalid_replies_say_when_the_server_held_replies_to_the_legal_ones(tmp_path: Path):
+    # "invalid replies 0.0 %" read as the model's own rate; constrained to the legal actions it was not (10 %
+    # with --free-replies).
+    import lits
+
+    with FakeOpenAIServer(responder=_first_listed, slots=2) as server:
+        result = lits.chain("blocksworld", model="m", base_url=server.base_url, limit=1, save_dir=tmp_path / "r")
+    assert result.summary["constrained_replies"] == "grammar (llama.cpp)"
+    row = next(line for line in (tmp_path / "r" / "eval.log").read_text().splitlines()
+               if line.startswith("invalid replies"))
+    assert "held to the legal ones by the server's grammar (llama.cpp)" in row and "--free-replies" in row
+
+
+def test_a_rate_the_domain_cannot_measure_is_unknown_not_zero(tmp_path: Path):
+    # BlocksWorld cannot judge a proposal on its own: proposals_correct showed 0.0.
+    import lits
+
+    result = lits.search("blocksworld", model="scripted", limit=1, search_args={"n_iterations": 2},
+                         save_dir=tmp_path / "r")
+    assert result.summary["metrics"]["proposals_correct"] is None
+    rows = dict(line.split(None, 1) for line in (tmp_path / "r" / "eval.log").read_text().splitlines()
+                if line.startswith("proposals_correct"))
+    assert rows == {"proposals_correct": "unknown"}
+
+
+@pytest.mark.parametrize("command", ["chain", "search"])
+def test_a_resumed_instance_counts_the_replies_parsed_before_the_resume(tmp_path: Path, command: str):
+    # A resumed run counted only the replies made after the resume: its "invalid replies" shrank.
+    import lits
+
+    run = tmp_path / "run"
+    with FakeOpenAIServer(responder=lambda prompt, body: "Sure! Here is my plan: first think.") as server:
+        settings: dict[str, Any] = {"model": "m", "base_url": server.base_url, "limit": 2, "save_dir": run}
+        if command == "chain":
+            whole = lits.chain("blocksworld", chain_args={"max_steps": 2}, **settings).summary["parse"]
+        else:
+            whole = lits.search("blocksworld", search_args={"n_iterations": 2}, **settings).summary["parse"]
+        (run / "results" / "0.json").unlink()  # as if killed after its last checkpoint, before its result
+        (run / "timings" / "0.json").unlink()
+        again = lits.resume(run).summary["parse"]
+    assert whole["replies"] > 0 and again["replies"] == whole["replies"]
+    assert again["unparseable"] == whole["unparseable"]

@@ -65,6 +65,12 @@ def test_a_search_setting_on_a_chain_is_refused() -> None:
         lits.chain("blocksworld", model="scripted", search_args={"n_iterations": 3})
 
 
+def test_a_policy_that_is_not_a_component_is_refused_when_the_spec_is_made() -> None:
+    # policy=42 passed validation and failed at run time, after the run dir was made.
+    with pytest.raises(lits.SpecError, match=r"^policy must be a registered policy name .* not 42$"):
+        lits.RunSpec.make(dataset="blocksworld", model="scripted", policy=42)
+
+
 def test_objects_cannot_go_to_ray_workers() -> None:
     with pytest.raises(lits.SpecError, match="cannot be sent to Ray workers"):
         lits.RunSpec.make(dataset="blocksworld", executor="ray", policy=SeededLegalMoves())

@@ -6,13 +6,16 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from lits.lm.base import ModelError
 from lits.lm.openai_compat import OpenAICompatibleModel
+from lits.lm import server_slots
 from lits.lm.server_slots import probe_slots
 from lits.testing.server import FakeOpenAIServer
 
@@ -121,3 +124,52 @@ def test_a_long_reply_at_a_known_pace_may_outlast_the_call_budget() -> None:
     with FakeOpenAIServer(responder=lambda prompt, body: "w " * 20, owned_by="me", latency=0.4) as srv:
         stats = _short_then_long(srv, 2.5, call_budget=2.0)  # within 3 x 200 tokens at the pace, past the budget
     assert stats["retries"] == 0 and stats["failed_calls"] == 0
+
+
+@pytest.fixture
+def busy_one_request_server() -> Iterator[tuple[FakeOpenAIServer, threading.Event]]:
+    """llama-cpp-python's server while it works on another client's request: it takes connections and answers
+    nothing until the test sets the event."""
+    free = threading.Event()
+    try:
+        with FakeOpenAIServer(owned_by="me", busy=free) as srv:
+            yield srv, free
+    finally:
+        free.set()
+
+
+@pytest.fixture
+def quick_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Probe patience of 0.2 s each: a busy server is waited for over many tries, not three."""
+    monkeypatch.setattr(server_slots, "PROBE_TIMEOUTS", (0.2,))
+
+
+def test_a_server_busy_with_another_request_is_waited_for_while_it_takes_connections(
+        busy_one_request_server, quick_probe) -> None:
+    # The probe gave up after three tries (~48 s): the run recorded no slots and sent 16 calls at once into a
+    # server that serves one.  Here it is freed only after five tries.
+    srv, free = busy_one_request_server
+    waits: list[float] = []
+
+    def progress(waited: float) -> None:
+        waits.append(waited)
+        if len(waits) == 5:
+            free.set()
+
+    facts = server_slots.probe_server(srv.base_url, {}, progress=progress)
+    assert (facts.slots, facts.dialect) == (1, "gbnf") and len(waits) == 5
+
+
+def test_a_server_that_never_answers_the_probe_gets_one_call_at_a_time_and_one_line(
+        busy_one_request_server, quick_probe, monkeypatch: pytest.MonkeyPatch) -> None:
+    srv, _ = busy_one_request_server
+    monkeypatch.setattr(server_slots, "PROBE_LIMIT", 0.5)
+    model = OpenAICompatibleModel("m", srv.base_url)
+    try:
+        with pytest.warns(server_slots.ServerProbeWarning) as said:
+            info = model.describe()
+    finally:
+        model.close()
+    assert info["server_slots"] == 1 and str(info["server_slots_from"]).startswith("assumed")
+    last = str(said[-1].message)
+    assert "did not answer its slot probe" in last and "1 call at a time" in last and "\n" not in last

@@ -146,3 +146,13 @@ def test_tot_bfs_scores_its_last_depth_when_asked(lits, tmp_path):
                       "--dataset", "gsm8k", "--limit", "1", *_server(srv), "--save-dir", "tot")
     assert result.returncode == 0, result.stderr
     assert "judge" in asked
+
+
+def test_a_chain_whose_model_never_states_an_answer_counts_the_instances_without_one(tmp_path):
+    # "solved 0" alone hid that no instance ended with an answer to judge.
+    import lits as lits_api
+
+    with FakeOpenAIServer(responder=lambda prompt, body: "Let me think about the apples.") as srv:
+        result = lits_api.chain("gsm8k", model="m", base_url=srv.base_url, limit=2, save_dir=tmp_path / "r")
+    assert (result.solved, result.summary["no_answer"]) == (0, 2)
+    assert "; 2 ended without an answer" in (tmp_path / "r" / "eval.log").read_text()

@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from lits.components import parsing
 from lits.lm.base import Completion, ModelError, TokenLogprob
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.registry import ComponentRegistry
@@ -77,6 +78,32 @@ def test_the_logprob_prm_scores_by_likelihood_where_the_backend_scores_text() ->
     model = ScriptedModel(scorer=lambda prompt, continuation: -0.2 if continuation == " +" else -1.6)
     score, details = LogprobPRM(base_model=model, task_name="gsm8k").fast_reward(state_of(), "3 + 4 = 7", QUESTION)
     assert details["route"] == "loglikelihood" and score == pytest.approx(1 / (1 + math.exp(-1.4)))
+
+
+def _scored(reply: str) -> tuple[float, dict[str, object], dict[str, int]]:
+    """The logprob PRM's score and details when a chat server replies ``reply`` (its only likely first token),
+    and the parse counts the PRM left."""
+    parsing.forget(None)
+    with FakeOpenAIServer(responder=lambda prompt, body: reply) as srv:
+        model = OpenAICompatibleModel("judge", srv.base_url)
+        try:
+            score, details = LogprobPRM(base_model=model, task_name="gsm8k").fast_reward(
+                state_of(), "3 + 4 = 7", QUESTION)
+        finally:
+            model.close()
+    return score, details, parsing.total(parsing.take(None))
+
+
+def test_the_logprob_prms_replies_are_in_the_parse_count() -> None:
+    score, _, counts = _scored("+")
+    assert score == 1.0 and (counts["replies"], counts["unparseable"]) == (1, 0)
+
+
+def test_a_logprob_reply_with_neither_label_is_counted_and_flagged_not_scored_zero() -> None:
+    # Neither "+" nor "-" among the first token's likely ones scored 0.0 silently, as if the step were wrong.
+    score, details, counts = _scored("Yes")
+    assert score == 0.5 and details["parsed"] is False
+    assert (counts["replies"], counts["unparseable"], counts["fallbacks"]) == (1, 1, 1)
 
 
 def test_a_server_without_logprobs_is_a_one_line_error_naming_it() -> None:

@@ -19,6 +19,7 @@ from typing import Any, Optional, Sequence
 
 from lits.answers import majority_vote
 from lits.components.base import RewardModel
+from lits.components.parsing import count_fallback, count_reply
 from lits.lm.base import LoglikelihoodUnsupported, ModelError, Prompt
 from lits.registry import register_reward_model
 from lits.structures.base import Step, TrajectoryState
@@ -49,7 +50,8 @@ def grading_prompt(question: object, earlier: Sequence[str], step: str) -> str:
 
 
 def label_probability(reply: object, positive: str = "+", negative: str = "-") -> Optional[float]:
-    """P(positive) / (P(positive) + P(negative)) from a reply's first-token top log-probabilities."""
+    """P(positive) / (P(positive) + P(negative)) from a reply's first-token top log-probabilities; None when
+    the reply has no log-probabilities or neither label is among its likely first tokens."""
     logprobs = getattr(reply, "logprobs", None)
     if not logprobs:
         return None
@@ -61,7 +63,7 @@ def label_probability(reply: object, positive: str = "+", negative: str = "-") -
         elif word == negative:
             neg += math.exp(lp)
     if pos + neg == 0.0:
-        return 0.0  # neither label among the likely first tokens: no evidence the step is right
+        return None
     return pos / (pos + neg)
 
 
@@ -95,11 +97,15 @@ class LogprobPRM(RewardModel[TrajectoryState[Step], object]):
         else:
             messages = f"{LABEL_SYSTEM}\n\n{prompt}"
         reply = self._call_model(messages, temperature=0.0, max_tokens=1, top_logprobs=self.top_logprobs)
-        p_plus = label_probability(reply)
-        if p_plus is None:
+        if not getattr(reply, "logprobs", None):
             where = getattr(model, "base_url", None) or model.name
             raise ModelError(f"prm-logprob needs token log-probabilities, but {where} returned none; use a "
                              "server that returns logprobs (vLLM, llama.cpp) or a backend that scores text")
+        p_plus = label_probability(reply)
+        count_reply(p_plus is not None)  # in "invalid replies", as every judge's are
+        if p_plus is None:  # neither label among the likely first tokens: no opinion, counted and flagged
+            count_fallback()
+            return 0.5, {"p_plus": None, "route": "logprobs", "parsed": False}
         return p_plus, {"p_plus": round(p_plus, 4), "route": "logprobs"}
 
     def reward(

@@ -43,13 +43,18 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
     from lits.runs.artifacts import RunDir
     from lits.runs.session import run_to_end
-    from lits.runs.spec import RunSpec, apply_overrides
+    from lits.runs.spec import RunSpec, SpecError, apply_overrides
 
     source = RunDir(Path(args.run_dir))
     saved = source.read_config()
     save_dir = args.save_dir or f"{source.root}-rerun-{time.strftime('%Y%m%d-%H%M%S')}"
-    spec = RunSpec.from_config(saved, **apply_overrides({"save_dir": save_dir}, args.set),
-                               trust_config=bool(args.trust_config))
+    changes = apply_overrides({"save_dir": save_dir}, args.set)
+    try:
+        spec = RunSpec.from_config(saved, **changes, trust_config=bool(args.trust_config))
+    except SpecError as exc:  # a bad value read from config.json: the line names the file
+        if exc.field.split(".")[0] not in changes:
+            exc.source = str(source.config_path)
+        raise
     if not args.dry_run:
         print(f"lits: rerun of {source.root}", file=sys.stderr)
     return run_to_end(spec, dry_run=args.dry_run)
@@ -84,7 +89,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Re-judge a run's results from its save dir alone; what only the run measured is kept."""
-    from lits.runs.session import format_summary, read_inference_log, write_eval
+    from lits.runs.session import constrained_by, format_summary, read_inference_log, write_eval
     from lits.components.factory import create_components
     from lits.runs.artifacts import RunDir
     from lits.runs.evaluation import aggregate, instance_counts, reevaluate
@@ -112,6 +117,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     "calls_in_flight_avg": previous.get("calls_in_flight_avg"), "faults": previous.get("faults")}
     summary.update(measured)
     summary["stopped"], summary["retried_instances"] = previous.get("stopped"), previous.get("retried_instances")
+    constrained = constrained_by(config)
+    if constrained:
+        summary["constrained_replies"] = constrained
     write_eval(run_dir, config, summary)
     print(json.dumps(summary, indent=1) if args.json else format_summary(summary))
     return 0

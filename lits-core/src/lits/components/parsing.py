@@ -17,6 +17,8 @@ from typing import Optional
 from lits.observability import context_tag
 
 FIELDS = ("replies", "unparseable", "reasks", "fallbacks")
+#: Where a checkpoint (a search's journal, a chain's state file) keeps its instance's counts so far.
+CHECKPOINT_KEY = "parse_counts"
 
 _lock = threading.Lock()
 _counts: dict[object, dict[str, dict[str, int]]] = {}
@@ -53,6 +55,22 @@ def take(instance: object) -> dict[str, dict[str, int]]:
     with _lock:
         found = _counts.pop(instance, {})
     return {who: dict(found[who]) for who in sorted(found)}
+
+
+def snapshot(instance: object) -> dict[str, dict[str, int]]:
+    """The counts so far for ``instance`` by component, kept (what a checkpoint saves with the instance)."""
+    with _lock:
+        found = _counts.get(instance, {})
+        return {who: dict(found[who]) for who in sorted(found)}
+
+
+def restore(instance: object, counts: object) -> None:
+    """Counts a checkpoint saved for ``instance`` replace the ones held: a resumed instance then counts the
+    replies parsed before the resume too (those after the checkpoint are parsed, and counted, again)."""
+    kept = {str(who): {field: int(per.get(field, 0)) for field in FIELDS}
+            for who, per in counts.items() if isinstance(per, dict)} if isinstance(counts, dict) else {}
+    with _lock:
+        _counts[instance] = kept
 
 
 def forget(instance: object) -> None:

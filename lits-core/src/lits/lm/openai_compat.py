@@ -41,6 +41,7 @@ from lits.lm.retry import (
     request_tokens,
     request_work,
     server_transport,
+    statuses_of,
 )
 from lits.lm.billing import CallSpend
 from lits.lm.hedging import ENV_HEDGE, HEDGE_MODES, hedge_mode_from_env, hedge_share_from_env, hedges_to
@@ -421,6 +422,14 @@ class OpenAICompatibleModel(LanguageModel):
         where = f"model server {self.display_url}"
         attempts = attempts_of(exc) or 1
         tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
+        answered = statuses_of(exc)
+        if answered:  # it kept answering, with an error: say so, not that it was silent
+            said = ", ".join(f"{status} ({count} {'time' if count == 1 else 'times'})"
+                             for status, count in sorted(answered.items()))
+            last = ("timed out" if isinstance(exc, httpx.TimeoutException)
+                    else f"failed: {str(exc) or type(exc).__name__}")
+            return (f"{where} answered {said} in {tries} within a {self.policy.budget:g}s budget, and the last "
+                    f"attempt {last}; the server is up but refusing work: see its log")
         if isinstance(exc, httpx.TimeoutException):
             timeout = self.client.timeout
             return (f"{where} did not answer in time ({tries} within a {self.policy.budget:g}s budget; "

@@ -216,6 +216,13 @@ def attempts_of(obj: object) -> Optional[int]:
     return int(value) if value else None
 
 
+def statuses_of(exc: object) -> dict[int, int]:
+    """The HTTP statuses a failed call's earlier attempts got before its last one failed in transport, with
+    how many times each (a server that kept answering 503 is not one that never answered)."""
+    value = getattr(exc, "lits_statuses", None)
+    return dict(value) if isinstance(value, dict) else {}
+
+
 class _Call:
     """One request's retry state: its deadline, the last outcome and its cost."""
 
@@ -237,6 +244,8 @@ class _Call:
         #: merely slow still arrives; a hang that repeats costs 1x, 2x, 4x ... the patience, not the full
         #: read timeout each time).
         self.timeouts_seen = 0
+        #: The retryable statuses the server answered, with how many times each.
+        self.statuses: dict[int, int] = {}
         #: What patience is learned over: the endpoint and the size of the work asked for.
         self.kind: Hashable = (request.url.path, request.extensions.get("lits_work", 1))
         floor = request.extensions.get("lits_read_floor")
@@ -282,6 +291,7 @@ class _Call:
         status = response.status_code
         reason: Optional[str] = None
         if status in RETRY_STATUS or (status >= 500 and not is_permanent_body(response)):
+            self.statuses[status] = self.statuses.get(status, 0) + 1
             reason = f"HTTP {status}"
         elif 200 <= status < 300 and self.transport.check is not None:
             reason = self.transport.check(self.request, response)
@@ -418,6 +428,7 @@ class RetryTransport(httpx.BaseTransport):
             call.settle(attempts, failed=True)
             self._bill(call.bill.settle(None))
             setattr(exc, "lits_attempts", attempts)
+            setattr(exc, "lits_statuses", dict(call.statuses))
             raise
         finally:
             request.extensions["timeout"] = call.timeouts

@@ -23,6 +23,7 @@ import contextlib
 import re
 import threading
 import time
+import warnings
 from collections import deque
 from typing import Callable, Iterator, Mapping, NamedTuple, Optional
 
@@ -32,8 +33,18 @@ from lits.lm.constraints import VLLM_STRUCTURED_OUTPUTS, ConstraintDialect
 from lits.lm.usage import note_wait
 
 #: Patience per probe: a llama-cpp-python server busy reading a long prompt answers a GET only after ~10 s,
-#: and a probe given up on leaves calls ungated, to time out in the server's queue as false faults.
+#: and a probe given up on leaves calls ungated, to time out in the server's queue as false faults.  The last
+#: patience repeats while the server keeps the connection open (it is working on another request).
 PROBE_TIMEOUTS = (3.0, 15.0, 30.0)
+#: Seconds in all the probe waits for a server that takes its connections but answers none (busy with
+#: another client's long request): generous, since a run that guesses wrong floods a one-request server.
+PROBE_LIMIT = 600.0
+#: Slots assumed of a server that never answered the probe: one call at a time, the safe guess.
+UNANSWERED_SLOTS = 1
+
+
+class ServerProbeWarning(UserWarning):
+    """A server too busy to answer the slot probe: printed as one ``lits: warning:`` line."""
 
 
 class ServerFacts(NamedTuple):
@@ -55,19 +66,48 @@ def probe_slots(base_url: str, headers: Mapping[str, str],
 
 
 def probe_server(base_url: str, headers: Mapping[str, str],
-                 params: Optional[Mapping[str, str]] = None) -> ServerFacts:
+                 params: Optional[Mapping[str, str]] = None, *,
+                 progress: Optional[Callable[[float], None]] = None) -> ServerFacts:
     """The server's facts (:class:`ServerFacts`).  Never raises.
 
-    Asked again, with more patience, only when the server was too slow to answer.
+    Asked again, with more patience, as long as the server takes the connection and is too slow to answer
+    (busy with another request), up to :data:`PROBE_LIMIT` seconds in all; ``progress(seconds waited)`` after
+    each wait (default: a warning line).  A server that never answered gets :data:`UNANSWERED_SLOTS`, and
+    replies that are not constrained: the run says so in one line.
     """
-    for timeout in PROBE_TIMEOUTS:
+    started, waits = time.monotonic(), 0
+    say = progress or (lambda waited: _warn(f"model server {_shown(base_url)} has not answered its slot probe "
+                                            f"for {waited:.0f}s (busy with another request?); waiting up to "
+                                            f"{PROBE_LIMIT:g}s before calls start"))
+    while True:
+        left = PROBE_LIMIT - (time.monotonic() - started)
+        if left <= 0:
+            break
+        timeout = min(PROBE_TIMEOUTS[min(waits, len(PROBE_TIMEOUTS) - 1)], left)
         try:
             return _ask(base_url, headers, params, timeout)
+        except httpx.ConnectTimeout:
+            return UNREPORTED  # nothing took the connection: the run's own calls will say what is wrong
         except httpx.TimeoutException:
-            continue
+            waits += 1
+            say(time.monotonic() - started)
         except (httpx.HTTPError, ValueError, AttributeError, TypeError):
-            break
-    return UNREPORTED
+            return UNREPORTED
+    waited = time.monotonic() - started
+    _warn(f"model server {_shown(base_url)} took connections but did not answer its slot probe in {waited:.0f}s: "
+          f"this run sends it {UNANSWERED_SLOTS} call at a time and does not constrain replies")
+    return ServerFacts(UNANSWERED_SLOTS, f"assumed: the server did not answer the probe in {waited:.0f}s")
+
+
+def _warn(text: str) -> None:
+    warnings.warn(text, ServerProbeWarning, stacklevel=3)
+
+
+def _shown(base_url: str) -> str:
+    """The URL as a warning may show it (never a credential)."""
+    from lits.secrets import redact_url
+
+    return redact_url(base_url)
 
 
 def _ask(base_url: str, headers: Mapping[str, str], params: Optional[Mapping[str, str]],

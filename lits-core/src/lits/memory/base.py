@@ -74,6 +74,15 @@ class Augmentor:
     def __init__(self, options: Mapping[str, object]) -> None:
         self.options = {key: options.get(key, default) for key, default in self.OPTIONS.items()}
         self.memory: dict[str, JSONValue] = {}
+        #: Entries :meth:`remember` dropped since the run last asked (:meth:`Memory.attempt_ended`).
+        self.dropped = 0
+
+    def remember(self, key: str, entries: Sequence[JSONValue], cap: int) -> None:
+        """Keep the latest ``cap`` of ``entries`` under ``key`` in :attr:`memory`; the oldest beyond it are
+        dropped, and counted, so memory that runs over many attempts (``scope=run``) cannot grow without end."""
+        over = max(0, len(entries) - cap)
+        self.memory[key] = list(entries[over:])
+        self.dropped = getattr(self, "dropped", 0) + over
 
     def check_options(self) -> None:
         """Raise ``ValueError`` (one line) for an option value this augmentor cannot use: called when the run

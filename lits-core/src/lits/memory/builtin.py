@@ -38,7 +38,7 @@ class FactMemory(Augmentor):
         fact = describe_step(step)
         if fact not in facts:
             facts.append(fact)
-        self.memory["facts"] = [*facts[-_int_option(self, "max_facts"):]]
+        self.remember("facts", facts, _int_option(self, "max_facts"))
 
     def notes(self, context: AugmentorContext) -> list[str]:
         return [f"Known from an earlier attempt: {fact}" for fact in _texts(self.memory.get("facts"))]
@@ -52,12 +52,14 @@ def _attempt_text(context: AugmentorContext, trajectory: Sequence[Step], outcome
 
 
 class Reflection(Augmentor):
-    """After a failed attempt that another follows, one short model call writes a lesson for the next attempt."""
+    """After a failed attempt that another follows, one short model call writes a lesson for the next attempt
+    (the latest ``max_lessons`` are kept)."""
 
-    OPTIONS = {"reflection_tokens": 96}
+    OPTIONS = {"reflection_tokens": 96, "max_lessons": 4}
 
     def check_options(self) -> None:
         _int_option(self, "reflection_tokens")
+        _int_option(self, "max_lessons")
 
     def on_trajectory_complete(self, trajectory: Sequence[Step], outcome: Outcome,
                                context: AugmentorContext) -> None:
@@ -68,19 +70,21 @@ class Reflection(Augmentor):
                   "Write only the lesson.")
         lesson = " ".join(context.ask(prompt, max_tokens=_int_option(self, "reflection_tokens")).split())
         if lesson:
-            self.memory["lessons"] = [*_texts(self.memory.get("lessons")), lesson]
+            self.remember("lessons", [*_texts(self.memory.get("lessons")), lesson], _int_option(self, "max_lessons"))
 
     def notes(self, context: AugmentorContext) -> list[str]:
         return [f"Lesson: {lesson}" for lesson in _texts(self.memory.get("lessons"))]
 
 
 class Critic(Augmentor):
-    """After a failed attempt that another follows, a model call names its first wrong step and why."""
+    """After a failed attempt that another follows, a model call names its first wrong step and why (the latest
+    ``max_critiques`` are kept)."""
 
-    OPTIONS = {"critic_tokens": 64}
+    OPTIONS = {"critic_tokens": 64, "max_critiques": 4}
 
     def check_options(self) -> None:
         _int_option(self, "critic_tokens")
+        _int_option(self, "max_critiques")
 
     def on_trajectory_complete(self, trajectory: Sequence[Step], outcome: Outcome,
                                context: AugmentorContext) -> None:
@@ -90,7 +94,8 @@ class Critic(Augmentor):
                   + "\n\nWhich step was the first mistake, and why? Answer as: Step N: reason.")
         critique = " ".join(context.ask(prompt, max_tokens=_int_option(self, "critic_tokens")).split())
         if critique:
-            self.memory["critiques"] = [*_texts(self.memory.get("critiques")), critique]
+            self.remember("critiques", [*_texts(self.memory.get("critiques")), critique],
+                          _int_option(self, "max_critiques"))
 
     def notes(self, context: AugmentorContext) -> list[str]:
         return [f"A critic of an earlier attempt: {text}" for text in _texts(self.memory.get("critiques"))]

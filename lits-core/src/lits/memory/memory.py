@@ -15,6 +15,19 @@ AUGMENTORS_KEY = "augmentors"
 #: from the memory the instance before it (in the selection's order) ended with, and instances run one at a time.
 SCOPE_KEY = "scope"
 SCOPES = ("instance", "run")
+#: ``max_notes=N``: the most lines any one augmentor may add to a prompt (its latest ones), whatever it remembers.
+MAX_NOTES_KEY = "max_notes"
+MAX_NOTES = 12
+#: The keys :class:`Memory` reads itself; every other key is an augmentor's option.
+MEMORY_KEYS = (AUGMENTORS_KEY, SCOPE_KEY, MAX_NOTES_KEY)
+
+
+def max_notes(memory_args: Mapping[str, object]) -> int:
+    """The ``max_notes`` cap; one line for anything but a whole number of at least 1."""
+    value = memory_args.get(MAX_NOTES_KEY, MAX_NOTES)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"--memory-arg {MAX_NOTES_KEY} must be a whole number of at least 1, not {value!r}")
+    return value
 
 
 def memory_scope(memory_args: Mapping[str, object]) -> str:
@@ -46,6 +59,7 @@ def augmentor_classes(memory_args: Mapping[str, object]) -> list[tuple[str, type
     known = list_names("augmentor")
     names = augmentor_names(memory_args)
     memory_scope(memory_args)
+    max_notes(memory_args)
     if not names and any(key != AUGMENTORS_KEY for key in memory_args):
         raise UserError("--memory-arg options need augmentors=NAME[,NAME] "
                         f"(registered augmentors: {', '.join(known) or 'none'})")
@@ -60,18 +74,24 @@ def augmentor_classes(memory_args: Mapping[str, object]) -> list[tuple[str, type
         classes.append((name, cls))
     options = sorted({key for _, cls in classes for key in cls.OPTIONS})
     for key in memory_args:
-        if key not in (AUGMENTORS_KEY, SCOPE_KEY) and key not in options:
+        if key not in MEMORY_KEYS and key not in options:
             raise UserError(f"--memory-arg {key} is not an option of the augmentors {', '.join(names)}; "
-                            f"their options: {', '.join(options) or 'none'}")
+                            f"their options: {', '.join([*options, MAX_NOTES_KEY])}")
     return classes
 
 
 class Memory:
     """The augmentors of one instance; their state is JSON, saved after each attempt."""
 
-    def __init__(self, augmentors: Sequence[tuple[str, Augmentor]], options: Mapping[str, object]) -> None:
+    def __init__(self, augmentors: Sequence[tuple[str, Augmentor]], options: Mapping[str, object],
+                 cap: int = MAX_NOTES) -> None:
         self.augmentors = list(augmentors)
         self.options = dict(options)
+        #: Lines one augmentor may add to a prompt (``max_notes``).
+        self.cap = cap
+        #: Lines left out of the last notes block, and entries the augmentors dropped when the last attempt ended.
+        self.trimmed = 0
+        self.dropped = 0
 
     @classmethod
     def from_args(cls, memory_args: Mapping[str, object]) -> Optional["Memory"]:
@@ -79,7 +99,7 @@ class Memory:
         classes = augmentor_classes(memory_args)
         if not classes:
             return None
-        options = {k: v for k, v in memory_args.items() if k not in (AUGMENTORS_KEY, SCOPE_KEY)}
+        options = {k: v for k, v in memory_args.items() if k not in MEMORY_KEYS}
         augmentors = [(name, klass(options)) for name, klass in classes]
         for _, aug in augmentors:  # a subclass whose __init__ skipped the base's still remembers
             if not isinstance(getattr(aug, "memory", None), dict):
@@ -90,7 +110,7 @@ class Memory:
                 aug.check_options()
             except ValueError as exc:
                 raise UserError(" ".join(str(exc).split())) from None
-        return cls(augmentors, options)
+        return cls(augmentors, options, max_notes(memory_args))
 
     def state(self) -> dict[str, JSONValue]:
         """Every augmentor's memory, by name (what the attempt file keeps)."""
@@ -103,7 +123,13 @@ class Memory:
 
     def notes(self, context: AugmentorContext) -> Optional[str]:
         """The notes block for attempt ``context.attempt`` (None when no augmentor has anything to say)."""
-        return notes_block([line for _, aug in self.augmentors for line in aug.notes(context)])
+        lines: list[str] = []
+        self.trimmed = 0
+        for _, aug in self.augmentors:
+            offered = list(aug.notes(context))
+            self.trimmed += max(0, len(offered) - self.cap)
+            lines += offered[-self.cap:]  # the latest: an augmentor lists what it learned in order
+        return notes_block(lines)
 
     def check(self, state: object, step: Step, context: AugmentorContext) -> Optional[str]:
         """The first augmentor's reason not to execute ``step``, or None."""
@@ -119,3 +145,7 @@ class Memory:
             for step in trajectory:
                 aug.on_step_complete(trajectory, step, context)
             aug.on_trajectory_complete(trajectory, outcome, context)
+        self.dropped = 0
+        for _, aug in self.augmentors:
+            self.dropped += int(getattr(aug, "dropped", 0) or 0)
+            aug.dropped = 0

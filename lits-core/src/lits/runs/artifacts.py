@@ -118,7 +118,7 @@ class RunDir:
     def read_config(self) -> RunSettings:
         if not self.config_path.exists():
             raise FileNotFoundError(f"{self.root} is not a LiTS run directory (no config.json)")
-        config = self._read(self.config_path, "restore it from a copy, or start a new run with another --save-dir")
+        config = self.read_json(self.config_path, "restore it from a copy, or start a new run with another --save-dir")
         if not isinstance(config, dict):
             raise RunFileError(f"{self.config_path} is damaged (not a JSON object); restore it from a copy, "
                                "or start a new run with another --save-dir")
@@ -127,7 +127,8 @@ class RunDir:
             raise RunFileError(f"{self.root}: {newer}")
         return cast("RunSettings", config)  # what write_config wrote
 
-    def _read(self, path: Path, remedy: str) -> object:
+    def read_json(self, path: Path, remedy: str) -> object:
+        """A run file's JSON; a damaged one is a :class:`RunFileError` naming it and ``remedy``."""
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
@@ -159,7 +160,7 @@ class RunDir:
         """Every finished instance's record; a damaged one is an error that says how to redo it."""
         out: dict[int, ResultRecord] = {}
         for idx in sorted(self.done()):
-            record = self._read(self.result_path(idx), self._redo(idx, mode))
+            record = self.read_json(self.result_path(idx), self._redo(idx, mode))
             if not isinstance(record, dict) or "final_state" not in record:
                 raise RunFileError(f"{self.result_path(idx)} is damaged (not a result record); "
                                    f"{self._redo(idx, mode)}")
@@ -220,11 +221,20 @@ class RunDir:
         return log
 
     def close_logger(self, log: Optional[logging.Logger]) -> None:
+        """Close the log's files; one that cannot be flushed (a full tmpfs fails at close, not at the write) is
+        an OSError naming it, raised once every handler is closed."""
         if log is None:
             return
+        failed: Optional[OSError] = None
         for handler in list(log.handlers):
-            handler.close()
+            try:
+                handler.close()
+            except OSError as exc:
+                name = getattr(handler, "baseFilename", None) or exc.filename
+                failed = failed or OSError(exc.errno, exc.strerror or str(exc), name)
             log.removeHandler(handler)
+        if failed is not None:
+            raise failed
 
 
 def check_writable(root: Path) -> None:

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional, TypedDict
+from typing import Any, Callable, Iterator, Mapping, NotRequired, Optional, TypedDict, cast
 
 from lits import layout
 from lits.components.factory import Components
@@ -25,7 +24,7 @@ from lits.memory.base import AugmentorContext, JSONValue, Outcome
 from lits.memory.memory import Memory, memory_scope
 from lits.memory.notes import offering
 from lits.observability import call_context
-from lits.runs.artifacts import RunDir
+from lits.runs.artifacts import RunDir, RunFileError
 from lits.runs.records import ResultRecord, result_record
 
 #: Seed offset between attempts: far apart from the streams an agent uses inside one attempt (``--chain sc``).
@@ -68,6 +67,9 @@ class SavedAttempt(TypedDict):
     files: dict[str, object]
     memory: dict[str, JSONValue]
     notes: Optional[str]
+    #: Lines memory's ``max_notes`` left out of ``notes``, and entries the augmentors' caps dropped after it
+    #: (absent when none).
+    notes_kept: NotRequired[dict[str, int]]
 
 
 @dataclass
@@ -102,10 +104,15 @@ def answer_of(record: Mapping[str, Any]) -> Optional[str]:
     return None if answer is None else str(answer)
 
 
-def summary_of(attempt: int, record: Mapping[str, Any], notes: Optional[str]) -> dict[str, object]:
-    """One attempt as the instance record lists it."""
-    return {"attempt": attempt, "solved": bool((record.get("eval") or {}).get("solved")), "answer": answer_of(record),
-            "stopped": record.get("stopped"), "notes": notes}
+def summary_of(attempt: int, record: Mapping[str, Any], notes: Optional[str],
+               kept: Optional[Mapping[str, int]] = None) -> dict[str, object]:
+    """One attempt as the instance record lists it (``kept``: what memory left out of its notes and dropped)."""
+    summary: dict[str, object] = {"attempt": attempt, "solved": bool((record.get("eval") or {}).get("solved")),
+                                  "answer": answer_of(record), "stopped": record.get("stopped"), "notes": notes}
+    if kept:
+        summary["notes_left_out"] = int(kept.get("notes_left_out", 0))
+        summary["notes_dropped"] = int(kept.get("notes_dropped", 0))
+    return summary
 
 
 class InstanceAttempts:
@@ -135,7 +142,7 @@ class InstanceAttempts:
             saved.append(payload)
             fresh = False
         final = saved[-1]
-        summaries = [summary_of(k, p["record"], p.get("notes")) for k, p in enumerate(saved)]
+        summaries = [summary_of(k, p["record"], p.get("notes"), p.get("notes_kept")) for k, p in enumerate(saved)]
         return Finished({**final["record"], "attempts": summaries}, dict(final.get("files") or {}))
 
     def _attempt(self, idx: int, example: dict[str, Any], attempt: int, memory: Optional[Memory],
@@ -163,13 +170,22 @@ class InstanceAttempts:
                 memory.attempt_ended(list(trajectory), outcome, context)
         files = search_files(idx, result) if self.mode == "search" else {}
         state: dict[str, JSONValue] = memory.state() if memory is not None else {}
-        return {"record": record, "files": files, "memory": state, "notes": notes}
+        payload: SavedAttempt = {"record": record, "files": files, "memory": state, "notes": notes}
+        if memory is not None and (memory.trimmed or memory.dropped):
+            payload["notes_kept"] = {"notes_left_out": memory.trimmed, "notes_dropped": memory.dropped}
+        return payload
 
     def _saved(self, idx: int) -> list[SavedAttempt]:
         """The attempts already saved for ``idx``, in order (a gap ends the list)."""
         out: list[SavedAttempt] = []
         while (path := self.run_dir.root / layout.attempt(idx, len(out))).exists():
-            out.append(json.loads(path.read_text(encoding="utf-8")))
+            remedy = (f"delete it (and instance {idx}'s later attempt files) and run "
+                      f"`{self.run_dir.resume_hint(self.mode)}` to redo attempt {len(out)} of instance {idx}")
+            saved = self.run_dir.read_json(path, remedy)
+            record = saved.get("record") if isinstance(saved, dict) else None
+            if not isinstance(record, dict) or not isinstance(record.get("eval"), dict):
+                raise RunFileError(f"{path} is damaged (not an attempt record); {remedy}")
+            out.append(cast(SavedAttempt, saved))
         return out
 
 

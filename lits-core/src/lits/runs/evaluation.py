@@ -41,8 +41,10 @@ class Summary(TypedDict, total=False):
     mean_progress: float
     mean_plan_length_solved: Optional[float]
     optimal_plans: int
+    #: Answer-task instances that ended without an answer to judge.
+    no_answer: int
     seconds_per_instance: float
-    metrics: dict[str, float]
+    metrics: dict[str, Optional[float]]
     diversity: dict[str, object]
     inference: dict[str, float]
     #: :func:`lits.runs.spend.spend`: requests, prompt tokens evaluated and from cache, model seconds, per solved.
@@ -51,6 +53,10 @@ class Summary(TypedDict, total=False):
     #: :func:`parse_totals`: replies parsed, unparseable, re-asked and made up, in total and by component.
     parse: dict[str, Any]
     pass_at: dict[str, float]
+    #: How a server held replies to the legal choices (``grammar (llama.cpp)``), when one did.
+    constrained_replies: str
+    #: :func:`memory_use`: what memory's notes added to prompts (runs with augmentors).
+    memory: dict[str, float]
     total: int
     failed: int
     unfinished: int
@@ -78,10 +84,11 @@ def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: En
     judge = getattr(transition, "action_correct", None)
     proposals = example.get("_proposals") or []
     if judge is not None and proposals:
-        verdicts = [(judge(goals, text), dup) for text, dup in proposals]
+        verdicts = [(ok, dup) for text, dup in proposals if (ok := judge(goals, text)) is not None]
         wrong = [dup for ok, dup in verdicts if ok is False]
-        metrics["proposals_correct"] = sum(ok is True for ok, _ in verdicts) / len(verdicts)
-        metrics["duplicate_rate_incorrect"] = sum(wrong) / len(wrong) if wrong else 0.0
+        # A domain whose goals cannot judge a proposal (None) has no rate: unknown, not 0.0.
+        metrics["proposals_correct"] = sum(ok is True for ok, _ in verdicts) / len(verdicts) if verdicts else None
+        metrics["duplicate_rate_incorrect"] = (sum(wrong) / len(wrong) if wrong else 0.0) if verdicts else None
     plan = [str(s.action) for s in state if s.action is not None and s.error is None]
     optimal = example.get("optimal_plan")
     optimal_len: Optional[int] = len(optimal) if optimal else example.get("n_steps")
@@ -138,6 +145,8 @@ def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,
             round(sum(e["plan_length"] for e in solved) / len(solved), 2) if solved else None
         ),
         "optimal_plans": sum(1 for e in evals if e["optimal"]),
+        # An answer task's instances that ended without an answer to judge (a model that never states one).
+        "no_answer": sum(1 for e in evals if "answer" in e and e.get("answer") in (None, "")),
         "seconds_per_instance": (
             round(sum((timings.get(i) or r).get("seconds", 0.0) for i, r in results.items()) / n, 2)
             if n else 0.0
@@ -153,7 +162,24 @@ def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,
     if tried is not None:
         summary["pass_at"] = {"n": attempts or max(len(r.get("attempts") or ()) for r in results.values()),
                               **tried}
+        notes = memory_use(results)
+        if notes is not None:
+            summary["memory"] = notes
     return summary
+
+
+def memory_use(results: Mapping[int, ResultRecord]) -> Optional[dict[str, float]]:
+    """What memory added to prompts: every prompt of an attempt carries its notes block, so the mean characters
+    per attempt is the mean added to a prompt; the lines ``max_notes`` left out and the entries the augmentors'
+    caps dropped.  None when no attempt had notes."""
+    tried = [a for r in results.values() for a in r.get("attempts") or ()]
+    blocks = [len(str(a["notes"])) + 2 if a.get("notes") else 0 for a in tried]  # + the blank line before it
+    if not any(blocks):
+        return None
+    return {"mean_chars": round(sum(blocks) / len(blocks), 1), "max_chars": max(blocks),
+            "attempts_with_notes": sum(1 for b in blocks if b),
+            "notes_left_out": sum(int(str(a.get("notes_left_out") or 0)) for a in tried),
+            "notes_dropped": sum(int(str(a.get("notes_dropped") or 0)) for a in tried)}
 
 
 def pass_at(results: Mapping[int, ResultRecord]) -> Optional[dict[str, float]]:
@@ -184,14 +210,21 @@ def parse_totals(timings: dict[int, dict[str, Any]]) -> dict[str, Any]:
     return {**totals, "invalid_rate": rate, "by_component": dict(sorted(by_component.items()))}
 
 
-def _mean_metrics(evals: list[InstanceEval]) -> dict[str, float]:
-    """Each domain metric averaged over the instances that report it."""
+#: Rates a domain may be unable to measure (None): shown "unknown" rather than left out or counted as 0.
+UNKNOWN_WHEN_NONE = frozenset({"proposals_correct", "duplicate_rate_incorrect"})
+
+
+def _mean_metrics(evals: list[InstanceEval]) -> dict[str, Optional[float]]:
+    """Each domain metric averaged over the instances that report it; None (shown "unknown") for a rate of
+    :data:`UNKNOWN_WHEN_NONE` that no instance could measure."""
     values: dict[str, list[float]] = {}
     for e in evals:
         for key, value in (e.get("metrics") or {}).items():
             if isinstance(value, (int, float)):  # bools count as 0/1; labels and None are skipped
                 values.setdefault(key, []).append(float(value))
-    return {k: round(sum(v) / len(v), 4) for k, v in sorted(values.items())}
+            elif value is None and key in UNKNOWN_WHEN_NONE:
+                values.setdefault(key, [])
+    return {k: round(sum(v) / len(v), 4) if v else None for k, v in sorted(values.items())}
 
 
 def _diversity(results: Mapping[int, ResultRecord]) -> dict[str, object]:
@@ -277,12 +310,17 @@ def _unused_note(inference: Mapping[str, float]) -> str:
             + (f", {estimated:g} of them estimated" if estimated else "") + ")")
 
 
+def _no_answer(summary: Summary) -> str:
+    count = summary.get("no_answer")
+    return f"; {count} ended without an answer" if count else ""
+
+
 def format_table(summary: Summary) -> str:
     inf = summary["inference"]
     of = " of finished" if summary.get("total") is not None else ""
     rows = [
         ("instances", _instances_row(summary)),
-        ("solved", f"{summary['solved']} ({summary['accuracy']:.1%}{of})"),
+        ("solved", f"{summary['solved']} ({summary['accuracy']:.1%}{of})" + _no_answer(summary)),
         ("mean progress", summary["mean_progress"]),
         ("optimal plans", summary["optimal_plans"]),
         ("model calls", f"{inf['calls']} (+{inf['cache_hits']} cached)"),
@@ -299,8 +337,17 @@ def format_table(summary: Summary) -> str:
     if tried:
         rows.append((f"pass@1 / pass@{tried['n']}", f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} "
                                          f"({tried['attempts_run']} attempts run)"))
+    notes = summary.get("memory")
+    if notes:
+        rows.append(("memory in prompts", f"+{notes['mean_chars']:.0f} chars per prompt (~{notes['mean_chars'] / 4:.0f}"
+                     f" tokens; at most {notes['max_chars']}), {notes['notes_left_out']} notes left out, "
+                     f"{notes['notes_dropped']} dropped"))
     invalid = parsing.describe(summary.get("parse") or {})
     if invalid is not None:
+        constrained = summary.get("constrained_replies")
+        if constrained:  # the server could not produce an illegal choice: this is not the model's own rate
+            invalid += f" (choices held to the legal ones by the server's {constrained}; the model's own rate: " \
+                       "--free-replies)"
         rows.append(("invalid replies", invalid))
     if summary.get("calls_in_flight_avg") is not None:
         rows.append(("calls in flight (avg)", summary["calls_in_flight_avg"]))
@@ -322,7 +369,7 @@ def format_table(summary: Summary) -> str:
     skipped = diversity.get("reward_calls_skipped")
     if skipped:
         rows.append(("reward calls skipped", f"{skipped} (scores nothing reads)"))
-    rows += [(name, value) for name, value in summary.get("metrics", {}).items()]
+    rows += [(name, "unknown" if value is None else value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):
         rows.append(("cost", f"{inf['cost']}{_unused_note(inf)}" if inf.get("unused_replies") else inf["cost"]))
     width = max(len(k) for k, _ in rows)

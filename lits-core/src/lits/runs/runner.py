@@ -218,8 +218,8 @@ class _Runner:
             "seconds": round(time.perf_counter() - started, 3),
             "dependent_rounds": rounds,
             "inference": self.log.summary(instance=idx),
-            # How the model's replies parsed, counted by the process that ran the instance: like the
-            # call counts, a resumed instance counts only what it parsed after the resume.
+            # How the model's replies parsed: a resumed instance's checkpoint brought back what was parsed
+            # before the resume (unlike the call counts here, which are this process's).
             "parse": parsing.take(idx),
         }
         if "attempts" in finished.record:  # each attempt's calls, as counted by the process(es) that ran it

@@ -179,7 +179,7 @@ def execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmatio
                 stats = executor.stats  # type: ignore[assignment]
                 outcome = executor.run(selected, resume=resume, control=control)
             else:
-                with stats.saved_periodically():
+                with stats.saved_periodically(), resource_errors(run_dir, mode):
                     outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
                                             concurrency=settings["concurrency"], resume=resume,
                                             control=control, after_instance=stats.save, attempts=attempts)
@@ -313,10 +313,27 @@ def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
     summary.update(whole_run(run_dir.root))
     summary["stopped"] = outcome.stop_reason
     summary["retried_instances"] = outcome.attempts
+    constrained = constrained_by(settings)
+    if constrained:
+        summary["constrained_replies"] = constrained
     if uses_own_models(settings):
         summary["models"] = describe_models(settings)
     write_eval(run_dir, settings, summary)
     return summary
+
+
+def constrained_by(settings: RunSettings) -> Optional[str]:
+    """How a server held replies to the legal ones (``grammar (llama.cpp)``), or None when no model did: then
+    "invalid replies" is the model's own rate, else only what slipped past the constraint."""
+    from lits.lm.constraints import DIALECT_NAMES
+
+    unconstrained = DIALECT_NAMES[None]
+    for spec in (settings.get("models") or {}).values():
+        info = spec.get("model_info") if isinstance(spec, dict) else None
+        how = info.get("constrained_replies") if isinstance(info, dict) else None
+        if isinstance(how, str) and how != unconstrained and not how.startswith("off"):
+            return how
+    return None
 
 
 def read_inference_log(run_dir: RunDir) -> InferenceLog:

@@ -12,9 +12,10 @@ import difflib
 import json
 import time
 from pathlib import Path
-from typing import Literal, Mapping, Optional, Union
+from typing import Literal, Mapping, Optional, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from lits.errors import UserError
 from lits.runs.run_settings import GivenModel, RunSettings
@@ -45,13 +46,22 @@ class SpecError(UserError):
     def __init__(self, field: str, problem: str, flag_problem: Optional[str] = None) -> None:
         super().__init__(f"{field} {problem}")
         self.field, self.problem, self.flag_problem = field, problem, flag_problem
+        #: The config file the bad value came from, when it did.
+        self.source: Optional[str] = None
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.field} {self.problem} (fix it in the file)" if self.source else \
+            f"{self.field} {self.problem}"
 
     def flagless(self, prefix: str) -> UserError:
         """The same problem after ``prefix`` (``--set limt is not a run setting ...``)."""
         return UserError(f"{prefix}{self}")
 
     def as_flag(self) -> str:
-        """The same problem named as the command line's flag (``--call-budget must be ...``)."""
+        """The same problem named as the command line's flag (``--call-budget must be ...``), or as the config
+        file's key (``run.toml: component_models.polcy is not ...``) when the value came from the file."""
+        if self.source:
+            return str(self)
         flag = FLAGS.get(self.field) or f"--{self.field.replace('_', '-')}"
         return f"{flag} {self.flag_problem or self.problem}"
 
@@ -125,6 +135,23 @@ class RunSpec(BaseModel):
     @classmethod
     def _model(cls, value: object) -> object:
         return "local" if value in (None, "") else value
+
+    @field_validator("policy", "transition", "reward")
+    @classmethod
+    def _component(cls, value: ComponentChoice, info: ValidationInfo) -> ComponentChoice:
+        """A registered name, or a class or object of the role's base class: anything else (``policy=42``)
+        would fail only when the run builds it."""
+        if value is None or isinstance(value, str):
+            return value
+        from lits.components.base import Policy, RewardModel, Transition
+
+        bases: dict[str, type] = {"policy": Policy, "transition": Transition, "reward": RewardModel}
+        base = bases[str(info.field_name)]
+        if isinstance(value, base) or (isinstance(value, type) and issubclass(value, base)):
+            return value
+        shown = " ".join(repr(value).split())[:80]
+        raise ValueError(f"must be a registered {info.field_name} name (see `lits plugins`), a "
+                         f"lits.components.base.{base.__name__} subclass or an object of one, not {shown}")
 
     @field_validator("offset")
     @classmethod
@@ -266,6 +293,7 @@ class RunSpec(BaseModel):
         if "trust_config" in values:
             raise UserError(f"{config_file}: trust_config cannot be set in a file; give --trust-config on the "
                             "command line")
+        from_file = set(values)
         command = given.get("command")
         if command and values.get("command", command) != command:
             raise UserError(f"{config_file} describes a {values['command']} run; run it with "
@@ -277,7 +305,14 @@ class RunSpec(BaseModel):
         values = apply_overrides(values, sets)
         if not values.get("dataset"):
             raise SpecError("dataset", "is required (see `lits plugins` for registered datasets)")
-        spec = cls.make(**values)
+        try:
+            spec = cls.make(**values)
+        except SpecError as exc:
+            root = exc.field.split(".")[0]
+            if config_file and root in from_file and root not in given and not any(
+                    pair.replace("-", "_").startswith(root) for pair in sets):
+                exc.source = str(config_file)  # the file holds the bad value: the line names it, not a flag
+            raise
         return spec.given_in_file({**given, **apply_overrides({}, sets)}) if config_file else spec
 
     @classmethod
@@ -335,6 +370,9 @@ def read_spec_file(path: str | Path) -> dict[str, object]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x}); save it "
+                        "as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)") from None
     if path.suffix in (".yaml", ".yml"):
         from lits.extras import require
 
@@ -396,8 +434,20 @@ def _spec_error(exc: ValidationError) -> SpecError:
     if not loc:  # a check across fields names its field itself
         field, _, problem = message.partition(" ")
         return SpecError(field, problem, _ACROSS.get(field, (None, None))[1])
+    if err.get("type") == "extra_forbidden" and len(loc) > 1:  # a key inside a mapping field's entry
+        model_fields = list(ComponentModel.model_fields) if loc[0] == "component_models" else []
+        close = difflib.get_close_matches(loc[-1], model_fields, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return SpecError(".".join(loc), f"is not a setting{hint}; the settings: {', '.join(model_fields)}"
+                         if model_fields else "is not a setting")
     if err.get("type") == "extra_forbidden":
         return SpecError(loc[0], "is not a run setting" + _closest(loc[0]))
+    if loc[0] == "component_models" and loc[-1] == "[key]":  # a misspelled role
+        roles = list(get_args(Role))
+        close = difflib.get_close_matches(loc[1], roles, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return SpecError(f"component_models.{loc[1]}", f"is not a component with its own model{hint}; "
+                         f"the components: {', '.join(roles)}")
     if err.get("type") == "missing":
         return SpecError(loc[0], "is required")
     problem = message if message.startswith(("must", "needs", "is ")) else f"is not valid: {message}"

@@ -64,6 +64,7 @@ class FakeOpenAIServer:
         vllm: Optional[str] = None,
         refuse_unknown: bool = False,
         prefix_cache: Optional[PagedPrefixCache] = None,
+        busy: Optional[threading.Event] = None,
     ) -> None:
         """``slots``: serve that many requests at once, queueing the rest, and say so at ``/props`` as
         llama.cpp's server does (None: all at once, no ``/props``).  ``owned_by``: the ``/v1/models`` field
@@ -71,7 +72,9 @@ class FakeOpenAIServer:
         is answered that many seconds late (a server busy reading a long prompt).  ``vllm``: a vLLM version,
         said at ``/version``, whose constraint fields hold the replies; ``refuse_unknown``: answer 400 naming a
         constraint field that version does not know (vLLM itself ignores it).  ``prefix_cache``: serve prompts
-        through it and report its hits as ``cached_tokens``; ``usage_reported`` adds up the usage replies said."""
+        through it and report its hits as ``cached_tokens``; ``usage_reported`` adds up the usage replies said.
+        ``busy``: every request waits until this event is set (a server taking connections while it works on
+        another client's request; the test sets it to free the server, so nothing depends on machine speed)."""
         self.responder = responder or (lambda prompt, body: "ok")
         self.latency = latency
         self.ignore_n = ignore_n
@@ -83,6 +86,7 @@ class FakeOpenAIServer:
         self.owned_by = owned_by or ("vllm" if vllm else None)
         self._busy_for = busy_for
         self._serving = threading.BoundedSemaphore(slots or (1 if self.owned_by == "me" else 1 << 16))
+        self.busy = busy
         self._wants_index = len(inspect.signature(self.responder).parameters) >= 3
         self.requests: list[dict[str, object]] = []
         self.headers: list[dict[str, str]] = []
@@ -237,6 +241,8 @@ class FakeOpenAIServer:
                     self.close_connection = True
 
             def do_GET(self) -> None:
+                if server.busy is not None:
+                    server.busy.wait()
                 with server._lock:
                     busy, server._busy_for = server._busy_for, 0.0
                 if busy:
@@ -254,6 +260,8 @@ class FakeOpenAIServer:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
             def do_POST(self) -> None:
+                if server.busy is not None:
+                    server.busy.wait()
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Optional
 from lits import layout
 from lits.agents.chain.repeats import STEER_ROUNDS, RepeatTracker
 from lits.agents.config import ChainConfig
+from lits.components import parsing
 from lits.observability import call_context
 from lits.structures.base import State, Step, TrajectoryState, atomic_write_text
 from lits.type_registry import deserialize
@@ -136,7 +137,11 @@ class ChainAgent:
         path = self._path(query_idx)
         if path is not None:
             self.proposals.extend(self._take_proposals(query_idx))
-            atomic_write_text(path, json.dumps({"state": state.to_dict(), "proposals": self.proposals}))
+            payload: dict[str, object] = {"state": state.to_dict(), "proposals": self.proposals}
+            parsed = parsing.snapshot(query_idx)  # so a resumed instance's parse counts include these
+            if parsed:
+                payload[parsing.CHECKPOINT_KEY] = parsed
+            atomic_write_text(path, json.dumps(payload))
 
     def _load(self, query_idx: int) -> Optional[TrajectoryState[Step]]:
         path = self._path(query_idx)
@@ -146,4 +151,6 @@ class ChainAgent:
         if "__type__" in payload:  # written before proposals were kept with the state
             return deserialize(payload)
         self.proposals = [(str(a), bool(d)) for a, d in payload.get("proposals") or []]
+        if parsing.CHECKPOINT_KEY in payload:
+            parsing.restore(query_idx, payload[parsing.CHECKPOINT_KEY])
         return deserialize(payload["state"])

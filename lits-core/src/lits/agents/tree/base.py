@@ -30,6 +30,7 @@ from lits.agents.tree.recorder import TreeRecorder
 from lits.concurrency import parallel_map
 from lits.lm.base import LanguageModel
 from lits.observability import call_context
+from lits.components import parsing
 from lits.components.base import Policy
 from lits.structures.base import State, Step, step_key
 from lits.structures.node import SearchNode
@@ -439,7 +440,9 @@ class BaseTreeSearch(ABC):
         proposals = self._take_proposals()
         if proposals:
             self.proposals.extend(proposals)
-        self.recorder.checkpoint(iteration, self._next_id, self.stats, proposals)
+        parsed = parsing.snapshot(self.query_idx)  # so a resumed instance's parse counts include these
+        stats = {**self.stats, parsing.CHECKPOINT_KEY: parsed} if parsed else self.stats
+        self.recorder.checkpoint(iteration, self._next_id, stats, proposals)
 
     def _take_proposals(self) -> list[tuple[str, bool]]:
         take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)
@@ -453,7 +456,11 @@ class BaseTreeSearch(ABC):
         self.root, counters = replayed
         self.iteration = counters["iteration"]
         self._next_id = counters["next_id"]
-        self.stats.update(counters["stats"])
+        saved = dict(counters["stats"])
+        parsed = saved.pop(parsing.CHECKPOINT_KEY, None)
+        if parsed is not None:
+            parsing.restore(self.query_idx, parsed)
+        self.stats.update(saved)
         self.proposals = list(counters["proposals"])
         self._solutions = self.terminal_nodes()
         return True
