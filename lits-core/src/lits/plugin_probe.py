@@ -90,12 +90,14 @@ def import_within(load: Callable[[], T], seconds: float) -> T:
 
     previous = signal.signal(signal.SIGALRM, expire)
     # repeating: an import that caught the first one and went on waiting is stopped again a second later
-    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    started, pending = time.monotonic(), signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
     try:
         return load()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if pending[0] > 0:  # the host program's own timer (a script using SIGALRM) goes on
+            signal.setitimer(signal.ITIMER_REAL, max(pending[0] - (time.monotonic() - started), 1e-3), pending[1])
 
 
 def _on_a_thread(load: Callable[[], T], seconds: float) -> T:
