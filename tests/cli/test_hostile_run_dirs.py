@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator
 
 import pytest
 
@@ -31,7 +31,6 @@ GITHUB = "ghp-0123456789abcdefghijABCDEFGHIJ"
 SECRETS = (KEY, AWS, GITHUB)
 NAN, INF = float("nan"), float("inf")
 #: Item 7 of issue 41 (nan and infinities) is another change: until it lands these are accepted and run.
-ITEM_7 = "nan/inf settings are rejected by issue 41 item 7, not by this change"
 
 
 class Collector:
@@ -93,7 +92,6 @@ class Case:
     tamper: Tamper
     #: Flags given on the command line (``{collector}`` and ``{command}`` filled in), or the API call's keywords.
     given: list[str] = field(default_factory=list)
-    xfail: Optional[str] = None
 
 
 def _tool_run(config: dict, ctx: Ctx, **resource_args: object) -> dict:
@@ -202,9 +200,9 @@ CASES = {
     "huge_concurrency_resume": Case("resume", _scripted(concurrency=1e300)),
     "huge_offset_resume": Case("resume", _scripted(offset=10 ** 30)),
     "minus_infinite_call_budget_api_from_config": Case("api-run", _scripted(call_budget=-INF)),
-    "nan_call_budget_rerun": Case("rerun", _scripted(call_budget=NAN), xfail=ITEM_7),
-    "nan_price_resume": Case("resume", _scripted(price_in=NAN), xfail=ITEM_7),
-    "infinite_read_timeout_api_resume": Case("api-resume", _scripted(read_timeout=INF), xfail=ITEM_7),
+    "nan_call_budget_rerun": Case("rerun", _scripted(call_budget=NAN)),
+    "nan_price_resume": Case("resume", _scripted(price_in=NAN)),
+    "infinite_read_timeout_api_resume": Case("api-resume", _scripted(read_timeout=INF)),
 }
 
 #: The fields a config file may hold (config.json records more: the environment, the models, ...).
@@ -292,8 +290,6 @@ def test_a_tampered_run_dir_or_config_file_starts_nothing_sends_no_key_and_gets_
         name: str, finished_run: Path, cache_dir: Path, collector: Collector, tmp_path: Path,
         request: pytest.FixtureRequest) -> None:
     case = CASES[name]
-    if case.xfail:
-        request.applymarker(pytest.mark.xfail(reason=case.xfail, strict=True))
     ctx = Ctx(tmp_path, collector.url, tmp_path / "pwned")
     (tmp_path / "precious.txt").write_text("keep me")
     run = _tampered(finished_run, tmp_path, case, ctx)

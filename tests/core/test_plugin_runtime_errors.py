@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 LINE_WORLD = """
 from lits.components.transition.env_grounded import EnvGroundedTransition
 from lits.registry import register_dataset, register_transition
@@ -71,3 +73,27 @@ def test_generate_actions_returning_a_str_is_named_in_one_line(install_plugin, r
     assert done.returncode == 1
     assert ("instance 0: PluginContractError in plugin lits-plugin-strs: toy_strs.Line.generate_actions returned "
             "a str, not a list of action strings") in done.stderr
+
+
+@pytest.mark.parametrize(("step", "said"), [
+    ("import sys; sys.exit(3)", "SystemExit in plugin lits-plugin-quits (toy_quits._step): called sys.exit(3)"),
+    ("import sys; sys.exit()", "SystemExit in plugin lits-plugin-quits (toy_quits._step): called sys.exit()"),
+    ("raise KeyboardInterrupt", "KeyboardInterrupt in plugin lits-plugin-quits (toy_quits._step): raised "
+                                "KeyboardInterrupt (not a Ctrl-C)"),
+], ids=["sys.exit(3)", "sys.exit()", "KeyboardInterrupt"])
+def test_a_plugins_sys_exit_at_run_time_fails_its_instances_named(install_plugin, run_lits, step, said):
+    install_plugin("lits-plugin-quits", "toy_quits", _plugin("quits", step=step))
+    done = _run(run_lits, "quits", 2)
+    assert done.returncode == 1, done.stderr
+    assert f"lits: 2 instances failed (instance 0: {said}); see " in done.stderr
+    assert "retrying" not in done.stderr
+
+
+def test_a_plugins_sys_exit_while_the_run_is_set_up_is_one_line(install_plugin, run_lits):
+    source = _plugin("quitsearly", step=GOOD_STEP).replace("def load(**kwargs):\n",
+                                                            "def load(**kwargs):\n    import sys; sys.exit(0)\n")
+    install_plugin("lits-plugin-quitsearly", "toy_quitsearly", source)
+    done = _run(run_lits, "quitsearly", 1)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == ("lits: error: SystemExit in plugin lits-plugin-quitsearly "
+                                            "(toy_quitsearly.load): called sys.exit(0)")

@@ -108,6 +108,21 @@ def test_a_tool_that_hangs_times_out_with_an_observation():
     assert time.perf_counter() - started < 2
 
 
+class QuittingTool(BaseTool):
+    name = "quits"
+    description = "calls sys.exit"
+    args_schema = SleepyInput
+
+    def _run(self, seconds: float) -> str:
+        raise SystemExit(3)
+
+
+def test_a_tools_sys_exit_reaches_the_caller_instead_of_ending_its_thread_silently():
+    """The instance fails, named (the runner's account of a plugin's sys.exit()), instead of a None observation."""
+    with pytest.raises(SystemExit):
+        execute_tool_action('{"tool": "quits", "args": {"seconds": 0}}', [QuittingTool()])
+
+
 def test_tool_time_budget_applies_inside_the_transition():
     transition = ToolUseTransition(tools=[SleepyTool(timeout=0.1)])
     step = ToolUseStep(action=ToolUseAction('{"tool": "sleepy", "args": {"seconds": 3}}'))

@@ -19,6 +19,7 @@ was written in; a reader refuses a run from a newer LiTS in one line instead of 
     results/{idx}.json          the instance's outcome; written last, it marks the instance done
     stats/process-{n}.json      one process's counters
     eval_results.json, eval.log the summary
+    .lock                       held (an OS file lock) by the process running the run; the holder's pid
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ PATHS = "paths"
 TERMINAL_NODES = "terminal_nodes"
 TIMINGS = "timings"
 STATS = "stats"
+#: The file a running run holds an exclusive ``flock`` on (the kernel drops it when the process dies).
+LOCK = ".lock"
 #: The folders that hold one file per instance (what a Ray worker sends back for each instance).
 INSTANCE_FOLDERS = (CHECKPOINTS, TERMINAL_NODES, PATHS, TIMINGS, RESULTS)
 

@@ -7,7 +7,10 @@ the other, and says which ones exited it or ran past the time limit; only the
 healthy ones are then imported here.  Verdicts are cached per environment,
 keyed on the plugins' entry points, distributions, versions and files, so the
 probe runs again only after an install, an uninstall or an edit; a warm cache
-costs a few ``stat`` calls.
+costs a few ``stat`` calls.  A cached verdict is not trusted blindly: the import
+here is bounded by the same limit (:func:`import_within`), so a plugin that
+started hanging after its verdict was cached is named and skipped too, and the
+cache is dropped so the next start probes again.
 """
 
 from __future__ import annotations
@@ -18,16 +21,20 @@ import importlib.util
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from types import FrameType
+from typing import TYPE_CHECKING, Callable, Optional, TypeVar
 
 if TYPE_CHECKING:
     from importlib_metadata import EntryPoint
+
+T = TypeVar("T")
 
 #: Seconds one plugin's import may take in the probe.
 ENV_TIMEOUT = "LITS_PLUGIN_PROBE_TIMEOUT"
@@ -55,11 +62,82 @@ def entry_id(ep: EntryPoint) -> str:
     return f"{dist}:{ep.name}={ep.value}"
 
 
+class ImportTimedOut(BaseException):
+    """A plugin's import here ran past the limit.  A BaseException, like ``KeyboardInterrupt``, so that a
+    plugin's own ``except Exception`` cannot swallow it and go on waiting."""
+
+
+def limit() -> float:
+    """Seconds one plugin's import may take, in the probe and here."""
+    return float(os.environ.get(ENV_TIMEOUT) or DEFAULT_TIMEOUT)
+
+
+def hung_reason(seconds: float) -> str:
+    return f"did not finish importing within {seconds:g} s (set {ENV_TIMEOUT} to wait longer)"
+
+
+def import_within(load: Callable[[], T], seconds: float) -> T:
+    """``load()`` (a plugin's import), stopped with :class:`ImportTimedOut` after ``seconds``.
+
+    On the main thread a timer signal interrupts the import where it waits (a read, a sleep, a loop), which
+    unwinds it as an exception would; elsewhere (signals reach only the main thread) the import runs on a
+    helper thread that is abandoned at the limit."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return _on_a_thread(load, seconds)
+
+    def expire(signum: int, frame: Optional[FrameType]) -> None:
+        raise ImportTimedOut(hung_reason(seconds))
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    # repeating: an import that caught the first one and went on waiting is stopped again a second later
+    started, pending = time.monotonic(), signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        return load()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if pending[0] > 0:  # the host program's own timer (a script using SIGALRM) goes on
+            signal.setitimer(signal.ITIMER_REAL, max(pending[0] - (time.monotonic() - started), 1e-3), pending[1])
+
+
+def _on_a_thread(load: Callable[[], T], seconds: float) -> T:
+    import contextvars
+
+    box: dict[str, object] = {}
+    done = threading.Event()
+    context = contextvars.copy_context()  # the plugin's owner, for what its import registers
+
+    def work() -> None:
+        try:
+            box["value"] = context.run(load)
+        except BaseException as exc:  # re-raised in the caller
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="lits-plugin-import", daemon=True).start()
+    if not done.wait(seconds):
+        raise ImportTimedOut(hung_reason(seconds))
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
+
+
+def forget(points: list[EntryPoint]) -> None:
+    """Drop the cached verdicts for these plugins: one proved wrong, so the next start probes again."""
+    with contextlib.suppress(OSError):
+        _cache_path(points).unlink()
+
+
+def _cache_path(points: list[EntryPoint]) -> Path:
+    return cache_dir() / f"probe-{environment_key(points)}.json"
+
+
 def verdicts(points: list[EntryPoint]) -> dict[str, str]:
     """Entry points (by :func:`entry_id`) that must not be imported here, with why; {} when all are healthy."""
     if not points or os.environ.get(ENV_PROBE, "").lower() in ("off", "0", "false", "no"):
         return {}
-    path = cache_dir() / f"probe-{environment_key(points)}.json"
+    path = _cache_path(points)
     with contextlib.suppress(OSError, ValueError):
         cached = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(cached, dict):
@@ -105,11 +183,10 @@ def _module_file(value: str) -> Optional[str]:
 
 def probe(points: list[EntryPoint]) -> dict[str, str]:
     """Import each entry point's module in a child process; the ones that exited it or hung, with why."""
-    limit = float(os.environ.get(ENV_TIMEOUT) or DEFAULT_TIMEOUT)
     bad: dict[str, str] = {}
     remaining = list(points)
     while remaining:
-        culprit, reason = _run_child([ep.value.split(":")[0] for ep in remaining], limit)
+        culprit, reason = _run_child([ep.value.split(":")[0] for ep in remaining], limit())
         if culprit is None:
             break
         bad[entry_id(remaining[culprit])] = reason
@@ -117,7 +194,7 @@ def probe(points: list[EntryPoint]) -> dict[str, str]:
     return bad
 
 
-def _run_child(modules: list[str], limit: float) -> tuple[Optional[int], str]:
+def _run_child(modules: list[str], seconds: float) -> tuple[Optional[int], str]:
     """(index of the module that exited or hung the child, why), or (None, "") when all imported."""
     token = f"lits-probe-{os.getpid()}-{time.monotonic_ns()}"
     child = subprocess.Popen([sys.executable, "-c", _CHILD, token, *modules], stdout=subprocess.PIPE,
@@ -133,14 +210,13 @@ def _run_child(modules: list[str], limit: float) -> tuple[Optional[int], str]:
 
     threading.Thread(target=read, name="lits-plugin-probe", daemon=True).start()
     started: Optional[int] = None
-    deadline = time.monotonic() + limit
+    deadline = time.monotonic() + seconds
     try:
         while True:
             try:
                 line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                return (started if started is not None else 0), \
-                    f"did not finish importing within {limit:g} s (set {ENV_TIMEOUT} to wait longer)"
+                return (started if started is not None else 0), hung_reason(seconds)
             if line is None:
                 status = child.wait()
                 if started is None or status == 0:
@@ -149,7 +225,7 @@ def _run_child(modules: list[str], limit: float) -> tuple[Optional[int], str]:
             parts = line.split()
             if len(parts) == 3 and parts[0] == token:
                 started = int(parts[2]) if parts[1] == "start" else None
-                deadline = time.monotonic() + limit
+                deadline = time.monotonic() + seconds
     finally:
         if child.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -147,13 +147,17 @@ def load_plugins(*, strict: Optional[bool] = None) -> list[PluginInfo]:
                 chosen.append((ep, info))
             # Imported in a throw-away process first: one that exits it or hangs is skipped, named.
             unsafe = plugin_probe.verdicts([ep for ep, _ in chosen])
+            seconds = plugin_probe.limit()
             for ep, info in chosen:
                 reason = unsafe.get(plugin_probe.entry_id(ep))
                 if reason is not None:
                     info.error = f"{reason}; skipped"
                     _STATE.infos.append(info)
                     continue
-                _load_one(info, ep.load, strict)
+                # here too within the probe's limit: the cached verdict may be older than the hang
+                failure = _load_one(info, functools.partial(plugin_probe.import_within, ep.load, seconds), strict)
+                if isinstance(failure, plugin_probe.ImportTimedOut):
+                    plugin_probe.forget([ep for ep, _ in chosen])
             for dist_name in unselected:  # what a selected plugin imported from one not selected
                 remove_registrations_of(dist_name)
             _STATE.loaded = True
@@ -226,7 +230,8 @@ def _owner_for(info: PluginInfo) -> str:
     return info.distribution if not info.builtin else CORE_NAME
 
 
-def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) -> None:
+def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) -> Optional[BaseException]:
+    """Import one plugin and call its hooks; what made it fail (recorded in ``info.error``), if anything."""
     owner = _owner_for(info)
     pm_name = f"{info.distribution}:{info.name}:{info.module}"
     try:
@@ -250,19 +255,22 @@ def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) ->
             raise PluginLoadError(
                 f"plugin {info.name!r} ({info.distribution}) failed to load: {info.error}"
             ) from exc
-        return
+        return exc
     registered: dict[str, list[str]] = {}
     for reg in registrations_of(owner):
         registered.setdefault(reg.kind, []).append(reg.name)
     info.registered = {k: sorted(v) for k, v in sorted(registered.items())}
     info.refused = [] if info.builtin else refused_names(owner)
     _STATE.infos.append(info)
+    return None
 
 
 def _describe_failure(exc: BaseException) -> str:
     """One line for a plugin's load error; ``sys.exit()`` says what it was, not just its code."""
     if isinstance(exc, SystemExit):
         return f"SystemExit: the plugin called sys.exit({exc.code!r}) while loading"
+    if isinstance(exc, plugin_probe.ImportTimedOut):
+        return f"{exc}; skipped"
     return f"{type(exc).__name__}: {exc}".strip()
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class TreeSearchConfig(BaseModel):
     """Settings every tree search shares."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # "nan" read as a float too
 
     n_actions: int = Field(3, ge=1, description="children proposed per expansion")
     max_depth: int = Field(6, ge=1, description="deepest node searched")
@@ -76,7 +76,7 @@ class BFSConfig(TreeSearchConfig):
 class ChainConfig(BaseModel):
     """Chain agents (``lits chain``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # "nan" read as a float too
 
     max_steps: int = Field(10, ge=1, description="steps before the chain stops")
     temperature: float = Field(0.0, ge=0, description="policy sampling temperature")

@@ -2,7 +2,8 @@
 
 All JSON files are written atomically, so a killed run leaves no torn file.
 A damaged file is a :class:`RunFileError` naming it and what to do; a run written
-by a newer LiTS (a higher ``format`` in config.json) is refused in one line.
+by a newer LiTS (a higher ``format`` in config.json) is refused in one line.  A run holds
+its save dir (:meth:`RunDir.lock`) so that a second run into it is refused before it pays a call.
 """
 
 from __future__ import annotations
@@ -17,8 +18,14 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, cast
 
 from lits import layout
 from lits.errors import UserError
+from lits.runs.run_settings import non_finite
 from lits.secrets import redact_query, safe_urls
 from lits.structures.base import atomic_write_text
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: runs are not locked
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from lits.runs.records import ResultRecord
@@ -66,6 +73,7 @@ def _is_json(data: bytes) -> bool:
 class RunDir:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._lock_fd: Optional[int] = None
 
     def resume_hint(self, mode: str = "search") -> str:
         return f"lits {mode} --resume --save-dir {self.root}"
@@ -89,6 +97,39 @@ class RunDir:
 
     def result_path(self, idx: int) -> Path:
         return self.root / layout.result(idx)
+
+    # -- holding -------------------------------------------------------------
+    def lock(self) -> None:
+        """Hold the save dir until :meth:`unlock`: a second run into it (new, ``--resume``, the Python API)
+        is refused in one line naming this process.  An ``flock``, which the kernel releases when the
+        process dies, so a run killed with SIGKILL never leaves it held.  Readers (``lits view``,
+        ``eval``, ``compare``) take no lock: every file is written atomically, a live run reads whole."""
+        if self._lock_fd is not None or fcntl is None:
+            return
+        path = self.root / layout.LOCK
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by child processes (PEP 446)
+        except OSError as exc:
+            raise UserError(f"cannot write the save dir {self.root} ({exc.strerror or exc}); fix its permissions "
+                            "or choose another --save-dir") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise UserError(f"{self.root} is in use by another run{holder}; wait for it to end (or stop it) and "
+                            "try again, or choose another --save-dir") from None
+        with contextlib.suppress(OSError):  # the pid only names the holder in the refusal
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        """Let another run have the save dir (the lock file stays: removing it could let two runs hold it)."""
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # closing the only descriptor releases the flock
 
     # -- writing ---------------------------------------------------------------
     def create(self) -> "RunDir":
@@ -125,6 +166,10 @@ class RunDir:
         newer = layout.newer_format(config)
         if newer is not None:
             raise RunFileError(f"{self.root}: {newer}")
+        found = non_finite(config)
+        if found is not None:  # json reads NaN and Infinity; no setting means anything with one
+            raise RunFileError(f"{self.config_path} has {found[0]} = {found[1]}, and every number in a run's "
+                               "settings must be finite; fix it, or start a new run with another --save-dir")
         return cast("RunSettings", config)  # what write_config wrote
 
     def read_json(self, path: Path, remedy: str) -> object:
@@ -235,6 +280,14 @@ class RunDir:
             log.removeHandler(handler)
         if failed is not None:
             raise failed
+
+
+def _holder(fd: int) -> str:
+    """`` (pid N)`` of the process holding the lock, as it wrote it; empty when not yet written."""
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(os.pread(fd, 32, 0).decode("ascii").strip())
+        return f" (pid {pid})"
+    return ""
 
 
 def check_writable(root: Path) -> None:

@@ -4,15 +4,17 @@ A server or a tool's backend that failed (:class:`~lits.lm.base.ModelError`,
 :class:`~lits.tools.ToolUnavailable`) is worth another attempt in the retry rounds.
 An exception raised in a plugin's own code (a ``KeyError`` in its transition, say)
 is a bug that fails the same way every time: it is named with its type and the
-plugin that raised it, and not retried.
+plugin that raised it, and not retried; so is a plugin's ``sys.exit()``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
-from lits.errors import PluginContractError
+from lits.errors import PluginContractError, UserError
 from lits.lm.base import ModelError, ServerUnreachable
 from lits.runs.control import innermost_frames, resource_problem
 from lits.tools.base import ToolUnavailable
@@ -41,7 +43,7 @@ def classify(exc: BaseException, where: str = "") -> Failure:
     problem = resource_problem(exc, where)
     if problem is not None:
         return Failure("resource", problem)
-    text = " ".join(str(exc).split())
+    text = _said(exc)
     line = f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
     brief = text[:300] or type(exc).__name__
     if isinstance(exc, ServerUnreachable):
@@ -59,6 +61,24 @@ def classify(exc: BaseException, where: str = "") -> Failure:
     return Failure("other", line, brief)
 
 
+def raised_by_code(exc: BaseException) -> bool:
+    """Whether ``exc`` came from the code an instance ran rather than from the user: a ``sys.exit()``, a
+    ``KeyboardInterrupt`` raised off the main thread (Ctrl-C interrupts only the main thread, and a run
+    turns it into a graceful stop), an ``asyncio.CancelledError`` that escaped a component."""
+    if isinstance(exc, KeyboardInterrupt):
+        return threading.current_thread() is not threading.main_thread()
+    return not isinstance(exc, GeneratorExit)
+
+
+def _said(exc: BaseException) -> str:
+    """``exc``'s message on one line; what a ``sys.exit()`` or a bare ``KeyboardInterrupt`` was."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})" if exc.code is not None else "called sys.exit()"
+    if isinstance(exc, KeyboardInterrupt) and not str(exc):
+        return "raised KeyboardInterrupt (not a Ctrl-C)"
+    return " ".join(str(exc).split())
+
+
 def plugin_frame(exc: BaseException) -> Optional[tuple[str, str]]:
     """(plugin, ``module.function``) of the innermost frame of ``exc``'s traceback that is a plugin's code."""
     from lits.store import plugin_of_module
@@ -69,3 +89,13 @@ def plugin_frame(exc: BaseException) -> Optional[tuple[str, str]]:
         if plugin is not None:
             return plugin, f"{module}.{frame.f_code.co_name}"
     return None
+
+
+@contextlib.contextmanager
+def exits_as_errors() -> Iterator[None]:
+    """A ``sys.exit()`` while a run is set up (a plugin's dataset loader, a component's constructor) is one
+    line naming the plugin, not the end of the process with the plugin's status (0 for ``sys.exit()``)."""
+    try:
+        yield
+    except SystemExit as exc:
+        raise UserError(classify(exc).message) from None

@@ -10,6 +10,7 @@ share one model object (one limiter, one cache), see :func:`spec_key`.
 from __future__ import annotations
 
 import json
+import math
 from typing import TYPE_CHECKING, Mapping, Optional, TypedDict
 
 from lits.errors import UserError
@@ -96,10 +97,10 @@ def check_model_args(role: str, args: Mapping[str, object]) -> dict[str, object]
             raise UserError(f"{flag} api_key_env names an environment variable, e.g. api_key_env=MY_KEY")
         if key in SAMPLING_ARGS:
             kind = SAMPLING_ARGS[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (
                     kind is int and value != int(value)) or value < 0:
-                raise UserError(f"{flag} {key} must be a {'whole ' if kind is int else ''}number of 0 or more, "
-                                f"not {value!r}")
+                raise UserError(f"{flag} {key} must be a finite {'whole ' if kind is int else ''}number of 0 or "
+                                f"more, not {value!r}")
             value = kind(value)
         out[KEY_ENV if key == "api_key_env" else key] = value
     return out

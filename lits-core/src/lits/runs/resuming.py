@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Optional, Sequence, cast
 
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir, check_writable
-from lits.runs.run_settings import GivenModel, RunSettings
+from lits.runs.run_settings import GivenModel, RunSettings, non_finite
 from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency
 from lits.runs.trust import Confirmation, given_values
 
@@ -88,6 +88,9 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
     for key, value in request.operational.items():
         if value is not None and value != saved.get(key):
             changed[key] = value
+    for key, value in changed.items():
+        if (found := non_finite(value)) is not None:
+            raise UserError(f"--{key.replace('_', '-')} must be a finite number, not {found[1]}")
     if isinstance(concurrency := changed.get("concurrency"), int) and concurrency < 1:
         raise UserError("--concurrency must be at least 1")
     for flag, key in (("--call-budget", "call_budget"), ("--read-timeout", "read_timeout")):

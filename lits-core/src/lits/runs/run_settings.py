@@ -3,7 +3,8 @@ run adds: the agent's resolved args, the environment, the models it used, each r
 
 from __future__ import annotations
 
-from typing import Optional, TypedDict
+import math
+from typing import Mapping, Optional, TypedDict
 
 
 class GivenModel(TypedDict, total=False):
@@ -68,3 +69,22 @@ def set_agent_args(settings: RunSettings, mode: str, args: dict[str, object]) ->
         settings["search_args"] = args
     else:
         settings["chain_args"] = args
+
+
+def non_finite(value: object, where: str = "") -> Optional[tuple[str, float]]:
+    """(where, number) of the first nan or infinity in a setting (or the mappings and lists it holds), else
+    None.  No setting means anything with one: a budget of nan seconds retries forever, a price of nan
+    makes every cost nan."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where, value)
+    if isinstance(value, Mapping):
+        items = [(str(key), inner) for key, inner in value.items()]
+    elif isinstance(value, (list, tuple)):
+        items = [(str(index), inner) for index, inner in enumerate(value)]
+    else:
+        return None
+    for key, inner in items:
+        found = non_finite(inner, f"{where}.{key}" if where else key)
+        if found is not None:
+            return found
+    return None

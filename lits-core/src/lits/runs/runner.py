@@ -32,7 +32,7 @@ from lits.observability import InferenceLog, InferenceRecord, call_context, coll
 from lits.runs.artifacts import RunDir
 from lits.runs.attempts import AttemptSettings, Finished, InstanceAttempts, search_files
 from lits.runs.control import BREAKER, RESOURCE, RunControl
-from lits.runs.failures import classify
+from lits.runs.failures import classify, raised_by_code
 from lits.components import parsing
 from lits.runs.records import result_record, take_proposals
 from lits.structures.base import atomic_write_text, durable_together
@@ -178,6 +178,11 @@ class _Runner:
         except Exception as exc:  # one bad instance must not end the run
             self._failed(idx, exc)
             return
+        except BaseException as exc:  # a plugin's sys.exit() fails its instance like any error, named
+            if not raised_by_code(exc):
+                raise
+            self._failed(idx, exc)
+            return
         with self.lock:
             self.outcome.finished.append(idx)
             self.outcome.failed.pop(idx, None)
@@ -229,7 +234,7 @@ class _Runner:
             self._write_json(layout.timing(idx), timing, indent=1)
             self._write_json(layout.result(idx), finished.record, indent=1)
 
-    def _failed(self, idx: int, exc: Exception) -> None:
+    def _failed(self, idx: int, exc: BaseException) -> None:
         failure = classify(exc, str(self.run_dir.root))
         self.execution.error("instance %d failed: %s\n%s", idx, failure.message, traceback.format_exc())
         if failure.kind == "resource":  # the machine, not the model: stop now, retrying cannot help

@@ -23,6 +23,7 @@ from lits.memory.memory import Memory
 from lits.runs.artifacts import RunDir, check_writable
 from lits.runs.attempts import AttemptSettings
 from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
+from lits.runs.failures import exits_as_errors
 from lits.runs.model_specs import call_destinations, describe_models, uses_own_models
 from lits.runs.runner import RunOutcome
 from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_models, \
@@ -95,24 +96,45 @@ def run_to_end(request: RunSpec | ResumeRequest, *, dry_run: bool = False) -> in
     if dry_run:
         from lits.runs.planning import print_plan
 
-        return print_plan(settings, confirmation=confirmation)
+        with exits_as_errors():
+            return print_plan(settings, confirmation=confirmation)
     return execute(run_dir, settings, resume=resume, confirmation=confirmation).report(exit_on_stragglers=True)
 
 
 def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunSettings]:
-    """The save dir and settings of a new run; refuses a save dir that already holds one
-    (unless ``check_only``: a dry run writes nothing, so it may look at any settings)."""
+    """The save dir, held (:meth:`RunDir.lock`), and settings of a new run; refuses a save dir that already
+    holds one (unless ``check_only``: a dry run writes nothing and holds nothing, so it may look at any
+    settings)."""
     root = spec.save_dir or spec.default_save_dir(claim=not check_only)
-    if (root / layout.CONFIG).exists() and not check_only:
-        raise UserError(f"{root} already holds a run; pass --resume to continue it or choose another --save-dir")
     check_writable(root)
-    return RunDir(root), spec.settings()
+    settings, run_dir = spec.settings(), RunDir(root)
+    if check_only:
+        return run_dir, settings
+    run_dir.lock()  # before the check: two runs started at once into one new dir cannot both pass it
+    if run_dir.config_path.exists():
+        run_dir.unlock()
+        raise UserError(f"{root} already holds a run; pass --resume to continue it or choose another --save-dir")
+    return run_dir, settings
 
 
 def execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmation, resume: bool = False,
             objects: Mapping[str, object] | None = None) -> Finished:
-    """Run the selected instances; raises :class:`UserError` for a bad setting, a full disk, or a command or a
-    key destination that a file asked for and nobody confirmed (checked before anything starts)."""
+    """Run the selected instances, holding the save dir (a second run into it is refused before its first
+    call); raises :class:`UserError` for a bad setting, a full disk, a save dir in use, or a command or a key
+    destination that a file asked for and nobody confirmed (checked before anything starts)."""
+    run_dir.lock()  # held already by new_run; a resumed run takes it here
+    finished: Optional[Finished] = None
+    try:
+        with exits_as_errors():
+            finished = _execute(run_dir, settings, confirmation=confirmation, resume=resume, objects=objects)
+        return finished
+    finally:
+        if finished is None or not finished.outcome.stragglers:  # a call in flight may still write: held
+            run_dir.unlock()                                      # until the process ends
+
+
+def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmation, resume: bool,
+             objects: Mapping[str, object] | None) -> Finished:
     from lits.registry import get_registration, infer_task_type
     from lits.runs.provenance import environment, record_models
     from lits.runs.runner import run_instances

@@ -18,7 +18,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
                       model_validator)
 
 from lits.errors import UserError
-from lits.runs.run_settings import GivenModel, RunSettings
+from lits.runs.run_settings import GivenModel, RunSettings, non_finite
 from lits.runs.trust import Confirmation, Given, given_values
 
 Role = Literal["policy", "eval", "transition", "bn"]
@@ -130,6 +130,17 @@ class RunSpec(BaseModel):
             return cls.model_validate(values)
         except ValidationError as exc:
             raise _spec_error(exc) from None
+
+    @field_validator("*")
+    @classmethod
+    def _finite(cls, value: object, info: ValidationInfo) -> object:
+        """No number in any setting is nan or infinite (a component's model args: :func:`check_model_args`)."""
+        found = None if info.field_name == "component_models" else non_finite(value)
+        if found is not None:
+            where, number = found
+            raise ValueError(f"must hold finite numbers only ({where} is {number})" if where else
+                             f"must be a finite number, not {number}")
+        return value
 
     @field_validator("model", mode="before")
     @classmethod

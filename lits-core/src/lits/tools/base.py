@@ -130,6 +130,8 @@ class _Outcome(TypedDict, total=False):
     value: object
     unavailable: ToolUnavailable
     error: str
+    #: A BaseException (a ``sys.exit()``), re-raised in the caller's thread.
+    raised: BaseException
 
 
 def _run_with_budget(tool: BaseTool, args: dict[str, object], budget: float) -> str:
@@ -146,6 +148,8 @@ def _run_with_budget(tool: BaseTool, args: dict[str, object], budget: float) -> 
             box["error"] = _one_line(str(exc))
         except Exception as exc:  # a tool error is an observation, not a crash
             box["error"] = failure_reason(exc)
+        except BaseException as exc:  # a tool's sys.exit() fails the instance (named), not this thread silently
+            box["raised"] = exc
 
     worker = threading.Thread(target=work, daemon=True, name=f"tool-{tool.name}")
     worker.start()
@@ -160,6 +164,8 @@ def _run_with_budget(tool: BaseTool, args: dict[str, object], budget: float) -> 
         return f"Tool {tool.name} timed out after {budget:g} s"
     if "unavailable" in box:
         raise box["unavailable"]
+    if "raised" in box:
+        raise box["raised"]
     if "error" in box:
         return f"Tool {tool.name} failed: {box['error']}"
     value = box.get("value")
