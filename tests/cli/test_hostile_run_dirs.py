@@ -287,8 +287,7 @@ def _invoke(case: Case, run: Path, ctx: Ctx, env: dict[str, str]) -> subprocess.
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_tampered_run_dir_or_config_file_starts_nothing_sends_no_key_and_gets_one_line(
-        name: str, finished_run: Path, cache_dir: Path, collector: Collector, tmp_path: Path,
-        request: pytest.FixtureRequest) -> None:
+        name: str, finished_run: Path, cache_dir: Path, collector: Collector, tmp_path: Path) -> None:
     case = CASES[name]
     ctx = Ctx(tmp_path, collector.url, tmp_path / "pwned")
     (tmp_path / "precious.txt").write_text("keep me")
