@@ -8,6 +8,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from tests.view.conftest import lits
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -41,7 +43,7 @@ def test_the_png_is_an_image_of_the_figure_with_one_point_per_run(runs: dict[str
     figure = compare_figure(rows)
     for ax in figure.axes:
         assert ax.get_ylabel() == "accuracy (%)" and ax.get_xlabel()
-        (points,) = ax.collections
+        (points,) = [c for c in ax.collections if str(c.get_gid()).startswith("points-")]
         assert len(points.get_offsets()) == len(rows)
     assert sorted(a.get_text() for a in figure.axes[0].texts) == sorted(r["method"] for r in rows)
     image = matplotlib.image.imread(save_compare_plot(rows, tmp_path / "acc.png"))
@@ -62,3 +64,20 @@ def test_without_matplotlib_one_line_says_how_to_install_it(runs: dict[str, Path
     assert result.stderr.strip().splitlines() == [
         "lits: error: lits compare --plot needs matplotlib: pip install 'lits-core[plot]'"]
     assert not (tmp_path / "x.png").exists()
+
+
+def test_each_run_after_the_first_has_its_paired_interval_as_an_error_bar(runs: dict[str, Path]) -> None:
+    from lits.runs.compare import compare_rows
+    from lits.view.plot import compare_figure
+
+    rows = compare_rows([runs[n] for n in COMPARED])
+    for ax in compare_figure(rows).axes:
+        bars = [c for c in ax.collections if str(c.get_gid()).startswith("interval-")]
+        assert len(bars) == len(rows) - 1  # the first run is the reference: no bar
+        for bar, row in zip(bars, rows[1:], strict=True):
+            (segment,) = bar.get_segments()
+            low, high = sorted(y for _, y in segment)
+            paired = row["paired_with_first"]
+            accuracy = 100 * row["accuracy"]
+            assert low <= accuracy <= high
+            assert high - low == pytest.approx(100 * (paired["interval"][1] - paired["interval"][0]), abs=1e-6)

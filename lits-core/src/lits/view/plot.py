@@ -52,9 +52,21 @@ def spend(row: CompareRow, key: str) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
+def _paired_bar(row: CompareRow) -> tuple[float, float] | None:
+    """How far below and above its accuracy (in points) a run's error bar reaches: the 95 % paired interval of
+    its difference from the first run, around its own accuracy (None: the first run, or nothing shared)."""
+    paired = row.get("paired_with_first")
+    if not paired or paired["interval"] is None or paired["difference"] is None:
+        return None
+    low, high = paired["interval"]
+    diff = paired["difference"]
+    return 100.0 * max(0.0, diff - low), 100.0 * max(0.0, high - diff)
+
+
 def compare_figure(rows: list[CompareRow]) -> Figure:
     """A 2×3 figure: accuracy (y) against each spend (x); each run one labelled point (a run that solved
-    nothing has no per-solved figure: it sits at 0 there).
+    nothing has no per-solved figure: it sits at 0 there).  Each run after the first carries an error bar:
+    the 95 % paired-bootstrap interval of its difference from the first run, over their shared instances.
 
     Each panel's points are one collection whose gid is ``points-<spend>``
     (so an SVG can be read back point by point).
@@ -71,6 +83,11 @@ def compare_figure(rows: list[CompareRow]) -> Figure:
         points.set_gid(f"points-{key}")
         for x, y, row in zip(xs, ys, rows, strict=True):
             ax.annotate(str(row["method"]), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+            bar = _paired_bar(row)
+            if bar is not None:
+                drawn = ax.errorbar([x], [y], yerr=[[bar[0]], [bar[1]]], fmt="none", capsize=3, zorder=2,
+                                    ecolor=colours[str(row["method"])])
+                drawn.lines[2][0].set_gid(f"interval-{key}")
         ax.set_xlabel(label)
         ax.set_ylabel(ACCURACY_LABEL)
         ax.set_ylim(-5, 105)
