@@ -217,3 +217,12 @@ def test_an_unfinished_run_is_one_line_naming_resume(perfect_run, tmp_path, caps
     (copy / "results" / "1.json").unlink()
     err = _one_error(capsys, copy)
     assert "1 unfinished instance" in err and "--resume" in err
+
+
+def test_a_run_whose_search_trees_were_deleted_is_one_line(perfect_run, tmp_path, capsys):
+    import shutil
+
+    copy = shutil.copytree(perfect_run, tmp_path / "treeless")
+    for journal in (copy / "checkpoints").glob("*.journal.jsonl"):
+        journal.unlink()
+    assert "kept no search tree" in _one_error(capsys, copy)

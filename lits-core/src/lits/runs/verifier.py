@@ -233,13 +233,14 @@ def format_report(section: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def verifier_section(root: Path) -> dict[str, Any]:
+def verifier_section(root: str | Path) -> dict[str, Any]:
     """The report for the run at ``root``; :class:`UserError` in one line for a run it cannot grade (a chain, a
     run with unfinished instances, a run without gold answers)."""
     from lits.errors import UserError
     from lits.export.trees import read_run
     from lits.runs.artifacts import RunDir, RunFileError
 
+    root = Path(root)
     run_dir = RunDir(root)
     try:
         config = run_dir.read_config()
