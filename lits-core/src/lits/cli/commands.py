@@ -120,8 +120,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     constrained = constrained_by(config)
     if constrained:
         summary["constrained_replies"] = constrained
+    verifier = None
+    if getattr(args, "verifier", False):
+        from lits.runs.verifier import verifier_section
+
+        verifier = summary["verifier"] = verifier_section(run_dir.root)
+    elif isinstance(previous.get("verifier"), dict):
+        summary["verifier"] = previous["verifier"]
     write_eval(run_dir, config, summary)
     print(json.dumps(summary, indent=1) if args.json else format_summary(summary))
+    if verifier is not None and not args.json:
+        from lits.runs.verifier import format_report
+
+        print(format_report(verifier))
     return 0
 
 

@@ -186,6 +186,9 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="re-evaluate a finished run from its save dir")
     p.add_argument("--save-dir", required=True)
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    p.add_argument("--verifier", action="store_true",
+                   help="also grade the reward model's step scores against the outcomes under each node (AUROC, "
+                        "calibration, position preference): the 'verifier' section of eval_results.json")
     p.set_defaults(func=commands.cmd_eval)
 
     from lits.cli.export_command import add_export_parser

@@ -70,6 +70,8 @@ class Summary(TypedDict, total=False):
     retried_instances: Optional[dict[int, int]]
     #: ``policy=A eval=B ...`` when a component has its own model.
     models: str
+    #: ``lits eval --verifier``: how the reward model's step scores ranked the outcomes (:mod:`lits.runs.verifier`).
+    verifier: dict[str, Any]
 
 
 def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: EnvState) -> InstanceEval:

@@ -105,7 +105,9 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             redo = super()._fast_rewards(state, [actions[i] for i in missing], query, query_idx,
                                          from_phase=from_phase, steps=[steps[i] for i in missing] if steps else ())
             again = dict(zip(missing, redo))
-            return [again[i] if value is None else (value, {"self_eval": value, "judged_with_siblings": True})
+            shown_at = {i: place for place, i in enumerate(self._shown_order(state, actions), start=1)}
+            return [again[i] if value is None else
+                    (value, {"self_eval": value, "judged_with_siblings": True, "shown_at": shown_at[i]})
                     for i, value in enumerate(judged)]
         return super()._fast_rewards(state, actions, query, query_idx, from_phase=from_phase, steps=steps)
 
@@ -113,7 +115,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         assert self.base_model is not None
         user = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
         template = user.get("evaluate_many", EVALUATE_MANY)
-        order = shuffled_order([str(a) for a in actions], str(state.env_state))
+        order = self._shown_order(state, actions)
         candidates = "\n".join(f"{shown}. {actions[i]}" for shown, i in enumerate(order, start=1))
         question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
         prompt: list[Message] = [{"role": "system", "content": str(self.task_prompt_spec or "")},
@@ -126,6 +128,12 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         for shown, i in enumerate(order):
             judged[i] = verdicts[shown]
         return judged
+
+    @staticmethod
+    def _shown_order(state: EnvState, actions: list[EnvAction]) -> list[int]:
+        """The order the siblings are listed to the judge (each one's place goes into its details, so a report
+        can measure a preference for the first-listed)."""
+        return shuffled_order([str(a) for a in actions], str(state.env_state))
 
     def _intuition(self, state: EnvState, action: EnvAction, query: object) -> tuple[float, dict[str, object]]:
         assert self.base_model is not None

@@ -48,11 +48,16 @@
     app.appendChild(el("h2", { text: "Cost" }));
     app.appendChild(costSection(DATA.costs));
 
+    if (s.verifier) {
+      app.appendChild(el("h2", { text: "Verifier" }));
+      app.appendChild(verifierSection(s.verifier));
+    }
+
     if (run.summary) {
       app.appendChild(el("h2", { text: "Metrics" }));
       var flat = {}, nested = el("div", { cls: "grid2" });
       Object.keys(s).forEach(function (k) {
-        if (k === "config") return;
+        if (k === "config" || k === "verifier") return;
         if (s[k] !== null && typeof s[k] === "object" && !Array.isArray(s[k])) nested.appendChild(el("div", null, el("h3", { text: k }), kvTable(s[k])));
         else flat[k] = s[k];
       });
