@@ -126,6 +126,17 @@ def test_a_calls_budget_maps_each_instance_to_the_last_iteration_it_pays_for(run
     assert curve.solved[1] == {key: solved for key, (solved, _, _) in _outcomes(runs[50]).items()}
 
 
+@pytest.mark.parametrize("budget", ["calls", "tokens"])
+def test_what_the_curve_counts_by_iteration_b_is_what_a_separate_run_of_b_spent(runs: dict[int, Path],
+                                                                                 budget: str) -> None:
+    from lits.runs.curve import SearchRun
+
+    spent = SearchRun(runs[50]).spend_by_iteration(budget)
+    for n in (10, 20):
+        separate = SearchRun(runs[n]).spend_by_iteration(budget)
+        assert {idx: s[n] for idx, s in spent.items()} == {idx: s[-1] for idx, s in separate.items()}, f"at {n}"
+
+
 def test_two_runs_get_the_paired_interval_at_each_point(runs: dict[int, Path]) -> None:
     first, second = curves([runs[20], runs[50]], "iterations", [10, 20])
     rows = second.rows(first)
