@@ -14,6 +14,9 @@ import pytest
 
 import lits
 from lits.api import EnvAction, EnvStep, Policy
+from lits.components.policy.concat import ConcatPolicy
+from lits.structures import ThoughtStep
+from lits.testing import ScriptedModel
 from lits.runs.curve import curves, run_curve
 
 POINTS = (10, 20, 50)
@@ -34,6 +37,17 @@ class SeededLegalMoves(Policy):  # type: ignore[type-arg]
         return [EnvStep(action=EnvAction(move)) for move in moves[:n_actions]]
 
 
+class GuessingThoughts(ConcatPolicy):
+    """A model-free language policy: a thought, then stated answers (4 is right) drawn from the path so far."""
+
+    def _get_actions(self, state: Any, n_actions: int, temperature: float, query_idx: Any = None,
+                     **kwargs: Any) -> list[Any]:
+        rng = random.Random(f"{query_idx}:{len(state)}:{state[-1].action if len(state) else ''}")
+        if not len(state):
+            return [ThoughtStep(action=f"Consider part {rng.randint(1, 9)}") for _ in range(n_actions)]
+        return [ThoughtStep(action=f"The answer is {rng.choice([4, 5, 6])}.") for _ in range(n_actions)]
+
+
 def _mcts(save_dir: Path, iterations: int) -> Path:
     lits.search("blocksworld", policy=SeededLegalMoves(n_actions=3), model="scripted", limit=INSTANCES,
                 search_args={**SEARCH, "n_iterations": iterations}, save_dir=save_dir)
@@ -47,12 +61,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     return {n: _mcts(root / f"mcts-{n}", n) for n in POINTS}
 
 
-def _outcomes(run: Path) -> dict[object, tuple[bool, object, list[str]]]:
+def _outcomes(run: Path, dataset: str = "blocksworld") -> dict[object, tuple[bool, object, list[str]]]:
     """Each instance's (solved, answer, plan) as the run judged it."""
     out = {}
     for path in sorted((run / "results").glob("*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
-        out[("blocksworld", str(record["id"]))] = (record["eval"]["solved"], record["eval"].get("answer"),
+        out[(dataset, str(record["id"]))] = (record["eval"]["solved"], record["eval"].get("answer"),
                                                   record["eval"]["plan"])
     return out
 
@@ -95,6 +109,29 @@ def test_a_bfs_curve_by_depth_equals_separate_runs_with_that_max_depth(tmp_path:
         separate = _outcomes(bfs(depth) if depth < 6 else deep)
         assert curve.solved[k] == {key: solved for key, (solved, _, _) in separate.items()}, f"at depth {depth}"
     assert sum(curve.solved[2].values()) > sum(curve.solved[0].values())
+
+
+def test_a_language_task_votes_over_the_terminal_nodes_a_separate_run_had(tmp_path: Path,
+                                                                        isolated_registry: None) -> None:
+    from lits.registry import register_dataset
+
+    @register_dataset("toy-guess", task_type="language_grounded")
+    def load(**kwargs: Any) -> list[dict[str, object]]:
+        return [{"query": f"What is {i}+{4 - i}?", "answer": "4", "id": f"q{i}"} for i in range(5)]
+
+    def run(iterations: int) -> Path:
+        policy = GuessingThoughts(base_model=ScriptedModel(), task_name="toy", n_actions=3)
+        lits.search("toy-guess", model="scripted", policy=policy, save_dir=tmp_path / f"guess-{iterations}",
+                    search_args={"n_iterations": iterations, "early_stop": False, "seed": 2, "max_depth": 3})
+        return tmp_path / f"guess-{iterations}"
+
+    longest = run(12)
+    curve = run_curve(longest, "iterations", [2, 4, 12])
+    for k, n in enumerate((2, 4, 12)):
+        separate = {key: answer for key, (_, answer, _) in _outcomes(run(n) if n < 12 else longest,
+                                                                     "toy-guess").items()}
+        assert curve.answers[k] == separate, f"at {n}"
+    assert curve.answers[0] != curve.answers[2]  # more terminal nodes changed some vote
 
 
 def test_with_early_stop_a_point_after_the_solution_is_the_runs_answer_as_a_separate_run_finds(
