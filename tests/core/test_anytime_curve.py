@@ -134,6 +134,20 @@ def test_a_language_task_votes_over_the_terminal_nodes_a_separate_run_had(tmp_pa
     assert curve.answers[0] != curve.answers[2]  # more terminal nodes changed some vote
 
 
+def test_tree_parallel_mcts_equals_separate_runs_at_multiples_of_its_batch(tmp_path: Path) -> None:
+    def run(iterations: int) -> Path:
+        save_dir = tmp_path / f"parallel-{iterations}"
+        lits.search("blocksworld", policy=SeededLegalMoves(n_actions=3), model="scripted", limit=INSTANCES,
+                    search_args={**SEARCH, "n_iterations": iterations, "parallel_iterations": 4}, save_dir=save_dir)
+        return save_dir
+
+    longest = run(16)
+    curve = run_curve(longest, "iterations", [4, 8])
+    for k, n in enumerate((4, 8)):
+        assert curve.solved[k] == {key: solved for key, (solved, _, _) in _outcomes(run(n)).items()}, f"at {n}"
+    assert curve.notes == ["parallel_iterations=4: a point equals a separate run only at multiples of 4"]
+
+
 def test_with_early_stop_a_point_after_the_solution_is_the_runs_answer_as_a_separate_run_finds(
         tmp_path: Path) -> None:
     def early(iterations: int) -> Path:
@@ -200,6 +214,8 @@ def test_the_command_prints_accuracy_per_point_and_draws_the_png(runs: dict[int,
     assert image.shape[:2] == (550, 880)  # 8 x 5 inches at 110 dpi
     colours = {tuple(px) for px in image.reshape(-1, image.shape[2])[::97].tolist()}
     assert len(colours) > 2 and image[..., :3].min() < 0.5  # lines and text drawn on the white page
+    pixels = {tuple(round(255 * v) for v in px[:3]) for px in image.reshape(-1, image.shape[2]).tolist()}
+    assert {(31, 119, 180), (255, 127, 14)} <= pixels  # both runs' lines: matplotlib's first two colours
 
 
 def test_a_chain_run_is_refused_in_one_line(tmp_path: Path) -> None:

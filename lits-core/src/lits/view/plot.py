@@ -113,8 +113,10 @@ def curve_figure(curves: list[RunCurve]) -> Figure:
         known = [(p["budget"], 100.0 * p["accuracy"], p["paired_with_first"]) for p in rows
                  if p["accuracy"] is not None]
         xs, ys = [x for x, _, _ in known], [y for _, y, _ in known]
+        # later runs hollow and larger, so a point two runs share shows both
         (line,) = ax.plot(xs, ys, marker="osD^v<>"[k % 7], linestyle=("-", "--", "-.", ":")[k % 4],
-                          color=f"C{k % 10}", label=f"[{k}] {curve.label}", zorder=3, markersize=7 - k % 3)
+                          color=f"C{k % 10}", label=f"[{k}] {curve.label}", zorder=3 + k,
+                          markersize=6 + 3 * min(k, 2), markerfacecolor="none" if k else None, markeredgewidth=1.5)
         line.set_gid(f"curve-{k}")
         bars = [(x, y, paired) for x, y, paired in known
                 if paired is not None and paired["interval"] is not None and paired["accuracy_a"] is not None]
