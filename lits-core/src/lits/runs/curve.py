@@ -117,8 +117,6 @@ class SearchRun:
             raise UserError(f"{root}: --search {self.search} has no tree-search settings to rebuild it with")
         self.agent_config: TreeSearchConfig = config
         self.agent_class: type[BaseTreeSearch] = reg.obj
-        #: The iterations the search was given (MCTS n_iterations, BFS max_depth).
-        self.budget = int(getattr(self.agent_config, "n_iterations" if self.search == "mcts" else "max_depth"))
 
     def key(self, record: Mapping[str, Any]) -> object:
         return (self.config.get("dataset"), str(record.get("id", record.get("idx"))))
