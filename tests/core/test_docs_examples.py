@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [
     "README.md",
+    "docs/comparing-methods.md",
     "docs/continuation.md",
     "docs/models.md",
     "docs/python-api.md",

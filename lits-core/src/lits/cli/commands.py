@@ -87,6 +87,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_curve(args: argparse.Namespace) -> int:
+    """``lits curve``: accuracy at each budget point, from each run's journals (:mod:`lits.runs.curve`)."""
+    from lits.runs.curve import curves, dump, format_curves, parse_points
+
+    plot = args.plot
+    if plot and Path(plot).suffix.lower() not in (".png", ".svg"):
+        raise UserError(f"--plot writes a .png or .svg file, not {plot!r}")
+    points = parse_points(args.points) if args.points else None
+    found = curves([Path(d) for d in args.save_dirs], args.budget, points)
+    print(dump(found) if args.json else format_curves(found))
+    if plot:
+        from lits.view.plot import PlotUnavailable, save_curve_plot
+
+        try:
+            written = save_curve_plot(found, Path(plot))
+        except PlotUnavailable as exc:
+            raise UserError(str(exc)) from None
+        except OSError as exc:
+            raise UserError(f"cannot write {plot}: {exc.strerror or exc}") from None
+        print(f"wrote {written}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     """Re-judge a run's results from its save dir alone; what only the run measured is kept."""
     from lits.runs.session import constrained_by, format_summary, read_inference_log, write_eval

@@ -119,7 +119,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 #: The commands LiTS itself has (a plugin's command of the same name is not added).
-BUILTIN_COMMANDS = frozenset({"plugins", "search", "chain", "rerun", "compare", "eval", "view", "new", "export"})
+BUILTIN_COMMANDS = frozenset({"plugins", "search", "chain", "rerun", "compare", "curve", "eval", "view", "new",
+                              "export"})
 
 
 def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
@@ -182,6 +183,20 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
                    help="also draw accuracy against tokens, calls, seconds and cost (.png or .svg; "
                         "needs the plot extra)")
     p.set_defaults(func=commands.cmd_compare)
+
+    p = sub.add_parser("curve", help="anytime accuracy: each search run's answer had it stopped at each budget")
+    p.add_argument("save_dirs", nargs="+", metavar="SAVE_DIR", help="finished MCTS or BFS runs (the first is the "
+                   "reference of the paired intervals)")
+    p.add_argument("--budget", choices=("iterations", "calls", "tokens"), default="iterations",
+                   help="the x axis: iterations (BFS: depths), or model calls or tokens per instance (from the "
+                        "inference log's iteration tags)")
+    p.add_argument("--points", default=None, metavar="B1,B2,...",
+                   help="budgets to judge at, e.g. 10,20,50 (default: ten up to the first run's largest)")
+    p.add_argument("--json", action="store_true", help="print the curves as JSON")
+    p.add_argument("--plot", default=None, metavar="FILE",
+                   help="also draw accuracy against the budget, one line per run (.png or .svg; needs the plot "
+                        "extra)")
+    p.set_defaults(func=commands.cmd_curve)
 
     p = sub.add_parser("eval", help="re-evaluate a finished run from its save dir")
     p.add_argument("--save-dir", required=True)

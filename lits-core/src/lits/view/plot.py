@@ -1,5 +1,6 @@
 """``lits compare --plot``: accuracy against tokens, calls, seconds, cost, and evaluated prompt tokens and
-model seconds per solved instance, one point per run.
+model seconds per solved instance, one point per run; ``lits curve --plot``: accuracy against a budget, one
+line per run (:mod:`lits.runs.curve`).
 
 The compute-matched picture: a method is only better if it is better at the
 same spend.  matplotlib (the ``plot`` extra) is imported here only, and
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 if TYPE_CHECKING:
     from lits.runs.compare import CompareRow
+    from lits.runs.curve import RunCurve
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -106,14 +108,70 @@ def compare_figure(rows: list[CompareRow]) -> Figure:
     return fig
 
 
+#: x-axis label of each ``lits curve --budget``.
+BUDGET_LABELS = {"iterations": "iterations (MCTS) / depths (BFS)", "calls": "model calls per instance",
+                 "tokens": "tokens (in + out) per instance"}
+
+
+def curve_figure(curves: list[RunCurve]) -> Figure:
+    """Accuracy (y) against the budget (x), one line per run (gid ``curve-<k>``).
+
+    A run after the first carries error bars: the 95 % paired-bootstrap interval of its difference to the
+    first run, drawn around the first run's accuracy at that point, so a bar that does not reach the first
+    run's line is a difference the instances support.
+    """
+    _, Figure, FigureCanvasAgg = _matplotlib()
+    fig = Figure(figsize=(8, 5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    first = curves[0]
+    for k, curve in enumerate(curves):
+        rows = curve.rows(first if k else None)
+        known = [(p["budget"], 100.0 * p["accuracy"], p["paired_with_first"]) for p in rows
+                 if p["accuracy"] is not None]
+        xs, ys = [x for x, _, _ in known], [y for _, y, _ in known]
+        # later runs hollow and larger, so a point two runs share shows both
+        (line,) = ax.plot(xs, ys, marker="osD^v<>"[k % 7], linestyle=("-", "--", "-.", ":")[k % 4],
+                          color=f"C{k % 10}", label=f"[{k}] {curve.label}", zorder=3 + k,
+                          markersize=6 + 3 * min(k, 2), markerfacecolor="none" if k else None, markeredgewidth=1.5)
+        line.set_gid(f"curve-{k}")
+        bars = [(x, y, paired) for x, y, paired in known
+                if paired is not None and paired["interval"] is not None and paired["accuracy_a"] is not None]
+        if bars:
+            lows = [y - 100.0 * (p["accuracy_a"] + p["interval"][0]) for _, y, p in bars]  # type: ignore[index,operator]
+            highs = [100.0 * (p["accuracy_a"] + p["interval"][1]) - y for _, y, p in bars]  # type: ignore[index,operator]
+            ax.errorbar([x for x, _, _ in bars], [y for _, y, _ in bars],
+                        yerr=[[max(0.0, v) for v in lows], [max(0.0, v) for v in highs]], fmt="none",
+                        ecolor=f"C{k % 10}", elinewidth=1.2, capsize=4, alpha=0.7, zorder=2)
+    ax.set_xlabel(BUDGET_LABELS.get(first.budget, first.budget))
+    ax.set_ylabel(ACCURACY_LABEL)
+    ax.set_ylim(-5, 105)
+    ax.set_xlim(left=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=9)
+    ax.set_title(f"Anytime accuracy by {first.budget} ({len(curves)} run{'s' if len(curves) > 1 else ''}; "
+                 "bars: 95 % paired interval against [0])" if len(curves) > 1 else
+                 f"Anytime accuracy by {first.budget}", fontsize=10)
+    return fig
+
+
 def save_compare_plot(rows: list[CompareRow], path: Path) -> Path:
     """Write the figure as PNG or SVG (by ``path``'s suffix); SVG keeps its text as text."""
+    return _save(lambda: compare_figure(rows), path)
+
+
+def save_curve_plot(curves: list[RunCurve], path: Path) -> Path:
+    """Write :func:`curve_figure` as PNG or SVG (by ``path``'s suffix)."""
+    return _save(lambda: curve_figure(curves), path)
+
+
+def _save(draw: Callable[[], Figure], path: Path) -> Path:
     matplotlib, _, _ = _matplotlib()
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise ValueError(f"--plot writes .png or .svg, not {path.name!r}")
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lits"}):
-        fig = compare_figure(rows)
+        fig = draw()
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
     return path
