@@ -189,3 +189,26 @@ def test_a_pooling_server_that_never_answers_with_data_stops_the_run_in_one_line
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("lits: error:") and "returned no pooling data" in last and "Traceback" not in done.stderr
     assert pooling.base_url in last
+
+
+def test_reward_args_set_the_classifiers_separator_and_form_from_the_command_line(tmp_path: Path, run_lits) -> None:
+    with FakePoolingServer(right_sums, separator=" ки") as shepherd, FakeOpenAIServer(responder=answers) as chat:
+        done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "rest",
+                        "--reward", "prm-classifier", "--reward-arg", "separator= ки",
+                        "--reward-arg", "input_format=text", "--reward-arg", "task=",
+                        "--search-arg", "n_iterations=1", "--model", "policy", "--base-url", chat.base_url,
+                        "--eval-model", "shepherd", "--eval-base-url", shepherd.base_url, "--save-dir", "run")
+    assert done.returncode == 0, done.stderr
+    assert shepherd.requests and shepherd.refused == []
+    assert all(body["input"].endswith(" ки") and "task" not in body for body in shepherd.requests)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["reward_args"] == {"separator": " ки", "input_format": "text", "task": ""}
+
+
+def test_an_unknown_reward_arg_is_one_line_naming_the_flag_and_the_close_setting(tmp_path: Path, run_lits) -> None:
+    done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "rest",
+                    "--reward", "prm-classifier", "--reward-arg", "seperator=x", "--model", "m",
+                    "--base-url", "http://127.0.0.1:9/v1", "--dry-run")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()[-1:]
+    assert "--reward-arg seperator:" in line and "did you mean 'separator'" in line

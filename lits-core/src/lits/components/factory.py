@@ -9,6 +9,7 @@ name registered classes explicitly and win over both.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union, cast
 
@@ -80,6 +81,7 @@ def create_components(
     resource: Optional[str] = None,
     resource_options: Optional[Mapping[str, object]] = None,
     start_resources: bool = True,
+    reward_kwargs: Optional[Mapping[str, object]] = None,
 ) -> Components:
     """Instantiate the components for ``dataset`` (see module docstring).
 
@@ -89,7 +91,8 @@ def create_components(
     A tool-use dataset's tools come from its own resource (called with ``resource_args``), or from the
     resource named ``resource`` (called with ``resource_options``), e.g. ``mcp``.  Without
     ``start_resources`` (``--dry-run``) no resource is loaded: nothing is started or connected to, the
-    components get no tools, and only what can be checked without starting it is checked."""
+    components get no tools, and only what can be checked without starting it is checked.
+    ``reward_kwargs`` (``--reward-arg``) are settings of the reward model, whichever it is."""
     task_type = infer_task_type(dataset)
     if resource and task_type != "tool_use":
         raise ValueError(f"--resource gives tools to tool-use datasets; {dataset!r} is {task_type}")
@@ -100,11 +103,12 @@ def create_components(
     if task_type == "tool_use":
         loaded = (_load_tools(dataset, resource, resource_options or {}, resource_args or {}) if start_resources
                   else _unstarted_tools(dataset, resource, resource_options or {}))
-        return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature,
-                         loaded)
+        return _with_reward_settings(_tool_use(dataset, base_model, eval_model, policy, transition, reward,
+                                               n_actions, temperature, loaded), reward_kwargs)
     if task_type == "language_grounded":
-        return _language_grounded(dataset, base_model, eval_model, transition_model, policy, transition, reward,
-                                  n_actions, temperature, policy_kwargs or {})
+        return _with_reward_settings(_language_grounded(
+            dataset, base_model, eval_model, transition_model, policy, transition, reward, n_actions, temperature,
+            policy_kwargs or {}), reward_kwargs)
     from lits.components.policy.env_grounded import EnvGroundedPolicy
     from lits.components.reward.env_grounded import EnvGroundedPRM
 
@@ -123,7 +127,7 @@ def create_components(
     if getattr(transition_cls, "has_action_validation", lambda: False)():
         domain["validate_action"] = getattr(transition_cls, "validate_action")
 
-    return Components(
+    return _with_reward_settings(Components(
         policy=_built(
             policy_cls,
             base_model=base_model,
@@ -137,7 +141,21 @@ def create_components(
         reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset,
                             **_accepted(reward_cls, domain)),
         task_type=task_type,
-    )
+    ), reward_kwargs)
+
+
+def _with_reward_settings(components: Components, settings: Optional[Mapping[str, object]]) -> Components:
+    """``--reward-arg`` settings set on the built reward model: each must be one of its class's settings."""
+    reward = components.reward_model
+    for key, value in (settings or {}).items():
+        known = settings_of(type(reward))
+        if key.startswith("_") or key not in known:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"--reward-arg {key}: the reward model {type(reward).__name__} has no such setting"
+                             f"{hint}; its settings: {', '.join(k for k in known if k != 'base_model')}")
+        setattr(reward, key, value)
+    return components
 
 
 def _accepted(cls: object, domain: Mapping[str, object]) -> dict[str, object]:
