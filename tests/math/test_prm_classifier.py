@@ -212,3 +212,13 @@ def test_an_unknown_reward_arg_is_one_line_naming_the_flag_and_the_close_setting
     assert done.returncode != 0 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()[-1:]
     assert "--reward-arg seperator:" in line and "did you mean 'separator'" in line
+
+
+@pytest.mark.parametrize("setting, value, problem", [
+    ("input_format", "json", "input_format must be messages or text"),
+    ("separator", "", "separator must be the PRM's step token"),
+    ("positive_label", -1, "positive_label must be a label index"),
+])
+def test_a_bad_setting_is_refused_when_the_reward_model_is_built(setting, value, problem) -> None:
+    with pytest.raises(ValueError, match=problem):
+        ClassifierPRM(task_name="gsm8k", **{setting: value})

@@ -43,10 +43,21 @@ class ClassifierPRM(RewardModel[TrajectoryState[Step], object]):
     positive_label: int = 1
     endpoint: str = POOLING_ENDPOINT
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.input_format not in ("messages", "text"):
+            raise ValueError(f"prm-classifier input_format must be messages or text, not {self.input_format!r}")
+        if not isinstance(self.separator, str) or not self.separator:
+            raise ValueError(f"prm-classifier separator must be the PRM's step token, not {self.separator!r}")
+        if isinstance(self.positive_label, bool) or not isinstance(self.positive_label, int) \
+                or self.positive_label < 0:
+            raise ValueError(f"prm-classifier positive_label must be a label index (0, 1, ...), not "
+                             f"{self.positive_label!r}")
+        if self.task is None:  # ``task=null`` as ``task=``: send none
+            self.task = ""
+
     def request(self, question: object, steps: list[str]) -> dict[str, object]:
         """The Pooling API body that scores ``steps`` (a separator after each; none inside one)."""
-        if self.input_format not in ("messages", "text"):
-            raise ValueError(f"prm-classifier input_format must be 'messages' or 'text', not {self.input_format!r}")
         solution = "".join(step.replace(self.separator, " ") + self.separator for step in steps)
         body: dict[str, object] = {"model": getattr(self.base_model, "name", "prm")}
         if self.input_format == "messages":

@@ -2,11 +2,13 @@
 
 A classifier PRM (Qwen2.5-Math-PRM, Math-Shepherd) is served as a pooling model, not a chat
 model: it generates nothing, and gives each step-separator token of its input a probability per
-label.  The shapes below follow vLLM's documentation, ``docs/models/pooling_models/README.md``
-("Pooling API") and ``reward.md`` ("Process Reward Models": ``token_classify``, STEP pooling),
-with the fields of ``vllm/entrypoints/pooling/pooling/protocol.py`` and
-``vllm/entrypoints/pooling/base/protocol.py`` (vLLM main branch as read in November 2026, the
-v0.11+ API where ``task: "token_classify"`` replaced ``"encode"``)::
+label.  The shapes below follow vLLM's documentation in github.com/vllm-project/vllm,
+``docs/models/pooling_models/README.md`` ("Pooling API", commit 08eded4c) and ``reward.md``
+("Process Reward Models": ``token_classify``, STEP pooling, commit 063da229), with the fields of
+``vllm/entrypoints/pooling/pooling/protocol.py`` (PoolingCompletionRequest, PoolingChatRequest,
+PoolingResponse; commit 01cfbaf6) and ``vllm/entrypoints/pooling/base/protocol.py`` (commit
+020638a6): the main branch as read in November 2026, the API of v0.11 on, where
+``task: "token_classify"`` replaced ``"encode"``::
 
     POST {server root}/pooling        (served at the root, not under /v1)
     {"model": str,
