@@ -153,6 +153,9 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
                    help="a registered bundle of policy, transition and reward (e.g. rest, tot_bfs, rap); "
                         "--policy/--transition/--reward still override its parts")
     p.add_argument("--reward", default=None, help="registered reward model name")
+    p.add_argument("--reward-arg", action="append", default=[], metavar="K=V",
+                   help="reward model setting, e.g. separator='<extra_0>' for prm-classifier (see "
+                        "lits plugins --show NAME; repeatable)")
     p.set_defaults(func=commands.cmd_search)
 
     p = sub.add_parser("chain", help="run a chain agent (no search) over dataset instances")

@@ -27,7 +27,7 @@ _FIELD_FLAGS = (("dataset", "dataset"), ("offset", "offset"), ("limit", "limit")
 #: ``K=V`` flags that set keys of a mapping field: (attribute of args, field, flag).
 _PAIR_FLAGS = (("dataset_arg", "dataset_args", "--dataset-arg"), ("resource_arg", "resource_args", "--resource-arg"),
                ("search_arg", "search_args", "--search-arg"), ("chain_arg", "chain_args", "--chain-arg"),
-               ("memory_arg", "memory_args", "--memory-arg"))
+               ("memory_arg", "memory_args", "--memory-arg"), ("reward_arg", "reward_args", "--reward-arg"))
 
 
 def parse_pairs(pairs: Sequence[str], flag: str) -> dict[str, object]:

@@ -9,6 +9,7 @@ name registered classes explicitly and win over both.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union, cast
 
@@ -80,6 +81,7 @@ def create_components(
     resource: Optional[str] = None,
     resource_options: Optional[Mapping[str, object]] = None,
     start_resources: bool = True,
+    reward_kwargs: Optional[Mapping[str, object]] = None,
 ) -> Components:
     """Instantiate the components for ``dataset`` (see module docstring).
 
@@ -89,7 +91,8 @@ def create_components(
     A tool-use dataset's tools come from its own resource (called with ``resource_args``), or from the
     resource named ``resource`` (called with ``resource_options``), e.g. ``mcp``.  Without
     ``start_resources`` (``--dry-run``) no resource is loaded: nothing is started or connected to, the
-    components get no tools, and only what can be checked without starting it is checked."""
+    components get no tools, and only what can be checked without starting it is checked.
+    ``reward_kwargs`` (``--reward-arg``) are settings of the reward model, whichever it is."""
     task_type = infer_task_type(dataset)
     if resource and task_type != "tool_use":
         raise ValueError(f"--resource gives tools to tool-use datasets; {dataset!r} is {task_type}")
@@ -101,10 +104,10 @@ def create_components(
         loaded = (_load_tools(dataset, resource, resource_options or {}, resource_args or {}) if start_resources
                   else _unstarted_tools(dataset, resource, resource_options or {}))
         return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature,
-                         loaded)
+                         loaded, reward_kwargs or {})
     if task_type == "language_grounded":
         return _language_grounded(dataset, base_model, eval_model, transition_model, policy, transition, reward,
-                                  n_actions, temperature, policy_kwargs or {})
+                                  n_actions, temperature, policy_kwargs or {}, reward_kwargs or {})
     from lits.components.policy.env_grounded import EnvGroundedPolicy
     from lits.components.reward.env_grounded import EnvGroundedPRM
 
@@ -135,9 +138,26 @@ def create_components(
         ),
         transition=_built(transition_cls, base_model=transition_model or base_model, task_name=dataset),
         reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset,
-                            **_accepted(reward_cls, domain)),
+                            **_accepted(reward_cls, domain), **_reward_settings(reward_cls, reward_kwargs or {})),
         task_type=task_type,
     )
+
+
+def _reward_settings(cls: object, settings: Mapping[str, object]) -> Mapping[str, object]:
+    """``--reward-arg`` settings, each checked to be one of the reward model's (its constructor keywords)."""
+    if not settings:
+        return settings
+    if not isinstance(cls, type):
+        raise ValueError("--reward-arg sets a reward model that LiTS builds, not one given already built")
+    known = settings_of(cls)
+    for key in settings:
+        if key.startswith("_") or key not in known or key in ("base_model", "task_name"):
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            shown = ", ".join(k for k in known if k not in ("base_model", "task_name"))
+            raise ValueError(f"--reward-arg {key}: the reward model {cls.__name__} has no such setting{hint}; "
+                             f"its settings: {shown}")
+    return settings
 
 
 def _accepted(cls: object, domain: Mapping[str, object]) -> dict[str, object]:
@@ -150,7 +170,7 @@ def _accepted(cls: object, domain: Mapping[str, object]) -> dict[str, object]:
 
 def _tool_use(dataset: str, base_model: Optional[LanguageModel], eval_model: Optional[LanguageModel], policy: Choice,
               transition: Choice, reward: Choice, n_actions: int, temperature: float,
-              resource: dict[str, Any]) -> Components:
+              resource: dict[str, Any], reward_kwargs: Mapping[str, object]) -> Components:
     """Tool use: the resource gives the tools; generic components do the rest."""
     from lits.components.policy.tool_use import ToolUsePolicy
     from lits.components.reward.tool_use import ToolUsePRM
@@ -165,7 +185,8 @@ def _tool_use(dataset: str, base_model: Optional[LanguageModel], eval_model: Opt
         policy=_built(policy_cls, base_model=base_model, task_name=dataset, tools=tools, tool_context=context,
                           n_actions=n_actions, temperature=temperature),
         transition=_built(transition_cls, tools=tools, task_name=dataset),
-        reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset),
+        reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset,
+                            **_reward_settings(reward_cls, reward_kwargs)),
         task_type="tool_use",
         evaluate=get_registration("dataset", dataset).meta.get("evaluate"),
     )
@@ -201,7 +222,8 @@ def _load_tools(dataset: str, resource: Optional[str], options: Mapping[str, obj
 def _language_grounded(dataset: str, base_model: Optional[LanguageModel], eval_model: Optional[LanguageModel],
                        transition_model: Optional[LanguageModel], policy: Choice,
                        transition: Choice, reward: Choice, n_actions: int,
-                       temperature: float, policy_kwargs: Mapping[str, object]) -> Components:
+                       temperature: float, policy_kwargs: Mapping[str, object],
+                       reward_kwargs: Mapping[str, object]) -> Components:
     """Chain of thought by default; the dataset supplies answer extraction, equivalence and scoring."""
     from lits.answers import answer_rules
     from lits.components.policy.concat import ConcatPolicy
@@ -218,7 +240,8 @@ def _language_grounded(dataset: str, base_model: Optional[LanguageModel], eval_m
                       temperature=temperature, **policy_kwargs),
         transition=_built(transition_cls, base_model=transition_model or base_model, task_name=dataset,
                           **_accepted(transition_cls, {"extract_answer": extract, "equivalent": equivalent})),
-        reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset),
+        reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset,
+                            **_reward_settings(reward_cls, reward_kwargs)),
         task_type="language_grounded",
         evaluate=meta.get("evaluate"),
         equivalent=equivalent,

@@ -21,6 +21,7 @@ from typing import Any, Callable, Literal, Mapping, Optional
 import httpx
 
 from lits import fastjson
+from lits.concurrency import tick_round
 from lits.lm.base import (
     Completion,
     GenerationParams,
@@ -45,10 +46,11 @@ from lits.lm.retry import (
 )
 from lits.lm.billing import CallSpend
 from lits.lm.hedging import ENV_HEDGE, HEDGE_MODES, hedge_mode_from_env, hedge_share_from_env, hedges_to
+from lits.lm.pooling import POOLING_ENDPOINT, pooled_prompt, pooling_fault, server_root
 from lits.lm.constraints import (DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint,
                                  request_fields)
 from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
-from lits.lm.usage import note_request, reported_usage
+from lits.lm.usage import measuring, note_request, reported_usage
 from lits.observability import UNUSED_REPLY
 from lits.secrets import has_userinfo, is_masked, query_secrets, redact_text, safe_url
 
@@ -353,6 +355,30 @@ class OpenAICompatibleModel(LanguageModel):
         self.batch_prompts = True
         return [float(s) for s in scores if s is not None], int((data.get("usage") or {}).get("prompt_tokens") or 0)
 
+    # -- pooling (classifier reward models) --------------------------------------
+    def pool(self, body: Mapping[str, object], endpoint: str = POOLING_ENDPOINT) -> dict[str, Any]:
+        """One Pooling API request (:mod:`lits.lm.pooling`) to ``endpoint`` at the server's root, as every call
+        is made: retried within the call budget, limited by ``concurrency``, cached, in the inference log."""
+        check_calls_allowed()
+        key = self._key("pooling", dict(body), endpoint, 0) if self.cache is not None else ""
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if isinstance(hit, dict):
+                self._record_raw("pooling", 0, 0, 0.0, cached=True, prompt=pooled_prompt(body),
+                                 reply=hit.get("data"))
+                return hit
+        tick_round()
+        start = time.perf_counter()
+        with measuring() as usage, self.limiter:
+            check_calls_allowed()
+            data = self._post(server_root(self.base_url) + endpoint, body, reply="pooling")
+        tokens_in = int((data.get("usage") or {}).get("prompt_tokens") or 0)
+        self._record_raw("pooling", tokens_in, 0, time.perf_counter() - start, prompt=pooled_prompt(body),
+                         reply=data.get("data") if self.log_prompts else None, usage=usage)
+        if self.cache is not None:
+            self.cache.put(key, data)
+        return data
+
     # -- HTTP ------------------------------------------------------------------
     def _request(self, path: str, body: Mapping[str, object], extensions: dict[str, object]) -> httpx.Request:
         """What ``client.post(path, json=body)`` sends, without its per-call URL merging, cookies and hooks.
@@ -371,9 +397,11 @@ class OpenAICompatibleModel(LanguageModel):
         return httpx.Request("POST", template.url, headers=headers, content=content,
                              extensions={**extensions, "timeout": dict(timeout), "lits_body": body})
 
-    def _post(self, path: str, body: Mapping[str, object], *, attempts: Optional[int] = None) -> dict[str, Any]:
+    def _post(self, path: str, body: Mapping[str, object], *, attempts: Optional[int] = None,
+              reply: Literal["choices", "pooling"] = "choices") -> dict[str, Any]:
+        """``reply``: what a usable 200 holds, completion choices or Pooling API data (:func:`reply_fault`)."""
         try:
-            extensions: dict[str, object] = {"lits_work": request_work(body)}
+            extensions: dict[str, object] = {"lits_work": request_work(body), "lits_reply": reply}
             if attempts:
                 extensions["lits_max_attempts"] = attempts
             gated = self.server_slots() is not None
@@ -410,9 +438,9 @@ class OpenAICompatibleModel(LanguageModel):
             if not isinstance(data, dict):
                 raise ModelError(self._redact(f"{where} returned a body that is not a JSON object"
                                               f"{_snippet(response)}"))
-        if not data.get("choices") and is_permanent_body(response):  # an error carried by a 200
+        if reply == "choices" and not data.get("choices") and is_permanent_body(response):  # an error in a 200
             raise ServerRefused(self._redact(f"{where} answered: {_error_text(response)}"))
-        if gated and attempts == 1:
+        if gated and attempts == 1 and reply == "choices":  # a pooling reply generates nothing to pace
             self.pace.observe(took, int((data.get("usage") or {}).get("completion_tokens") or 0))
         cached, server_seconds = reported_usage(data)
         note_request(requests=attempts, tokens_cached=cached, server_seconds=server_seconds)
@@ -475,6 +503,8 @@ def reply_fault(request: Optional[httpx.Request], response: httpx.Response) -> O
     if not isinstance(data, dict):
         return "a JSON body that is not an object"
     response.extensions["lits_json"] = data
+    if request is not None and request.extensions.get("lits_reply") == "pooling":
+        return pooling_fault(data)
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         return None if is_permanent_body(response) else "no choices"

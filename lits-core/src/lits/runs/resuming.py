@@ -30,6 +30,7 @@ MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--policy", "policy", "policy"),
     ("--transition", "transition", "transition"),
     ("--reward", "reward", "reward"),
+    ("--reward-arg", "reward_arg", "reward_args"),
     ("--search", "search", "search"),
     ("--search-arg", "search_arg", "search_args"),
     ("--search-framework", "search_framework", "search_framework"),

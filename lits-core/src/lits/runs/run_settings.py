@@ -4,7 +4,7 @@ run adds: the agent's resolved args, the environment, the models it used, each r
 from __future__ import annotations
 
 import math
-from typing import Mapping, Optional, TypedDict
+from typing import Mapping, NotRequired, Optional, TypedDict
 
 
 class GivenModel(TypedDict, total=False):
@@ -53,6 +53,7 @@ class RunSettings(TypedDict, total=False):
     search: Optional[str]
     search_framework: Optional[str]
     search_args: dict[str, object]
+    reward_args: NotRequired[dict[str, object]]
     chain: Optional[str]
     chain_args: dict[str, object]
     environment: dict[str, object]

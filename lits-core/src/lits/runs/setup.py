@@ -147,6 +147,7 @@ def build_components(settings: RunSettings, models: Mapping[str, Optional[Langua
         temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
         resource=settings.get("resource"), resource_options=settings.get("resource_args") or {},
         framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config),
+        reward_kwargs=settings.get("reward_args") or {},
         start_resources=start_resources)
 
 

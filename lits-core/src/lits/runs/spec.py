@@ -32,7 +32,7 @@ SERVER_CONCURRENCY = 16
 
 #: Fields the command line sets with a differently named flag.
 FLAGS = {"dataset_args": "--dataset-arg", "resource_args": "--resource-arg", "search_args": "--search-arg",
-         "chain_args": "--chain-arg", "memory_args": "--memory-arg"}
+         "chain_args": "--chain-arg", "memory_args": "--memory-arg", "reward_args": "--reward-arg"}
 #: Checks across fields, as the Python API and the command line say them: field -> (problem, flag problem).
 _ACROSS = {
     "resource_args": ("needs resource NAME (e.g. resource='mcp')", "needs --resource NAME (e.g. --resource mcp)"),
@@ -93,6 +93,8 @@ class RunSpec(BaseModel):
     reward: ComponentChoice = None
     search: Optional[str] = None
     search_args: dict[str, object] = Field(default_factory=dict)
+    #: Settings of the reward model (``separator=<extra_0>``): keywords of its class, checked when it is built.
+    reward_args: dict[str, object] = Field(default_factory=dict)
     search_framework: Optional[str] = None
     chain: Optional[str] = None
     chain_args: dict[str, object] = Field(default_factory=dict)
@@ -292,6 +294,8 @@ class RunSpec(BaseModel):
         if self.command == "search":
             out["search"], out["reward"] = self.search, component_name(self.reward)
             out["search_framework"], out["search_args"] = self.search_framework, dict(self.search_args)
+            if self.reward_args:  # absent otherwise, as in runs made before the setting existed
+                out["reward_args"] = dict(self.reward_args)
         else:
             out["chain"], out["chain_args"] = self.chain, dict(self.chain_args)
         return out

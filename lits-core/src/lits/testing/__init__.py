@@ -1,5 +1,5 @@
 """Test helpers: a scripted deterministic model, a loopback OpenAI-compatible server and a
-chaos proxy in front of it, and the conformance kit a plugin's own test suite runs
+chaos proxy in front of it, a loopback vLLM Pooling API server (classifier PRMs), and the conformance kit a plugin's own test suite runs
 (``check_env_domain``, ``check_language_domain``, ``check_dataset``, ``check_search``; the pytest plugin
 :mod:`lits.testing.pytest_plugin` adds fixtures).  Nothing here talks to the network.
 
@@ -18,6 +18,7 @@ _HOMES = {
     "evenly": "lits.testing.chaos",
     "ScriptedModel": "lits.testing.scripted",
     "FakeOpenAIServer": "lits.testing.server",
+    "FakePoolingServer": "lits.testing.pooling_server",
     "ConformanceError": "lits.testing.conformance",
     "check_dataset": "lits.testing.conformance",
     "check_env_domain": "lits.testing.conformance",
