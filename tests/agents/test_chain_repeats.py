@@ -46,3 +46,13 @@ def test_a_tool_call_that_repeats_an_earlier_one_with_the_same_result_is_told_so
     assert first.observation == "42" and second.observation.startswith("42\n(Note: step 1 made this same call")
     assert result.stats == {"repeats": 1, "steered_away": 0}
     assert "step 1 made this same call" in model.calls[2][0]  # the model is told before its next step
+
+
+def test_a_resumed_chain_remembers_the_states_and_counts_of_its_path_so_far(isolated_registry, tmp_path):
+    p = _waiting_parts()
+    EnvChain(ChainConfig(max_steps=1), p.policy, p.transition, checkpoint_dir=tmp_path).run("2", 0, EXAMPLE)
+    longer = EnvChain(ChainConfig(max_steps=4), p.policy, p.transition, checkpoint_dir=tmp_path)
+    resumed = longer.run("2", 0, EXAMPLE, resume=True)
+    whole = EnvChain(ChainConfig(max_steps=4), p.policy, p.transition).run("2", 0, EXAMPLE)
+    assert [str(s.action) for s in resumed.state] == [str(s.action) for s in whole.state]
+    assert resumed.stats == whole.stats == {"repeats": 0, "steered_away": 2}

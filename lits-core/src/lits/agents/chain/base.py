@@ -56,7 +56,7 @@ class ChainAgent:
             resume: bool = False) -> ChainResult:
         repeats = RepeatTracker()
         with call_context(instance=query_idx, search=self.chain_name):
-            state = self._load(query_idx) if resume else None
+            state = self._load(query_idx, repeats) if resume else None
             state, solved, stopped = self.walk(query, query_idx, example, state, save=True, repeats=repeats)
         self.proposals.extend(self._take_proposals(query_idx))
         return ChainResult(state=state, solved=solved, steps=len(state), stopped=stopped,
@@ -96,7 +96,7 @@ class ChainAgent:
                     tracker.accept(after)
                 state = after
             if save:
-                self._save(query_idx, state)
+                self._save(query_idx, state, tracker)
         solved = bool(self.transition.is_terminal(state, query_or_goals=query))
         return state, solved, "solution" if solved else stopped
 
@@ -133,17 +133,20 @@ class ChainAgent:
     def _path(self, query_idx: int) -> Optional[Path]:
         return self.checkpoint_dir / layout.chain_checkpoint_name(query_idx) if self.checkpoint_dir else None
 
-    def _save(self, query_idx: int, state: State) -> None:
+    def _save(self, query_idx: int, state: State, repeats: Optional[RepeatTracker] = None) -> None:
         path = self._path(query_idx)
         if path is not None:
             self.proposals.extend(self._take_proposals(query_idx))
             payload: dict[str, object] = {"state": state.to_dict(), "proposals": self.proposals}
+            counted = repeats.stats() if repeats is not None else None
+            if counted:  # so a resumed chain's counts include the repeats met before
+                payload["repeats"] = counted
             parsed = parsing.snapshot(query_idx)  # so a resumed instance's parse counts include these
             if parsed:
                 payload[parsing.CHECKPOINT_KEY] = parsed
             atomic_write_text(path, json.dumps(payload))
 
-    def _load(self, query_idx: int) -> Optional[TrajectoryState[Step]]:
+    def _load(self, query_idx: int, repeats: Optional[RepeatTracker] = None) -> Optional[TrajectoryState[Step]]:
         path = self._path(query_idx)
         if path is None or not path.exists():
             return None
@@ -153,4 +156,8 @@ class ChainAgent:
         self.proposals = [(str(a), bool(d)) for a, d in payload.get("proposals") or []]
         if parsing.CHECKPOINT_KEY in payload:
             parsing.restore(query_idx, payload[parsing.CHECKPOINT_KEY])
+        counted = payload.get("repeats")
+        if repeats is not None and isinstance(counted, dict):
+            repeats.steered_away = int(counted.get("steered_away", 0))
+            repeats.repeats = int(counted.get("repeats", 0))
         return deserialize(payload["state"])

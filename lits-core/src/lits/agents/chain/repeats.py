@@ -40,6 +40,10 @@ class RepeatTracker:
         env = state_key(state)
         if env is not None:
             self.seen_states.add(env)
+            start = getattr(state, "init_state", None)
+            if isinstance(start, str):
+                self.seen_states.add(start)
+            self.seen_states.update(s for step in state if isinstance(s := getattr(step, "next_state", None), str))
         for position, step in enumerate(state, start=1):
             call = call_key(step)
             if call is not None:
