@@ -37,11 +37,11 @@ def test_a_non_finite_flag_is_one_line_and_starts_no_run(lits_cmd, tmp_path, fla
 
 @pytest.mark.parametrize(("name", "text", "line"), [
     ("run.toml", 'dataset = "blocksworld"\nmodel = "scripted"\ncall_budget = nan\n',
-     "--call-budget must be a finite number, not nan"),
+     "run.toml: call_budget must be a finite number, not nan (fix it in the file)"),
     ("run.toml", 'dataset = "blocksworld"\nmodel = "scripted"\n[search_args]\nruntime_limit = inf\n',
-     "--search-arg must hold finite numbers only (runtime_limit is inf)"),
+     "run.toml: search_args must hold finite numbers only (runtime_limit is inf) (fix it in the file)"),
     ("run.yaml", "dataset: blocksworld\nmodel: scripted\nprice_in: .nan\n",
-     "--price-in must be a finite number, not nan"),
+     "run.yaml: price_in must be a finite number, not nan (fix it in the file)"),
 ])
 def test_a_non_finite_number_in_a_config_file_is_one_line(lits_cmd, tmp_path, name, text, line):
     if name.endswith(".yaml"):

@@ -135,6 +135,7 @@ def test_a_registered_augmentor_runs_with_its_options_and_keeps_its_memory(tmp_p
     with isolated_registry():
         register_augmentor("counting")(Counting)
         result = lits.chain(**BLOCKS, attempts=3, memory_args={"augmentors": "counting", "label": "misses"},
+                            chain_args={"avoid_repeats": False},  # the scripted chains must fail to retry
                             save_dir=tmp_path / "r")
     unsolved = [i for i in result.instances if not i.solved]
     assert unsolved

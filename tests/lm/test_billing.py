@@ -145,4 +145,4 @@ def test_the_run_page_counts_an_unused_reply_in_tokens_and_cost_but_not_as_a_cal
     calls = [{"kind": "generate", "tokens_in": 3, "tokens_out": 1, "seconds": 0.5, "cost": 0.2},
              {"kind": "unused", "tokens_in": 3, "tokens_out": 1, "seconds": 0.0, "cost": 0.2, "estimated": True}]
     assert totals(calls) == {"calls": 1, "cache_hits": 0, "tokens_in": 6, "tokens_out": 2, "seconds": 0.5,
-                             "cost": 0.4}
+                             "cost": 0.4, "requests": 1, "queued_seconds": 0.0}  # the unused reply is no request

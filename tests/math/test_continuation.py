@@ -92,10 +92,11 @@ def test_direct_continues_with_one_child_when_the_bn_model_calls_the_step_obviou
 
 
 def test_continuation_saves_model_calls(result, server):
-    result()
+    scored = ["--search-arg", "score_last_depth=true"]  # the judge's calls at every depth, as a search pays them
+    result(*scored)
     without = len(server.requests)
     server.requests.clear()
-    result(*continuation("direct"))
+    result(*scored, *continuation("direct"))
     assert len(server.requests) < without
 
 

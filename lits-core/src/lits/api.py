@@ -106,7 +106,7 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     ``executor``...); components the run was given as objects are passed again as ``policy=`` etc.
     A command or a key destination from the run's config.json that was not confirmed before needs
     ``trust_config=True`` (or the base URL given again)."""
-    from lits.runs.artifacts import RunDir
+    from lits.runs.artifacts import RunDir, RunFileError
     from lits.runs.result import read_result
     from lits.runs.resuming import resumed_settings
     from lits.runs.session import execute
@@ -114,7 +114,10 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     from lits.runs.trust import Confirmation, given_values
 
     run_dir = RunDir(Path(save_dir))
-    saved = run_dir.read_config()
+    try:
+        saved = run_dir.read_config()
+    except RunFileError as exc:  # a damaged or tampered config.json is bad input, like a bad spec
+        raise UserError(str(exc)) from None
     trusted = bool(changes.pop("trust_config", False))
     objects: dict[str, object] = {role: changes.pop(role) for role in ("policy", "transition", "reward")
                                if role in changes}
