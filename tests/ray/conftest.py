@@ -23,7 +23,8 @@ OUTPUTS = ("results", "paths", "terminal_nodes")
 #: eval_results.json fields that are wall-clock measurements by design.
 #: Figures that measure time, not what the run computed (hedged copies go out when a reply is slow).
 TIMINGS = {"seconds_per_instance", "seconds", "run_seconds", "calls_in_flight_avg", "hedged_calls", "hedges_won",
-           "server_requests", "unused_replies", "estimated_replies"}
+           "server_requests", "unused_replies", "estimated_replies", "queued_seconds", "server_seconds",
+           "model_seconds", "model_seconds_per_solved"}
 #: A test cluster on loopback needs no tokens; nothing of Ray's reports usage.  No hedged copies: the tokens
 #: they are billed for are in the cost figures compared here, and how many go out depends on timing.
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "LITS_HEDGE": "off"}
