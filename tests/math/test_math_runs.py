@@ -112,15 +112,18 @@ def test_an_unknown_framework_lists_the_registered_ones(lits, server):
     assert result.returncode == 2 and "registered: rap, rest, tot_bfs" in result.stderr
 
 
-def test_tot_bfs_at_depth_one_pays_no_judge_call_since_the_vote_reads_no_score(lits, tmp_path):
-    asked: list[str] = []
-
+def _counting(asked: list[str]) -> Callable[[str, dict[str, Any]], str]:
+    """The obedient solver, noting in ``asked`` whether each request was the judge's or the policy's."""
     def solver(prompt: str, body: dict[str, Any]) -> str:
         reply = obedient_solver(prompt, body)
         asked.append("judge" if reply == "Yes" else "policy")
         return reply
+    return solver
 
-    with FakeOpenAIServer(responder=solver) as srv:
+
+def test_tot_bfs_at_depth_one_pays_no_judge_call_since_the_vote_reads_no_score(lits, tmp_path):
+    asked: list[str] = []
+    with FakeOpenAIServer(responder=_counting(asked)) as srv:
         result = lits(*METHODS["tot_bfs"], "--search-arg", "max_depth=1", "--dataset", "gsm8k", "--limit", "1",
                       *_server(srv), "--save-dir", "tot")
     assert result.returncode == 0, result.stderr
@@ -135,13 +138,7 @@ def test_tot_bfs_at_depth_one_pays_no_judge_call_since_the_vote_reads_no_score(l
 
 def test_tot_bfs_scores_its_last_depth_when_asked(lits, tmp_path):
     asked: list[str] = []
-
-    def solver(prompt: str, body: dict[str, Any]) -> str:
-        reply = obedient_solver(prompt, body)
-        asked.append("judge" if reply == "Yes" else "policy")
-        return reply
-
-    with FakeOpenAIServer(responder=solver) as srv:
+    with FakeOpenAIServer(responder=_counting(asked)) as srv:
         result = lits(*METHODS["tot_bfs"], "--search-arg", "max_depth=1", "--search-arg", "score_last_depth=true",
                       "--dataset", "gsm8k", "--limit", "1", *_server(srv), "--save-dir", "tot")
     assert result.returncode == 0, result.stderr

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from lits import layout
 from lits.cli.errors import UserError
@@ -75,15 +75,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if paired:
             print("\n" + "\n".join(paired))
     if plot:
-        from lits.view.plot import PlotUnavailable, save_compare_plot
+        from lits.view.plot import save_compare_plot
 
-        try:
-            written = save_compare_plot(rows, Path(plot))
-        except PlotUnavailable as exc:
-            raise UserError(str(exc)) from None
-        except OSError as exc:
-            raise UserError(f"cannot write {plot}: {exc.strerror or exc}") from None
-        print(f"wrote {written}", file=sys.stderr if args.json else sys.stdout)
+        _write_plot(lambda path: save_compare_plot(rows, path), plot, to_stderr=args.json)
     return 0
 
 
@@ -98,16 +92,23 @@ def cmd_curve(args: argparse.Namespace) -> int:
     found = curves([Path(d) for d in args.save_dirs], args.budget, points)
     print(dump(found) if args.json else format_curves(found))
     if plot:
-        from lits.view.plot import PlotUnavailable, save_curve_plot
+        from lits.view.plot import save_curve_plot
 
-        try:
-            written = save_curve_plot(found, Path(plot))
-        except PlotUnavailable as exc:
-            raise UserError(str(exc)) from None
-        except OSError as exc:
-            raise UserError(f"cannot write {plot}: {exc.strerror or exc}") from None
-        print(f"wrote {written}", file=sys.stderr if args.json else sys.stdout)
+        _write_plot(lambda path: save_curve_plot(found, path), plot, to_stderr=args.json)
     return 0
+
+
+def _write_plot(save: Callable[[Path], Path], plot: str, *, to_stderr: bool) -> None:
+    """Draw a ``--plot`` file and say where; no matplotlib or an unwritable file is one line."""
+    from lits.view.plot import PlotUnavailable
+
+    try:
+        written = save(Path(plot))
+    except PlotUnavailable as exc:
+        raise UserError(str(exc)) from None
+    except OSError as exc:
+        raise UserError(f"cannot write {plot}: {exc.strerror or exc}") from None
+    print(f"wrote {written}", file=sys.stderr if to_stderr else sys.stdout)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -93,15 +93,21 @@ class RunTrees:
         return str(self.config.get("command") or "search")
 
 
-def read_run(root: Path, source: ValueSource = "auto") -> RunTrees:
-    """The run at ``root`` for export (:class:`UserError` in one line for anything that is not one)."""
+def read_finished(root: Path) -> tuple[RunDir, RunSettings, str, dict[int, ResultRecord]]:
+    """A run's directory, settings, command and finished results; a missing or damaged file is a
+    :class:`UserError` in one line."""
     run_dir = RunDir(root)
     try:
         config = run_dir.read_config()
         command = str(config.get("command") or "search")
-        results = run_dir.read_results(command)
+        return run_dir, config, command, run_dir.read_results(command)
     except (FileNotFoundError, RunFileError) as exc:
         raise UserError(str(exc)) from None
+
+
+def read_run(root: Path, source: ValueSource = "auto") -> RunTrees:
+    """The run at ``root`` for export (:class:`UserError` in one line for anything that is not one)."""
+    run_dir, config, command, results = read_finished(root)
     unfinished = len(_started(root) - set(results))
     if not results:
         hint = f"; finish it first: {run_dir.resume_hint(command)}" if unfinished else ""

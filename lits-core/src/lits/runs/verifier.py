@@ -237,17 +237,10 @@ def verifier_section(root: str | Path) -> dict[str, Any]:
     """The report for the run at ``root``; :class:`UserError` in one line for a run it cannot grade (a chain, a
     run with unfinished instances, a run without gold answers)."""
     from lits.errors import UserError
-    from lits.export.trees import read_run
-    from lits.runs.artifacts import RunDir, RunFileError
+    from lits.export.trees import read_finished, read_run
 
     root = Path(root)
-    run_dir = RunDir(root)
-    try:
-        config = run_dir.read_config()
-        command = str(config.get("command") or "search")
-        results = run_dir.read_results(command)
-    except (FileNotFoundError, RunFileError) as exc:
-        raise UserError(str(exc)) from None
+    run_dir, _config, command, results = read_finished(root)
     if command == "chain":
         raise UserError(f"--verifier: {root} is a chain run; the verifier report needs a search run's scored "
                         "tree (lits search)")
