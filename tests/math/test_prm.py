@@ -13,19 +13,10 @@ from lits.components import parsing
 from lits.lm.base import Completion, ModelError, TokenLogprob
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.registry import ComponentRegistry
-from lits.structures.language_grounded import ThoughtState, ThoughtStep
 from lits.testing import ScriptedModel
+from tests.math.conftest import QUESTION, state_of
 from lits.testing.server import FakeOpenAIServer
 from lits_math.prm import ConsistencyPRM, LogprobPRM, VerifierPRM, label_probability, step_verdicts
-
-QUESTION = "Tom has 3 apples and buys 4 more. How many apples does he have?"
-
-
-def state_of(*steps: str) -> ThoughtState:
-    state = ThoughtState()
-    for text in steps:
-        state.append(ThoughtStep(action=text))
-    return state
 
 
 def grader(prompt: str, body: dict[str, Any]) -> str:

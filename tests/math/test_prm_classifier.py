@@ -15,20 +15,11 @@ from lits.lm.cache import ResponseCache
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.observability import InferenceLog, collecting
 from lits.registry import ComponentRegistry
-from lits.structures.language_grounded import ThoughtState, ThoughtStep
 from lits.testing import ScriptedModel
+from tests.math.conftest import QUESTION, state_of
 from lits.testing.pooling_server import FakePoolingServer, request_problem
 from lits.testing.server import FakeOpenAIServer
 from lits_math.prm_classifier import ClassifierPRM
-
-QUESTION = "Tom has 3 apples and buys 4 more. How many apples does he have?"
-
-
-def state_of(*steps: str) -> ThoughtState:
-    state = ThoughtState()
-    for text in steps:
-        state.append(ThoughtStep(action=text))
-    return state
 
 
 def right_sums(steps: list[str]) -> list[float]:

@@ -87,6 +87,8 @@ class RunTrees:
     unfinished: int = 0
     #: Prompts the policy could not render, written as the problem and the steps so far instead.
     fallback_prompts: int = 0
+    #: Finished instances whose example carries a gold answer.
+    with_gold: int = 0
 
     @property
     def command(self) -> str:
@@ -125,7 +127,8 @@ def read_run(root: Path, source: ValueSource = "auto") -> RunTrees:
         tree.correct = grade_terminals(tree, components, example)
         tree.values, tree.source = node_values(tree, source)
         instances.append(tree)
-    return RunTrees(Path(root), config, components, instances, unfinished)
+    with_gold = sum((record.get("example") or {}).get("answer") not in (None, "") for record in results.values())
+    return RunTrees(Path(root), config, components, instances, unfinished, with_gold=with_gold)
 
 
 def components_of(config: RunSettings) -> Components:

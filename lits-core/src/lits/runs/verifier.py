@@ -237,19 +237,18 @@ def verifier_section(root: str | Path) -> dict[str, Any]:
     """The report for the run at ``root``; :class:`UserError` in one line for a run it cannot grade (a chain, a
     run with unfinished instances, a run without gold answers)."""
     from lits.errors import UserError
-    from lits.export.trees import read_finished, read_run
+    from lits.export.trees import read_run
+    from lits.runs.artifacts import RunDir
 
     root = Path(root)
-    run_dir, _config, command, results = read_finished(root)
-    if command == "chain":
+    run = read_run(root)
+    if run.command == "chain":
         raise UserError(f"--verifier: {root} is a chain run; the verifier report needs a search run's scored "
                         "tree (lits search)")
-    run = read_run(root)
     if run.unfinished:
         raise UserError(f"--verifier: {root} has {run.unfinished} unfinished instance(s); finish it first: "
-                        f"{run_dir.resume_hint(command)}")
-    if run.components.task_type != "env_grounded" and not any(
-            (record.get("example") or {}).get("answer") not in (None, "") for record in results.values()):
+                        f"{RunDir(root).resume_hint(run.command)}")
+    if run.components.task_type != "env_grounded" and not run.with_gold:
         raise UserError(f"--verifier: {root} has no gold answers (no instance's example has an 'answer'); "
                         "step scores can only be checked against a dataset with answers")
     if not run.instances:
