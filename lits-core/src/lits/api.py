@@ -17,22 +17,32 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from lits.agents import ChainConfig, TreeSearchConfig
+from lits.agents import MCTS, ChainConfig, MCTSConfig, TreeSearchConfig
 from lits.agents.tree import BaseTreeSearch, bfs
+from lits.answers import (Equivalence, Extractor, answer_rules, extract_stated_answer, majority_vote, normalize_text,
+                          same_text)
 from lits.components.base import LlmTransition, Policy, RewardModel, Transition
+from lits.components.factory import create_components
+from lits.components.parsing import count_fallback, count_reask, count_reply
 from lits.components.policy.env_grounded import EnvGroundedPolicy
 from lits.components.policy.tool_use import ToolUsePolicy
 from lits.components.reward.env_grounded import EnvGroundedPRM
 from lits.components.reward.generative import GenerativePRM
+from lits.components.reward.judging import judge_yes, yes_probability
 from lits.components.transition.env_grounded import EnvGroundedTransition
 from lits.components.transition.tool_use import ToolUseTransition
 from lits.errors import UserError
+from lits.extras import require
 from lits.hookspecs import hookimpl
-from lits.lm.base import LanguageModel
+from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, Message, ModelError, Prompt
 from lits.lm.factory import create_model
+from lits.lm.pooling import POOLING_ENDPOINT, step_probabilities
 from lits.memory import Augmentor, AugmentorContext, Outcome
+from lits.prompts import language_grounded as language_grounded_prompts
+from lits.prompts import tool_use as tool_use_prompts
 from lits.prompts.registry import PromptRegistry
 from lits.registry import (
+    load_dataset,
     register_augmentor,
     register_chain,
     register_dataset,
@@ -41,6 +51,7 @@ from lits.registry import (
     register_resource,
     register_reward_model,
     register_search,
+    register_search_framework,
     register_system_prompt,
     register_transition,
     register_user_prompt,
@@ -51,7 +62,8 @@ from lits.structures.base import Action, State, Step, TrajectoryState
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 from lits.structures.node import SearchNode
 from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
-from lits.tools import BaseTool, Tool
+from lits.tools import BaseTool, Tool, ToolUnavailable, parse_tool_call
+from lits.tools.base import failure_reason
 from lits.type_registry import register_state, register_type
 
 if TYPE_CHECKING:
@@ -66,11 +78,17 @@ __all__ = [
     "EnvGroundedPRM", "GenerativePRM", "ToolUsePolicy", "ToolUseTransition", "LanguageModel",
     "Step", "State", "Action", "TrajectoryState", "EnvState", "EnvStep", "EnvAction", "ToolUseStep", "ToolUseState",
     "ToolUseAction", "SearchNode", "Tool", "BaseTool", "TreeSearchConfig", "ChainConfig", "BaseTreeSearch", "bfs",
-    "PromptRegistry", "Augmentor", "AugmentorContext", "Outcome",
+    "MCTS", "MCTSConfig", "PromptRegistry", "Augmentor", "AugmentorContext", "Outcome",
+    # what a plugin's components use: model replies and errors, judging, answers, tools, core's prompts
+    "Prompt", "Message", "ModelError", "LoglikelihoodUnsupported", "yes_probability", "judge_yes",
+    "count_reply", "count_fallback", "count_reask", "POOLING_ENDPOINT", "step_probabilities",
+    "majority_vote", "answer_rules", "extract_stated_answer", "normalize_text", "same_text", "Equivalence",
+    "Extractor", "ToolUnavailable", "parse_tool_call", "failure_reason", "require", "language_grounded_prompts",
+    "tool_use_prompts", "create_components", "load_dataset",
     # registering
     "hookimpl", "register_transition", "register_policy", "register_reward_model", "register_dataset",
     "register_search", "register_chain", "register_resource", "register_model", "register_system_prompt",
-    "register_user_prompt", "register_type", "register_state", "register_augmentor",
+    "register_user_prompt", "register_type", "register_state", "register_augmentor", "register_search_framework",
 ]
 
 
@@ -81,11 +99,12 @@ def run(spec: Optional[RunSpec] = None, /, **fields: object) -> RunResult:
     to start or a server to send a key to that a file named (``RunSpec.from_config``) unless
     ``trust_config=True``; instances that fail are reported in the result (``result.failed``), not raised."""
     from lits.runs.result import read_result
-    from lits.runs.session import execute, new_run
+    from lits.runs.session import Silent, execute, new_run
 
     spec = RunSpec.make(**fields) if spec is None else spec.with_fields(**fields)
     run_dir, settings = new_run(spec)
-    done = execute(run_dir, settings, objects=spec.objects(), confirmation=spec.confirmation())
+    done = execute(run_dir, settings, objects=spec.objects(), confirmation=spec.confirmation(),
+                   stream=None if spec.progress else Silent())
     return read_result(run_dir.root, done.selected, done.outcome.failed, done.outcome.stop_reason)
 
 
@@ -109,7 +128,7 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     from lits.runs.artifacts import RunDir, RunFileError
     from lits.runs.result import read_result
     from lits.runs.resuming import resumed_settings
-    from lits.runs.session import execute
+    from lits.runs.session import Silent, execute
     from lits.runs.spec import OBJECT_PREFIX, component_name
     from lits.runs.trust import Confirmation, given_values
 
@@ -119,6 +138,7 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     except RunFileError as exc:  # a damaged or tampered config.json is bad input, like a bad spec
         raise UserError(str(exc)) from None
     trusted = bool(changes.pop("trust_config", False))
+    quiet = not changes.pop("progress", True)
     objects: dict[str, object] = {role: changes.pop(role) for role in ("policy", "transition", "reward")
                                if role in changes}
     for role, obj in objects.items():
@@ -135,7 +155,8 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     merged = RunSpec.from_config({**saved, **{r: None for r in objects}}, **changes)  # checks the new values
     settings = resumed_settings(run_dir, saved, {key: getattr(merged, key) for key in changes})
     confirmation = Confirmation(given=given_values(changes), trusted=trusted)
-    done = execute(run_dir, settings, resume=True, objects=objects, confirmation=confirmation)
+    done = execute(run_dir, settings, resume=True, objects=objects, confirmation=confirmation,
+                   stream=Silent() if quiet else None)
     return read_result(run_dir.root, done.selected, done.outcome.failed, done.outcome.stop_reason)
 
 
