@@ -90,3 +90,12 @@ def test_each_row_of_a_result_tree_carries_its_action(tmp_path: Path) -> None:
     root, *children = tree["nodes"]
     assert root["action"] == ""
     assert children and all(row["action"] == row["detail"]["action"] != "" for row in children)
+
+
+def test_the_command_line_prints_progress_unless_set_progress_false(run_lits) -> None:
+    args = ("chain", "--dataset", "blocksworld", "--model", "scripted", "--limit", "1")
+    loud = run_lits(*args, "--save-dir", "loud")
+    quiet = run_lits(*args, "--save-dir", "quiet", "--set", "progress=false")
+    assert loud.returncode == quiet.returncode == 0, loud.stderr + quiet.stderr
+    assert "[1/1] solved" in loud.stderr and "lits: chain blocksworld" in loud.stderr
+    assert quiet.stderr == ""

@@ -99,7 +99,9 @@ def run_to_end(request: RunSpec | ResumeRequest, *, dry_run: bool = False) -> in
 
         with exits_as_errors():
             return print_plan(settings, confirmation=confirmation)
-    return execute(run_dir, settings, resume=resume, confirmation=confirmation).report(exit_on_stragglers=True)
+    quiet = isinstance(request, RunSpec) and not request.progress  # --set progress=false
+    return execute(run_dir, settings, resume=resume, confirmation=confirmation,
+                   stream=Silent() if quiet else None).report(exit_on_stragglers=True)
 
 
 def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunSettings]:
