@@ -14,11 +14,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from lits.agents.tree import bfs
-from lits.components.base import LlmTransition, Policy, RewardModel
-from lits.components.reward.judging import judge_yes
+from lits.api import LlmTransition, Policy, RewardModel, bfs, judge_yes, register_state, register_type
 from lits.structures.base import Step, TrajectoryState
-from lits.type_registry import register_state, register_type
 
 
 @register_type
@@ -152,7 +149,7 @@ def main() -> None:
     parser.add_argument("--model", default="scripted", help="'scripted' (offline stand-in) or 'local'")
     parser.add_argument("--query", default="Write the sum of the first five odd numbers.")
     args = parser.parse_args()
-    from lits.lm.factory import create_model
+    from lits.api import model as create_model
 
     model = create_model(args.model)
     result = solve(model, args.query)

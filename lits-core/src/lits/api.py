@@ -14,64 +14,137 @@ A run writes the same save dir as the command line (``lits view DIR`` shows it),
 from __future__ import annotations
 
 import asyncio
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from lits.agents import ChainConfig, TreeSearchConfig
-from lits.agents.tree import BaseTreeSearch, bfs
-from lits.components.base import LlmTransition, Policy, RewardModel, Transition
-from lits.components.policy.env_grounded import EnvGroundedPolicy
-from lits.components.policy.tool_use import ToolUsePolicy
-from lits.components.reward.env_grounded import EnvGroundedPRM
-from lits.components.reward.generative import GenerativePRM
-from lits.components.transition.env_grounded import EnvGroundedTransition
-from lits.components.transition.tool_use import ToolUseTransition
-from lits.errors import UserError
-from lits.hookspecs import hookimpl
-from lits.lm.base import LanguageModel
-from lits.lm.factory import create_model
-from lits.memory import Augmentor, AugmentorContext, Outcome
-from lits.prompts.registry import PromptRegistry
-from lits.registry import (
-    register_augmentor,
-    register_chain,
-    register_dataset,
-    register_model,
-    register_policy,
-    register_resource,
-    register_reward_model,
-    register_search,
-    register_system_prompt,
-    register_transition,
-    register_user_prompt,
-)
-from lits.runs.result import InstanceOutcome, RunResult
-from lits.runs.spec import OPERATIONAL_FIELDS, ComponentModel, RunSpec, SpecError
-from lits.structures.base import Action, State, Step, TrajectoryState
-from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
-from lits.structures.node import SearchNode
-from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
-from lits.tools import BaseTool, Tool
-from lits.type_registry import register_state, register_type
-
 if TYPE_CHECKING:
+    from lits.agents import MCTS, ChainConfig, MCTSConfig, TreeSearchConfig
+    from lits.agents.tree import BaseTreeSearch, bfs
+    from lits.answers import (
+        Equivalence, Extractor, answer_rules, extract_stated_answer, majority_vote, normalize_text, same_text,
+    )
+    from lits.components.base import LlmTransition, Policy, RewardModel, Transition
+    from lits.components.factory import create_components
+    from lits.components.parsing import count_fallback, count_reask, count_reply
+    from lits.components.policy.env_grounded import EnvGroundedPolicy
+    from lits.components.policy.tool_use import ToolUsePolicy
+    from lits.components.reward.env_grounded import EnvGroundedPRM
+    from lits.components.reward.generative import GenerativePRM
+    from lits.components.reward.judging import judge_yes, yes_probability
+    from lits.components.transition.env_grounded import EnvGroundedTransition
+    from lits.components.transition.tool_use import ToolUseTransition
+    from lits.errors import UserError
+    from lits.export import export_runs
+    from lits.export.rows import RowOptions
+    from lits.extras import require
+    from lits.hookspecs import hookimpl
+    from lits.lm.base import Completion, LanguageModel, LoglikelihoodUnsupported, Message, ModelError, Prompt
+    from lits.lm.pooling import POOLING_ENDPOINT, step_probabilities
+    from lits.memory import Augmentor, AugmentorContext, Outcome
+    from lits.prompts.registry import PromptRegistry
+    from lits.registry import (
+        load_dataset, register_augmentor, register_chain, register_command, register_dataset, register_model,
+        register_policy,
+        register_resource, register_reward_model, register_search, register_search_framework,
+        register_system_prompt, register_transition, register_user_prompt,
+    )
+    from lits.runs.curve import curves, format_curves
+    from lits.runs.result import InstanceOutcome, RunResult
+    from lits.runs.spec import ComponentModel, RunSpec, SpecError
+    from lits.runs.verifier import format_report, verifier_section
+    from lits.structures.base import Action, State, Step, TrajectoryState
+    from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
+    from lits.structures.node import SearchNode
+    from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
+    from lits.tools import BaseTool, Tool, ToolUnavailable, parse_tool_call
+    from lits.tools.base import failure_reason
+    from lits.type_registry import register_state, register_type
+    from lits.prompts import language_grounded as language_grounded_prompts
+    from lits.prompts import tool_use as tool_use_prompts
     from lits.runs.planning import Plan
 
 __all__ = [
     # running
-    "run", "search", "chain", "resume", "run_async", "plan", "RunSpec", "ComponentModel", "RunResult",
-    "InstanceOutcome", "SpecError", "UserError", "model",
+    "run", "search", "chain", "resume", "run_async", "plan", "model", "RunSpec", "ComponentModel", "RunResult",
+    "InstanceOutcome", "SpecError", "UserError",
     # building blocks (the seeds' names)
     "Policy", "Transition", "RewardModel", "LlmTransition", "EnvGroundedTransition", "EnvGroundedPolicy",
-    "EnvGroundedPRM", "GenerativePRM", "ToolUsePolicy", "ToolUseTransition", "LanguageModel",
-    "Step", "State", "Action", "TrajectoryState", "EnvState", "EnvStep", "EnvAction", "ToolUseStep", "ToolUseState",
+    "EnvGroundedPRM", "GenerativePRM", "ToolUsePolicy", "ToolUseTransition", "LanguageModel", "Step", "State",
+    "Action", "TrajectoryState", "EnvState", "EnvStep", "EnvAction", "ToolUseStep", "ToolUseState",
     "ToolUseAction", "SearchNode", "Tool", "BaseTool", "TreeSearchConfig", "ChainConfig", "BaseTreeSearch", "bfs",
-    "PromptRegistry", "Augmentor", "AugmentorContext", "Outcome",
+    "MCTS", "MCTSConfig", "PromptRegistry", "Augmentor", "AugmentorContext", "Outcome",
+    # what a plugin's components use: model replies and errors, judging, answers, tools, core's prompts
+    "Prompt", "Message", "Completion", "ModelError", "LoglikelihoodUnsupported", "yes_probability", "judge_yes",
+    "count_reply", "count_fallback", "count_reask", "POOLING_ENDPOINT", "step_probabilities", "majority_vote",
+    "answer_rules", "extract_stated_answer", "normalize_text", "same_text", "Equivalence", "Extractor",
+    "ToolUnavailable", "parse_tool_call", "failure_reason", "require", "language_grounded_prompts",
+    "tool_use_prompts", "create_components", "load_dataset",
+    # reading finished runs
+    "curves", "format_curves", "export_runs", "RowOptions", "verifier_section", "format_report",
     # registering
     "hookimpl", "register_transition", "register_policy", "register_reward_model", "register_dataset",
     "register_search", "register_chain", "register_resource", "register_model", "register_system_prompt",
-    "register_user_prompt", "register_type", "register_state", "register_augmentor",
+    "register_user_prompt", "register_type", "register_state", "register_augmentor", "register_search_framework",
+    "register_command",
 ]
+
+#: Where each name of the face is defined: imported the first time it is used, so a plugin that takes one
+#: base class from here pays for that class's module alone (and ``import lits.api`` costs nothing).
+_HOMES: dict[str, str] = {
+    "RunSpec": "lits.runs.spec", "ComponentModel": "lits.runs.spec", "SpecError": "lits.runs.spec",
+    "RunResult": "lits.runs.result", "InstanceOutcome": "lits.runs.result", "UserError": "lits.errors",
+    "Policy": "lits.components.base", "Transition": "lits.components.base", "RewardModel": "lits.components.base",
+    "LlmTransition": "lits.components.base", "EnvGroundedTransition": "lits.components.transition.env_grounded",
+    "EnvGroundedPolicy": "lits.components.policy.env_grounded",
+    "EnvGroundedPRM": "lits.components.reward.env_grounded", "GenerativePRM": "lits.components.reward.generative",
+    "ToolUsePolicy": "lits.components.policy.tool_use", "ToolUseTransition": "lits.components.transition.tool_use",
+    "LanguageModel": "lits.lm.base", "Step": "lits.structures.base", "State": "lits.structures.base",
+    "Action": "lits.structures.base", "TrajectoryState": "lits.structures.base",
+    "EnvState": "lits.structures.env_grounded", "EnvStep": "lits.structures.env_grounded",
+    "EnvAction": "lits.structures.env_grounded", "ToolUseStep": "lits.structures.tool_use",
+    "ToolUseState": "lits.structures.tool_use", "ToolUseAction": "lits.structures.tool_use",
+    "SearchNode": "lits.structures.node", "Tool": "lits.tools", "BaseTool": "lits.tools",
+    "TreeSearchConfig": "lits.agents", "ChainConfig": "lits.agents", "MCTSConfig": "lits.agents",
+    "MCTS": "lits.agents", "BaseTreeSearch": "lits.agents.tree", "bfs": "lits.agents.tree",
+    "PromptRegistry": "lits.prompts.registry", "Augmentor": "lits.memory", "AugmentorContext": "lits.memory",
+    "Outcome": "lits.memory", "Prompt": "lits.lm.base", "Message": "lits.lm.base", "Completion": "lits.lm.base",
+    "ModelError": "lits.lm.base", "LoglikelihoodUnsupported": "lits.lm.base",
+    "yes_probability": "lits.components.reward.judging", "judge_yes": "lits.components.reward.judging",
+    "count_reply": "lits.components.parsing", "count_fallback": "lits.components.parsing",
+    "count_reask": "lits.components.parsing", "POOLING_ENDPOINT": "lits.lm.pooling",
+    "step_probabilities": "lits.lm.pooling", "majority_vote": "lits.answers", "answer_rules": "lits.answers",
+    "extract_stated_answer": "lits.answers", "normalize_text": "lits.answers", "same_text": "lits.answers",
+    "Equivalence": "lits.answers", "Extractor": "lits.answers", "ToolUnavailable": "lits.tools",
+    "parse_tool_call": "lits.tools", "failure_reason": "lits.tools.base", "require": "lits.extras",
+    "create_components": "lits.components.factory", "load_dataset": "lits.registry", "curves": "lits.runs.curve",
+    "format_curves": "lits.runs.curve", "export_runs": "lits.export", "RowOptions": "lits.export.rows",
+    "verifier_section": "lits.runs.verifier", "format_report": "lits.runs.verifier", "hookimpl": "lits.hookspecs",
+    "register_type": "lits.type_registry", "register_state": "lits.type_registry",
+    "register_transition": "lits.registry", "register_policy": "lits.registry",
+    "register_reward_model": "lits.registry", "register_dataset": "lits.registry",
+    "register_search": "lits.registry", "register_chain": "lits.registry", "register_resource": "lits.registry",
+    "register_model": "lits.registry", "register_system_prompt": "lits.registry",
+    "register_user_prompt": "lits.registry", "register_augmentor": "lits.registry",
+    "register_command": "lits.registry",
+    "register_search_framework": "lits.registry", "language_grounded_prompts": "lits.prompts.language_grounded:",
+    "tool_use_prompts": "lits.prompts.tool_use:",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'lits.api' has no attribute {name!r}")
+    module_name, is_module, _ = home.partition(":")
+    module = importlib.import_module(module_name)
+    value = module if is_module else getattr(module, name)
+    globals()[name] = value  # once: the next use is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def run(spec: Optional[RunSpec] = None, /, **fields: object) -> RunResult:
@@ -79,23 +152,30 @@ def run(spec: Optional[RunSpec] = None, /, **fields: object) -> RunResult:
 
     Raises :class:`UserError` (one line) for a bad setting, an unknown name or a full disk, and for a command
     to start or a server to send a key to that a file named (``RunSpec.from_config``) unless
-    ``trust_config=True``; instances that fail are reported in the result (``result.failed``), not raised."""
+    ``trust_config=True``; instances that fail are reported in the result (``result.failed``), not raised.
+    ``progress=False`` (a spec field): the command line's progress lines are not printed."""
     from lits.runs.result import read_result
-    from lits.runs.session import execute, new_run
+    from lits.runs.session import Silent, execute, new_run
+    from lits.runs.spec import RunSpec
 
     spec = RunSpec.make(**fields) if spec is None else spec.with_fields(**fields)
     run_dir, settings = new_run(spec)
-    done = execute(run_dir, settings, objects=spec.objects(), confirmation=spec.confirmation())
+    done = execute(run_dir, settings, objects=spec.objects(), confirmation=spec.confirmation(),
+                   stream=None if spec.progress else Silent())
     return read_result(run_dir.root, done.selected, done.outcome.failed, done.outcome.stop_reason)
 
 
 def search(dataset: str, **fields: object) -> RunResult:
     """A tree search over ``dataset``: ``search="mcts"`` (default) or any registered one, ``search_args={...}``."""
+    from lits.runs.spec import RunSpec
+
     return run(RunSpec.make(command="search", dataset=dataset, **fields))
 
 
 def chain(dataset: str, **fields: object) -> RunResult:
     """A chain agent (no search) over ``dataset``: ``chain=`` a registered one (default: by task type)."""
+    from lits.runs.spec import RunSpec
+
     return run(RunSpec.make(command="chain", dataset=dataset, **fields))
 
 
@@ -105,12 +185,13 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     Only operational settings may change (``concurrency``, ``base_url``, ``cache``, timeouts, prices,
     ``executor``...); components the run was given as objects are passed again as ``policy=`` etc.
     A command or a key destination from the run's config.json that was not confirmed before needs
-    ``trust_config=True`` (or the base URL given again)."""
+    ``trust_config=True`` (or the base URL given again).  ``progress=False``: print nothing."""
     from lits.runs.artifacts import RunDir, RunFileError
     from lits.runs.result import read_result
     from lits.runs.resuming import resumed_settings
-    from lits.runs.session import execute
-    from lits.runs.spec import OBJECT_PREFIX, component_name
+    from lits.runs.session import Silent, execute
+    from lits.errors import UserError
+    from lits.runs.spec import OBJECT_PREFIX, OPERATIONAL_FIELDS, RunSpec, SpecError, component_name
     from lits.runs.trust import Confirmation, given_values
 
     run_dir = RunDir(Path(save_dir))
@@ -119,6 +200,7 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     except RunFileError as exc:  # a damaged or tampered config.json is bad input, like a bad spec
         raise UserError(str(exc)) from None
     trusted = bool(changes.pop("trust_config", False))
+    quiet = not changes.pop("progress", True)
     objects: dict[str, object] = {role: changes.pop(role) for role in ("policy", "transition", "reward")
                                if role in changes}
     for role, obj in objects.items():
@@ -135,7 +217,8 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     merged = RunSpec.from_config({**saved, **{r: None for r in objects}}, **changes)  # checks the new values
     settings = resumed_settings(run_dir, saved, {key: getattr(merged, key) for key in changes})
     confirmation = Confirmation(given=given_values(changes), trusted=trusted)
-    done = execute(run_dir, settings, resume=True, objects=objects, confirmation=confirmation)
+    done = execute(run_dir, settings, resume=True, objects=objects, confirmation=confirmation,
+                   stream=Silent() if quiet else None)
     return read_result(run_dir.root, done.selected, done.outcome.failed, done.outcome.stop_reason)
 
 
@@ -145,6 +228,7 @@ def plan(spec: Optional[RunSpec] = None, /, **fields: object) -> Plan:
     model ``calls``."""
     from lits.runs.planning import plan as plan_run
     from lits.runs.session import new_run
+    from lits.runs.spec import RunSpec
 
     spec = RunSpec.make(**fields) if spec is None else spec.with_fields(**fields)
     _, settings = new_run(spec, check_only=True)
@@ -159,6 +243,8 @@ async def run_async(spec: Optional[RunSpec] = None, /, **fields: object) -> RunR
 def model(name: str = "local", **options: Any) -> LanguageModel:
     """A language model by spec, as ``--model`` takes it: ``"local"``, ``"scripted"``, a ``.gguf`` file, or a
     name served at ``base_url=...``; for building component objects yourself."""
+    from lits.lm.factory import create_model
+
     return create_model(name, **options)
 
 

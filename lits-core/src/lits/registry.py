@@ -32,7 +32,7 @@ __all__ = [
     "KINDS", "TASK_TYPES", "ComponentRegistry", "DuplicateNameError", "Registration", "RegistryError",
     "SearchFramework", "add_registration", "get_registration", "get_search_framework", "infer_task_type",
     "isolated_registry", "list_names", "load_dataset", "load_resource", "owner_scope", "register_augmentor",
-    "register_chain",
+    "register_chain", "register_command",
     "register_dataset", "register_model", "register_policy", "register_prompt", "register_resource",
     "register_reward_model", "register_search", "register_search_framework", "register_system_prompt",
     "register_transition", "register_user_prompt", "registrations_of", "remove_registrations_of",
@@ -127,6 +127,11 @@ def register_model(name: str, description: str = "") -> Callable[[T], T]:
 def register_augmentor(name: str, description: str = "") -> Callable[[T], T]:
     """Register an augmentor (a ``lits.memory.Augmentor`` subclass), used as ``--memory-arg augmentors=NAME``."""
     return _class_decorator("augmentor", name, None, description=description)
+
+
+def register_command(name: str, help: str = "") -> Callable[[T], T]:
+    """Register ``add_arguments(parser)``, which fills the parser of the command ``lits NAME``."""
+    return _class_decorator("command", name, None, help=help)
 
 
 def register_system_prompt(component: str, agent: str, key: str) -> Callable[[T], T]:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from lits.registry import register_dataset
+from lits.api import register_dataset
 from lits_blocksworld.pddl import parse_plan, parse_problem_file
 from lits_blocksworld.world import COLOURS, apply_action, generate_actions, goal_check, join_facts, make_world, render
 

@@ -6,7 +6,7 @@ actions so far, so the examples use exactly that layout.
 
 from __future__ import annotations
 
-from lits.registry import register_system_prompt, register_user_prompt
+from lits.api import register_system_prompt, register_user_prompt
 
 RULES = """\
 Blocks rest on a table or on one another, and one hand moves them one at a time.

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Optional
 
-from lits.components.transition.env_grounded import EnvGroundedTransition
-from lits.registry import register_transition
+from lits.api import EnvGroundedTransition, register_transition
 from lits.structures.env_grounded import EnvState, EnvStep
 from lits_blocksworld import world
 

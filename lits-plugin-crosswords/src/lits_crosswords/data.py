@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from lits.registry import register_dataset
+from lits.api import register_dataset
 from lits_crosswords.board import SLOTS
 from lits_crosswords.puzzles import PUZZLES
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lits.registry import register_system_prompt, register_user_prompt
+from lits.api import register_system_prompt, register_user_prompt
 
 RULES = (
     "Fill a 5x5 mini crossword. Rows are clues h1-h5 and columns are clues v1-v5; every answer is a "

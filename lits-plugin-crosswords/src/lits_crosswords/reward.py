@@ -12,11 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from lits.components.base import RewardModel
-from lits.components.reward.env_grounded import EnvGroundedPRM
-from lits.components.reward.judging import yes_probability
-from lits.lm.base import LoglikelihoodUnsupported, Prompt
-from lits.registry import register_reward_model
+from lits.api import (
+    EnvGroundedPRM, LoglikelihoodUnsupported, Prompt, RewardModel, register_reward_model, yes_probability,
+)
 from lits.structures.env_grounded import EnvState
 from lits_crosswords.board import cells, parse_action, parse_board, place
 

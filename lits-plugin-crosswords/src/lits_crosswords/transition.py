@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from lits.components.transition.env_grounded import EnvGroundedTransition
-from lits.registry import register_transition
+from lits.api import EnvGroundedTransition, register_transition
 from lits.structures.env_grounded import EnvState, EnvStep
 from lits_crosswords.board import SLOTS, Board, cells, clash, parse_action, parse_board, place, repeats
 

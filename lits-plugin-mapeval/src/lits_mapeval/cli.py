@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+from lits.api import register_command
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lits-mapeval", description="MapEval-SQL tools for LiTS.")
@@ -14,8 +16,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@register_command("mapeval", help="build the MapEval-SQL city into SQLite or PostgreSQL, serve its tools over MCP")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The sub-commands, on ``lits-mapeval``'s parser or on ``lits mapeval``'s (the ``register_commands`` hook)."""
+    """The sub-commands, on ``lits-mapeval``'s parser or on ``lits mapeval``'s."""
     from lits_mapeval.build_db import add_build_db_parser
     from lits_mapeval.mcp_server import add_serve_mcp_parser
 

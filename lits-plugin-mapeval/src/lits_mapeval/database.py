@@ -106,7 +106,7 @@ def build_database(path: str | Path, seed: int = 0, n_places: int = 24) -> Path:
 def build_postgres(url: str, seed: int = 0, n_places: int = 24, grant_select_to: str | None = None) -> str:
     """Write the city into the PostgreSQL database at ``url`` (its four tables replaced, in one transaction);
     returns the URL as recorded (no password). ``grant_select_to`` names a role given SELECT on the tables."""
-    from lits.extras import require
+    from lits.api import require
 
     psycopg = require("psycopg", install="lits-plugin-mapeval[postgresql]", what="PostgreSQL", package="psycopg 3")
     from psycopg import sql

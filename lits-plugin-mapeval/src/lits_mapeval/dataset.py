@@ -9,13 +9,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
-from lits.registry import register_dataset, register_resource
+from lits.api import register_dataset, register_resource
 from lits_mapeval.database import build_database
 from lits_mapeval.pg_url import is_postgres_url
 from lits_mapeval.questions import generate_questions, generate_questions_from
 
 if TYPE_CHECKING:  # the tools (and pydantic) load only when a run asks for them
-    from lits.tools.base import BaseTool
+    from lits.api import BaseTool
     from lits_mapeval.sql_tools import Database
 from lits_mapeval.validation import check_items
 

@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any, Optional
 
-from lits.tools.base import BaseTool, failure_reason
+from lits.api import BaseTool, failure_reason
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -75,7 +75,7 @@ def build_server(tools: list[BaseTool], instructions: str) -> Any:
 
 
 def run_serve_mcp(args: argparse.Namespace) -> int:
-    from lits.extras import require
+    from lits.api import require
 
     require("mcp", install="lits-core[mcp]", what="serve-mcp", package="the MCP SDK")
     if args.http and args.host not in LOOPBACK:

@@ -30,7 +30,7 @@ from decimal import Decimal
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
-from lits.tools import ToolUnavailable
+from lits.api import ToolUnavailable
 from lits_mapeval import pg_guard
 from lits_mapeval.pg_url import safe_url
 from lits_mapeval.sql_functions import not_listed
@@ -137,7 +137,7 @@ class ReadOnlyPostgres:
                  max_value_bytes: int = MAX_VALUE_BYTES, max_wait: Optional[float] = None,
                  pool_size: int = POOL_SIZE, allow_privileged_role: bool = False) -> None:
         self.url = safe_url(url)
-        from lits.extras import require
+        from lits.api import require
 
         install = "lits-plugin-mapeval[postgresql]"
         psycopg = require("psycopg", install=install, what="MapEval-SQL on PostgreSQL", package="psycopg 3")

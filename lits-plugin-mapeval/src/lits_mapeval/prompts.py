@@ -7,8 +7,7 @@ number) on a place that is not in the generated city, so nothing is given away.
 
 from __future__ import annotations
 
-from lits.prompts import tool_use as core
-from lits.registry import register_system_prompt, register_user_prompt
+from lits.api import register_system_prompt, register_user_prompt, tool_use_prompts as core
 
 EXAMPLE = """\
 Question: How many reviews does Willow Market have?

@@ -14,9 +14,8 @@ import sqlite3
 from pathlib import Path
 from typing import Optional
 
-from lits.memory import Augmentor, AugmentorContext
+from lits.api import Augmentor, AugmentorContext, parse_tool_call, register_augmentor
 from lits.structures.base import Step
-from lits.tools.base import parse_tool_call
 from lits_mapeval.sql_guard import harden
 
 
@@ -40,6 +39,9 @@ def compile_error(database: Path, sql: str) -> Optional[str]:
         conn.close()
 
 
+@register_augmentor("sql_validator",
+                    description="compiles query_sql's SQL (SQLite EXPLAIN) before it runs; an error becomes the "
+                                "observation")
 class SqlValidator(Augmentor):
     """Refuses a ``query_sql`` call whose SQL does not compile; the reason is the step's observation."""
 

@@ -24,7 +24,7 @@ from typing import Callable, ClassVar, Iterable, Iterator, Optional, Protocol, S
 
 from pydantic import BaseModel, Field
 
-from lits.tools import BaseTool, ToolUnavailable
+from lits.api import BaseTool, ToolUnavailable
 from lits_mapeval.sql_guard import MAX_MEMORY_MB, MAX_SQL_CHARS, MAX_VALUE_BYTES, harden
 
 

@@ -17,7 +17,7 @@ import threading
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Optional
 
-from lits.answers import extract_stated_answer
+from lits.api import extract_stated_answer
 
 MAX_CHARS = 1000  # longer answers are not compared (math-verify's cost grows fast with length)
 MAX_NESTING = 40  # brace/paren depth beyond which parsing takes seconds

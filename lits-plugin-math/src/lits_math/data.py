@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from lits.registry import register_dataset
+from lits.api import register_dataset
 from lits_math.answers import (
     evaluate_gsm8k,
     evaluate_math,

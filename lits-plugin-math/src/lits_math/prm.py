@@ -17,11 +17,10 @@ import math
 import re
 from typing import Any, Optional, Sequence
 
-from lits.answers import majority_vote
-from lits.components.base import RewardModel
-from lits.components.parsing import count_fallback, count_reply
-from lits.lm.base import LoglikelihoodUnsupported, ModelError, Prompt
-from lits.registry import register_reward_model
+from lits.api import (
+    LoglikelihoodUnsupported, ModelError, Prompt, RewardModel, count_fallback, count_reply, majority_vote,
+    register_reward_model,
+)
 from lits.structures.base import Step, TrajectoryState
 
 LABEL_SYSTEM = (
@@ -167,7 +166,7 @@ class ConsistencyPRM(RewardModel[TrajectoryState[Step], object]):
     def _fast_reward(self, state: TrajectoryState[Step], action: object, query: object, query_idx: Optional[int],
                      from_phase: str = "",
                      **kwargs: Any) -> tuple[float, dict[str, object]]:
-        from lits.answers import answer_rules
+        from lits.api import answer_rules
 
         text = _step_text(action, kwargs)
         if self.base_model is None or not text:

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from lits.components.base import RewardModel
-from lits.lm.base import ModelError
-from lits.lm.pooling import POOLING_ENDPOINT, step_probabilities
-from lits.registry import register_reward_model
+from lits.api import POOLING_ENDPOINT, ModelError, RewardModel, register_reward_model, step_probabilities
 from lits.structures.base import Step, TrajectoryState
 from lits_math.prm import _step_text, _steps_text
 

@@ -6,11 +6,10 @@ model's figures with it and with core's framing are in docs/benchmarks.md.
 
 from __future__ import annotations
 
-from lits.prompts.language_grounded import POLICY_USER
-from lits.registry import register_user_prompt
+from lits.api import language_grounded_prompts, register_user_prompt
 
 
 @register_user_prompt("policy", "concat", "gsm8k")
 def gsm8k_policy_user() -> dict[str, object]:
-    return {**POLICY_USER,
+    return {**language_grounded_prompts.POLICY_USER,
             "chat_whole": "{question}\nWork it out step by step, then give the final number as \\boxed{{N}}."}

@@ -2,8 +2,7 @@
 
 from typing import Callable, Sequence
 
-from lits.hookspecs import hookimpl
-from lits.memory import Augmentor, AugmentorContext, Outcome
+from lits.api import Augmentor, AugmentorContext, Outcome, hookimpl
 from lits.structures.base import Step
 
 

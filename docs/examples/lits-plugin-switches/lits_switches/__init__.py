@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import random
 
-from lits.components.transition.env_grounded import EnvGroundedTransition
-from lits.registry import register_dataset, register_system_prompt, register_transition, register_user_prompt
+from lits.api import (
+    EnvGroundedTransition, register_dataset, register_system_prompt, register_transition, register_user_prompt,
+)
 from lits.structures.env_grounded import EnvState, EnvStep
 
 

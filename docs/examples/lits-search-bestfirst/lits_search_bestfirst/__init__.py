@@ -6,8 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from lits.agents import BaseTreeSearch, TreeSearchConfig
-from lits.registry import register_search
+from lits.api import BaseTreeSearch, TreeSearchConfig, register_search
 
 
 class BestFirstConfig(TreeSearchConfig):

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import os
 import sys
 import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, TextIO
 
 from lits import layout
 from lits.errors import UserError
@@ -98,7 +99,9 @@ def run_to_end(request: RunSpec | ResumeRequest, *, dry_run: bool = False) -> in
 
         with exits_as_errors():
             return print_plan(settings, confirmation=confirmation)
-    return execute(run_dir, settings, resume=resume, confirmation=confirmation).report(exit_on_stragglers=True)
+    quiet = isinstance(request, RunSpec) and not request.progress  # --set progress=false
+    return execute(run_dir, settings, resume=resume, confirmation=confirmation,
+                   stream=Silent() if quiet else None).report(exit_on_stragglers=True)
 
 
 def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunSettings]:
@@ -117,16 +120,25 @@ def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunSett
     return run_dir, settings
 
 
+class Silent(io.StringIO):
+    """Where a run's progress goes when nobody wants it (``progress=False``): written to, never kept."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
 def execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmation, resume: bool = False,
-            objects: Mapping[str, object] | None = None) -> Finished:
+            objects: Mapping[str, object] | None = None, stream: Optional[TextIO] = None) -> Finished:
     """Run the selected instances, holding the save dir (a second run into it is refused before its first
     call); raises :class:`UserError` for a bad setting, a full disk, a save dir in use, or a command or a key
-    destination that a file asked for and nobody confirmed (checked before anything starts)."""
+    destination that a file asked for and nobody confirmed (checked before anything starts).  The run's
+    progress lines go to ``stream`` (default: stderr; :class:`Silent` for none)."""
     run_dir.lock()  # held already by new_run; a resumed run takes it here
     finished: Optional[Finished] = None
     try:
         with exits_as_errors():
-            finished = _execute(run_dir, settings, confirmation=confirmation, resume=resume, objects=objects)
+            finished = _execute(run_dir, settings, confirmation=confirmation, resume=resume, objects=objects,
+                                stream=stream or sys.stderr)
         return finished
     finally:
         if finished is None or not finished.outcome.stragglers:  # a call in flight may still write: held
@@ -134,14 +146,14 @@ def execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmatio
 
 
 def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmation, resume: bool,
-             objects: Mapping[str, object] | None) -> Finished:
+             objects: Mapping[str, object] | None, stream: TextIO) -> Finished:
     from lits.registry import get_registration, infer_task_type
     from lits.runs.provenance import environment, record_models
     from lits.runs.runner import run_instances
 
     confirmed = confirm(settings, confirmation)
     if confirmed:
-        print(f"lits: confirmed: {'; '.join(a.shown for a in confirmed)}", file=sys.stderr)
+        print(f"lits: confirmed: {'; '.join(a.shown for a in confirmed)}", file=stream)
     mode = settings["command"]
     attempts = AttemptSettings.of(settings)
     if settings["executor"] == "ray":
@@ -171,7 +183,7 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
         run_dir.create()
     cache = _open_cache(run_dir, settings)
     models = create_run_models(settings)
-    control = RunControl()
+    control = RunControl(stream=stream)
     outcome = RunOutcome()
     owned = distinct_models(models)
     try:
@@ -181,7 +193,7 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
         which = f"models {describe_models(settings)}" if uses_own_models(settings) else f"model {models['policy'].name}"
         where = call_destinations(settings)  # said before the first request (the slot probe below)
         print(f"lits: {mode} {dataset} with {which} -> {run_dir.root}{'; calls go to ' + where if where else ''}",
-              file=sys.stderr)
+              file=stream)
         record_models(settings, models)
         settings["environment"] = environment()
         with resource_errors(run_dir, mode):
@@ -189,7 +201,7 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
         for each in owned:
             each.use_cache(cache)
         for line in (line for each in owned for line in each.notices()):  # e.g. copies a hosted API bills
-            print(f"lits: {line}", file=sys.stderr)
+            print(f"lits: {line}", file=stream)
         stats = ProcessStats(run_dir, owned, components)
         make_agent = agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name,
                                    bn_model=models["bn"])
@@ -199,12 +211,13 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
 
                 executor = RayExecutor(settings, run_dir, mode)
                 stats = executor.stats  # type: ignore[assignment]
-                outcome = executor.run(selected, resume=resume, control=control)
+                outcome = executor.run(selected, resume=resume, control=control, progress_stream=stream)
             else:
                 with stats.saved_periodically(), resource_errors(run_dir, mode):
                     outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
                                             concurrency=settings["concurrency"], resume=resume,
-                                            control=control, after_instance=stats.save, attempts=attempts)
+                                            control=control, after_instance=stats.save, attempts=attempts,
+                                            progress_stream=stream)
             stats.save(outcome.seconds, durable=True)
             return _finished(run_dir, mode, settings, outcome, [idx for idx, _ in selected])
     finally:

@@ -12,7 +12,7 @@ import difflib
 import json
 import time
 from pathlib import Path
-from typing import Literal, Mapping, Optional, Union, get_args
+from typing import Any, Literal, Mapping, Optional, Union, get_args
 
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator,
                       model_validator)
@@ -122,8 +122,18 @@ class RunSpec(BaseModel):
     #: Start the commands and send keys to the servers that a file (``--config``, a run's config.json) names,
     #: unasked (``--trust-config``); never recorded, and no file can set it (see :mod:`lits.runs.trust`).
     trust_config: bool = False
+    #: Print the command line's progress (the run's first line, a status line per instance) to stderr; a
+    #: library call may pass ``progress=False``.  How it runs only: never recorded.
+    progress: bool = True
     #: What was given outside any file (None: all of it, as a Python call gives it).
     _given: Optional[Given] = PrivateAttr(default=None)
+
+    def __init__(self, /, **values: Any) -> None:
+        """``RunSpec(...)`` checks as :meth:`make` does: a bad value is one :class:`SpecError` line."""
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise _spec_error(exc) from None
 
     @classmethod
     def make(cls, **values: object) -> "RunSpec":
@@ -331,9 +341,16 @@ class RunSpec(BaseModel):
         return spec.given_in_file({**given, **apply_overrides({}, sets)}) if config_file else spec
 
     @classmethod
+    def from_file(cls, path: str | Path, **fields: object) -> "RunSpec":
+        """A spec from a TOML or YAML run file, as ``lits search --config PATH`` reads it, with ``fields``
+        given in the call on top (a mapping field's keys merge).  Like any file's, the commands and key
+        destinations it names need ``trust_config=True`` (or confirming) before a run uses them."""
+        return cls.from_layers(str(path), fields, [])
+
+    @classmethod
     def from_config(cls, config: Mapping[str, object], **changes: object) -> "RunSpec":
         """The spec a recorded ``config.json`` was made from (for ``lits rerun``), with ``changes`` applied."""
-        fields = set(cls.model_fields) - {"save_dir", "trust_config"}
+        fields = set(cls.model_fields) - {"save_dir", "trust_config", "progress"}
         values = {key: value for key, value in config.items() if key in fields}
         if isinstance(models := values.get("component_models"), dict):  # config.json keeps api_key_env as key_env
             values["component_models"] = {role: _given_model(spec) for role, spec in models.items()}

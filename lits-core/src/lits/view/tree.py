@@ -192,6 +192,8 @@ class NodeRow(TypedDict):
     id: int
     parent: Optional[int]
     depth: int
+    #: The action that led here, as text ("" at the root).
+    action: str
     label: str
     fast_reward: Optional[float]
     reward: Optional[float]
@@ -225,8 +227,9 @@ def node_row(node_id: int, parent: Optional[int], flat: dict[str, Any], *, visit
              q: Optional[float], born: int, on_path: bool, terminal: bool) -> NodeRow:
     """One node as the page draws it; ``detail`` is what the side panel shows on a click."""
     step, action, state = flat.get("step"), flat.get("action"), flat.get("state")
+    action_text = text_of(action) or text_of(step)
     detail = {
-        "action": text_of(action) or text_of(step),
+        "action": action_text,
         "step": text_of(step),
         "state": text_of(own_state(state)) if state is not None else "",
         "fast_reward_details": flat.get("fast_reward_details") or {},
@@ -235,7 +238,7 @@ def node_row(node_id: int, parent: Optional[int], flat: dict[str, Any], *, visit
     if flat.get("branching"):  # Chain-in-Tree: whether the node needed branching, and why
         detail["branching"] = flat["branching"]
     row: NodeRow = {
-        "id": node_id, "parent": parent, "depth": int(flat.get("depth") or 0),
+        "id": node_id, "parent": parent, "depth": int(flat.get("depth") or 0), "action": action_text,
         "label": step_label(step, action) or ("root" if parent is None else f"node {node_id}"),
         "fast_reward": _num(flat.get("fast_reward")), "reward": _num(flat.get("reward")),
         "visits": visits, "q": None if q is None else round(q, 4), "born": born,

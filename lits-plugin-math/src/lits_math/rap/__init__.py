@@ -7,7 +7,7 @@ search framework (those three with MCTS).
 
 from __future__ import annotations
 
-from lits.registry import register_search_framework
+from lits.api import register_search_framework
 
 from lits_math.rap import prompts  # noqa: F401  (prompt registration)
 from lits_math.rap.policy import RAPPolicy

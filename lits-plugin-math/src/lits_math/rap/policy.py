@@ -5,10 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from lits.answers import normalize_text
-from lits.components.base import Policy
-from lits.components.parsing import count_reask, count_reply
-from lits.registry import register_policy
+from lits.api import Policy, count_reask, count_reply, normalize_text, register_policy
 
 from lits_math.rap.prompts import FINAL_PREFIX, POLICY_USER, SubQAPrompt, final_question, is_final_question
 from lits_math.rap.structures import SubQAState, SubQAStep

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional
 
-from lits.lm.base import Message, Prompt
-from lits.registry import register_system_prompt, register_user_prompt
+from lits.api import Message, Prompt, register_system_prompt, register_user_prompt
 
 AGENT = "rap"
 KEY = "language_grounded"

@@ -5,9 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from lits.components.base import RewardModel
-from lits.components.reward.judging import judge_yes
-from lits.registry import register_reward_model
+from lits.api import RewardModel, judge_yes, register_reward_model
 
 from lits_math.rap.prompts import REWARD_USER, SubQAPrompt
 from lits_math.rap.structures import SubQAState

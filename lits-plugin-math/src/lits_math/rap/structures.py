@@ -6,7 +6,7 @@ import dataclasses
 from typing import Optional
 
 from lits.structures.base import Step, TrajectoryState
-from lits.type_registry import register_state, register_type
+from lits.api import register_state, register_type
 
 
 @register_type

@@ -6,9 +6,10 @@ import dataclasses
 import re
 from typing import Any, Callable, Optional
 
-from lits.answers import Equivalence, Extractor, extract_stated_answer, majority_vote, normalize_text, same_text
-from lits.components.base import LlmTransition
-from lits.registry import register_transition
+from lits.api import (
+    Equivalence, Extractor, LlmTransition, extract_stated_answer, majority_vote, normalize_text,
+    register_transition, same_text,
+)
 
 from lits_math.rap.prompts import FINAL_PREFIX, TRANSITION_USER, SubQAPrompt, is_final_question
 from lits_math.rap.structures import SubQAState, SubQAStep
