@@ -8,7 +8,7 @@ Each run is a fresh client process: one :class:`OpenAICompatibleModel` at
 an untimed warm-up that opens the connections and teaches the patience).
 Two clients, in interleaved pairs (the order alternates: AB, BA, ...):
 
-- ``reader``: the stack as shipped, with :class:`lits.lm.transport.LeanHTTPTransport`
+- ``reader``: the stack as shipped, with :class:`lits.lm.http.lean_transport.LeanHTTPTransport`
   (own keep-alive stack and HTTP/1.1 reply reader; hedged calls sent inline);
 - ``httpx``: the same stack over :class:`httpx.HTTPTransport` (httpx's pool
   and httpcore's reader; hedged calls sent from copy threads, as a transport
@@ -44,14 +44,16 @@ CLIENTS = ("reader", "httpx")
 
 
 def use_httpx_transport(model: Any, concurrency: int) -> None:
-    """Put httpx's own transport where the lean one sits (as ``server_transport`` built it before the reader)."""
+    """Put httpx's own transport where the lean one sits at the bottom of the model's stack (as
+    :func:`lits.lm.http.stack.wire_transport` built it before the reader)."""
     import httpx
 
     limits = httpx.Limits(max_connections=max(100, concurrency * 2), max_keepalive_connections=max(20, concurrency))
-    gated = model._transport.inner
+    hedging = model._transport.hedging
+    gated = hedging.inner
     gated.inner.close()
     gated.inner = httpx.HTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-    model._transport.interruptible = lambda request: False
+    hedging.interruptible = lambda request: False
 
 
 def one_client(client: str, base_url: str, requests: int, in_flight: int, warmup: int) -> dict[str, Any]:
