@@ -18,7 +18,8 @@ Printed per client: median wall seconds, calls per second and client CPU
 milliseconds per call (this process only; the server is another), each with
 its range; and per pair the wall-time ratio reader/httpx, median and range.
 The decision rule (issue 42 item 7): the reader stays only if its wall-time
-gain is beyond the run-to-run spread.
+gain is beyond the run-to-run spread.  (The server prints a reset traceback
+for each hedged copy cut short: send stderr to /dev/null.)
 
     python benchmarks/transport.py [--latency 0.005] [--in-flight 128] [--requests 4000] [--pairs 5]
         [--hedge-share 0.1] [--out FILE]
