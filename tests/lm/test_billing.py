@@ -14,7 +14,8 @@ from typing import Callable, Iterator
 import httpx
 import pytest
 
-from lits.lm.hedging import HEDGE_WARMUP, HedgeBudget, _Watched, hedged_send
+from lits.lm.http.hedging import HedgeBudget, _Watched, hedged_send
+from lits.lm.http.patience import HEDGE_WARMUP
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.observability import InferenceLog, collecting
 from lits.runs.evaluation import format_table
@@ -68,7 +69,7 @@ def test_a_rejected_reply_that_was_retried_is_in_every_cost_figure(upstream, qui
 
 
 class Recorder:
-    """The :class:`lits.lm.hedging.Leftovers` of one call, as a test sees them."""
+    """The :class:`lits.lm.http.hedging.Leftovers` of one call, as a test sees them."""
 
     def __init__(self) -> None:
         self.unused_replies: list[bytes] = []

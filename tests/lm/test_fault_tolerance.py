@@ -12,7 +12,7 @@ import pytest
 
 from lits.lm.base import ModelError
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.lm.retry import RetryPolicy, RetryTransport
+from lits.lm.http.retry import RetryPolicy, RetryTransport
 from lits.testing import FAULT_KINDS, ChaosProxy, FakeOpenAIServer, evenly
 
 PROMPTS = [f"question number {i}" for i in range(12)]

@@ -10,7 +10,7 @@ import pytest
 
 import lits
 from lits.api import EnvAction, EnvStep, Policy
-from lits.lm.hedging import hedge_mode_from_env, is_loopback
+from lits.lm.http.hedging import hedge_mode_from_env, is_loopback
 from lits.lm.openai_compat import OpenAICompatibleModel
 
 HOSTED = "https://api.example.invalid/v1"  # never called: these tests only build the backend

@@ -8,7 +8,8 @@ from typing import Callable, Iterator
 
 import pytest
 
-from lits.lm.hedging import HEDGE_WARMUP, HedgeBudget, hedge_share_from_env, percentile
+from lits.lm.http.hedging import HedgeBudget, hedge_share_from_env
+from lits.lm.http.patience import HEDGE_WARMUP, percentile
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.testing import ChaosProxy, FakeOpenAIServer
 
@@ -84,7 +85,7 @@ def test_the_share_counts_calls_so_far_plus_a_small_burst():
 
 
 def test_a_copy_that_loses_is_closed_and_the_winner_is_the_first_to_answer():
-    from lits.lm.hedging import hedged_send
+    from lits.lm.http.hedging import hedged_send
     import httpx
 
     closed = threading.Event()
@@ -138,7 +139,7 @@ def test_the_environment_sets_the_share_of_hedged_calls(monkeypatch, upstream):
 
 
 def test_a_size_of_work_not_yet_seen_borrows_the_delay_of_a_smaller_one_scaled_up():
-    from lits.lm.retry import Patience
+    from lits.lm.http.patience import Patience
 
     patience = Patience(floor=1.0, factor=4.0)
     for _ in range(HEDGE_WARMUP):
@@ -150,7 +151,7 @@ def test_a_size_of_work_not_yet_seen_borrows_the_delay_of_a_smaller_one_scaled_u
 
 
 def test_a_call_sent_before_anything_was_learned_is_hedged_once_replies_come_back():
-    from lits.lm.hedging import hedged_send
+    from lits.lm.http.hedging import hedged_send
     import httpx
 
     learned: list[float] = []
@@ -177,7 +178,7 @@ def test_a_call_sent_before_anything_was_learned_is_hedged_once_replies_come_bac
 
 
 def test_a_copy_that_starts_after_the_first_copy_ended_still_settles_and_frees_its_slot():
-    from lits.lm.hedging import _Watched
+    from lits.lm.http.hedging import _Watched
     import httpx
 
     sent: list[httpx.Request] = []

@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from lits.lm.hedging import HEDGE_WARMUP
-from lits.lm.retry import RetryPolicy, RetryTransport
+from lits.lm.http.patience import HEDGE_WARMUP
+from lits.lm.http.retry import RetryPolicy, RetryTransport
 
 #: The kind of request ``client.post("/")`` makes (path, size of work), as the patience learns it.
 KIND = ("/", 1)

@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 import httpx
 import pytest
 
-from lits.lm.transport import Interrupt, LeanHTTPTransport
+from lits.lm.http.lean_transport import Interrupt, LeanHTTPTransport
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\": 1} \n"
 

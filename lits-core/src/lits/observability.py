@@ -21,7 +21,7 @@ from typing import Iterator, Optional, TextIO
 from lits import fastjson
 
 #: The kind of a record for a reply the server billed that no call used (a hedged copy that lost, a reply the
-#: retry loop rejected): its tokens and cost count, it is no call (:mod:`lits.lm.billing`).
+#: retry loop rejected): its tokens and cost count, it is no call (:mod:`lits.lm.http.billing`).
 UNUSED_REPLY = "unused"
 
 _CONTEXT: contextvars.ContextVar[dict[str, object]] = contextvars.ContextVar(

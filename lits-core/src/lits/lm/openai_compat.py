@@ -1,7 +1,7 @@
 """A backend for any OpenAI-compatible server: vLLM, llama.cpp, Ollama, OpenAI.
 
 Sync httpx (thread-safe; agents call it from worker threads) with the retry
-transport of :mod:`lits.lm.retry`: every call is retried within a time budget,
+transport of :mod:`lits.lm.http.retry`: every call is retried within a time budget,
 and :func:`reply_fault` rejects 200 replies that carry no usable answer so
 they are retried too.  Servers that ignore ``n`` (llama.cpp's) get more
 requests until ``n`` completions are in hand.  Credentials never appear in a
@@ -33,19 +33,11 @@ from lits.lm.base import (
     ServerUnreachable,
     TokenLogprob,
 )
-from lits.lm.retry import (
-    RETRY_STATUS,
-    FaultStats,
-    RetryPolicy,
-    attempts_of,
-    is_permanent_body,
-    request_tokens,
-    request_work,
-    server_transport,
-    statuses_of,
-)
-from lits.lm.billing import CallSpend
-from lits.lm.hedging import ENV_HEDGE, HEDGE_MODES, hedge_mode_from_env, hedge_share_from_env, hedges_to
+from lits.lm.http.billing import CallSpend
+from lits.lm.http.hedging import ENV_HEDGE, HEDGE_MODES, hedge_mode_from_env, hedge_share_from_env, hedges_to
+from lits.lm.http.patience import request_tokens, request_work
+from lits.lm.http.retry import RETRY_STATUS, FaultStats, RetryPolicy, attempts_of, is_permanent_body, statuses_of
+from lits.lm.http.stack import server_transport
 from lits.lm.pooling import POOLING_ENDPOINT, pooled_prompt, pooling_fault, server_root
 from lits.lm.constraints import (DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint,
                                  request_fields)
@@ -84,7 +76,7 @@ class OpenAICompatibleModel(LanguageModel):
     95th percentile of recent replies (default ``$LITS_HEDGE_SHARE`` or 0.1;
     0: never), unless the server reports fixed slots; ``hedge`` says where
     (default ``$LITS_HEDGE`` or ``auto``: only a server on this machine, as a
-    hosted API bills each copy; ``on``: any; ``off``); see :mod:`lits.lm.hedging`.
+    hosted API bills each copy; ``on``: any; ``off``); see :mod:`lits.lm.http.hedging`.
     ``constraints`` says how the server constrains decoding (``gbnf``, ``structured_outputs``,
     ``guided``, ``none``); ``auto`` (None): as the server says of itself (:mod:`lits.lm.constraints`).
     """

@@ -361,7 +361,7 @@ def format_table(summary: Summary) -> str:
     if queued:  # waiting for a busy server's slot is not a fault
         rows.append(("waited for a server slot", f"{queued} calls, {counted.get('queued_seconds', 0.0):.1f}s"))
     hedged = counted.get("hedged_calls")
-    if hedged:  # second copies of slow calls (lits.lm.hedging)
+    if hedged:  # second copies of slow calls (lits.lm.http.hedging)
         won = counted.get("hedges_won", 0)
         rows.append(("hedged requests", f"{hedged} copies sent, {won} answered first"))
     diversity = summary.get("diversity") or {}

@@ -1,7 +1,7 @@
 """What a server billed for one call: every reply it gave, whether the call used it or not.
 
 A call may get more replies than the one it returns: a hedged copy that lost
-(:mod:`lits.lm.hedging`) and a 2xx reply the retry loop rejected (empty
+(:mod:`lits.lm.http.hedging`) and a 2xx reply the retry loop rejected (empty
 content, no choices) were both computed and billed by the server.
 :class:`CallBill` tallies them while the call runs; when it ends, the retry
 transport adds its requests to the run's counters and hands the unused
@@ -63,7 +63,7 @@ def reply_usage(reply: Optional[httpx.Response]) -> Optional[tuple[int, int]]:
 
 
 class CallBill:
-    """The replies one call got, as they come (a :class:`lits.lm.hedging.Leftovers`); one thread only."""
+    """The replies one call got, as they come (a :class:`lits.lm.http.hedging.Leftovers`); one thread only."""
 
     def __init__(self) -> None:
         self.requests = 0

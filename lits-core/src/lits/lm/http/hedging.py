@@ -15,6 +15,12 @@ The server bills every copy it answered, so a copy that loses is handed to the
 call's :class:`Leftovers` before :func:`hedged_send` returns: its reply when it
 came (its usage counts), or as abandoned when the call stopped waiting for it
 (counted with the usage of the reply the call used: the same request).
+
+:class:`HedgedTransport` is the layer: it hedges the requests it is handed
+over any inner transport, and tells the layer above which copy's time to learn
+from (``lits_took``).  Over a transport that honours
+:class:`~lits.lm.http.lean_transport.Interrupt` (:func:`interruptible`), a
+call's first copy goes out from the caller's own thread.
 """
 
 from __future__ import annotations
@@ -22,7 +28,6 @@ from __future__ import annotations
 import heapq
 import ipaddress
 import itertools
-import math
 import os
 import queue
 import threading
@@ -31,17 +36,14 @@ from typing import Callable, Optional, Protocol, Union
 
 import httpx
 
-from lits.lm.transport import Interrupt
+from lits.lm.http.lean_transport import Interrupt
+from lits.lm.http.patience import Patience, request_kind
 
 #: Share of calls that may get a second copy unless ``LITS_HEDGE_SHARE`` says otherwise (0 turns hedging off).
 DEFAULT_HEDGE_SHARE = 0.1
 ENV_HEDGE_SHARE = "LITS_HEDGE_SHARE"
-#: Fewest recent replies of a kind before its 95th percentile is trusted.
-HEDGE_WARMUP = 8
 #: How often a call asks again when to hedge while nothing is learned yet, or its delay is far (seconds).
 COLD_POLL = 0.1
-#: Never hedge sooner than this (seconds): below it a copy costs more than it saves.
-HEDGE_FLOOR = 0.05
 
 
 #: Where copies may go: ``auto`` (only to a loopback server, the default), ``on`` (any server), ``off``.
@@ -85,12 +87,6 @@ def hedge_share_from_env() -> float:
     if not 0.0 <= share <= 1.0:
         raise ValueError(f"${ENV_HEDGE_SHARE} must be a number from 0 to 1 (0: no hedged requests), got {text!r}")
     return share
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The ``q`` quantile (0..1) of ``values`` by the nearest-rank rule."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 class HedgeBudget:
@@ -267,7 +263,7 @@ def hedged_send(send: Callable[[httpx.Request], httpx.Response], request: httpx.
     so a call sent before any reply came back is still hedged once others
     have.  Returns the first response and how long its copy took; raises the
     first copy's error only when no copy answered.  ``interruptible``: the
-    transport honours :class:`~lits.lm.transport.Interrupt`, so the first copy
+    transport honours :class:`~lits.lm.http.lean_transport.Interrupt`, so the first copy
     is sent from the caller's own thread and a watcher sends the second.
     ``leftovers`` hears of every copy that lost, before this returns.
     """
@@ -471,3 +467,45 @@ class _Watch:
 
 
 _WATCH = _Watch()
+
+
+class HedgedTransport(httpx.BaseTransport):
+    """Hedges the requests sent through it over ``inner``: a copy once a request has waited longer than
+    ``patience`` says nearly all recent replies of its kind took, within ``budget``.
+
+    Each copy's body is read here (a copy has answered when its body is whole).  The request may carry
+    ``lits_leftovers`` (the call's :class:`Leftovers`) and ``lits_attempt`` (a retry layer's attempt
+    number: only a call's first attempt counts as a call for the share); the response carries
+    ``lits_took``, the time of the copy that answered.
+    """
+
+    def __init__(self, inner: httpx.BaseTransport, budget: HedgeBudget, patience: Patience,
+                 interruptible: Callable[[httpx.Request], bool] = lambda request: False) -> None:
+        self.inner, self.budget, self.patience = inner, budget, patience
+        #: Whether ``inner`` honours a request's ``lits_interrupt`` (then the first copy is sent inline).
+        self.interruptible = interruptible
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.extensions.get("lits_attempt", 1) == 1:
+            self.budget.count_call()
+        if not self.budget.enabled:
+            return self._send(request)
+        kind = request_kind(request)
+        response, took = hedged_send(self._send, request, lambda: self.patience.hedge_delay(kind), self.budget,
+                                     interruptible=self.interruptible(request),
+                                     leftovers=request.extensions.get("lits_leftovers"))
+        response.extensions["lits_took"] = took
+        return response
+
+    def _send(self, request: httpx.Request) -> httpx.Response:
+        """One copy of the request, its body read (a truncated body or a hang mid-body fails here)."""
+        response = self.inner.handle_request(request)
+        try:
+            response.read()
+        except BaseException:
+            response.close()
+            raise
+        return response
+
+    def close(self) -> None:
+        self.inner.close()

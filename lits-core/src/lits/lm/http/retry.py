@@ -14,35 +14,36 @@ context that is too long) returns at once.
 
 Every attempt's connect/read timeouts are clipped to what is left of the
 budget, so a hanging server cannot stretch a call past it.  The read timeout
-is also learned (:class:`Patience`): once a few replies of the same size of
+is also learned (:class:`~lits.lm.http.patience.Patience`): once a few replies of the same size of
 work have come back, a first attempt waits a few times the slowest recent one
 (at least ``patience_floor``), so a hang costs seconds; a retry after a
 timeout waits twice the last patience, so a reply that is merely slow still
-arrives.  Past the 95th percentile of recent replies a call may also get a
-second copy (:mod:`lits.lm.hedging`).  A refused connection before the server has ever answered is most
+arrives.  A refused connection before the server has ever answered is most
 likely a wrong URL and gets only ``connect_budget``; once the server has
 answered, it is a restart and gets the full budget.  :class:`FaultStats` counts retries and seconds
 lost, for the run summary.
+
+The layer wraps any httpx transport (a hedging layer, the wire, a test's
+:class:`httpx.MockTransport`); it tells the layers below each attempt's number
+(``lits_attempt``) and the call's bill (``lits_leftovers``, see
+:mod:`~lits.lm.http.billing`), and learns reply times from the ``lits_took``
+a hedging layer reports.
 """
 
 from __future__ import annotations
 
 import email.utils
 import math
-import random
-import socket
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Mapping, Optional
+from typing import Callable, Hashable, Optional
 
 import httpx
 import tenacity
 
-from lits.lm.billing import CallBill, CallSpend
-from lits.lm.hedging import HEDGE_FLOOR, HEDGE_WARMUP, HedgeBudget, hedged_send, percentile
-from lits.lm.transport import LeanHTTPTransport
+from lits.lm.http.billing import CallBill, CallSpend
+from lits.lm.http.patience import Patience, request_kind
 
 RETRY_STATUS = frozenset({408, 409, 425, 429})
 #: Error-body phrases that mean "this prompt can never fit" even on a 5xx.
@@ -82,79 +83,6 @@ class RetryPolicy:
     #: ``base_wait``, a ``Retry-After`` is never waited past (see :meth:`_Call.backoff`,
     #: :meth:`_Call.throttle_allowance`).  ``math.inf``: ``base_wait`` and whatever the server says.
     wait_factor: float = 4.0
-
-
-def request_tokens(body: Mapping[str, Any]) -> int:
-    """The tokens a request may generate: all choices, all prompts."""
-    prompts = body.get("prompt")
-    count = len(prompts) if isinstance(prompts, list) else 1
-    return int(body.get("max_tokens") or 1) * int(body.get("n") or 1) * count
-
-
-def request_work(body: Mapping[str, Any]) -> int:
-    """A request's size class for :class:`Patience`: :func:`request_tokens` rounded up to a power of two,
-    so a 500-token answer never inherits the patience of 8-token ones."""
-    return 1 << max(0, request_tokens(body) - 1).bit_length()
-
-
-class Patience:
-    """A read timeout learned per endpoint and size of work from how long recent replies took.
-
-    None until ``warmup`` replies of that kind were seen; then ``factor`` x the
-    slowest of the last ``window`` of them, never below ``floor``.  Thread-safe.
-    """
-
-    def __init__(self, floor: float, factor: float, warmup: int = 8, window: int = 64) -> None:
-        self.floor, self.factor, self.warmup = floor, factor, warmup
-        self._seen: dict[Hashable, deque[float]] = {}
-        self._window = window
-        self._lock = threading.Lock()
-        #: Each kind's 95th percentile, dropped when a reply of that kind is observed (asked once per call).
-        self._p95: dict[Hashable, float] = {}
-
-    def observe(self, endpoint: Hashable, seconds: float) -> None:
-        with self._lock:
-            self._seen.setdefault(endpoint, deque(maxlen=self._window)).append(seconds)
-            self._p95.pop(endpoint, None)
-
-    def read_timeout(self, endpoint: Hashable) -> Optional[float]:
-        with self._lock:
-            seen = self._seen.get(endpoint)
-            if seen is None or len(seen) < self.warmup:
-                return None
-            return max(self.floor, self.factor * max(seen))
-
-    def hedge_delay(self, endpoint: Hashable) -> Optional[float]:
-        """When to send a second copy: the 95th percentile of recent replies of that kind
-        (:meth:`reply_time`), never sooner than :data:`HEDGE_FLOOR`; None when nothing is known."""
-        recent = self.reply_time(endpoint)
-        return None if recent is None else max(HEDGE_FLOOR, recent)
-
-    def reply_time(self, endpoint: Hashable) -> Optional[float]:
-        """The 95th percentile of recent replies of that kind.
-
-        A kind not yet seen often enough borrows from a kind of the same path
-        that was, scaled up by the ratio of work when it asks for more (a
-        guess that is too early costs only a copy); None when there is none.
-        """
-        with self._lock:
-            seen = self._seen.get(endpoint)
-            if seen is not None and len(seen) >= HEDGE_WARMUP:
-                known_p95 = self._p95.get(endpoint)
-                if known_p95 is None:
-                    known_p95 = self._p95[endpoint] = percentile(list(seen), 0.95)
-                return known_p95
-            if not (isinstance(endpoint, tuple) and len(endpoint) == 2 and isinstance(endpoint[1], int)):
-                return None
-            path, work = endpoint
-            known = sorted((k[1], list(v)) for k, v in self._seen.items()
-                           if isinstance(k, tuple) and len(k) == 2 and k[0] == path and isinstance(k[1], int)
-                           and len(v) >= HEDGE_WARMUP)
-        if not known:
-            return None
-        below = [pair for pair in known if pair[0] <= work]
-        other_work, replies = below[-1] if below else known[0]
-        return percentile(replies, 0.95) * max(1.0, work / other_work)
 
 
 class FaultStats:
@@ -236,6 +164,7 @@ class _Call:
         self.delays: dict[int, float] = {}
         #: Every reply the server gave this call, used or not (what it billed).
         self.bill = CallBill()
+        request.extensions["lits_leftovers"] = self.bill  # where a hedging layer below puts copies that lost
         #: Replies so far that asked the call to wait (a ``Retry-After``): each doubles the next allowance.
         self.throttled = 0
         #: The read timeout each attempt was given (what tests and the fault counters look at).
@@ -247,7 +176,7 @@ class _Call:
         #: The retryable statuses the server answered, with how many times each.
         self.statuses: dict[int, int] = {}
         #: What patience is learned over: the endpoint and the size of the work asked for.
-        self.kind: Hashable = (request.url.path, request.extensions.get("lits_work", 1))
+        self.kind: Hashable = request_kind(request)
         floor = request.extensions.get("lits_read_floor")
         #: The least read timeout of every attempt (a long reply's own time), if the caller set one.
         self.read_floor = float(floor) if isinstance(floor, (int, float)) else None
@@ -274,19 +203,15 @@ class _Call:
         self.read_timeouts.append(timeouts.get("read"))
         self.request.extensions["timeout"] = {k: left if v is None else min(v, left)
                                               for k, v in timeouts.items()}
+        self.request.extensions["lits_attempt"] = len(self.read_timeouts)
         try:
-            if not self.transport.hedges.enabled:
-                response = self._send(self.request)
-                took = time.monotonic() - self.attempt_started
-            else:
-                response, took = hedged_send(self._send, self.request,
-                                             lambda: self.transport.patience.hedge_delay(self.kind),
-                                             self.transport.hedges,
-                                             interruptible=self.transport.interruptible(self.request),
-                                             leftovers=self.bill)
+            response = self._send(self.request)
         except httpx.ReadTimeout:
             self.timeouts_seen += 1
             raise
+        took = response.extensions.pop("lits_took", None)
+        if took is None:
+            took = time.monotonic() - self.attempt_started
         self.transport.server_answered = True
         status = response.status_code
         reason: Optional[str] = None
@@ -304,7 +229,7 @@ class _Call:
         return response
 
     def _send(self, request: httpx.Request) -> httpx.Response:
-        """One copy of the request, its body read (a truncated body or a hang mid-body fails here)."""
+        """One attempt, its body read (a truncated body or a hang mid-body fails here)."""
         response = self.transport.inner.handle_request(request)
         try:
             response.read()
@@ -323,10 +248,10 @@ class _Call:
             if hinted is not None:
                 self.throttled += 1
                 hinted = min(hinted, self.throttle_allowance())
-            self.delays[state.attempt_number] = hinted if hinted is not None else self.backoff(state.attempt_number)
+            self.delays[state.attempt_number] = hinted if hinted is not None else self.backoff(state)
         return self.delays[state.attempt_number]
 
-    def backoff(self, attempt: int) -> float:
+    def backoff(self, state: tenacity.RetryCallState) -> float:
         """A random wait (full jitter) up to ``first`` x 2^(attempt-1), at most ``max_wait``: ``first`` is
         ``base_wait``, or ``wait_factor`` x the recent reply time when that is shorter.
 
@@ -337,7 +262,7 @@ class _Call:
         recent = self.transport.patience.reply_time(self.kind)
         if recent is not None:
             first = min(first, self.policy.wait_factor * recent)
-        return random.uniform(0.0, min(self.policy.max_wait, first * 2.0 ** (attempt - 1)))
+        return float(tenacity.wait_random_exponential(multiplier=first, max=self.policy.max_wait)(state))
 
     def throttle_allowance(self) -> float:
         """The longest a ``Retry-After`` is waited for now: ``wait_factor`` x the recent reply time of this
@@ -372,6 +297,8 @@ class _Call:
 
 
 class RetryTransport(httpx.BaseTransport):
+    """Retries each request over ``inner`` with tenacity, by ``policy`` (see the module doc)."""
+
     def __init__(
         self,
         inner: httpx.BaseTransport,
@@ -380,6 +307,7 @@ class RetryTransport(httpx.BaseTransport):
         check: Optional[ReplyCheck] = None,
         stats: Optional[FaultStats] = None,
         sleep: Callable[[float], None] = time.sleep,
+        patience: Optional[Patience] = None,
     ) -> None:
         self.inner = inner
         #: How a wait between attempts is spent (tests pass a fake that records it).
@@ -390,17 +318,13 @@ class RetryTransport(httpx.BaseTransport):
         #: Told, when a call ends, of the replies the server billed that the call did not use (the model
         #: puts them in the inference log); only when there were any.
         self.on_unused: Callable[[CallSpend], None] = lambda spend: None
-        self.patience = Patience(policy.patience_floor, policy.patience_factor)
-        self.hedges = HedgeBudget(policy.hedge_share)
+        #: Reply times learned from this layer's calls (shared with a hedging layer below, if any).
+        self.patience = patience or Patience(policy.patience_floor, policy.patience_factor)
         #: Set once any HTTP response arrived: later refused connections are restarts, not typos.
         self.server_answered = False
-        #: Whether the inner transport honours a request's ``lits_interrupt`` (then a hedged call's first
-        #: copy is sent from the caller's thread); set by whoever builds the transport stack.
-        self.interruptible: Callable[[httpx.Request], bool] = lambda request: False
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         call = _Call(self, request)
-        self.hedges.count_call()
         retrying = tenacity.Retrying(
             stop=call.should_stop,
             wait=call.delay,
@@ -432,6 +356,8 @@ class RetryTransport(httpx.BaseTransport):
             raise
         finally:
             request.extensions["timeout"] = call.timeouts
+            request.extensions.pop("lits_attempt", None)
+            request.extensions.pop("lits_leftovers", None)
 
     def _bill(self, spend: CallSpend) -> None:
         self.stats.count_requests(spend.requests)
@@ -440,32 +366,3 @@ class RetryTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
-
-
-class _GatedTransport(httpx.BaseTransport):
-    """Runs ``gate`` before each attempt (it raises once the run is stopping, so a call in retries ends)."""
-
-    def __init__(self, inner: httpx.BaseTransport, gate: Callable[[], None]) -> None:
-        self.inner, self.gate = inner, gate
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.gate()
-        return self.inner.handle_request(request)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-def server_transport(policy: RetryPolicy, stats: FaultStats, *, concurrency: int, check: ReplyCheck,
-                     gate: Callable[[], None]) -> RetryTransport:
-    """The transport stack of one model server: retries (with hedging) around ``gate`` around the lean
-    HTTP/1.1 transport for ``http://`` (httpx's pooled one for ``https://``)."""
-    # On the inner transport (httpx ignores Client(limits=...) beside a transport); roomy, since the limiter,
-    # not the pool, bounds calls in flight and may be raised later.
-    limits = httpx.Limits(max_connections=max(100, concurrency * 2), max_keepalive_connections=max(20, concurrency))
-    # TCP_NODELAY: a request's headers and body leave at once instead of waiting on an ACK.
-    inner = LeanHTTPTransport(
-        lambda: httpx.HTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]))
-    transport = RetryTransport(_GatedTransport(inner, gate), policy=policy, check=check, stats=stats)
-    transport.interruptible = lambda request: request.url.scheme == "http"  # what the lean transport serves
-    return transport
