@@ -10,6 +10,7 @@ is written anywhere.  botocore signs each request and then hands it to LiTS's tr
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Iterator, Optional
 
 import boto3
@@ -65,6 +66,8 @@ class BedrockModel(HostedModel):
         self.client = session.client("bedrock-runtime", endpoint_url=self.base_url, config=config)
         self.client.meta.events.register("before-send.bedrock-runtime.Converse", self._send)
         self._http = httpx.Client(transport=self.client_transport, timeout=self.timeout)
+        #: The attempts of this thread's last request (an error's message says them).
+        self._attempts = threading.local()
 
     def _send(self, request: botocore.awsrequest.AWSPreparedRequest, **kwargs: Any) -> botocore.awsrequest.AWSResponse:
         """The signed request, sent through our transport (raises its TransportError when given up)."""
@@ -75,7 +78,8 @@ class BedrockModel(HostedModel):
         sent = self._http.build_request(request.method or "POST", request.url or "", content=content,
                                         headers={k: v for k, v in request.headers.items()})
         response = self._http.send(sent)
-        note_request(requests=attempts_of(response) or 1)
+        self._attempts.last = attempts_of(response) or 1
+        note_request(requests=self._attempts.last)
         return botocore.awsrequest.AWSResponse(request.url, response.status_code, dict(response.headers),
                                                _Body(response.content))
 
@@ -106,7 +110,7 @@ class BedrockModel(HostedModel):
             error = exc.response.get("Error") or {}
             message = f"{error.get('Code', '')}: {error.get('Message', '')}".strip(": ")
             raise self.status_error(int(meta.get("HTTPStatusCode") or 0), message or error_message(b""),
-                                    1) from None
+                                    getattr(self._attempts, "last", 1)) from None
         except botocore.exceptions.BotoCoreError as exc:  # e.g. a request botocore refuses to build
             raise self.status_error(400, str(exc), 1) from None
         usage = data.get("usage") or {}
