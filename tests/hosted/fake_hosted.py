@@ -3,8 +3,8 @@
 :class:`FakeHostedServer` answers Anthropic's Messages API (``POST /v1/messages``) and Bedrock's
 Converse API (``POST /model/{modelId}/converse``) at once.  Tokens are whitespace-separated words.  It
 keeps a prompt cache as the vendors describe theirs: a request's prefix up to each cache mark
-(``cache_control`` / ``cachePoint``) is stored; the longest stored prefix is read, the rest up to the
-last mark is written, and ``usage`` reports both apart from the uncached input tokens.  Faults are
+(``cache_control`` / ``cachePoint``) is stored; the longest stored prefix ending at a block boundary is
+read, the rest up to the last mark is written, and ``usage`` reports both apart from the uncached input tokens.  Faults are
 queued: an HTTP status (answered in the vendor's error format) or ``"hang"`` (held until
 :attr:`release` is set, which the client's read timeout outlasts).
 """
@@ -63,21 +63,24 @@ class FakeHostedServer:
 
     # -- the prompt cache ----------------------------------------------------------------
     def _billed(self, blocks: list[tuple[str, str, bool]]) -> tuple[int, int, int]:
-        """``(uncached input, cache write, cache read)`` of a prompt given as ``(role, text, marked)`` blocks."""
+        """``(uncached input, cache write, cache read)`` of a prompt given as ``(role, text, marked)`` blocks.
+
+        As Anthropic documents it: a hit is looked for at every block boundary up to the last mark (the
+        longest stored prefix is read), and the prefix at each mark is stored."""
         total = sum(words(text) for _, text, _ in blocks)
-        marks: list[tuple[str, int]] = []
+        prefixes: list[tuple[str, int, bool]] = []
         digest, tokens = hashlib.sha256(), 0
         for role, text, marked in blocks:
             digest.update(json.dumps([role, text]).encode())
             tokens += words(text)
-            if marked and tokens >= self.cache_min_tokens:
-                marks.append((digest.hexdigest(), tokens))
+            prefixes.append((digest.hexdigest(), tokens, marked and tokens >= self.cache_min_tokens))
+        marks = [i for i, (_, _, marked) in enumerate(prefixes) if marked]
         if not marks:
             return total, 0, 0
         with self._lock:
-            read = max((t for key, t in marks if key in self._cache), default=0)
-            self._cache.update(key for key, _ in marks)
-        write = marks[-1][1] - read
+            read = max((t for key, t, _ in prefixes[:marks[-1] + 1] if key in self._cache), default=0)
+            self._cache.update(prefixes[i][0] for i in marks)
+        write = prefixes[marks[-1]][1] - read
         return total - read - write, write, read
 
     # -- replies -------------------------------------------------------------------------
