@@ -90,15 +90,16 @@ def test_the_system_text_is_marked_for_the_prompt_cache_and_a_lone_turn_is_not(m
         assert all("cachePoint" not in block for m in body["messages"] for block in m["content"])
 
 
-def test_a_growing_conversation_marks_its_newest_user_turn_and_the_next_step_reads_it(make_model: MakeModel,
+def test_a_growing_conversation_marks_its_last_reply_and_the_next_step_reads_it(make_model: MakeModel,
                                                                                         server: FakeHostedServer):
     model = make_model()
     steps = [*CHAT, {"role": "assistant", "content": "Action: look"}, {"role": "user", "content": "Observation: x y"}]
     model.generate(steps)
     model.generate([*steps, {"role": "assistant", "content": "Action: act"}, {"role": "user", "content": "Observation: z"}])
     first, second = server.usages
-    assert cache_fields(first) == (0, 14)  # system (5 words) and the three turns up to the newest user turn (9)
-    assert cache_fields(second) == (14, 4)  # the earlier prompt read back; the two new turns written
+    assert cache_fields(first) == (0, 11)  # system (5 words) and the turns up to the reply "Action: look" (6)
+    assert cache_fields(second) == (11, 5)  # that prefix read back; up to the new reply "Action: act" written
+    assert cache_fields(server.usages[-1]) == cache_fields(second)
 
 
 def cache_fields(usage: dict[str, int]) -> tuple[int, int]:

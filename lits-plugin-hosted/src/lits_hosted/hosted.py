@@ -118,7 +118,7 @@ class HostedModel(LanguageModel):
     def describe(self) -> dict[str, object]:
         return {**super().describe(), "vendor": self.vendor, "endpoint": self.display_url,
                 "call_budget": self.policy.budget, "read_timeout": self.timeout.read,
-                "prompt_caching": "system text and a growing conversation's newest turn" if self.cache_prompts
+                "prompt_caching": "system text and the turns up to the last reply" if self.cache_prompts
                 else "off",
                 "prices": {"input": self.prices.input, "output": self.prices.output,
                            "cache_write_ratio": self.prices.cache_write_ratio,

@@ -2,10 +2,12 @@
 
 Both Anthropic's Messages API and Bedrock's Converse API take the system prompt apart from the turns,
 want the turns to alternate user/assistant starting with the user, and cache a prompt up to a marked
-block.  The marks go on the *stable head* of a component's prompt: the system text (instructions and
-worked examples, the same for every call of a component) and, in a conversation that grows step by
-step (a ReAct chain), the newest user turn, which the next step's prompt repeats.  A one-turn prompt's
-user text (a search node's state) is not marked: it rarely repeats, and a cache write costs 1.25x.
+block.  The marks go on the *stable head* of a component's prompt: the system text (instructions, the
+same for every call of a component) and the last assistant turn before the final user turn.  That
+turn ends the worked examples of a few-shot chat (BlocksWorld's policy: examples as answered turns,
+then the state), and in a conversation that grows step by step (a ReAct chain) it ends the history
+that the next step's prompt repeats.  The final user turn (a search node's state, the newest
+observation) is not marked: it rarely repeats as it is, and a cache write costs 1.25x.
 """
 
 from __future__ import annotations
@@ -14,11 +16,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from lits.lm.base import Prompt
-
-#: Turns a conversation needs before its newest user turn is worth caching (system aside): the first
-#: question, a reply, the next user turn.
-GROWING_TURNS = 3
-
 
 @dataclass(frozen=True)
 class Conversation:
@@ -45,11 +42,9 @@ def conversation(prompt: Prompt, *, cache: bool = True) -> Conversation:
             turns.append((role, str(message["content"])))
     if not turns or turns[0][0] != "user":
         turns.insert(0, ("user", "Begin."))
-    marked: tuple[int, ...] = ()
-    if cache and len(turns) >= GROWING_TURNS:
-        last_user = max(i for i, (role, _) in enumerate(turns) if role == "user")
-        marked = (last_user,)
-    return Conversation(system, tuple(turns), marked if cache else ())
+    answered = [i for i, (role, _) in enumerate(turns[:-1]) if role == "assistant" and turns[i + 1][0] == "user"]
+    marked = (answered[-1],) if cache and answered else ()
+    return Conversation(system, tuple(turns), marked)
 
 
 def sent_stops(stops: Sequence[str], limit: int) -> list[str]:
