@@ -145,6 +145,15 @@ def test_what_the_backend_cannot_do_is_declared_and_asks_nothing(make_model: Mak
     assert server.bodies == []
 
 
+def test_a_policy_that_must_rank_by_likelihood_refuses_the_model_before_any_call(make_model: MakeModel,
+                                                                                 server: FakeHostedServer):
+    from lits.components.policy.env_grounded import EnvGroundedPolicy
+
+    with pytest.raises(ValueError, match=r"^strategy=rank ranks actions by log-likelihood, which model .* cannot"):
+        EnvGroundedPolicy(base_model=make_model(), task_name="blocksworld", strategy="rank")
+    assert server.bodies == []
+
+
 def test_n_samples_are_n_requests(make_model: MakeModel, server: FakeHostedServer):
     assert len(make_model().generate(CHAT, n=3, temperature=1.0)) == 3 and len(server.bodies) == 3
 

@@ -42,6 +42,7 @@ class HostedModel(LanguageModel):
     """A hosted chat model reached through its vendor's SDK, our transport underneath."""
 
     chat_native = True
+    cannot = frozenset(CANNOT)
     supports_loglikelihood = False
     cheap_loglikelihood = False
     #: One sample per request (neither API has ``n``): components ask one at a time where it matters.

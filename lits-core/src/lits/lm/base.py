@@ -246,6 +246,9 @@ class LanguageModel(ABC):
     #: False when ``n`` samples cost ``n`` requests anyway (a server working one reply per slot): a
     #: component choosing distinct items may then ask for them one by one, each time among those left.
     batches_samples: bool = True
+    #: What the backend declares it can never do (``"loglikelihood"``, ``"reply_lines"``, ``"n"``): a
+    #: component that needs one refuses when it is built, before any call.
+    cannot: frozenset[str] = frozenset()
     #: Price in currency units per 1M input / output tokens, for the run summary.
     price_in: float = 0.0
     price_out: float = 0.0
