@@ -190,3 +190,15 @@ def test_a_backend_without_a_model_id_says_how_to_name_one(credentials: None):
 
     with pytest.raises(ValueError, match=r"--model bedrock/MODEL_ID"):
         bedrock_model("bedrock")
+
+
+def test_a_registered_backend_prefix_picks_the_backend_and_other_slashes_stay_server_models(credentials: None):
+    from lits.lm.factory import create_model
+    from lits.lm.openai_compat import OpenAICompatibleModel
+    from lits_hosted.anthropic_api import AnthropicModel
+    from lits_hosted.bedrock import BedrockModel
+
+    assert isinstance(create_model("bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0"), BedrockModel)
+    assert isinstance(create_model("anthropic/claude-3-5-sonnet-20241022"), AnthropicModel)
+    server_model = create_model("Qwen/Qwen2.5-7B-Instruct", base_url="http://127.0.0.1:9/v1")
+    assert isinstance(server_model, OpenAICompatibleModel) and server_model.name == "Qwen/Qwen2.5-7B-Instruct"
