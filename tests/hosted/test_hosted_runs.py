@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from lits.testing.scripted import listed_actions
-from tests.hosted.conftest import SECRETS, SPECS, run_files_text
+from tests.hosted.conftest import SECRETS, SPECS, run_files_text, vendor_env
 from tests.hosted.fake_hosted import FakeHostedServer
 
 Run = Callable[..., Any]
@@ -106,3 +106,36 @@ def test_each_component_may_use_another_hosted_backend(lits_hosted_cmd: Run, blo
     assert result.returncode == 0, result.stderr
     paths = set(blocksworld_server.paths)
     assert "/v1/messages" in paths and any(p.endswith("/converse") for p in paths)
+
+
+
+@pytest.fixture(scope="module")
+def vendor_credentials_for_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The dummy credentials in this process before Ray starts, so its workers inherit them."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("AWS_PROFILE", raising=False)
+        for name, value in vendor_env(tmp_path_factory.mktemp("aws")).items():
+            patch.setenv(name, value)
+        yield
+
+
+@pytest.fixture(scope="module")
+def ray_with_credentials(vendor_credentials_for_ray: None) -> Iterator[None]:
+    pytest.importorskip("ray")
+    from tests.ray.conftest import local_ray
+
+    yield from local_ray.__wrapped__()  # type: ignore[attr-defined]
+
+
+def test_a_ray_run_builds_the_hosted_model_in_its_workers_and_writes_no_secret(
+        ray_with_credentials: None, blocksworld_server: FakeHostedServer, tmp_path: Path, capsys):
+    from lits.cli.main import main
+
+    save = tmp_path / "run"
+    code = main(["search", "--model", SPECS["bedrock"], "--base-url", blocksworld_server.base_url, "--dataset",
+                 "blocksworld", "--dataset-arg", "steps=2", "--limit", "2", "--search-arg", "n_iterations=2",
+                 "--executor", "ray", "--save-dir", str(save)])
+    assert code == 0, capsys.readouterr().err
+    assert sorted(p.name for p in (save / "results").iterdir()) == ["0.json", "1.json"]
+    assert blocksworld_server.bodies and all(p.endswith("/converse") for p in blocksworld_server.paths)
+    assert not any(secret in run_files_text(save) for secret in SECRETS)
