@@ -23,7 +23,7 @@ from lits.lm.retry import RETRY_STATUS, FaultStats, RetryPolicy, RetryTransport,
 from lits.lm.usage import CallUsage
 from lits.secrets import redact_text, safe_url
 
-from lits_hosted.prices import Prices, prices_for
+from lits_hosted.prices import prices_for
 
 #: A hung request costs at least this long before its retry (a retry bills the prompt again).
 HOSTED_PATIENCE_FLOOR = 10.0
