@@ -139,3 +139,16 @@ def test_a_ray_run_builds_the_hosted_model_in_its_workers_and_writes_no_secret(
     assert sorted(p.name for p in (save / "results").iterdir()) == ["0.json", "1.json"]
     assert blocksworld_server.bodies and all(p.endswith("/converse") for p in blocksworld_server.paths)
     assert not any(secret in run_files_text(save) for secret in SECRETS)
+
+
+def test_lits_compare_reports_the_cost_per_instance_of_a_priced_run(lits_hosted_cmd: Run,
+                                                                      blocksworld_server: FakeHostedServer,
+                                                                      tmp_path: Path):
+    assert lits_hosted_cmd("chain", "--model", SPECS["bedrock"], "--base-url", blocksworld_server.base_url,
+                           "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "2",
+                           "--save-dir", "run").returncode == 0
+    cost = json.loads((tmp_path / "run" / "eval_results.json").read_text())["inference"]["cost"]
+    table = lits_hosted_cmd("compare", "run")
+    assert table.returncode == 0, table.stderr
+    header, row = table.stdout.splitlines()[:2]
+    assert header.endswith("cost / instance") and row.endswith(f"{cost / 2:.4f}") and cost > 0
