@@ -17,7 +17,7 @@ from lits.cli.new import write_distribution
 
 ROOT = Path(__file__).resolve().parents[2]
 DISTRIBUTIONS = ["lits-core", "lits-plugin-blocksworld", "lits-plugin-crosswords", "lits-plugin-mapeval",
-                 "lits-plugin-math"]
+                 "lits-plugin-math", "lits-plugin-hosted"]
 
 
 @pytest.fixture(scope="module")

@@ -45,6 +45,12 @@ def test_redact_text_hides_the_environment_keys(canary_env):
     assert redact_text(f"Incorrect API key provided: {CANARY}.") == "Incorrect API key provided: ***."
 
 
+@pytest.mark.parametrize("variable", ["ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"])
+def test_redact_text_hides_the_hosted_sdks_keys(monkeypatch, variable):
+    monkeypatch.setenv(variable, CANARY)
+    assert redact_text(f"signature computed with {CANARY}") == "signature computed with ***"
+
+
 def test_redact_text_hides_url_credentials():
     assert (redact_text("cannot reach https://user:pa%40ss@example.com:8080/v1 now")
             == "cannot reach https://***@example.com:8080/v1 now")

@@ -79,7 +79,7 @@ def register_commands(register: Callable[..., Any]) -> None:
 def register_models(register: Callable[..., Any]) -> None:
     """``register(name, factory, description="")``: ``factory(spec, **options)`` returns a LanguageModel.
 
-    ``--model NAME`` picks it; options are ``base_url``, ``api``, ``concurrency``,
+    ``--model NAME`` or ``--model NAME/model`` picks it (the factory gets the whole spec); options are ``base_url``, ``api``, ``concurrency``,
     ``price_in``, ``price_out`` (take ``**options`` and use what you need).
     """
 

@@ -80,6 +80,8 @@ class InferenceRecord:
     requests: int = 1
     #: Prompt tokens (of ``tokens_in``) the server served from its prefix cache; None: it did not say.
     tokens_cached: Optional[int] = None
+    #: Prompt tokens (of ``tokens_in``) the server wrote to its prompt cache (hosted APIs); None: it did not say.
+    tokens_cache_write: Optional[int] = None
     #: Seconds the server says it worked on the call (llama.cpp's ``timings``); None: it did not say.
     server_seconds: Optional[float] = None
     #: Seconds the call waited for a slot (``--concurrency``, a server's slots) before model time began.
@@ -98,6 +100,8 @@ class InferenceRecord:
             out["requests"] = self.requests
         if self.tokens_cached is not None:
             out["tokens_cached"] = self.tokens_cached
+        if self.tokens_cache_write is not None:
+            out["tokens_cache_write"] = self.tokens_cache_write
         if self.server_seconds is not None:
             out["server_seconds"] = round(self.server_seconds, 6)
         if self.queued_seconds:
@@ -198,6 +202,7 @@ class _Running:
         self.cost: float = 0
         self.requests = 0
         self.tokens_cached: Optional[int] = None
+        self.tokens_cache_write: Optional[int] = None
         self.server_seconds: Optional[float] = None
         self.queued_seconds: float = 0
 
@@ -210,6 +215,8 @@ class _Running:
         self.cost += record.cost
         if record.tokens_cached is not None:
             self.tokens_cached = (self.tokens_cached or 0) + record.tokens_cached
+        if record.tokens_cache_write is not None:
+            self.tokens_cache_write = (self.tokens_cache_write or 0) + record.tokens_cache_write
         if record.kind == UNUSED_REPLY:
             self.unused += 1
             self.estimated += int(record.estimated)
@@ -230,6 +237,8 @@ class _Running:
             "requests": self.requests, "queued_seconds": round(self.queued_seconds, 3)}
         if self.tokens_cached is not None:
             out["tokens_cached"] = self.tokens_cached
+        if self.tokens_cache_write is not None:
+            out["tokens_cache_write"] = self.tokens_cache_write
         if self.server_seconds is not None:
             out["server_seconds"] = round(self.server_seconds, 3)
         if self.unused:

@@ -19,6 +19,8 @@ from urllib.parse import unquote, urlsplit
 
 #: Where LiTS reads API keys from; their current values are always redacted.
 KEY_ENV_VARS = ("OPENAI_API_KEY", "LITS_API_KEY")
+#: Keys that hosted backends' SDKs read (Anthropic, AWS); never sent by LiTS itself, always redacted too.
+SDK_KEY_ENV_VARS = ("ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 #: Shorter values ("EMPTY", "none") are placeholders, and replacing them would mangle ordinary words.
 MIN_SECRET_LENGTH = 8
 MASK = "***"
@@ -40,7 +42,7 @@ def query_secrets(url: str) -> list[str]:
 
 def secret_values(extra: Iterable[Optional[str]] = ()) -> list[str]:
     """The key values to hide: the environment's keys plus ``extra``, longest first."""
-    found = {os.environ.get(name) for name in KEY_ENV_VARS} | set(extra)
+    found = {os.environ.get(name) for name in (*KEY_ENV_VARS, *SDK_KEY_ENV_VARS)} | set(extra)
     return sorted((v for v in found if v and len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True)
 
 

@@ -246,6 +246,9 @@ class LanguageModel(ABC):
     #: False when ``n`` samples cost ``n`` requests anyway (a server working one reply per slot): a
     #: component choosing distinct items may then ask for them one by one, each time among those left.
     batches_samples: bool = True
+    #: What the backend declares it can never do (``"loglikelihood"``, ``"reply_lines"``, ``"n"``): a
+    #: component that needs one refuses when it is built, before any call.
+    cannot: frozenset[str] = frozenset()
     #: Price in currency units per 1M input / output tokens, for the run summary.
     price_in: float = 0.0
     price_out: float = 0.0
@@ -447,13 +450,18 @@ class LanguageModel(ABC):
         reply = [c.text for c in outs] if self.log_prompts else None
         self._record_raw(kind, tokens_in, tokens_out, seconds, prompt=prompt, reply=reply, usage=usage)
 
+    def call_cost(self, tokens_in: int, tokens_out: int, usage: Optional[CallUsage]) -> float:
+        """What a call cost at ``price_in``/``price_out`` per 1M tokens; a backend whose server bills cached
+        prompt tokens apart (hosted prompt caching) prices them from ``usage``."""
+        return (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
+
     def _record_raw(
         self, kind: str, tokens_in: int, tokens_out: int, seconds: float, *, cached: bool = False,
         prompt: Optional[Prompt] = None, reply: object = None, estimated: bool = False,
         usage: Optional[CallUsage] = None,
     ) -> None:
         """``seconds``: the call's whole latency; the wait for a slot that ``usage`` noted is kept apart."""
-        cost = (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
+        cost = self.call_cost(tokens_in, tokens_out, usage)
         logged = self.log_prompts and prompt is not None
         record = InferenceRecord(
             model=self.name,
@@ -470,6 +478,7 @@ class LanguageModel(ABC):
         if usage is not None:
             record.requests = usage.requests or 1  # a backend that notes none made one
             record.tokens_cached = usage.tokens_cached
+            record.tokens_cache_write = usage.tokens_cache_write
             record.server_seconds = usage.server_seconds
             record.queued_seconds = min(usage.queued_seconds, seconds)
             record.seconds = seconds - record.queued_seconds

@@ -27,7 +27,7 @@ def create_model(
     **options: Any,
 ) -> LanguageModel:
     """``None``/"local": the embedded model; ``x.gguf``: that file, in process (unless ``base_url``);
-    a registered backend's name; else a server's model name."""
+    a registered backend's name, or ``NAME/model`` for one (:func:`backend_of`); else a server's model name."""
     from lits.registry import list_names, get_registration
 
     if concurrency < 1:
@@ -35,9 +35,20 @@ def create_model(
     name = spec or "local"
     if name.lower().endswith(".gguf") and not base_url:
         return _gguf_model(Path(name).expanduser(), concurrency)
-    backend = name if name in list_names("model") else SERVER_BACKEND
+    backend = backend_of(name, list_names("model"))
     factory = get_registration("model", backend).obj
     return factory(name, base_url=base_url, api=api, concurrency=concurrency, **options)  # type: ignore[no-any-return]
+
+
+def backend_of(name: str, registered: list[str]) -> str:
+    """The backend a spec names: a registered name, or one before a ``/`` (``bedrock/anthropic.claude-...``,
+    a hosted backend's model); anything else is a server's model name (``Qwen/Qwen2.5-7B``)."""
+    if name in registered:
+        return name
+    prefix = name.split("/", 1)[0]
+    if prefix != name and prefix in registered and prefix != SERVER_BACKEND:
+        return prefix
+    return SERVER_BACKEND
 
 
 def _gguf_model(path: Path, concurrency: int) -> LanguageModel:

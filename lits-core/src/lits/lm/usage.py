@@ -24,6 +24,9 @@ class CallUsage:
     requests: int = 0
     #: Prompt tokens the server served from its cache (None: it did not say).
     tokens_cached: Optional[int] = None
+    #: Prompt tokens the server wrote to its cache, billed above the input price (hosted APIs' prompt
+    #: caching; None: it did not say).
+    tokens_cache_write: Optional[int] = None
     #: Seconds the server says it worked (prompt + generation; None: it did not say).
     server_seconds: Optional[float] = None
     #: Seconds spent waiting for a slot (``--concurrency`` or the server's own), not model time.
@@ -47,7 +50,7 @@ class measuring:  # lower case: used like a function, as :class:`lits.observabil
 
 
 def note_request(*, requests: int = 1, tokens_cached: Optional[int] = None,
-                 server_seconds: Optional[float] = None) -> None:
+                 server_seconds: Optional[float] = None, tokens_cache_write: Optional[int] = None) -> None:
     """A request the current call made (``requests``: with its retries), and what its server reported."""
     usage = _USAGE.get()
     if usage is None:
@@ -55,6 +58,8 @@ def note_request(*, requests: int = 1, tokens_cached: Optional[int] = None,
     usage.requests += requests
     if tokens_cached is not None:
         usage.tokens_cached = (usage.tokens_cached or 0) + tokens_cached
+    if tokens_cache_write is not None:
+        usage.tokens_cache_write = (usage.tokens_cache_write or 0) + tokens_cache_write
     if server_seconds is not None:
         usage.server_seconds = (usage.server_seconds or 0.0) + server_seconds
 

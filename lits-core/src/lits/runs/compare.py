@@ -118,6 +118,10 @@ def format_rows(rows: list[CompareRow], *, markdown: bool = False) -> str:
              _per_solved(r["evaluated_prompt_tokens_per_solved"], ".0f"),
              _per_solved(r["model_seconds_per_solved"], ".2f")]
             for r in rows]
+    if any(r["cost"] for r in rows):  # priced runs (hosted models, --price-in): cost as the paper's tables give it
+        header.append("cost / instance")
+        for row, r in zip(body, rows):
+            row.append(f"{r['cost'] / r['instances']:.4f}" if r["instances"] else "-")
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])

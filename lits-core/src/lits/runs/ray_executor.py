@@ -50,7 +50,7 @@ from lits.structures.base import atomic_write_text
 #: A worker process that dies is restarted this often, and its instances run again as often.
 WORKER_RESTARTS = 3
 #: Environment variables a worker on another node needs (plugin lists, server keys, retry waits).
-FORWARDED_ENV = ("LITS_", "OPENAI_")
+FORWARDED_ENV = ("LITS_", "OPENAI_", "ANTHROPIC_", "AWS_")
 #: Seconds ``ray.shutdown`` may take once the cluster is lost (it can wait for a dead raylet).
 SHUTDOWN_TIMEOUT = 20.0
 

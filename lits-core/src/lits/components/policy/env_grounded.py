@@ -86,6 +86,9 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         super().__init__(base_model, task_name, n_actions=n_actions, temperature=temperature, **kwargs)
         if strategy not in ("auto", "rank", "generate"):
             raise ValueError(f"strategy must be auto, rank or generate, not {strategy!r}")
+        if strategy == "rank" and "loglikelihood" in getattr(base_model, "cannot", ()):
+            raise ValueError(f"strategy=rank ranks actions by log-likelihood, which model "
+                             f"{getattr(base_model, 'name', '?')} cannot give; use strategy=generate (or auto)")
         self.generate_all_actions = generate_all_actions
         self.validate_action = validate_action
         self.max_temperature = max_temperature

@@ -1,0 +1,55 @@
+"""Hosted models for LiTS: Claude through Anthropic's API and through AWS Bedrock (the LiTS paper's setting).
+
+``--model anthropic/claude-3-5-sonnet-20241022`` and ``--model bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0``
+resolve here through the ``register_models`` hook; see :mod:`lits_hosted.anthropic_api` and
+:mod:`lits_hosted.bedrock`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from lits.hookspecs import hookimpl
+from lits.lm.base import LanguageModel
+
+#: Options of ``create_model`` the hosted backends use (the rest are a server model's).
+OPTIONS = ("price_in", "price_out", "call_budget", "connect_timeout", "read_timeout", "max_attempts",
+           "retry_base_wait", "retry_max_wait", "patience_floor", "cache_prompts")
+
+
+@hookimpl
+def register_models(register: Callable[..., object]) -> None:
+    register("anthropic", anthropic_model,
+             description="Claude through Anthropic's Messages API ($ANTHROPIC_API_KEY): --model anthropic/MODEL")
+    register("bedrock", bedrock_model,
+             description="a model on AWS Bedrock through the Converse API (AWS profile or environment): "
+                         "--model bedrock/MODEL_ID")
+
+
+def anthropic_model(spec: str, *, base_url: Optional[str] = None, api: Optional[str] = None, concurrency: int = 1,
+                    **options: Any) -> LanguageModel:
+    from lits_hosted.anthropic_api import AnthropicModel
+
+    return AnthropicModel(_model_id(spec, "anthropic", api), base_url=base_url, concurrency=concurrency,
+                          api_key=options.get("api_key"), **_options(options))
+
+
+def bedrock_model(spec: str, *, base_url: Optional[str] = None, api: Optional[str] = None, concurrency: int = 1,
+                  **options: Any) -> LanguageModel:
+    from lits_hosted.bedrock import BedrockModel
+
+    return BedrockModel(_model_id(spec, "bedrock", api), base_url=base_url, concurrency=concurrency,
+                        region=options.get("region"), **_options(options))
+
+
+def _model_id(spec: str, backend: str, api: Optional[str]) -> str:
+    if api == "completion":
+        raise ValueError(f"--api completion: {backend} models are chat models (leave --api out)")
+    model_id = spec.split("/", 1)[1] if spec.startswith(f"{backend}/") else ""
+    if not model_id:
+        raise ValueError(f"give the model after the backend: --model {backend}/MODEL_ID")
+    return model_id
+
+
+def _options(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if k in OPTIONS and v is not None}
