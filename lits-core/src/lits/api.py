@@ -39,7 +39,13 @@ if TYPE_CHECKING:
     from lits.export.rows import RowOptions
     from lits.extras import require
     from lits.hookspecs import hookimpl
-    from lits.lm.base import Completion, LanguageModel, LoglikelihoodUnsupported, Message, ModelError, Prompt
+    from lits.lm.base import (Completion, GenerationParams, LanguageModel, LoglikelihoodUnsupported, Message,
+                              ModelError, Prompt, ServerUnreachable, check_calls_allowed)
+    from lits.lm.http.retry import RETRY_STATUS, FaultStats, RetryPolicy, attempts_of
+    from lits.lm.http.stack import ServerTransport, server_transport
+    from lits.lm.openai_compat import DEFAULT_RETRY_BASE_WAIT, ENV_RETRY_BASE_WAIT, ServerRefused
+    from lits.lm.usage import CallUsage, note_request
+    from lits.secrets import redact_text, safe_url
     from lits.lm.pooling import POOLING_ENDPOINT, step_probabilities
     from lits.memory import Augmentor, AugmentorContext, Outcome
     from lits.prompts.registry import PromptRegistry
@@ -80,6 +86,10 @@ __all__ = [
     "answer_rules", "extract_stated_answer", "normalize_text", "same_text", "Equivalence", "Extractor",
     "ToolUnavailable", "parse_tool_call", "failure_reason", "require", "language_grounded_prompts",
     "tool_use_prompts", "create_components", "load_dataset",
+    # writing a model backend: its request shapes, usage records, and LiTS's transport with its retries
+    "GenerationParams", "CallUsage", "note_request", "server_transport", "ServerTransport", "RetryPolicy",
+    "FaultStats", "RETRY_STATUS", "attempts_of", "ServerRefused", "DEFAULT_RETRY_BASE_WAIT", "ENV_RETRY_BASE_WAIT",
+    "redact_text", "safe_url", "ServerUnreachable", "check_calls_allowed",
     # reading finished runs
     "curves", "format_curves", "export_runs", "RowOptions", "verifier_section", "format_report",
     # registering
@@ -129,6 +139,13 @@ _HOMES: dict[str, str] = {
     "register_command": "lits.registry",
     "register_search_framework": "lits.registry", "language_grounded_prompts": "lits.prompts.language_grounded:",
     "tool_use_prompts": "lits.prompts.tool_use:",
+    "GenerationParams": "lits.lm.base", "CallUsage": "lits.lm.usage", "note_request": "lits.lm.usage",
+    "server_transport": "lits.lm.http.stack", "ServerTransport": "lits.lm.http.stack",
+    "RetryPolicy": "lits.lm.http.retry", "FaultStats": "lits.lm.http.retry", "RETRY_STATUS": "lits.lm.http.retry",
+    "attempts_of": "lits.lm.http.retry", "ServerRefused": "lits.lm.openai_compat",
+    "DEFAULT_RETRY_BASE_WAIT": "lits.lm.openai_compat", "ENV_RETRY_BASE_WAIT": "lits.lm.openai_compat",
+    "redact_text": "lits.secrets", "safe_url": "lits.secrets", "ServerUnreachable": "lits.lm.base",
+    "check_calls_allowed": "lits.lm.base",
 }
 
 

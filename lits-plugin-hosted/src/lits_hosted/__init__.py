@@ -1,31 +1,23 @@
 """Hosted models for LiTS: Claude through Anthropic's API and through AWS Bedrock (the LiTS paper's setting).
 
 ``--model anthropic/claude-3-5-sonnet-20241022`` and ``--model bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0``
-resolve here through the ``register_models`` hook; see :mod:`lits_hosted.anthropic_api` and
+resolve here through ``register_model``; see :mod:`lits_hosted.anthropic_api` and
 :mod:`lits_hosted.bedrock`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
-from lits.hookspecs import hookimpl
-from lits.lm.base import LanguageModel
+from lits.api import LanguageModel, register_model
 
 #: Options of ``create_model`` the hosted backends use (the rest are a server model's).
 OPTIONS = ("price_in", "price_out", "call_budget", "connect_timeout", "read_timeout", "max_attempts",
            "retry_base_wait", "retry_max_wait", "patience_floor", "cache_prompts")
 
 
-@hookimpl
-def register_models(register: Callable[..., object]) -> None:
-    register("anthropic", anthropic_model,
-             description="Claude through Anthropic's Messages API ($ANTHROPIC_API_KEY): --model anthropic/MODEL")
-    register("bedrock", bedrock_model,
-             description="a model on AWS Bedrock through the Converse API (AWS profile or environment): "
-                         "--model bedrock/MODEL_ID")
-
-
+@register_model("anthropic",
+                description="Claude through Anthropic's Messages API ($ANTHROPIC_API_KEY): --model anthropic/MODEL")
 def anthropic_model(spec: str, *, base_url: Optional[str] = None, api: Optional[str] = None, concurrency: int = 1,
                     **options: Any) -> LanguageModel:
     from lits_hosted.anthropic_api import AnthropicModel
@@ -34,6 +26,8 @@ def anthropic_model(spec: str, *, base_url: Optional[str] = None, api: Optional[
                           api_key=options.get("api_key"), **_options(options))
 
 
+@register_model("bedrock", description="a model on AWS Bedrock through the Converse API (AWS profile or "
+                                       "environment): --model bedrock/MODEL_ID")
 def bedrock_model(spec: str, *, base_url: Optional[str] = None, api: Optional[str] = None, concurrency: int = 1,
                   **options: Any) -> LanguageModel:
     from lits_hosted.bedrock import BedrockModel

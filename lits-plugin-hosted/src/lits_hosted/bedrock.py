@@ -19,9 +19,7 @@ import botocore.config
 import botocore.exceptions
 import httpx
 
-from lits.lm.base import Completion, GenerationParams, Prompt
-from lits.lm.retry import attempts_of
-from lits.lm.usage import note_request
+from lits.api import Completion, GenerationParams, Prompt, attempts_of, note_request
 
 from lits_hosted.hosted import HostedModel, error_message
 from lits_hosted.prompts import conversation, cut_at_stops, sent_stops

@@ -1,7 +1,7 @@
 """What the hosted backends share: LiTS's retry transport under the vendor's SDK, errors, cost, capabilities.
 
 The SDKs' own retries are off (``max_retries=0``; botocore ``total_max_attempts=1``): every request goes
-through :func:`lits.lm.retry.server_transport`, so 429, 5xx, dropped connections and timeouts are retried
+through :func:`lits.api.server_transport`, so 429, 5xx, dropped connections and timeouts are retried
 by the same budget, patience and counters as a server model's, and nothing stacks.  Hedged copies are
 never sent: a hosted API bills each one.
 """
@@ -15,13 +15,10 @@ from typing import Any, Callable, Optional
 
 import httpx
 
-from lits import fastjson
-from lits.lm.base import (Completion, GenerationParams, LanguageModel, LoglikelihoodUnsupported, ModelError,
-                          Prompt, ServerUnreachable, check_calls_allowed)
-from lits.lm.openai_compat import DEFAULT_RETRY_BASE_WAIT, ENV_RETRY_BASE_WAIT, ServerRefused
-from lits.lm.retry import RETRY_STATUS, FaultStats, RetryPolicy, RetryTransport, attempts_of, server_transport
-from lits.lm.usage import CallUsage
-from lits.secrets import redact_text, safe_url
+from lits.api import (DEFAULT_RETRY_BASE_WAIT, ENV_RETRY_BASE_WAIT, RETRY_STATUS, CallUsage, Completion, FaultStats,
+                      GenerationParams, LanguageModel, LoglikelihoodUnsupported, ModelError, Prompt, RetryPolicy,
+                      ServerRefused, ServerTransport, ServerUnreachable, attempts_of, check_calls_allowed, redact_text,
+                      safe_url, server_transport)
 
 from lits_hosted.prices import prices_for
 
@@ -90,7 +87,7 @@ class HostedModel(LanguageModel):
                                   max_attempts=max_attempts, patience_floor=patience_floor, hedge_share=0.0)
         self.timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout, pool=None)
         self._faults = FaultStats()
-        self.transport: RetryTransport = server_transport(self.policy, self._faults, concurrency=concurrency,
+        self.transport: ServerTransport = server_transport(self.policy, self._faults, concurrency=concurrency,
                                                           check=self._reply_fault, gate=check_calls_allowed)
         #: What the SDK's HTTP client sends through: each request sized for the learned patience.
         self.client_transport = SizedTransport(self.transport, self._max_tokens)
@@ -166,7 +163,7 @@ class HostedModel(LanguageModel):
 
     def _reply_fault(self, request: Optional[httpx.Request], response: httpx.Response) -> Optional[str]:
         try:
-            data = fastjson.loads(response.content)
+            data = json.loads(response.content)
         except ValueError:
             return "a body that is not JSON"
         if not isinstance(data, dict):
@@ -204,9 +201,9 @@ class HostedModel(LanguageModel):
 
 class SizedTransport(httpx.BaseTransport):
     """Tags each request with its size of work (its ``max_tokens`` rounded up to a power of two), so the
-    retry layer learns a read timeout per size (:class:`lits.lm.retry.Patience`) as for a server model."""
+    retry layer learns a read timeout per size (:class:`lits.lm.http.patience.Patience`) as for a server model."""
 
-    def __init__(self, inner: RetryTransport, max_tokens: Callable[[dict[str, Any]], int]) -> None:
+    def __init__(self, inner: ServerTransport, max_tokens: Callable[[dict[str, Any]], int]) -> None:
         self.inner, self.max_tokens = inner, max_tokens
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:

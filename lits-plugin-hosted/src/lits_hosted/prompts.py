@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from lits.lm.base import Prompt
+from lits.api import Prompt
 
 @dataclass(frozen=True)
 class Conversation:
