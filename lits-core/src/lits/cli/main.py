@@ -165,6 +165,10 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--chain", default=None, help="registered chain agent (default: by task type)")
     p.add_argument("--chain-arg", action="append", default=[], metavar="K=V",
                    help="chain setting, e.g. max_steps=10 (repeatable)")
+    p.add_argument("--budget", default=None, metavar="UNIT=N",
+                   help="one compute budget for the whole run, tokens=N, calls=N or seconds=N (model seconds): "
+                        "--chain sc draws up to k chains per instance, stops an instance whose vote is settled "
+                        "and gives what it did not spend to the others")
     p.set_defaults(func=commands.cmd_chain)
 
     p = sub.add_parser("rerun", help="run a finished run again from its config.json, into a new save dir")
