@@ -194,9 +194,9 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("curve", help="anytime accuracy: each search run's answer had it stopped at each budget")
     p.add_argument("save_dirs", nargs="+", metavar="SAVE_DIR", help="finished MCTS or BFS runs (the first is the "
                    "reference of the paired intervals)")
-    p.add_argument("--budget", choices=("iterations", "calls", "tokens"), default="iterations",
-                   help="the x axis: iterations (BFS: depths), or model calls or tokens per instance (from the "
-                        "inference log's iteration tags)")
+    p.add_argument("--budget", choices=("iterations", "calls", "tokens", "seconds"), default="iterations",
+                   help="the x axis: iterations (BFS: depths), or model calls, tokens or model seconds per "
+                        "instance (from the inference log's iteration tags)")
     p.add_argument("--points", default=None, metavar="B1,B2,...",
                    help="budgets to judge at, e.g. 10,20,50 (default: ten up to the first run's largest)")
     p.add_argument("--json", action="store_true", help="print the curves as JSON")
