@@ -1,8 +1,10 @@
 """A compute budget for a whole run (``--budget tokens=N``): one budget spread over the instances.
 
 Self-consistency chains (``--chain sc``) are drawn in rounds: round r gives one more chain to each instance
-that has r, whose vote is not settled (the chains it could still draw up to ``k`` cannot overturn it) and
-whose next chain fits in what is left.  So an instance whose answer settled stops early and the budget it
+that has r, whose vote is not settled and whose next chain fits in what is left.  A vote is settled when the
+chains the instance could still draw cannot overturn it: at most ``k`` in all, and no more than its share
+of the budget left pays for at what its chains cost (the share: what is left split evenly over the instances
+still open, those below ``k`` whose vote that even split over all of them does not settle).  So an instance whose answer settled stops early and the budget it
 did not spend goes to the others.  A round's grants are decided before it starts, in a fixed order (the
 closest votes first, then the instance index), from what each earlier chain cost as the inference log
 recorded it (paid calls; a cache hit costs nothing): the same seed gives the same grants whatever the
@@ -144,6 +146,8 @@ class BudgetedRun:
 
         self.budget, self.k, self.run_dir, self.mode = budget, k, run_dir, mode
         self.draws = Draws()
+        #: Instances whose vote was settled when chains were last granted (they stopped; the others drew on).
+        self.settled: set[int] = set()
 
     def agent_factory(self, make_agent: Callable[[], Agent]) -> Callable[[], Agent]:
         from lits.agents.chain.self_consistency import SelfConsistencyChain
@@ -163,8 +167,25 @@ class BudgetedRun:
         costs = chain_costs(self.run_dir, self.budget.unit)
         spent = sum(sum(per.values()) for per in costs.values())
         drawn = {idx: chains_of(results[idx]) if idx in results else 0 for idx in selected}
-        open_ = [idx for idx in selected if drawn[idx] < self.k and
-                 not (drawn[idx] and _settled(results[idx], self.k - drawn[idx]))]
+        below_k = [idx for idx in selected if drawn[idx] < self.k]
+
+        def settled_at(share: float) -> set[int]:
+            out = set()
+            for idx in below_k:
+                dearest_own = max(costs.get(idx, {}).values(), default=0.0)
+                # the chains it could still draw: up to k, and no more than its share of what is left pays for
+                could = self.k - drawn[idx]
+                if dearest_own > 0:
+                    could = min(could, int(share // dearest_own))
+                if drawn[idx] and _settled(results[idx], could):
+                    out.add(idx)
+            return out
+
+        left = self.budget.total - spent
+        # an even share over the instances below k, then over those of them still open (a larger share)
+        settled_now = settled_at(left / max(1, len(below_k)))
+        settled_now = settled_at(left / max(1, len(below_k) - len(settled_now)))
+        open_ = [idx for idx in below_k if idx not in settled_now]
         if not open_:
             return {}
         round_ = min(drawn[idx] for idx in open_)
@@ -178,6 +199,8 @@ class BudgetedRun:
             if spent + reserve <= self.budget.total:
                 out[idx] = round_ + 1
                 spent += reserve
+        if out:
+            self.settled = settled_now
         return out
 
     def run(self, make_agent: Callable[[], Agent], selected: list[Item], **options: Any) -> RunOutcome:
@@ -213,7 +236,7 @@ class BudgetedRun:
         per_count: dict[str, int] = {}
         for n in sorted(chains.values()):
             per_count[str(n)] = per_count.get(str(n), 0) + 1
-        early = sum(1 for idx, n in chains.items() if n < self.k and _settled(results[idx], self.k - n))
+        early = sum(1 for idx, n in chains.items() if n < self.k and idx in self.settled)
         cut = len(selected) - early - sum(1 for n in chains.values() if n >= self.k)
         spent = sum(sum(per.values()) for per in costs.values())
         return {"unit": self.budget.unit, "total": self.budget.total, "spent": round(spent, 3),
