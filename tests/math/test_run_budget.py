@@ -4,6 +4,7 @@ their unspent budget goes to the instances still in doubt; the run never spends 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,17 @@ def test_a_bad_budget_is_one_line_naming_the_units(tmp_path, bad):
     with pytest.raises(UserError) as caught:
         run_sc(tmp_path / "run", bad)
     assert "\n" not in str(caught.value) and "tokens=20000" in str(caught.value)
+
+
+def test_a_bad_budget_on_the_command_line_is_one_line_and_exit_2(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "gsm8k", "--chain", "sc", "--model",
+                           "scripted", "--limit", "1", "--save-dir", "run", "--budget", "tokens"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("lits: error: --budget must be UNIT=AMOUNT")
+
+
+def test_a_budget_for_a_chain_without_samples_is_refused_before_any_call(tmp_path):
+    with pytest.raises(UserError, match="use it with --chain sc"):
+        lits.chain("gsm8k", chain="cot", model="budget-scripted", limit=1, budget="calls=5", save_dir=tmp_path / "r")
+    assert not (tmp_path / "r" / "inference.jsonl").exists()

@@ -68,7 +68,7 @@ def parse_budget(text: str) -> RunBudget:
     except ValueError:
         total = math.nan
     if not sep or unit not in UNITS or not math.isfinite(total) or total <= 0:
-        raise UserError(f"--budget takes UNIT=AMOUNT with UNIT one of {', '.join(UNITS)} and a positive AMOUNT "
+        raise UserError(f"--budget must be UNIT=AMOUNT, UNIT one of {', '.join(UNITS)} and AMOUNT more than 0 "
                         f"(e.g. tokens=20000), not {text!r}")
     return RunBudget(unit, total)
 
