@@ -116,6 +116,8 @@ def _run(run: Path, url: str, args: argparse.Namespace, extra: list[str]) -> tup
     done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "gsm8k", "--dataset-arg",
                            f"path={args.data}", "--limit", str(args.limit), "--model",
                            "qwen2.5-coder-0.5b-instruct", "--base-url", url, "--no-cache",
+                           # one slot: one call at a time, and patience on a loaded machine (no retried replies)
+                           "--concurrency", "1", "--read-timeout", "3000", "--call-budget", "6000",
                            "--save-dir", str(run), *extra,
                            *(["--policy-model-arg", f"max_tokens={args.max_tokens}"] if args.max_tokens else [])],
                           capture_output=True, text=True)

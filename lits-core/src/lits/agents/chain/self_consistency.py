@@ -78,7 +78,7 @@ class SelfConsistencyChain(ChainAgent):
                                repeats=sum(t.repeats for t in counted))
         stats = totals.stats()
         if self.draws is not None:  # how many chains the budget let it draw (its vote counts only answers)
-            stats = {**(stats or {}), "chains": float(len(samples))}
+            stats = {**(stats or {}), "chains": len(samples)}
         return ChainResult(state=state, solved=solved, steps=sum(len(s) for s, _, _ in samples), stopped=stopped,
                            proposals=sorted(self.proposals), samples=[s for s, _, _ in samples], stats=stats)
 
