@@ -60,6 +60,14 @@ def test_settled_votes_stop_early_and_their_budget_goes_to_the_others(tmp_path):
     assert summary["budget"]["spent"] == 24 == summary["inference"]["calls"]
 
 
+def test_the_summary_says_how_the_budget_was_spent(tmp_path):
+    run_sc(tmp_path / "run", "calls=24")
+    lines = (tmp_path / "run" / "eval.log").read_text().splitlines()
+    assert any(line.startswith("budget spent") and line.endswith("24 of 24 calls") for line in lines)
+    assert any(line.startswith("chains drawn") and "(5 chains: 2, 7 chains: 2); 2 settled early, 2 cut by the "
+               "budget" in line for line in lines)
+
+
 @pytest.mark.parametrize("budget", ["tokens=700", "tokens=1500", "calls=9", "calls=30"])
 def test_a_run_never_spends_more_than_its_budget(tmp_path, budget):
     summary = run_sc(tmp_path / "run", budget)
