@@ -6,7 +6,18 @@ response cache, ``lits chain`` greedy CoT and ``--chain sc`` with ``k``
 chains on the same GSM8K cases.  Prints solved, model calls, tokens and wall
 time per method; per-instance votes are in each run's ``results/``.
 
+With ``--budget-k K`` it compares, at the same total tokens, ``--chain sc`` with a
+fixed ``k`` against ``--chain sc`` with up to ``K`` chains under ``--budget
+tokens=T`` (T: what the fixed run spent), and prints ``lits compare``'s paired
+difference and McNemar p-value.
+
     python benchmarks/self_consistency.py [--data ../shared/data/math] [--limit 10] [--k 5] [--out DIR]
+    python benchmarks/self_consistency.py --limit 20 --k 4 --budget-k 16
+    python benchmarks/self_consistency.py --limit 20 --k 4 --budget-k 16 --simulated   # offline, seconds
+
+``--simulated`` runs the same comparison without a server, in process: a stand-in sampler that answers
+each question right with a chance of its own (0.85, 0.5 or 0.25, fixed per question) and otherwise one of
+two wrong answers; its replies cost the prompt's words and 30-60 tokens.
 """
 
 from __future__ import annotations
@@ -29,26 +40,102 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary dir)")
+    parser.add_argument("--max-tokens", type=int, default=None, help="cap each reply (a loaded machine is slow)")
+    parser.add_argument("--budget-k", type=int, default=None, metavar="K",
+                        help="compare sc k=--k against sc with up to K chains at the same total tokens (--budget)")
+    parser.add_argument("--simulated", action="store_true", help="a stand-in sampler in process (no server)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="lits-sc-"))
     out.mkdir(parents=True, exist_ok=True)
+    if args.simulated:
+        _simulated(args, out)
+        return
     print("| method | solved | model calls | tokens in / out | wall s |")
     print("|---|---|---|---|---|")
     with llama_server(instruct_model_path(), log=out / "server.log") as url:
-        methods = [("cot", ["--chain", "cot"]), (f"sc k={args.k}", ["--chain", "sc", "--chain-arg", f"k={args.k}"])]
-        for name, extra in methods:
-            run = out / name.replace(" ", "-").replace("=", "")
-            started = time.time()
-            done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "gsm8k", "--dataset-arg",
-                                   f"path={args.data}", "--limit", str(args.limit), "--model",
-                                   "qwen2.5-coder-0.5b-instruct", "--base-url", url, "--no-cache",
-                                   "--save-dir", str(run), *extra], capture_output=True, text=True)
-            if done.returncode:
-                raise SystemExit(done.stderr.strip()[-2000:])
-            s = json.loads((run / "eval_results.json").read_text())
-            inf = s["inference"]
-            print(f"| {name} | {s['solved']}/{s['instances']} | {inf['calls']} | {inf.get('tokens_in')} / "
-                  f"{inf.get('tokens_out')} | {round(time.time() - started)} |", flush=True)
+        fixed = ("sc k=" + str(args.k), ["--chain", "sc", "--chain-arg", f"k={args.k}"])
+        if args.budget_k is None:
+            for name, extra in [("cot", ["--chain", "cot"]), fixed]:
+                _row(name, _run(out / _folder(name), url, args, extra))
+            return
+        spent = _row(fixed[0], _run(out / _folder(fixed[0]), url, args, fixed[1]))
+        name = f"sc k<={args.budget_k} budget tokens={spent}"
+        _row(name, _run(out / _folder(name), url, args, ["--chain", "sc", "--chain-arg", f"k={args.budget_k}",
+                                                          "--budget", f"tokens={spent}"]))
+    compared = subprocess.run([sys.executable, "-m", "lits", "compare", str(out / _folder(fixed[0])),
+                               str(out / _folder(name))], capture_output=True, text=True)
+    print(compared.stdout + compared.stderr)
+
+
+def _simulated(args: argparse.Namespace, out: Path) -> None:
+    """Fixed ``k`` against ``--budget`` at the same tokens, with the stand-in sampler (see the module's doc)."""
+    import random
+
+    import lits
+    from lits.lm.base import Completion, GenerationParams, LanguageModel, Prompt
+    from lits.registry import register_model
+    from lits_math.data import load_gsm8k
+
+    gold = {str(e["query"]): str(e["answer"]) for e in load_gsm8k(path=args.data, limit=args.limit)}
+
+    class Sampler(LanguageModel):
+        name = "stand-in-sampler"
+
+        def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
+            text = prompt if isinstance(prompt, str) else "\n".join(str(m["content"]) for m in prompt)
+            query = next((q for q in gold if q in text), "")
+            chance = random.Random(query).choice([0.85, 0.85, 0.5, 0.25])
+            rng = random.Random(f"{query}:{params.seed}")
+            right = gold.get(query, "0")
+            answer = right if rng.random() < chance else rng.choice([f"{right}1", f"{right}0"])
+            return [Completion(f"The answer is {answer}.", tokens_in=len(text.split()),
+                               tokens_out=rng.randint(30, 60)) for _ in range(params.n)]
+
+    register_model("stand-in-sampler")(lambda spec, **options: Sampler())
+
+    def run(name: str, **fields: object) -> tuple[Path, int]:
+        started = time.time()
+        lits.chain("gsm8k", chain="sc", model="stand-in-sampler", limit=args.limit, no_cache=True,
+                   dataset_args={"path": args.data}, save_dir=out / _folder(name), **fields)
+        return out / _folder(name), _row(name, (out / _folder(name), time.time() - started))
+
+    fixed, spent = run(f"sc k={args.k}", chain_args={"k": args.k})
+    k = args.budget_k or 16
+    budgeted, _ = run(f"sc k<={k} budget tokens={spent}", chain_args={"k": k}, budget=f"tokens={spent}")
+    compared = subprocess.run([sys.executable, "-m", "lits", "compare", str(fixed), str(budgeted)],
+                              capture_output=True, text=True)
+    print(compared.stdout + compared.stderr)
+
+
+def _folder(name: str) -> str:
+    return name.replace(" ", "-").replace("=", "").replace("<", "")
+
+
+def _run(run: Path, url: str, args: argparse.Namespace, extra: list[str]) -> tuple[Path, float]:
+    started = time.time()
+    done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "gsm8k", "--dataset-arg",
+                           f"path={args.data}", "--limit", str(args.limit), "--model",
+                           "qwen2.5-coder-0.5b-instruct", "--base-url", url, "--no-cache",
+                           # one slot: one call at a time, and patience on a loaded machine (no retried replies)
+                           "--concurrency", "1", "--read-timeout", "3000", "--call-budget", "6000",
+                           "--save-dir", str(run), *extra,
+                           *(["--policy-model-arg", f"max_tokens={args.max_tokens}"] if args.max_tokens else [])],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(done.stderr.strip()[-2000:])
+    return run, time.time() - started
+
+
+def _row(name: str, done: tuple[Path, float]) -> int:
+    """Prints the method's row; returns the tokens it spent (in and out)."""
+    run, seconds = done
+    s = json.loads((run / "eval_results.json").read_text())
+    inf = s["inference"]
+    budget = s.get("budget")
+    spread = f" (chains: {budget['chains_per_instance']})" if budget else ""
+    print(f"| {name}{spread} | {s['solved']}/{s['instances']} | {inf['calls']} | {inf.get('tokens_in')} / "
+          f"{inf.get('tokens_out')} | {round(seconds)} |", flush=True)
+    return int(inf.get("tokens_in") or 0) + int(inf.get("tokens_out") or 0)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -186,6 +187,21 @@ def test_what_the_curve_counts_by_iteration_b_is_what_a_separate_run_of_b_spent(
     for n in (10, 20):
         separate = SearchRun(runs[n]).spend_by_iteration(budget)
         assert {idx: s[n] for idx, s in spent.items()} == {idx: s[-1] for idx, s in separate.items()}, f"at {n}"
+
+
+def test_a_model_seconds_budget_counts_the_seconds_each_call_took_not_its_wait(runs: dict[int, Path],
+                                                                               tmp_path: Path) -> None:
+    from lits.runs.curve import SearchRun
+
+    copy = tmp_path / "run"
+    shutil.copytree(runs[50], copy)
+    log = copy / "inference.jsonl"
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    log.write_text("".join(json.dumps({**r, "seconds": 0.5, "queued_seconds": 3.0}) + "\n" for r in lines))
+    calls = SearchRun(copy).spend_by_iteration("calls")
+    assert SearchRun(copy).spend_by_iteration("seconds") == {i: [c * 0.5 for c in s] for i, s in calls.items()}
+    by_seconds, by_calls = run_curve(copy, "seconds", [2.0, 5.0]), run_curve(copy, "calls", [4, 10])
+    assert by_seconds.iterations == by_calls.iterations and by_seconds.solved == by_calls.solved
 
 
 def test_two_runs_get_the_paired_interval_at_each_point(runs: dict[int, Path]) -> None:

@@ -165,6 +165,10 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--chain", default=None, help="registered chain agent (default: by task type)")
     p.add_argument("--chain-arg", action="append", default=[], metavar="K=V",
                    help="chain setting, e.g. max_steps=10 (repeatable)")
+    p.add_argument("--budget", default=None, metavar="UNIT=N",
+                   help="one compute budget for the whole run, tokens=N, calls=N or seconds=N (model seconds): "
+                        "--chain sc draws up to k chains per instance, stops an instance whose vote is settled "
+                        "and gives what it did not spend to the others")
     p.set_defaults(func=commands.cmd_chain)
 
     p = sub.add_parser("rerun", help="run a finished run again from its config.json, into a new save dir")
@@ -190,9 +194,9 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("curve", help="anytime accuracy: each search run's answer had it stopped at each budget")
     p.add_argument("save_dirs", nargs="+", metavar="SAVE_DIR", help="finished MCTS or BFS runs (the first is the "
                    "reference of the paired intervals)")
-    p.add_argument("--budget", choices=("iterations", "calls", "tokens"), default="iterations",
-                   help="the x axis: iterations (BFS: depths), or model calls or tokens per instance (from the "
-                        "inference log's iteration tags)")
+    p.add_argument("--budget", choices=("iterations", "calls", "tokens", "seconds"), default="iterations",
+                   help="the x axis: iterations (BFS: depths), or model calls, tokens or model seconds per "
+                        "instance (from the inference log's iteration tags)")
     p.add_argument("--points", default=None, metavar="B1,B2,...",
                    help="budgets to judge at, e.g. 10,20,50 (default: ten up to the first run's largest)")
     p.add_argument("--json", action="store_true", help="print the curves as JSON")

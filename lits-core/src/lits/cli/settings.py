@@ -23,7 +23,8 @@ _FIELD_FLAGS = (("dataset", "dataset"), ("offset", "offset"), ("limit", "limit")
                 ("read_timeout", "read_timeout"), ("price_in", "price_in"), ("price_out", "price_out"),
                 ("cache", "cache"), ("executor", "executor"), ("ray_address", "ray_address"),
                 ("save_dir", "save_dir"), ("search", "search"), ("reward", "reward"),
-                ("search_framework", "search_framework"), ("chain", "chain"), ("attempts", "attempts"))
+                ("search_framework", "search_framework"), ("chain", "chain"), ("attempts", "attempts"),
+                ("budget", "budget"))
 #: ``K=V`` flags that set keys of a mapping field: (attribute of args, field, flag).
 _PAIR_FLAGS = (("dataset_arg", "dataset_args", "--dataset-arg"), ("resource_arg", "resource_args", "--resource-arg"),
                ("search_arg", "search_args", "--search-arg"), ("chain_arg", "chain_args", "--chain-arg"),

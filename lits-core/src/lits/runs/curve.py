@@ -9,8 +9,9 @@ search's own end-of-search selection (:meth:`BaseTreeSearch.result`) and the run
 judge that tree, so a point of the curve is what a separate run with ``n_iterations=B`` (BFS:
 ``max_depth=B``) and the same seed returns, instance by instance, without paying for its model calls again.
 
-Budgets in model calls or tokens map each instance to the last iteration whose calls (tagged ``iteration``
-in the inference log) fit in the budget.  Where equality with a separate run cannot hold (settings that read
+Budgets in model calls, tokens or model seconds (the seconds calls took once they had a slot, not the wait
+for one) map each instance to the last iteration whose calls (tagged ``iteration`` in the inference log) fit
+in the budget.  Where equality with a separate run cannot hold (settings that read
 the total budget, tree-parallel batches, time limits) is in ``docs/comparing-methods.md``.
 """
 
@@ -30,7 +31,7 @@ from lits.observability import UNUSED_REPLY, InferenceLog
 from lits.runs.paired import PairedComparison, compare_paired
 from lits.structures.node import MCTSNode, SearchNode
 
-BUDGETS = ("iterations", "calls", "tokens")
+BUDGETS = ("iterations", "calls", "tokens", "seconds")
 #: Searches whose tree after B iterations can be rebuilt from the journal (born + backed-up paths).
 CURVE_SEARCHES = ("mcts", "bfs")
 #: Budget points when ``--points`` is not given: this many, evenly spaced up to the largest budget.
@@ -151,7 +152,7 @@ class SearchRun:
         return bool(judged["eval"]["solved"]), answer if isinstance(answer, str) else None
 
     def spend_by_iteration(self, budget: str) -> dict[int, list[float]]:
-        """Per instance: the calls or tokens spent by the end of each iteration 0..last (index = iteration)."""
+        """Per instance: the calls, tokens or model seconds spent by the end of each iteration 0..last."""
         log = InferenceLog.read(self.dir.root / layout.INFERENCE_LOG)
         per: dict[tuple[int, int], float] = {}
         for rec in log.records:
@@ -160,6 +161,8 @@ class SearchRun:
                 continue
             if budget == "calls":
                 amount = 0.0 if rec.kind == UNUSED_REPLY else 1.0
+            elif budget == "seconds":  # model time, as the run's totals count it (not an unused reply's)
+                amount = 0.0 if rec.kind == UNUSED_REPLY or rec.cached else float(rec.seconds)
             else:
                 amount = float(rec.tokens_in + rec.tokens_out)
             during = int(tag) + 1 if isinstance(tag, int) else 0  # iteration k (0-based) ends after k + 1
@@ -215,7 +218,7 @@ def run_curve(root: Path, budget: str, points: Optional[Sequence[float]] = None)
     if points is None:
         top = (max(run.last_iteration(r) for r in run.results.values()) if budget == "iterations"
                else max(s[-1] for s in spent.values()))
-        points = default_points(top, whole=True)
+        points = default_points(top, whole=budget != "seconds")
     curve = RunCurve(save_dir=str(root), method=method_label(run.config), budget=budget, points=list(points))
     cache: dict[tuple[int, int], tuple[bool, Optional[str]]] = {}
     for point in curve.points:
@@ -248,7 +251,7 @@ def default_points(top: float, *, whole: bool) -> list[float]:
     if top <= 0:
         return [0.0]
     count = min(DEFAULT_POINTS, int(top)) if whole else DEFAULT_POINTS
-    return sorted({float(round(top * k / count)) for k in range(1, count + 1)})
+    return sorted({float(round(top * k / count, None if whole else 3)) for k in range(1, count + 1)})
 
 
 def _notes(run: SearchRun) -> list[str]:

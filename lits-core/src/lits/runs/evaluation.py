@@ -53,6 +53,8 @@ class Summary(TypedDict, total=False):
     #: :func:`parse_totals`: replies parsed, unparseable, re-asked and made up, in total and by component.
     parse: dict[str, Any]
     pass_at: dict[str, float]
+    #: With ``--budget``: the run's budget and how it was spent (:class:`lits.runs.budget.BudgetReport`).
+    budget: Any
     #: How a server held replies to the legal choices (``grammar (llama.cpp)``), when one did.
     constrained_replies: str
     #: :func:`memory_use`: what memory's notes added to prompts (runs with augmentors).
@@ -335,6 +337,10 @@ def format_table(summary: Summary) -> str:
     if answered and answered > figures["requests"]:  # the transport also counted hedged copies the server answered
         figures = {**figures, "requests": int(answered)}
     rows += spend_rows(figures, float((summary.get("faults") or {}).get("queued_seconds") or 0.0))
+    if summary.get("budget"):
+        from lits.runs.budget import format_budget
+
+        rows += format_budget(summary["budget"])
     tried = summary.get("pass_at")
     if tried:
         rows.append((f"pass@1 / pass@{tried['n']}", f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} "

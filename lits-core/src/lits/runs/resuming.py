@@ -40,6 +40,7 @@ MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--api", "api", "api"),
     ("--attempts", "attempts", "attempts"),
     ("--memory-arg", "memory_arg", "memory_args"),
+    ("--budget", "budget", "budget"),
 )
 #: Operational settings given again as flags (the cache's two are judged on their own, below).
 OPERATIONAL_KEYS = tuple(sorted(OPERATIONAL_FIELDS - {"cache", "no_cache"}))

@@ -50,6 +50,8 @@ class RunSettings(TypedDict, total=False):
     created: str
     attempts: int
     memory_args: dict[str, object]
+    #: ``tokens=20000``: the run's compute budget (``--budget``).
+    budget: NotRequired[str]
     search: Optional[str]
     search_framework: Optional[str]
     search_args: dict[str, object]

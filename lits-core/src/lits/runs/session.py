@@ -213,8 +213,12 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
                 stats = executor.stats  # type: ignore[assignment]
                 outcome = executor.run(selected, resume=resume, control=control, progress_stream=stream)
             else:
+                from lits.runs.budget import budget_of, budgeted
+
+                budget = budget_of(settings.get("budget"))
+                run = run_instances if budget is None else budgeted(budget, config, make_agent)
                 with stats.saved_periodically(), resource_errors(run_dir, mode):
-                    outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
+                    outcome = run(make_agent, components, selected, run_dir, mode=mode,
                                             concurrency=settings["concurrency"], resume=resume,
                                             control=control, after_instance=stats.save, attempts=attempts,
                                             progress_stream=stream)
@@ -353,6 +357,10 @@ def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
         summary["constrained_replies"] = constrained
     if uses_own_models(settings):
         summary["models"] = describe_models(settings)
+    if settings.get("budget"):
+        from lits.runs.budget import read_report
+
+        summary["budget"] = read_report(run_dir)
     write_eval(run_dir, settings, summary)
     return summary
 

@@ -102,6 +102,8 @@ class RunSpec(BaseModel):
     attempts: int = 1
     #: ``augmentors=fact,reflection`` and the augmentors' options: memory between attempts.
     memory_args: dict[str, object] = Field(default_factory=dict)
+    #: ``tokens=N``, ``calls=N`` or ``seconds=N``: one compute budget for the run (:mod:`lits.runs.budget`).
+    budget: Optional[str] = None
     model: str = "local"
     base_url: Optional[str] = None
     api: Optional[Literal["chat", "completion"]] = None
@@ -190,6 +192,18 @@ class RunSpec(BaseModel):
             raise ValueError("must be at least 1")
         return value
 
+    @field_validator("budget")
+    @classmethod
+    def _budget(cls, value: Optional[str]) -> Optional[str]:
+        from lits.runs.budget import parse_budget
+
+        if value is not None:
+            try:
+                parse_budget(value)
+            except UserError as exc:
+                raise ValueError(str(exc).removeprefix("--budget ")) from None
+        return value
+
     @field_validator("call_budget", "read_timeout")
     @classmethod
     def _seconds(cls, value: Optional[float]) -> Optional[float]:
@@ -214,6 +228,9 @@ class RunSpec(BaseModel):
         for name in (other, f"{other}_args", *(("search_framework", "reward") if other == "search" else ())):
             if getattr(self, name):
                 raise ValueError(f"{name} is for {other} runs, and this is a {self.command} run")
+        if self.budget is not None and (self.command != "chain" or self.executor == "ray" or self.attempts > 1):
+            raise ValueError("budget spreads self-consistency chains over one local run (lits chain --chain sc, "
+                             "without --attempts or --executor ray)")
         from lits.runs.model_specs import check_model_args
 
         for role, chosen in self.component_models.items():
@@ -301,6 +318,10 @@ class RunSpec(BaseModel):
             out["free_replies"] = True
         if self.attempts != 1 or self.memory_args:  # absent otherwise: a run without them records what it did
             out["attempts"], out["memory_args"] = self.attempts, dict(self.memory_args)
+        if self.budget is not None:  # absent otherwise, as in runs made before the setting existed
+            from lits.runs.budget import parse_budget
+
+            out["budget"] = parse_budget(self.budget).as_setting()
         if self.command == "search":
             out["search"], out["reward"] = self.search, component_name(self.reward)
             out["search_framework"], out["search_args"] = self.search_framework, dict(self.search_args)

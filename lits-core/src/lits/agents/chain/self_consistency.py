@@ -8,11 +8,16 @@ cache and a server that honours seeds gives every chain its own, repeatable
 sample.  The vote (``answer_selection`` in the result) groups answers with
 the dataset's own equivalence, as the vote over a search's terminal nodes
 does.  A resumed instance runs its chains again from the response cache.
+
+Under a run's compute budget (``--budget``, :mod:`lits.runs.budget`) the run
+sets :attr:`SelfConsistencyChain.draws`: each instance then draws only up to
+the count the budget granted it, keeping the chains it drew before.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
 
 from lits.agents.chain.base import ChainAgent, ChainResult
 from lits.agents.config import SelfConsistencyConfig
@@ -21,6 +26,23 @@ from lits.agents.chain.repeats import RepeatTracker
 from lits.lm.base import sampling_stream
 from lits.observability import call_context
 from lits.structures.base import Step, TrajectoryState
+
+
+Sample = tuple[TrajectoryState[Step], bool, str]
+
+
+@dataclass
+class Draws:
+    """The chains each instance drew so far and how many it may have now (a run's budget grants them)."""
+
+    granted: dict[int, int] = field(default_factory=dict)
+    kept: dict[int, list[Sample]] = field(default_factory=dict)
+
+
+def settled(counts: Sequence[int], remaining: int) -> bool:
+    """Whether a vote with these cluster ``counts`` stays won whatever ``remaining`` more chains answer."""
+    ranked = sorted(counts, reverse=True) + [0, 0]
+    return ranked[0] > ranked[1] + remaining
 
 
 class SelfConsistencyChain(ChainAgent):
@@ -32,13 +54,19 @@ class SelfConsistencyChain(ChainAgent):
     def __init__(self, config: Optional[SelfConsistencyConfig] = None, policy: Any = None, transition: Any = None,
                  **kwargs: Any) -> None:
         super().__init__(config or SelfConsistencyConfig.model_validate({}), policy, transition, **kwargs)
+        #: Set under a run's budget: chains are drawn up to ``draws.granted[idx]`` (at most ``k``).
+        self.draws: Optional[Draws] = None
 
     def run(self, query: object, query_idx: int, example: Mapping[str, object], *,
             resume: bool = False) -> ChainResult:
-        samples: list[tuple[TrajectoryState[Step], bool, str]] = []
+        samples: list[Sample] = []
         counted: list[RepeatTracker] = []
+        wanted = self.config.k
+        if self.draws is not None:
+            samples = self.draws.kept.setdefault(query_idx, [])
+            wanted = min(wanted, self.draws.granted.get(query_idx, 1))
         with call_context(instance=query_idx, search=self.chain_name):
-            for j in range(self.config.k):
+            for j in range(len(samples), wanted):
                 greedy = j == 0 and self.config.greedy_first
                 counted.append(RepeatTracker())  # each sample is a chain of its own
                 with sampling_stream(j), call_context(sample=j):
@@ -48,14 +76,14 @@ class SelfConsistencyChain(ChainAgent):
         state, solved, stopped = _representative(samples)
         totals = RepeatTracker(steered_away=sum(t.steered_away for t in counted),
                                repeats=sum(t.repeats for t in counted))
+        stats = totals.stats()
+        if self.draws is not None:  # how many chains the budget let it draw (its vote counts only answers)
+            stats = {**(stats or {}), "chains": len(samples)}
         return ChainResult(state=state, solved=solved, steps=sum(len(s) for s, _, _ in samples), stopped=stopped,
-                           proposals=sorted(self.proposals), samples=[s for s, _, _ in samples],
-                           stats=totals.stats())
+                           proposals=sorted(self.proposals), samples=[s for s, _, _ in samples], stats=stats)
 
 
-def _representative(
-    samples: list[tuple[TrajectoryState[Step], bool, str]]
-) -> tuple[TrajectoryState[Step], bool, str]:
+def _representative(samples: list[Sample]) -> Sample:
     """The first chain whose answer is the most common one (plain text match), or the first chain."""
     answers = [_answer(state) for state, _, _ in samples]
     counts = [sum(1 for other in answers if a is not None and other is not None and same_text(a, other))
