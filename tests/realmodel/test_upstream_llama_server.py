@@ -13,7 +13,7 @@ from lits.observability import InferenceLog, collecting
 
 pytestmark = pytest.mark.realmodel
 
-#: A shared head of about 150 tokens: long enough that re-reading it would show.
+#: A shared head of about 100 tokens, most of each prompt it starts.
 HEAD = ("You are planning moves in a world of stacked blocks. The hand can hold one block at a time. A block can be "
         "picked up only when it is clear and on the table; it can be unstacked only when it is clear. "
         "Initial state: the red block is on the table, the blue block is on the red block, the yellow block is on "
@@ -76,7 +76,7 @@ def test_prompt_tokens_served_from_its_cache_are_recorded_as_it_reports_them(
     reported = [r["usage"]["prompt_tokens_details"]["cached_tokens"] for r in replies]
     assert [r["timings"]["cache_n"] for r in replies] == reported  # the server's two counts agree
     assert [first.tokens_cached, second.tokens_cached] == reported
-    assert second.tokens_cached is not None and second.tokens_cached >= 100  # the shared head was not re-read
+    assert second.tokens_cached is not None and second.tokens_cached > second.tokens_in // 2  # the head: not re-read
     assert log.summary()["tokens_cached"] == sum(reported)
 
 
@@ -87,7 +87,7 @@ def test_a_request_pinned_to_a_slot_is_served_by_that_slot_from_its_cache(upstre
 
     complete("First question:")
     again = complete("Second question:")
-    assert again["id_slot"] == 1 and again["timings"]["cache_n"] >= 100
+    assert again["id_slot"] == 1 and again["timings"]["cache_n"] > again["timings"]["prompt_n"]
 
 
 def test_it_refuses_echo_so_scoring_cannot_read_prompt_log_probabilities(upstream_server: str) -> None:

@@ -26,20 +26,39 @@ def forced_body(model: str, prompt: str, continuation: str) -> dict[str, object]
 
 
 def forced_logprob(data: Mapping[str, Any], continuation: str) -> Optional[float]:
-    """The summed log-probability of the generated tokens, or None unless the reply spells ``continuation``
-    with a log-probability for each token (llama-server's ``content`` list, or the older completions shape)."""
+    """The summed log-probability of the generated tokens that spell ``continuation``, or None when they do not.
+
+    Tokens past it are left out: the server also reports the end-of-generation token the grammar forced
+    last.  Read from llama-server's ``content`` list (each token's ``bytes``, so a character split over two
+    tokens still adds up) or from the older completions shape (``tokens`` and ``token_logprobs``)."""
     choices = data.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
     raw = choice.get("logprobs")
-    if not isinstance(raw, dict) or choice.get("text") != continuation:
+    if not isinstance(raw, dict):
         return None
     content = raw.get("content")
     if isinstance(content, list):
-        logprobs = [t.get("logprob") if isinstance(t, dict) else None for t in content]
+        pieces = [(_piece(t), t.get("logprob")) for t in content if isinstance(t, dict)]
     else:
-        listed = raw.get("token_logprobs")
-        logprobs = list(listed) if isinstance(listed, list) else []
-    numbers = [float(lp) for lp in logprobs if isinstance(lp, (int, float)) and not isinstance(lp, bool)]
-    if not numbers or len(numbers) != len(logprobs):
-        return None
-    return sum(numbers)
+        tokens, listed = raw.get("tokens"), raw.get("token_logprobs")
+        if not isinstance(tokens, list) or not isinstance(listed, list):
+            return None
+        pieces = [(str(t).encode("utf-8"), lp) for t, lp in zip(tokens, listed)]
+    target, spelled, total = continuation.encode("utf-8"), b"", 0.0
+    for piece, logprob in pieces:
+        if not isinstance(logprob, (int, float)) or isinstance(logprob, bool):
+            return None
+        spelled += piece
+        total += float(logprob)
+        if spelled == target:
+            return total
+        if not target.startswith(spelled):
+            return None
+    return None
+
+
+def _piece(token: Mapping[str, Any]) -> bytes:
+    raw = token.get("bytes")
+    if isinstance(raw, list) and all(isinstance(b, int) and 0 <= b < 256 for b in raw):
+        return bytes(raw)
+    return str(token.get("token", "")).encode("utf-8")
