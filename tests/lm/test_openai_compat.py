@@ -175,3 +175,26 @@ def test_calls_overlap_up_to_the_limit():
 def test_bad_base_url_is_rejected_in_one_line():
     with pytest.raises(ValueError, match="http:// or https://"):
         create_model("m", base_url="localhost:8000")
+
+
+def _grammar_literal(prompt: str, body: dict) -> str:
+    """What upstream llama-server generates under a grammar of one literal: that literal."""
+    found = re.search(r'line0 ::= "(.*)"\n', str(body.get("grammar")))
+    return found.group(1) if found else "unconstrained"
+
+
+def test_a_server_without_echo_scores_each_continuation_by_generating_it_under_a_grammar():
+    with FakeOpenAIServer(responder=_grammar_literal, token_scorer=_scorer, echo_supported=False, slots=2) as srv:
+        model = OpenAICompatibleModel("fake", srv.base_url, api="completion", retry_base_wait=0.01)
+        assert model.loglikelihood("the next word is", [" good", " bad idea"]) == [-0.5, -6.0]
+        scoring = srv.requests
+        assert len(scoring) == 2 and not any(r.get("echo") for r in scoring)
+        assert [r["prompt"] for r in scoring] == ["the next word is"] * 2 and scoring[0]["logprobs"] == 1
+
+
+def test_a_server_without_echo_that_strays_from_the_grammar_cannot_score():
+    with FakeOpenAIServer(responder=lambda prompt, body: " other", echo_supported=False, slots=2) as srv:
+        model = OpenAICompatibleModel("fake", srv.base_url, api="completion", retry_base_wait=0.01)
+        with pytest.raises(LoglikelihoodUnsupported, match="takes no echo"):
+            model.loglikelihood("p", [" x"])
+        assert model.supports_loglikelihood is False

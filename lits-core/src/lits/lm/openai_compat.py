@@ -39,6 +39,7 @@ from lits.lm.http.patience import request_tokens, request_work
 from lits.lm.http.retry import RETRY_STATUS, FaultStats, RetryPolicy, attempts_of, is_permanent_body, statuses_of
 from lits.lm.http.stack import server_transport
 from lits.lm.pooling import POOLING_ENDPOINT, pooled_prompt, pooling_fault, server_root
+from lits.lm.forced_scoring import forced_body, forced_logprob
 from lits.lm.constraints import (DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint,
                                  request_fields)
 from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
@@ -297,6 +298,9 @@ class OpenAICompatibleModel(LanguageModel):
         if not self.supports_loglikelihood:
             raise LoglikelihoodUnsupported(f"{self.display_url} ({self.api} API) cannot score text; "
                                            "use --api completion")
+        self.server_slots()
+        if not self.slots.echo:  # upstream llama-server: scores only what it generates
+            return self._forced_loglikelihood(prompt, continuations)
         if len(continuations) > 1 and self.batch_prompts is not False:
             batched = self._loglikelihood_batch(prompt, continuations)
             if batched is not None:
@@ -315,6 +319,28 @@ class OpenAICompatibleModel(LanguageModel):
             if score is None:
                 self.supports_loglikelihood = False
                 raise LoglikelihoodUnsupported(f"{self.display_url} returned no prompt log-probabilities (echo)")
+            scores.append(score)
+            tokens += int((data.get("usage") or {}).get("prompt_tokens") or 0)
+        return scores, tokens
+
+    def _forced_loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
+        """Each continuation generated under a grammar admitting only it (:mod:`lits.lm.forced_scoring`)."""
+        scores, tokens = [], 0
+        for continuation in continuations:
+            if not continuation:
+                scores.append(0.0)
+                continue
+            try:
+                data = self._post("/completions", forced_body(self.name, prompt, continuation))
+            except ServerRefused as exc:
+                self.supports_loglikelihood = False
+                raise LoglikelihoodUnsupported(f"{self.display_url} takes no echo and refused scoring by a grammar "
+                                               f"with logprobs: {exc}") from exc
+            score = forced_logprob(data, continuation)
+            if score is None:
+                self.supports_loglikelihood = False
+                raise LoglikelihoodUnsupported(f"{self.display_url} takes no echo and returned no log-probabilities "
+                                               "for a continuation generated under a grammar (logprobs)")
             scores.append(score)
             tokens += int((data.get("usage") or {}).get("prompt_tokens") or 0)
         return scores, tokens

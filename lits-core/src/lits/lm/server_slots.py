@@ -53,6 +53,8 @@ class ServerFacts(NamedTuple):
     slots: Optional[int]
     source: str
     dialect: ConstraintDialect = None
+    #: Whether ``/completions`` takes ``echo`` (prompt log-probabilities); upstream llama-server refuses it.
+    echo: bool = True
 
 
 ProbeFn = Callable[[], ServerFacts]
@@ -121,7 +123,7 @@ def _ask(base_url: str, headers: Mapping[str, str], params: Optional[Mapping[str
         if props.status_code == 200:
             total = _int(props.json().get("total_slots"))
             if total:
-                return ServerFacts(total, "the server's /props (total_slots)", "gbnf")
+                return ServerFacts(total, "the server's /props (total_slots)", "gbnf", echo=False)
         models = client.get(f"{base_url.rstrip('/')}/models")
         if models.status_code == 200:
             owners = {str(m.get("owned_by")) for m in models.json().get("data") or [] if isinstance(m, dict)}
@@ -189,6 +191,8 @@ class SlotGate:
         self.source = "not probed yet"
         #: How the server constrains decoding (known after :meth:`learn`).
         self.dialect: ConstraintDialect = None
+        #: Whether the server echoes prompt log-probabilities (known after :meth:`learn`).
+        self.echo = True
         self.queued_calls = 0
         self.queued_seconds = 0.0
 
@@ -197,7 +201,8 @@ class SlotGate:
         with self._lock:
             if self._known:
                 return
-            self.slots, self.source, self.dialect = probe()
+            facts = probe()
+            self.slots, self.source, self.dialect, self.echo = facts.slots, facts.source, facts.dialect, facts.echo
             self._gate = threading.Semaphore(self.slots) if self.slots else None
             self._known = True
 

@@ -1,7 +1,10 @@
 """A real llama.cpp server on 127.0.0.1 for tests and benchmarks, started and stopped by the caller.
 
-``python -m llama_cpp.server`` from llama-cpp-python (``lits-core[local]``)
-serves one request at a time; the chat template comes from the GGUF itself.
+By default ``python -m llama_cpp.server`` from llama-cpp-python (``lits-core[local]``),
+which serves one request at a time; given ``binary``, upstream llama.cpp's C++
+``llama-server`` (see :mod:`lits.testing.llama_cpp_build`), which serves ``slots``
+requests at once, each slot with its own prompt cache.  Either way the chat
+template comes from the GGUF itself.
 """
 
 from __future__ import annotations
@@ -28,14 +31,21 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def llama_server(model: Path, *, n_ctx: int = 4096, threads: Optional[int] = None, extra: Sequence[str] = (),
-                 log: Optional[Path] = None, ready_within: float = 120.0) -> Iterator[str]:
-    """Serve ``model`` on a free loopback port; yields the base URL (``http://127.0.0.1:PORT/v1``)."""
+                 log: Optional[Path] = None, ready_within: float = 120.0, binary: Optional[Path] = None,
+                 slots: int = 1) -> Iterator[str]:
+    """Serve ``model`` on a free loopback port; yields the base URL (``http://127.0.0.1:PORT/v1``).
+
+    ``n_ctx`` is each slot's context (``llama-server`` splits its context among its slots)."""
     port = free_port()
+    threads_text = str(threads or os.cpu_count() or 2)
+    if binary is None:
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+                   "--port", str(port), "--n_threads", threads_text, "--n_ctx", str(n_ctx), *extra]
+    else:
+        command = [str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+                   "--threads", threads_text, "--ctx-size", str(n_ctx * slots), "--parallel", str(slots), *extra]
     sink: IO[str] | int = log.open("w") if log is not None else subprocess.DEVNULL  # never a pipe: it could fill
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-         "--n_threads", str(threads or os.cpu_count() or 2), "--n_ctx", str(n_ctx), *extra],
-        stdout=sink, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_ready(proc, base, ready_within, log)
