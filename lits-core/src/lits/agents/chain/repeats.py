@@ -72,7 +72,7 @@ class RepeatTracker:
             self.seen_calls[call] = len(state)
             return
         self.repeats += 1
-        step.observation = str(step.observation) + repeat_note(earlier)  # type: ignore[attr-defined]
+        step.observation = str(step.observation) + repeat_note(earlier)
 
     def stats(self) -> Optional[dict[str, int]]:
         """The counts, or None when nothing repeated (a record without repeats stays as it was)."""
