@@ -91,6 +91,6 @@ def call_key(step: Step) -> Optional[tuple[str, str]]:
     """A tool step's call and its result; None for steps without an observed call."""
     action = getattr(step, "action", None)
     observation = getattr(step, "observation", None)
-    if action is None or observation is None or getattr(step, "error", None):
+    if action is None or observation is None or step.error:
         return None
     return str(action), str(observation)
