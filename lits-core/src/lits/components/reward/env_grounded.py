@@ -74,7 +74,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             return 0.0, {}
         user = self.usr_prompt_spec or {}
         template = user.get("evaluate") if isinstance(user, dict) else None
-        scored = self.use_scoring and getattr(self.base_model, "supports_loglikelihood", False)
+        scored = self.use_scoring and self.base_model.supports_loglikelihood
         verdict = score_else_ask(
             self.base_model,
             (lambda: template.format(action=str(action), **self.policy_prompt.fields(state, query)))

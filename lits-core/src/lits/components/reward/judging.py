@@ -143,8 +143,7 @@ def score_else_ask(
     judge that cannot read a reply's text: a reply without log-probabilities is then an error.
     """
     unsupported = False
-    if scoring and getattr(model, "supports_loglikelihood", False) and (
-            answer is not None or getattr(model, "cheap_loglikelihood", False)):
+    if scoring and model.supports_loglikelihood and (answer is not None or model.cheap_loglikelihood):
         try:
             if answer is not None:
                 logprob = model.loglikelihood(answer[0], [answer[1]])[0]
@@ -160,11 +159,11 @@ def score_else_ask(
         return Verdict(0.0, "none", parsed=False, unsupported=unsupported)
     asked = _question(question)
     prompt: Prompt = f"{system}\n\n{asked}" if system_in_text else asked
-    if getattr(model, "chat_native", False):
+    if model.chat_native:
         prompt = [{"role": "system", "content": system}, {"role": "user", "content": asked}]
     reply = model.generate(prompt, temperature=0.0, max_tokens=max_tokens, top_logprobs=top_logprobs,
                            reply_lines=reply_lines)[0]
-    route = "logprobs" if getattr(reply, "logprobs", None) else "text"
+    route = "logprobs" if reply.logprobs else "text"
     if not needs_logprobs:
         return Verdict(yes_probability(reply), route, unsupported=unsupported)
     if route == "text":
