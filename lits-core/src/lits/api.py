@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from lits.components.policy.tool_use import ToolUsePolicy
     from lits.components.reward.env_grounded import EnvGroundedPRM
     from lits.components.reward.generative import GenerativePRM
-    from lits.components.reward.judging import judge_yes, yes_probability
+    from lits.components.reward.judging import Verdict, judge_yes, label_probability, score_else_ask, yes_probability
     from lits.components.transition.env_grounded import EnvGroundedTransition
     from lits.components.transition.tool_use import ToolUseTransition
     from lits.errors import UserError
@@ -82,6 +82,7 @@ __all__ = [
     "MCTS", "MCTSConfig", "PromptRegistry", "Augmentor", "AugmentorContext", "Outcome",
     # what a plugin's components use: model replies and errors, judging, answers, tools, core's prompts
     "Prompt", "Message", "Completion", "ModelError", "LoglikelihoodUnsupported", "yes_probability", "judge_yes",
+    "score_else_ask", "Verdict", "label_probability",
     "count_reply", "count_fallback", "count_reask", "POOLING_ENDPOINT", "step_probabilities", "majority_vote",
     "answer_rules", "extract_stated_answer", "normalize_text", "same_text", "Equivalence", "Extractor",
     "ToolUnavailable", "parse_tool_call", "failure_reason", "require", "language_grounded_prompts",
@@ -121,6 +122,8 @@ _HOMES: dict[str, str] = {
     "Outcome": "lits.memory", "Prompt": "lits.lm.base", "Message": "lits.lm.base", "Completion": "lits.lm.base",
     "ModelError": "lits.lm.base", "LoglikelihoodUnsupported": "lits.lm.base",
     "yes_probability": "lits.components.reward.judging", "judge_yes": "lits.components.reward.judging",
+    "score_else_ask": "lits.components.reward.judging", "Verdict": "lits.components.reward.judging",
+    "label_probability": "lits.components.reward.judging",
     "count_reply": "lits.components.parsing", "count_fallback": "lits.components.parsing",
     "count_reask": "lits.components.parsing", "POOLING_ENDPOINT": "lits.lm.pooling",
     "step_probabilities": "lits.lm.pooling", "majority_vote": "lits.answers", "answer_rules": "lits.answers",

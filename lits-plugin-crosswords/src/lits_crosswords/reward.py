@@ -9,12 +9,9 @@ perfect reward; results say which reward was used (``config.json``).
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
-from lits.api import (
-    EnvGroundedPRM, LoglikelihoodUnsupported, Prompt, RewardModel, register_reward_model, yes_probability,
-)
+from lits.api import EnvGroundedPRM, RewardModel, register_reward_model, score_else_ask
 from lits.structures.env_grounded import EnvState
 from lits_crosswords.board import cells, parse_action, parse_board, place
 
@@ -42,20 +39,19 @@ class CrosswordsPRM(EnvGroundedPRM):
             return 0.0, {}
         slot, word = parse_action(str(action))
         clue = clue_for(query, slot)
-        if self.use_scoring and getattr(self.base_model, "supports_loglikelihood", False):
-            try:
-                lp = self.base_model.loglikelihood(f"Crossword clue: {clue}\nFive-letter answer:", [f" {word}"])[0]
-                return math.exp(min(0.0, lp) / len(word)), {"clue_logprob": lp}
-            except LoglikelihoodUnsupported:
-                self.use_scoring = False
-        template = (self.usr_prompt_spec or {}).get("fit", "Clue: {clue}\nAnswer: {word}\nCorrect? Yes or No:")
-        question = template.format(clue=clue, word=word)
-        prompt: Prompt = question
-        if getattr(self.base_model, "chat_native", False):
-            prompt = [{"role": "system", "content": str(self.task_prompt_spec or "")},
-                      {"role": "user", "content": question}]
-        p_yes = yes_probability(self.base_model.generate(prompt, temperature=0.0, max_tokens=3, top_logprobs=5)[0])
-        return p_yes, {"clue_fit": p_yes}
+        def question() -> str:
+            template = (self.usr_prompt_spec or {}).get("fit", "Clue: {clue}\nAnswer: {word}\nCorrect? Yes or No:")
+            return str(template.format(clue=clue, word=word))
+
+        verdict = score_else_ask(
+            self.base_model, question, system=str(self.task_prompt_spec or ""),
+            answer=(f"Crossword clue: {clue}\nFive-letter answer:", f" {word}"), per=len(word),
+            scoring=self.use_scoring)
+        if verdict.unsupported:
+            self.use_scoring = False
+        if verdict.route == "loglikelihood":
+            return verdict.p_yes, {"clue_logprob": verdict.logprob}
+        return verdict.p_yes, {"clue_fit": verdict.p_yes}
 
     def reward(self, state: EnvState, action: object, **kwargs: Any) -> tuple[float, dict[str, object]]:
         if kwargs.get("error") or action is None:

@@ -13,14 +13,11 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Optional, Sequence
 
-from lits.api import (
-    LoglikelihoodUnsupported, ModelError, Prompt, RewardModel, count_fallback, count_reply, majority_vote,
-    register_reward_model,
-)
+from lits.api import Prompt, RewardModel, majority_vote, register_reward_model, score_else_ask
+from lits.api import label_probability as core_label_probability
 from lits.structures.base import Step, TrajectoryState
 
 LABEL_SYSTEM = (
@@ -51,19 +48,7 @@ def grading_prompt(question: object, earlier: Sequence[str], step: str) -> str:
 def label_probability(reply: object, positive: str = "+", negative: str = "-") -> Optional[float]:
     """P(positive) / (P(positive) + P(negative)) from a reply's first-token top log-probabilities; None when
     the reply has no log-probabilities or neither label is among its likely first tokens."""
-    logprobs = getattr(reply, "logprobs", None)
-    if not logprobs:
-        return None
-    pos = neg = 0.0
-    for token, lp in logprobs[0].top.items():
-        word = token.strip()
-        if word == positive:
-            pos += math.exp(lp)
-        elif word == negative:
-            neg += math.exp(lp)
-    if pos + neg == 0.0:
-        return None
-    return pos / (pos + neg)
+    return core_label_probability(reply, (positive, negative))
 
 
 @register_reward_model("prm-logprob", task_type="language_grounded")
@@ -81,31 +66,11 @@ class LogprobPRM(RewardModel[TrajectoryState[Step], object]):
         if self.base_model is None or not text:
             return 0.0, {}
         prompt = grading_prompt(query, _steps_text(state), text)
-        model = self.base_model
-        if model.supports_loglikelihood and model.cheap_loglikelihood:
-            try:
-                plus, minus = model.loglikelihood(f"{LABEL_SYSTEM}\n\n{prompt}", [" +", " -"])
-                peak = max(plus, minus)
-                p = math.exp(plus - peak) / (math.exp(plus - peak) + math.exp(minus - peak))
-                return p, {"p_plus": round(p, 4), "route": "loglikelihood"}
-            except LoglikelihoodUnsupported:
-                pass
-        messages: Prompt = prompt
-        if model.chat_native:
-            messages = [{"role": "system", "content": LABEL_SYSTEM}, {"role": "user", "content": prompt}]
-        else:
-            messages = f"{LABEL_SYSTEM}\n\n{prompt}"
-        reply = self._call_model(messages, temperature=0.0, max_tokens=1, top_logprobs=self.top_logprobs)
-        if not getattr(reply, "logprobs", None):
-            where = getattr(model, "base_url", None) or model.name
-            raise ModelError(f"prm-logprob needs token log-probabilities, but {where} returned none; use a "
-                             "server that returns logprobs (vLLM, llama.cpp) or a backend that scores text")
-        p_plus = label_probability(reply)
-        count_reply(p_plus is not None)  # in "invalid replies", as every judge's are
-        if p_plus is None:  # neither label among the likely first tokens: no opinion, counted and flagged
-            count_fallback()
-            return 0.5, {"p_plus": None, "route": "logprobs", "parsed": False}
-        return p_plus, {"p_plus": round(p_plus, 4), "route": "logprobs"}
+        verdict = score_else_ask(self.base_model, prompt, system=LABEL_SYSTEM, labels=("+", "-"), system_in_text=True,
+                                 max_tokens=1, top_logprobs=self.top_logprobs, needs_logprobs="prm-logprob")
+        if not verdict.parsed:
+            return 0.5, {"p_plus": None, "route": verdict.route, "parsed": False}
+        return verdict.p_yes, {"p_plus": round(verdict.p_yes, 4), "route": verdict.route}
 
     def reward(
         self, state: TrajectoryState[Step], action: object, **kwargs: Any

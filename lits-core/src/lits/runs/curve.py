@@ -136,7 +136,8 @@ class SearchRun:
         """(solved, selected answer) of the search stopped after ``iteration``."""
         from lits.runs.records import result_record
 
-        agent = self.agent_class(self.agent_config, None, None, None)
+        parts = self.components  # model-less: the tree is rebuilt from the journal, nothing is called
+        agent = self.agent_class(self.agent_config, parts.policy, parts.transition, parts.reward_model)
         journal = self.dir.root / layout.CHECKPOINTS / layout.journal_name(idx)
         if not journal.is_file():
             raise UserError(f"{journal} is missing; the curve needs each instance's search journal")

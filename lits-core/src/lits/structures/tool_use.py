@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Literal, Optional
 
 from lits.structures.base import Step, StringAction, TrajectoryState
 from lits.type_registry import register_type
@@ -23,26 +23,45 @@ class ToolUseStep(Step):
     answer: Optional[str] = None
     assistant_message: Optional[str] = None
 
-    def verb_step(self) -> str:
-        parts = []
-        if self.think:
-            parts.append(f"Thought: {self.think}")
+    def transcript(
+        self,
+        *,
+        cue: bool = False,
+        observation: bool = True,
+        clip: Optional[int] = None,
+        error: Literal["line", "observation", None] = "line",
+    ) -> str:
+        """The step as ReAct transcript lines: Thought, Action, Answer, Observation, Error.
+
+        The one rendering of a step (the policy's transcript, the judge's history, the assistant turn,
+        :meth:`verb_step`).  ``cue``: always write the "Thought:" line (a base model continues the pattern);
+        ``observation=False``: what the model wrote only; ``clip``: observations cut to that many characters;
+        ``error``: on its own line, as the observation when there is none, or not shown.
+        """
+        lines = []
+        if cue:
+            lines.append(f"Thought: {self.think}".rstrip())
+        elif self.think:
+            lines.append(f"Thought: {self.think}")
         if self.action is not None:
-            parts.append(f"Action: {self.action}")
-        if self.observation is not None:
-            parts.append(f"Observation: {self.observation}")
+            lines.append(f"Action: {self.action}")
         if self.answer is not None:
-            parts.append(f"Answer: {self.answer}")
-        if self.error is not None:
-            parts.append(f"Error: {self.error}")
-        return "\n".join(parts)
+            lines.append(f"Answer: {self.answer}")
+        seen = self.observation if observation else None
+        if seen is not None:
+            lines.append(f"Observation: {seen if clip is None or len(seen) <= clip else seen[:clip] + ' ...'}")
+        elif error == "observation" and self.error is not None:
+            lines.append(f"Observation: {self.error}")
+        if error == "line" and self.error is not None:
+            lines.append(f"Error: {self.error}")
+        return "\n".join(lines)
+
+    def verb_step(self) -> str:
+        return self.transcript()
 
     def to_messages(self) -> list[dict[str, str]]:
         """The assistant turn (raw text when kept) and the observation as the next user turn."""
-        content = self.assistant_message or "\n".join(
-            p for p in (f"Thought: {self.think}" if self.think else "",
-                        f"Action: {self.action}" if self.action is not None else "",
-                        f"Answer: {self.answer}" if self.answer is not None else "") if p)
+        content = self.assistant_message or self.transcript(observation=False, error=None)
         messages = [{"role": "assistant", "content": content}] if content else []
         if self.observation is not None:
             messages.append({"role": "user", "content": f"Observation: {self.observation}"})

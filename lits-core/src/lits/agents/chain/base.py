@@ -12,6 +12,7 @@ from lits import layout
 from lits.agents.chain.repeats import STEER_ROUNDS, RepeatTracker
 from lits.agents.config import ChainConfig
 from lits.components import parsing
+from lits.components.base import Policy, Transition
 from lits.observability import call_context
 from lits.structures.base import State, Step, TrajectoryState, atomic_write_text
 from lits.type_registry import deserialize
@@ -42,8 +43,8 @@ class ChainAgent:
 
     chain_name = "chain"
 
-    def __init__(self, config: Optional[ChainConfig] = None, policy: Any = None, transition: Any = None, *,
-                 checkpoint_dir: Optional[Path] = None) -> None:
+    def __init__(self, config: Optional[ChainConfig] = None, policy: Optional[Policy[Any, Any]] = None,
+                 transition: Optional[Transition[Any, Any]] = None, *, checkpoint_dir: Optional[Path] = None) -> None:
         if policy is None or transition is None:
             raise ValueError(f"{type(self).__name__} needs a policy and a transition")
         self.config = config or ChainConfig.model_validate({})
@@ -115,7 +116,8 @@ class ChainAgent:
                                              **self.step_options())
             if not others:
                 break
-            candidate, _aux = self.transition.step(state, others[0], query, query_idx, from_phase="chain")
+            candidate: TrajectoryState[Step] = self.transition.step(state, others[0], query, query_idx,
+                                                                     from_phase="chain")[0]
             if not tracker.revisits(candidate):
                 tracker.steered_away += 1
                 return candidate
@@ -128,7 +130,7 @@ class ChainAgent:
 
     def _take_proposals(self, query_idx: int) -> list[tuple[str, bool]]:
         take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)
-        return [tuple(p) for p in take(query_idx)] if take is not None else []  # type: ignore[misc]
+        return [tuple(p) for p in take(query_idx)] if take is not None else []
 
     def _path(self, query_idx: int) -> Optional[Path]:
         return self.checkpoint_dir / layout.chain_checkpoint_name(query_idx) if self.checkpoint_dir else None
@@ -151,8 +153,10 @@ class ChainAgent:
         if path is None or not path.exists():
             return None
         payload = json.loads(path.read_text(encoding="utf-8"))
+        state: TrajectoryState[Step]
         if "__type__" in payload:  # written before proposals were kept with the state
-            return deserialize(payload)
+            state = deserialize(payload)
+            return state
         self.proposals = [(str(a), bool(d)) for a, d in payload.get("proposals") or []]
         if parsing.CHECKPOINT_KEY in payload:
             parsing.restore(query_idx, payload[parsing.CHECKPOINT_KEY])
@@ -160,4 +164,5 @@ class ChainAgent:
         if repeats is not None and isinstance(counted, dict):
             repeats.steered_away = int(counted.get("steered_away", 0))
             repeats.repeats = int(counted.get("repeats", 0))
-        return deserialize(payload["state"])
+        state = deserialize(payload["state"])
+        return state

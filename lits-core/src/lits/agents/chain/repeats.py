@@ -72,7 +72,7 @@ class RepeatTracker:
             self.seen_calls[call] = len(state)
             return
         self.repeats += 1
-        step.observation = str(step.observation) + repeat_note(earlier)  # type: ignore[attr-defined]
+        step.observation = str(step.observation) + repeat_note(earlier)
 
     def stats(self) -> Optional[dict[str, int]]:
         """The counts, or None when nothing repeated (a record without repeats stays as it was)."""
@@ -91,6 +91,6 @@ def call_key(step: Step) -> Optional[tuple[str, str]]:
     """A tool step's call and its result; None for steps without an observed call."""
     action = getattr(step, "action", None)
     observation = getattr(step, "observation", None)
-    if action is None or observation is None or getattr(step, "error", None):
+    if action is None or observation is None or step.error:
         return None
     return str(action), str(observation)

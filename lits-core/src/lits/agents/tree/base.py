@@ -31,7 +31,7 @@ from lits.concurrency import parallel_map
 from lits.lm.base import LanguageModel
 from lits.observability import call_context
 from lits.components import parsing
-from lits.components.base import Policy
+from lits.components.base import Policy, RewardModel, Transition
 from lits.structures.base import State, Step, step_key
 from lits.structures.node import SearchNode
 
@@ -82,14 +82,13 @@ SIBLING_TEMPERATURE_STEP = 0.4
 SIBLING_MAX_TEMPERATURE = 1.0
 
 
-def distinct_actions(steps: Sequence[object]) -> list[str]:
+def distinct_actions(steps: Sequence[Step]) -> list[str]:
     """The steps' actions as text, without repeats or error steps, in order."""
     out: list[str] = []
     for step in steps:
-        if getattr(step, "error", None):
+        if step.error:
             continue
-        action = step.get_action() if hasattr(step, "get_action") else step
-        text = str(action)
+        text = str(step.get_action())
         if text and text not in out:
             out.append(text)
     return out
@@ -103,13 +102,15 @@ def accepts_exclude(policy: Policy[State, Step]) -> bool:
 
 class BaseTreeSearch(ABC):
     NODE_CLASS: type[SearchNode] = SearchNode
+    #: The name the inference log tags calls with; empty: the class name in lower case.
+    search_name: str = ""
 
     def __init__(
         self,
         config: TreeSearchConfig,
-        policy: Any,
-        transition: Any,
-        reward_model: Any,
+        policy: Policy[Any, Any],
+        transition: Transition[Any, Any],
+        reward_model: RewardModel[Any, Any],
         *,
         checkpoint_dir: Optional[Path] = None,
     ) -> None:
@@ -156,7 +157,7 @@ class BaseTreeSearch(ABC):
         self._deadline = time.monotonic() + limit if limit else None
         if self.checkpoint_dir is not None:
             self.recorder.open(self.checkpoint_dir / layout.journal_name(query_idx))
-        name = getattr(self, "search_name", type(self).__name__.lower())
+        name = self.search_name or type(self).__name__.lower()
         try:
             with call_context(instance=query_idx, search=name):
                 if not (resume and self.load_latest_checkpoint()):
@@ -206,7 +207,7 @@ class BaseTreeSearch(ABC):
         if "born" not in fields:  # during iteration k (0-based) a node exists after k + 1 iterations
             working = _ITERATION.get()
             fields["born"] = (self.iteration if working is None else working) + 1
-        node = (cls or self.NODE_CLASS)(id=node_id, **fields)  # type: ignore[arg-type]
+        node = (cls or self.NODE_CLASS)(id=node_id, **fields)
         if pending is not None:
             pending.append(node)
         return node  # type: ignore[return-value]
@@ -283,7 +284,7 @@ class BaseTreeSearch(ABC):
         With ``add_continuation`` a branching-necessity evaluator first decides whether ``node`` needs more
         than one child (:mod:`lits.agents.tree.continuation`).
         """
-        if getattr(self.config, "add_continuation", False):
+        if self.config.add_continuation:
             from lits.agents.tree import continuation
 
             return continuation.propose(self, node, phase)
@@ -303,10 +304,10 @@ class BaseTreeSearch(ABC):
         :data:`SIBLING_ROUNDS` times, each hotter) for the missing ones, passing the steps it has as ``exclude``.
         """
         # Passed only when set: a policy written before the option existed need not take it.
-        whole = {"whole_solution": True} if getattr(self.config, "whole_solution", False) else {}
+        whole = {"whole_solution": True} if self.config.whole_solution else {}
         temperature = self.config.temperature if temperature is None else temperature
         if greedy_first is None:
-            greedy_first = getattr(self.config, "greedy_first", False)
+            greedy_first = self.config.greedy_first
         greedy = 1 if greedy_first and temperature > 0 else 0
         told: dict[str, Any] = {"exclude": list(exclude)} if exclude and accepts_exclude(self.policy) else {}
         steps: list[Step] = []
@@ -316,9 +317,9 @@ class BaseTreeSearch(ABC):
                     node.state, n_actions=k, temperature=temp,
                     query=self.query, query_idx=self.query_idx, from_phase=phase, **whole, **told,
                 )
-        if getattr(self.config, "sibling_aware", False) and accepts_exclude(self.policy):
+        if self.config.sibling_aware and accepts_exclude(self.policy):
             for round_ in range(1, SIBLING_ROUNDS + 1):
-                if len({step_key(s) for s in steps if not getattr(s, "error", None)}) >= n:
+                if len({step_key(s) for s in steps if not s.error}) >= n:
                     break
                 have = distinct_actions(steps)
                 step_up = SIBLING_TEMPERATURE_STEP * round_
@@ -353,7 +354,7 @@ class BaseTreeSearch(ABC):
     def score_children(self, parents: list[SearchNode], phase: str = "expand") -> None:
         """Fast rewards of every child of ``parents``, as few model rounds as the reward model allows."""
         groups = [p for p in parents if p.children]
-        if getattr(self.config, "add_continuation", False):
+        if self.config.add_continuation:
             from lits.agents.tree import continuation
 
             groups = continuation.inherit_scores(self, groups)
@@ -362,13 +363,8 @@ class BaseTreeSearch(ABC):
             actions = [c.action for c in parent.children]
             steps = [c.step for c in parent.children]
             with self.phase(phase, depth=parent.depth, iteration=self.iteration):
-                batch = getattr(self.reward_model, "fast_rewards", None)
-                if batch is not None:
-                    scores = batch(parent.state, actions, self.query, self.query_idx, from_phase=phase, steps=steps)
-                else:  # a duck-typed reward model with only the per-action method
-                    scores = parallel_map(lambda i: self.reward_model.fast_reward(
-                        parent.state, actions[i], self.query, self.query_idx, from_phase=phase, step=steps[i]),
-                        range(len(actions)))
+                scores = self.reward_model.fast_rewards(parent.state, actions, self.query, self.query_idx,
+                                                        from_phase=phase, steps=steps)
             for child, (value, details) in zip(parent.children, scores):
                 child.fast_reward, child.fast_reward_details = value, details
                 self.mark(child)
@@ -434,7 +430,7 @@ class BaseTreeSearch(ABC):
         """
         if not self.recorder.active:
             return
-        every = getattr(self.config, "checkpoint_every", 1)
+        every = self.config.checkpoint_every
         if every > 1 and iteration % every and not force:
             return
         proposals = self._take_proposals()
@@ -446,7 +442,7 @@ class BaseTreeSearch(ABC):
 
     def _take_proposals(self) -> list[tuple[str, bool]]:
         take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)
-        return [tuple(p) for p in take(self.query_idx)] if take is not None else []  # type: ignore[misc]
+        return [tuple(p) for p in take(self.query_idx)] if take is not None else []
 
     def load_latest_checkpoint(self) -> bool:
         """Rebuild the tree from this instance's journal, if it has one (runs from before the journal restart)."""

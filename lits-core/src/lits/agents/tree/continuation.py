@@ -135,7 +135,7 @@ def reopen(search: BaseTreeSearch, path: Sequence[SearchNode], phase: str = "reo
         steps = search.sample(node, max(1, search.config.n_actions - len(taken)), phase, exclude=taken)
     for step in steps:
         key = step_key(step)
-        if key not in have and not getattr(step, "error", None):
+        if key not in have and not step.error:
             have.add(key)
             node.add_child(search.new_node(action=_action(step), step=step))
     search.score_children([node], phase)
@@ -156,7 +156,7 @@ def _candidates(search: BaseTreeSearch, node: SearchNode, phase: str, k: int) ->
                                  greedy_first=j == 0 and search.config.greedy_first)[:1]
 
     drawn = [step for steps in parallel_map(one, range(k)) for step in steps]
-    usable = [s for s in drawn if not getattr(s, "error", None)]
+    usable = [s for s in drawn if not s.error]
     return usable or drawn[:1]
 
 
@@ -212,7 +212,7 @@ def _clusters(search: BaseTreeSearch, steps: Sequence[Step]) -> list[list[Step]]
 
 def _equivalence(search: BaseTreeSearch) -> Callable[[str, str], bool]:
     """The dataset's answer equivalence (registered with it), else equal normalized text."""
-    return answer_rules(getattr(search.policy, "task_name", None))[1]
+    return answer_rules(search.policy.task_name)[1]
 
 
 def _normalized_entropy(sizes: Sequence[int], total: int) -> float:
@@ -233,11 +233,11 @@ def _confidence(search: BaseTreeSearch, node: SearchNode, phase: str,
     what an expansion does.
     """
     n = search.config.n_actions
-    model = getattr(search.policy, "base_model", None)
-    batched = n > 1 and bool(getattr(model, "batches_samples", True))
+    model = search.policy.base_model
+    batched = n > 1 and (model is None or model.batches_samples)
     with recording_replies() as replies:
         steps = search.sample(node, n if batched else 1, phase)
-    usable = [s for s in steps if not getattr(s, "error", None)]
+    usable = [s for s in steps if not s.error]
     per_token = search.config.bn_confidence == "token"
     probability = _probability_of(usable[0], replies, per_token) if usable else None
     if probability is None:
@@ -296,15 +296,15 @@ def _same_meaning(search: BaseTreeSearch, node: SearchNode, phase: str, texts: l
 def _ask(search: BaseTreeSearch, key: str, **fields: str) -> str:
     """One call to the BN model with the registered prompt ``key``, tagged as the ``bn`` component."""
     policy = search.policy
-    task_name, task_type = getattr(policy, "task_name", None), getattr(policy, "TASK_TYPE", None)
+    task_name, task_type = policy.task_name, policy.TASK_TYPE
     system = PromptRegistry.get(PROMPT_COMPONENT, PROMPT_AGENT, task_name, task_type) or ""
     templates = PromptRegistry.get_usr(PROMPT_COMPONENT, PROMPT_AGENT, task_name, task_type) or {}
     user = str(templates[key]).format(**fields)
-    model = search.bn_model if search.bn_model is not None else getattr(policy, "base_model", None)
+    model = search.bn_model if search.bn_model is not None else policy.base_model
     if model is None:
         raise ValueError("add_continuation with a BN model call needs a model (--bn-model, or the policy's)")
     prompt: Prompt = ([{"role": "system", "content": str(system)}, {"role": "user", "content": user}]
-                      if getattr(model, "chat_native", False) else f"{system}\n\n{user}".lstrip())
+                      if model.chat_native else f"{system}\n\n{user}".lstrip())
     with call_context(component=PROMPT_COMPONENT):
         replies = model.generate(prompt, n=1, temperature=0.0, max_tokens=8, stop=["\n"])
     return str(replies[0]) if replies else ""

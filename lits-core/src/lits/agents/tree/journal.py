@@ -300,7 +300,7 @@ def _state_delta(node: SearchNode) -> Optional[dict[str, object]]:
         return None
     if not _plain_trajectory(type(state)):
         return None
-    base: TrajectoryState[Any] = parent.state  # type: ignore[assignment]
+    base: TrajectoryState[Any] = parent.state
     shared = len(base)
     if len(state) < shared or not all(map(operator.is_, base, state)):
         return None

@@ -77,7 +77,7 @@ class MCTS(BaseTreeSearch):
     def _reopen_dead_ends(self, selected: list[list[MCTSNode]]) -> None:
         """Chains that ended unsolved at the depth limit get their spared siblings, so the next selection may
         try them; one after another in selection order, as two rollouts of a batch may end below one node."""
-        if not getattr(self.config, "add_continuation", False):
+        if not self.config.add_continuation:
             return
         from lits.agents.tree.continuation import reopen
 

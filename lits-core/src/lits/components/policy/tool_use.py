@@ -105,20 +105,6 @@ def after_cue(continuation: str) -> str:
     return f"{CUE} {body}"
 
 
-def render_step(step: ToolUseStep) -> str:
-    """A past step as transcript lines, the layout a base model is asked to continue."""
-    lines = [f"{CUE} {step.think}".rstrip()]
-    if step.action is not None:
-        lines.append(f"Action: {step.action}")
-    if step.answer is not None:
-        lines.append(f"Answer: {step.answer}")
-    if step.observation is not None:
-        lines.append(f"Observation: {step.observation}")
-    elif step.error is not None:
-        lines.append(f"Observation: {step.error}")
-    return "\n".join(lines)
-
-
 class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
     TASK_TYPE = "tool_use"
     AGENT_NAME = "tool_use"
@@ -169,7 +155,7 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
         examples = self._user_spec().get("examples")
         if examples:
             parts.append(examples.strip())
-        body = [self._question(query), *(render_step(step) for step in state), CUE]
+        body = [self._question(query), *(step.transcript(cue=True, error="observation") for step in state), CUE]
         parts.append("\n".join(body))
         return "\n\n".join(parts)
 

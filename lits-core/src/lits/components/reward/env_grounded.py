@@ -15,8 +15,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from lits.components.base import RewardModel
 from lits.components.env_prompting import EnvPrompt
-from lits.components.reward.judging import numbered_yes_probabilities, shuffled_order, yes_probability
-from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, Message, Prompt
+from lits.components.reward.judging import numbered_yes_probabilities, score_else_ask, shuffled_order
+from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, Message
 from lits.prompts.registry import PromptRegistry
 from lits.structures.env_grounded import EnvAction, EnvState
 from lits.structures.base import Step
@@ -72,12 +72,24 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
     ) -> tuple[float, dict[str, object]]:
         if self.base_model is None or action is None:
             return 0.0, {}
-        if self.use_scoring and getattr(self.base_model, "supports_loglikelihood", False):
-            try:
-                return self._intuition(state, action, query)
-            except LoglikelihoodUnsupported:
-                self.use_scoring = False
-        return self._self_eval(state, action, query)
+        user = self.usr_prompt_spec or {}
+        template = user.get("evaluate") if isinstance(user, dict) else None
+        scored = self.use_scoring and self.base_model.supports_loglikelihood
+        verdict = score_else_ask(
+            self.base_model,
+            (lambda: template.format(action=str(action), **self.policy_prompt.fields(state, query)))
+            if template else None,
+            system=str(self.task_prompt_spec or ""), scoring=self.use_scoring,
+            answer=(self.policy_prompt.completion(state, query, self._valid(state)),
+                    self.policy_prompt.continuation(str(action))) if scored else None,
+            reply_lines=[["Yes", "No"]] if self.constrain_replies else None)
+        if verdict.unsupported:
+            self.use_scoring = False
+        if verdict.route == "loglikelihood":
+            return verdict.p_yes, {"logprob": verdict.logprob}
+        if verdict.route == "none":
+            return 0.0, {}
+        return verdict.p_yes, {"self_eval": verdict.p_yes}
 
     def _fast_rewards(
         self, state: EnvState, actions: list[EnvAction], query: object, query_idx: Optional[int],
@@ -135,32 +147,9 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         can measure a preference for the first-listed)."""
         return shuffled_order([str(a) for a in actions], str(state.env_state))
 
-    def _intuition(self, state: EnvState, action: EnvAction, query: object) -> tuple[float, dict[str, object]]:
-        assert self.base_model is not None
-        prompt = self.policy_prompt.completion(state, query, self._valid(state))
-        logprob = self.base_model.loglikelihood(prompt, [self.policy_prompt.continuation(str(action))])[0]
-        return math.exp(min(0.0, logprob)), {"logprob": logprob}
-
     def _valid(self, state: EnvState) -> list[str]:
         generate = getattr(self, "generate_all_actions", None)
         return list(generate(state.env_state)) if generate else []
-
-    def _self_eval(self, state: EnvState, action: EnvAction, query: object) -> tuple[float, dict[str, object]]:
-        assert self.base_model is not None
-        user = self.usr_prompt_spec or {}
-        template = user.get("evaluate") if isinstance(user, dict) else None
-        if not template:
-            return 0.0, {}
-        fields = self.policy_prompt.fields(state, query)
-        question = template.format(action=str(action), **fields)
-        prompt: Prompt = question
-        if getattr(self.base_model, "chat_native", False):
-            prompt = [{"role": "system", "content": str(self.task_prompt_spec or "")},
-                      {"role": "user", "content": question}]
-        reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=3, top_logprobs=5,
-                                         reply_lines=[["Yes", "No"]] if self.constrain_replies else None)[0]
-        p_yes = yes_probability(reply)
-        return p_yes, {"self_eval": p_yes}
 
     def reward(self, state: EnvState, action: EnvAction, **kwargs: Any) -> tuple[float, dict[str, object]]:
         if kwargs.get("error"):

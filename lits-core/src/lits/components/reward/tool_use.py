@@ -21,24 +21,9 @@ OBSERVATION_CHARS = 300
 HISTORY_CHARS = 2000
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + " ..."
-
-
-def _render(step: ToolUseStep, with_observation: bool = True) -> str:
-    lines = [f"Thought: {step.think}"] if step.think else []
-    if step.action is not None:
-        lines.append(f"Action: {step.action}")
-    if step.answer is not None:
-        lines.append(f"Answer: {step.answer}")
-    if with_observation and step.observation is not None:
-        lines.append(f"Observation: {_clip(step.observation, OBSERVATION_CHARS)}")
-    return "\n".join(lines)
-
-
 def history(state: ToolUseState) -> str:
     """The steps so far, observations clipped, oldest dropped first beyond ``HISTORY_CHARS``."""
-    text = "\n".join(_render(step) for step in state) or "(nothing yet)"
+    text = "\n".join(step.transcript(clip=OBSERVATION_CHARS, error=None) for step in state) or "(nothing yet)"
     return text if len(text) <= HISTORY_CHARS else "... " + text[-HISTORY_CHARS:]
 
 
@@ -62,7 +47,7 @@ class ToolUsePRM(RewardModel[ToolUseState, Optional[ToolUseAction]]):
             return 0.0, {}
         if step.action is None and step.answer is None:  # error or malformed: the transition gives confidence 0
             return 0.0, {"skipped": "no action or answer"}
-        proposal = _render(step, with_observation=False)  # the transition may already have filled it in
+        proposal = step.transcript(observation=False, error=None)  # the transition may already have filled it in
         system = str(self.task_prompt_spec) if self.task_prompt_spec else SYSTEM
         p_yes, route = judge_yes(self.base_model, judge_question(state, proposal, query, step.answer is not None),
                                  system=system)
