@@ -40,6 +40,7 @@ MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--api", "api", "api"),
     ("--attempts", "attempts", "attempts"),
     ("--memory-arg", "memory_arg", "memory_args"),
+    ("--replay-from", "replay_from", "replay_from"),
 )
 #: Operational settings given again as flags (the cache's two are judged on their own, below).
 OPERATIONAL_KEYS = tuple(sorted(OPERATIONAL_FIELDS - {"cache", "no_cache"}))
@@ -61,6 +62,8 @@ class ResumeRequest:
     no_cache: bool = False
     #: ``--trust-config``: what the run's config.json says to start or where to send keys is confirmed.
     trust_config: bool = False
+    #: ``--offline``: a replay pays for nothing this time (each resume says it again).
+    offline: bool = False
 
     def confirmation(self) -> Confirmation:
         """Only what is given again on this command line is the user's; the rest comes from config.json."""
@@ -109,6 +112,10 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
     settings["model"] = model_spec(saved.get("model"))
     settings["concurrency"] = settings.get("concurrency") or default_concurrency(settings["model"])
     settings["offset"] = settings.get("offset") or 0
+    if request.offline and not settings.get("replay_from"):
+        raise UserError(f"--offline needs a replay, and {run_dir.root} was not run with --replay-from")
+    if settings.get("replay_from"):
+        settings["offline"] = request.offline
     return run_dir, settings
 
 
@@ -181,6 +188,7 @@ _NORMALIZE: dict[str, Callable[[object], object]] = {
     "api": lambda v: v or "chat",
     "offset": lambda v: v or 0,
     "attempts": lambda v: v or 1,
+    "replay_from": lambda v: str(Path(v).expanduser().absolute()) if isinstance(v, str) else v,
 }
 
 
