@@ -1,0 +1,75 @@
+"""A 4-setting ToT-BFS sweep on GSM8K by replay against the same sweep run fresh, with the real embedded model.
+
+One recorded run (``n_actions`` 4, beam 3) is replayed (``--replay-from``) under four other settings of
+samples per node and beam width; the same four settings are also run fresh.  Counts model calls (what a
+replay pays against what the fresh runs pay) and checks each replay's answers against its fresh run's: the
+embedded model seeds sample i of a request with seed + i, so a replay must be the fresh run, byte for byte.
+
+    python benchmarks/replay_sweep.py [--data ../shared/data/math] [--limit 3] [--model local] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RECORDED = (4, 3)
+#: (samples per node, beam width) of the sweep.
+SETTINGS = ((2, 1), (3, 1), (3, 2), (4, 2))
+
+
+def run(out: Path, name: str, args: argparse.Namespace, n_actions: int, beam: int, *extra: str) -> dict:
+    """One ``lits search`` run's summary (its answers under ``answers``)."""
+    save = out / name
+    started = time.time()
+    done = subprocess.run([sys.executable, "-m", "lits", "search", "--search-framework", "tot_bfs", "--dataset",
+                           "gsm8k", "--dataset-arg", f"path={args.data}", "--limit", str(args.limit), "--model",
+                           args.model, "--search-arg", f"max_depth={args.depth}", "--search-arg",
+                           f"n_actions={n_actions}", "--search-arg", f"beam_width={beam}", "--save-dir", str(save),
+                           *extra], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{name}: {done.stderr.strip()[-2000:]}")
+    summary = json.loads((save / "eval_results.json").read_text())
+    summary["wall"] = round(time.time() - started)
+    summary["answers"] = {p.name: json.loads(p.read_text()).get("eval", {}).get("answer")
+                          for p in sorted((save / "results").iterdir())}
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="../shared/data/math")
+    parser.add_argument("--limit", type=int, default=3)
+    parser.add_argument("--depth", type=int, default=3)
+    parser.add_argument("--model", default="local", help="'local' (embedded Gemma 3 270M) or a .gguf file")
+    parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary dir)")
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="lits-replay-"))
+    out.mkdir(parents=True, exist_ok=True)
+    recorded = run(out, "recorded", args, *RECORDED)
+    print(f"recorded n_actions={RECORDED[0]} beam={RECORDED[1]}: {recorded['inference']['calls']} calls, "
+          f"{recorded['solved']}/{recorded['instances']} solved, {recorded['wall']} s", flush=True)
+    print("| setting | fresh calls | replay: replayed / paid | same answers | fresh solved | replay solved |")
+    print("|---|---|---|---|---|---|")
+    fresh_calls = paid = 0
+    for n_actions, beam in SETTINGS:
+        tag = f"n{n_actions}-b{beam}"
+        fresh = run(out, f"fresh-{tag}", args, n_actions, beam)
+        replay = run(out, f"replay-{tag}", args, n_actions, beam, "--replay-from", str(out / "recorded"))
+        fresh_calls += fresh["inference"]["calls"]
+        paid += replay["replay"]["paid"]
+        print(f"| n_actions={n_actions} beam={beam} | {fresh['inference']['calls']} | "
+              f"{replay['replay']['replayed']} / {replay['replay']['paid']} | "
+              f"{fresh['answers'] == replay['answers']} | {fresh['solved']}/{fresh['instances']} | "
+              f"{replay['solved']}/{replay['instances']} |", flush=True)
+    print(f"sweep of {len(SETTINGS)} settings: fresh {fresh_calls} calls, by replay {paid} calls "
+          f"({paid / max(fresh_calls, 1):.1%}); the recorded run cost {recorded['inference']['calls']} calls")
+
+
+if __name__ == "__main__":
+    main()
