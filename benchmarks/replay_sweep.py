@@ -5,7 +5,10 @@ samples per node and beam width; the same four settings are also run fresh.  Cou
 replay pays against what the fresh runs pay) and checks each replay's answers against its fresh run's: the
 embedded model seeds sample i of a request with seed + i, so a replay must be the fresh run, byte for byte.
 
-    python benchmarks/replay_sweep.py [--data ../shared/data/math] [--limit 3] [--model local] [--out DIR]
+    python benchmarks/replay_sweep.py [--data ../shared/data/math] [--limit 2] [--depth 2] [--model local] [--out DIR]
+
+At depth 2 every setting of the sweep keeps a beam the recorded run expanded too, so a replay pays for nothing;
+deeper, a narrower beam can keep a node the recorded run dropped, and its requests are paid.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ def run(out: Path, name: str, args: argparse.Namespace, n_actions: int, beam: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="../shared/data/math")
-    parser.add_argument("--limit", type=int, default=3)
-    parser.add_argument("--depth", type=int, default=3)
+    parser.add_argument("--limit", type=int, default=2)
+    parser.add_argument("--depth", type=int, default=2)
     parser.add_argument("--model", default="local", help="'local' (embedded Gemma 3 270M) or a .gguf file")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary dir)")
     args = parser.parse_args()

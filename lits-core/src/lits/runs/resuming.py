@@ -104,6 +104,8 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
         changed.update(cache=request.cache, no_cache=False)
     if request.no_cache and not saved.get("no_cache"):
         changed["no_cache"] = True
+    if request.offline:
+        changed["offline"] = True
     settings = resumed_settings(run_dir, saved, changed)
     if settings["executor"] == "local":  # an address means nothing to an in-process run
         if request.operational.get("ray_address") is not None and request.operational.get("executor") != "ray":
@@ -112,10 +114,6 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
     settings["model"] = model_spec(saved.get("model"))
     settings["concurrency"] = settings.get("concurrency") or default_concurrency(settings["model"])
     settings["offset"] = settings.get("offset") or 0
-    if request.offline and not settings.get("replay_from"):
-        raise UserError(f"--offline needs a replay, and {run_dir.root} was not run with --replay-from")
-    if settings.get("replay_from"):
-        settings["offline"] = request.offline
     return run_dir, settings
 
 
@@ -135,6 +133,10 @@ def resumed_settings(run_dir: RunDir, saved: RunSettings, changed: Mapping[str, 
     writable.  Shared by ``--resume`` and :func:`lits.resume`."""
     settings = cast(RunSettings, {**saved, **changed})  # operational settings, checked by their flags
     settings["executor"] = settings.get("executor") or "local"
+    if settings.get("replay_from"):  # --offline is said again by each command, never kept
+        settings["offline"] = bool(changed.get("offline"))
+    elif changed.get("offline"):
+        raise UserError(f"--offline needs a replay, and {run_dir.root} was not run with --replay-from")
     settings["resumed"] = [*saved.get("resumed", []),
                            {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": dict(changed)}]
     check_writable(run_dir.root)
