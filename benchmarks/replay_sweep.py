@@ -1,6 +1,6 @@
 """A 4-setting ToT-BFS sweep on GSM8K by replay against the same sweep run fresh, with the real embedded model.
 
-One recorded run (``n_actions`` 4, beam 3) is replayed (``--replay-from``) under four other settings of
+One recorded run (``n_actions`` 4, beam 3; made alongside the fresh runs) is replayed (``--replay-from``) under four other settings of
 samples per node and beam width; the same four settings are also run fresh.  Counts model calls (what a
 replay pays against what the fresh runs pay) and checks each replay's answers against its fresh run's: the
 embedded model seeds sample i of a request with seed + i, so a replay must be the fresh run, byte for byte.
@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 RECORDED = (4, 3)
@@ -30,7 +31,8 @@ def run(out: Path, name: str, args: argparse.Namespace, n_actions: int, beam: in
     """One ``lits search`` run's summary (its answers under ``answers``)."""
     save = out / name
     started = time.time()
-    done = subprocess.run([sys.executable, "-m", "lits", "search", "--search-framework", "tot_bfs", "--dataset",
+    again = ["--resume"] if (save / "config.json").exists() else []  # a benchmark stopped half-way goes on
+    done = subprocess.run([sys.executable, "-m", "lits", "search", *again, "--search-framework", "tot_bfs", "--dataset",
                            "gsm8k", "--dataset-arg", f"path={args.data}", "--limit", str(args.limit), "--model",
                            args.model, "--search-arg", f"max_depth={args.depth}", "--search-arg",
                            f"n_actions={n_actions}", "--search-arg", f"beam_width={beam}", "--save-dir", str(save),
@@ -54,16 +56,18 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="lits-replay-"))
     out.mkdir(parents=True, exist_ok=True)
-    recorded = run(out, "recorded", args, *RECORDED)
+    with ThreadPoolExecutor(len(SETTINGS) + 1) as pool:  # one process each: counts do not depend on it
+        recording = pool.submit(run, out, "recorded", args, *RECORDED)
+        fresh_runs = list(pool.map(lambda s: run(out, f"fresh-n{s[0]}-b{s[1]}", args, *s), SETTINGS))
+        recorded = recording.result()
+        replays = list(pool.map(lambda s: run(out, f"replay-n{s[0]}-b{s[1]}", args, *s, "--replay-from",
+                                              str(out / "recorded")), SETTINGS))
     print(f"recorded n_actions={RECORDED[0]} beam={RECORDED[1]}: {recorded['inference']['calls']} calls, "
           f"{recorded['solved']}/{recorded['instances']} solved, {recorded['wall']} s", flush=True)
     print("| setting | fresh calls | replay: replayed / paid | same answers | fresh solved | replay solved |")
     print("|---|---|---|---|---|---|")
     fresh_calls = paid = 0
-    for n_actions, beam in SETTINGS:
-        tag = f"n{n_actions}-b{beam}"
-        fresh = run(out, f"fresh-{tag}", args, n_actions, beam)
-        replay = run(out, f"replay-{tag}", args, n_actions, beam, "--replay-from", str(out / "recorded"))
+    for (n_actions, beam), fresh, replay in zip(SETTINGS, fresh_runs, replays):
         fresh_calls += fresh["inference"]["calls"]
         paid += replay["replay"]["paid"]
         print(f"| n_actions={n_actions} beam={beam} | {fresh['inference']['calls']} | "
