@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+import zlib
 
 RECORDED = (4, 3)
 #: (samples per node, beam width) of the sweep.
@@ -32,9 +34,10 @@ def run(out: Path, name: str, args: argparse.Namespace, n_actions: int, beam: in
     save = out / name
     started = time.time()
     again = ["--resume"] if (save / "config.json").exists() else []  # a benchmark stopped half-way goes on
+    model = ["--model", "m", "--base-url", args.fake] if args.fake else ["--model", args.model]
     done = subprocess.run([sys.executable, "-m", "lits", "search", *again, "--search-framework", "tot_bfs", "--dataset",
-                           "gsm8k", "--dataset-arg", f"path={args.data}", "--limit", str(args.limit), "--model",
-                           args.model, "--search-arg", f"max_depth={args.depth}", "--search-arg",
+                           "gsm8k", "--dataset-arg", f"path={args.data}", "--limit", str(args.limit), *model,
+                           "--search-arg", f"max_depth={args.depth}", "--search-arg",
                            f"n_actions={n_actions}", "--search-arg", f"beam_width={beam}", "--save-dir", str(save),
                            *extra], capture_output=True, text=True)
     if done.returncode:
@@ -53,7 +56,30 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=2)
     parser.add_argument("--model", default="local", help="'local' (embedded Gemma 3 270M) or a .gguf file")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary dir)")
+    parser.add_argument("--fake", action="store_true",
+                        help="a loopback stand-in instead of the model: distinct samples, judgements that vary "
+                             "with the step (the counts in seconds, on any machine)")
     args = parser.parse_args()
+    if args.fake:
+        from lits.testing.server import FakeOpenAIServer
+
+        with FakeOpenAIServer(responder=_stand_in) as server:
+            args.fake = server.base_url
+            sweep(args)
+    else:
+        sweep(args)
+
+
+def _stand_in(prompt: str, body: dict, index: int) -> str:
+    """Sample i of a step proposes part i; the judge's Yes or No follows a hash of the step (beams differ)."""
+    last = str(body["messages"][-1]["content"]) if body.get("messages") else prompt
+    if "Yes or No" in last:
+        return "Yes" if zlib.crc32(last.encode()) % 3 else "No"
+    step = re.search(r"Write only step (\d+)", last)
+    return f"Work out part {index + 1} of step {step.group(1)}." if step else "The answer is $\\boxed{0}$."
+
+
+def sweep(args: argparse.Namespace) -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="lits-replay-"))
     out.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(len(SETTINGS) + 1) as pool:  # one process each: counts do not depend on it
