@@ -145,3 +145,17 @@ def test_a_replay_of_another_models_run_is_a_one_line_error(run_lits, server, re
 
 def test_offline_without_a_replay_is_a_one_line_error(lits):
     assert "--offline needs --replay-from RUN" in one_line_error(lits("--offline"))
+
+
+def test_resume_from_python_takes_offline_for_a_replay_and_refuses_it_for_another_run(tmp_path):
+    import lits as api
+    from lits.errors import UserError
+
+    bfs = {"max_depth": 2, "early_stop": False}
+    api.search("blocksworld", model="scripted", limit=1, search="bfs", search_args=bfs, save_dir=tmp_path / "rec")
+    api.search("blocksworld", model="scripted", limit=1, search="bfs", search_args={**bfs, "beam_width": 1},
+               replay_from=str(tmp_path / "rec"), save_dir=tmp_path / "replay")
+    again = api.resume(tmp_path / "replay", offline=True)
+    assert again.summary["replay"]["offline"] is True
+    with pytest.raises(UserError, match="offline needs replay_from"):
+        api.resume(tmp_path / "rec", offline=True)
