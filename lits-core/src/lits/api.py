@@ -230,7 +230,7 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
         if str(saved.get(role) or "").startswith(OBJECT_PREFIX) and role not in objects:
             was = str(saved.get(role))[len(OBJECT_PREFIX):]
             raise SpecError(role, f"was an object ({was}); pass it again as {role}=")
-    unknown = [key for key in changes if key not in OPERATIONAL_FIELDS]
+    unknown = [key for key in changes if key not in OPERATIONAL_FIELDS | {"offline"}]  # a replay's, per resume
     if unknown:
         raise SpecError(unknown[0], "cannot change on resume: it would change what the run computes; "
                                     "start a new run with another save_dir")

@@ -114,6 +114,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--memory-arg", action="append", default=[], metavar="K=V",
                    help="memory between attempts: augmentors=fact,reflection (see `lits plugins`), and their "
                         "options, e.g. max_facts=8 (repeatable)")
+    g.add_argument("--replay-from", default=None, metavar="RUN",
+                   help="answer each model request from the replies the run in RUN recorded (its response "
+                        "cache): the k-th sample of a request is the k-th recorded; only what RUN lacks is paid "
+                        "for (see docs/comparing-methods.md)")
+    g.add_argument("--offline", action="store_true", default=None,
+                   help="with --replay-from: pay for nothing; an instance asking what RUN did not record fails, "
+                        "named in one line (give it again with each --resume)")
     g.add_argument("--policy", default=None, help="registered policy name (default: by dataset, else generic)")
     g.add_argument("--transition", default=None, help="registered transition name (default: the dataset's)")
 

@@ -24,7 +24,8 @@ _FIELD_FLAGS = (("dataset", "dataset"), ("offset", "offset"), ("limit", "limit")
                 ("cache", "cache"), ("executor", "executor"), ("ray_address", "ray_address"),
                 ("save_dir", "save_dir"), ("search", "search"), ("reward", "reward"),
                 ("search_framework", "search_framework"), ("chain", "chain"), ("attempts", "attempts"),
-                ("budget", "budget"))
+                ("budget", "budget"),
+                ("replay_from", "replay_from"))
 #: ``K=V`` flags that set keys of a mapping field: (attribute of args, field, flag).
 _PAIR_FLAGS = (("dataset_arg", "dataset_args", "--dataset-arg"), ("resource_arg", "resource_args", "--resource-arg"),
                ("search_arg", "search_args", "--search-arg"), ("chain_arg", "chain_args", "--chain-arg"),
@@ -69,7 +70,7 @@ def spec_from_args(args: argparse.Namespace, mode: str) -> RunSpec:
         pairs = parse_pairs(getattr(args, attr, None) or [], flag)
         if pairs:
             given[field] = pairs
-    for flag in ("log_prompts", "no_cache", "free_replies", "trust_config"):
+    for flag in ("log_prompts", "no_cache", "free_replies", "trust_config", "offline"):
         if getattr(args, flag, None):
             given[flag] = True
     models = {role: {k: v for k, v in spec.items() if v} for role, spec in component_models(args).items()}
@@ -93,4 +94,5 @@ def resume_request(args: argparse.Namespace, mode: str) -> ResumeRequest:
             continue
         meaning.append((flag, key, parse_pairs(given, flag) if isinstance(given, list) else given))
     return ResumeRequest(args.save_dir, mode, meaning, {key: getattr(args, key, None) for key in OPERATIONAL_KEYS},
-                         component_models(args), args.cache, bool(args.no_cache), bool(args.trust_config))
+                         component_models(args), args.cache, bool(args.no_cache), bool(args.trust_config),
+                         bool(getattr(args, "offline", None)))

@@ -72,6 +72,8 @@ class Summary(TypedDict, total=False):
     retried_instances: Optional[dict[int, int]]
     #: ``policy=A eval=B ...`` when a component has its own model.
     models: str
+    #: ``--replay-from``: the recorded run, the calls answered from recorded replies and those paid.
+    replay: dict[str, object]
     #: ``lits eval --verifier``: how the reward model's step scores ranked the outcomes (:mod:`lits.runs.verifier`).
     verifier: dict[str, Any]
 
@@ -314,6 +316,11 @@ def _unused_note(inference: Mapping[str, float]) -> str:
             + (f", {estimated:g} of them estimated" if estimated else "") + ")")
 
 
+def _thousands(count: object) -> str:
+    """``1 240``: a count as the replay row shows it."""
+    return f"{count:,}".replace(",", " ") if isinstance(count, int) else str(count)
+
+
 def _no_answer(summary: Summary) -> str:
     count = summary.get("no_answer")
     return f"; {count} ended without an answer" if count else ""
@@ -377,6 +384,10 @@ def format_table(summary: Summary) -> str:
     skipped = diversity.get("reward_calls_skipped")
     if skipped:
         rows.append(("reward calls skipped", f"{skipped} (scores nothing reads)"))
+    replay = summary.get("replay")
+    if replay:
+        rows.append(("replay", f"replayed {_thousands(replay.get('replayed'))}, paid {_thousands(replay.get('paid'))}"
+                               f"{' (offline)' if replay.get('offline') else ''} from {replay.get('from')}"))
     rows += [(name, "unknown" if value is None else value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):
         rows.append(("cost", f"{inf['cost']}{_unused_note(inf)}" if inf.get("unused_replies") else inf["cost"]))

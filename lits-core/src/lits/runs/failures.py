@@ -16,6 +16,7 @@ from typing import Iterator, Optional
 
 from lits.errors import PluginContractError, UserError
 from lits.lm.base import ModelError, ServerUnreachable
+from lits.lm.replay import ReplayMiss
 from lits.runs.control import innermost_frames, resource_problem
 from lits.tools.base import ToolUnavailable
 
@@ -26,7 +27,8 @@ _INFRASTRUCTURE = (ModelError, ToolUnavailable, OSError, TimeoutError, Connectio
 @dataclass(frozen=True)
 class Failure:
     #: "resource" (disk, permissions), "unreachable" (no server at all), "model" (a server or tool backend),
-    #: "plugin" (a bug in a plugin's code), "other".
+    #: "plugin" (a bug in a plugin's code), "missing" (an offline replay's request that was never recorded),
+    #: "other".
     kind: str
     #: The instance's failure as recorded and reported (``Type: message``).
     message: str
@@ -35,7 +37,7 @@ class Failure:
 
     @property
     def retry(self) -> bool:
-        return self.kind not in ("plugin", "resource")
+        return self.kind not in ("plugin", "resource", "missing")
 
 
 def classify(exc: BaseException, where: str = "") -> Failure:
@@ -48,6 +50,8 @@ def classify(exc: BaseException, where: str = "") -> Failure:
     brief = text[:300] or type(exc).__name__
     if isinstance(exc, ServerUnreachable):
         return Failure("unreachable", line, brief)
+    if isinstance(exc, ReplayMiss):
+        return Failure("missing", line, brief)
     if isinstance(exc, (ModelError, ToolUnavailable)):
         return Failure("model", line, brief)
     if isinstance(exc, PluginContractError):

@@ -41,6 +41,7 @@ MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--attempts", "attempts", "attempts"),
     ("--memory-arg", "memory_arg", "memory_args"),
     ("--budget", "budget", "budget"),
+    ("--replay-from", "replay_from", "replay_from"),
 )
 #: Operational settings given again as flags (the cache's two are judged on their own, below).
 OPERATIONAL_KEYS = tuple(sorted(OPERATIONAL_FIELDS - {"cache", "no_cache"}))
@@ -62,6 +63,8 @@ class ResumeRequest:
     no_cache: bool = False
     #: ``--trust-config``: what the run's config.json says to start or where to send keys is confirmed.
     trust_config: bool = False
+    #: ``--offline``: a replay pays for nothing this time (each resume says it again).
+    offline: bool = False
 
     def confirmation(self) -> Confirmation:
         """Only what is given again on this command line is the user's; the rest comes from config.json."""
@@ -102,6 +105,8 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
         changed.update(cache=request.cache, no_cache=False)
     if request.no_cache and not saved.get("no_cache"):
         changed["no_cache"] = True
+    if request.offline:
+        changed["offline"] = True
     settings = resumed_settings(run_dir, saved, changed)
     if settings["executor"] == "local":  # an address means nothing to an in-process run
         if request.operational.get("ray_address") is not None and request.operational.get("executor") != "ray":
@@ -129,6 +134,10 @@ def resumed_settings(run_dir: RunDir, saved: RunSettings, changed: Mapping[str, 
     writable.  Shared by ``--resume`` and :func:`lits.resume`."""
     settings = cast(RunSettings, {**saved, **changed})  # operational settings, checked by their flags
     settings["executor"] = settings.get("executor") or "local"
+    if settings.get("replay_from"):  # --offline is said again by each command, never kept
+        settings["offline"] = bool(changed.get("offline"))
+    elif changed.get("offline"):
+        raise UserError(f"--offline needs a replay, and {run_dir.root} was not run with --replay-from")
     settings["resumed"] = [*saved.get("resumed", []),
                            {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": dict(changed)}]
     check_writable(run_dir.root)
@@ -182,6 +191,7 @@ _NORMALIZE: dict[str, Callable[[object], object]] = {
     "api": lambda v: v or "chat",
     "offset": lambda v: v or 0,
     "attempts": lambda v: v or 1,
+    "replay_from": lambda v: str(Path(v).expanduser().absolute()) if isinstance(v, str) else v,
 }
 
 

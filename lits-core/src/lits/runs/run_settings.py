@@ -42,6 +42,10 @@ class RunSettings(TypedDict, total=False):
     free_replies: bool
     cache: Optional[str]
     no_cache: bool
+    #: The recorded run whose replies answer this run's requests (``--replay-from``), and whether this
+    #: command pays for what it did not record (``--offline``: not; set again by each ``--resume``).
+    replay_from: str
+    offline: bool
     executor: str
     ray_address: Optional[str]
     #: ``LITS_RAY_CACHE``: ``driver`` (the coordinator's cache) or ``worker`` (one per worker, the benchmark's).

@@ -248,6 +248,8 @@ class _Runner:
             if not failure.retry:
                 self.outcome.no_retry.add(idx)
         self.progress.update(None)
+        if failure.kind == "missing":  # an offline replay's gap: no server failed, the other instances go on
+            return
         if self.attempts.shared:  # the next instance would start from memory this one never finished
             self.control.stop(BREAKER, f"stopped: instance {idx} failed ({failure.brief}); with --memory-arg "
                                        "scope=run each instance starts from the memory of the one before it, so "

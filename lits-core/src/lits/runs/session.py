@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from lits.components.factory import Components
     from lits.lm.base import LanguageModel
     from lits.lm.cache import ResponseCache
+    from lits.lm.replay import ReplayStore
     from lits.observability import InferenceLog
     from lits.runs.evaluation import Summary
 
@@ -254,15 +255,24 @@ def select(dataset: str, settings: RunSettings) -> list[tuple[int, dict[str, Any
     return selected
 
 
-def _open_cache(run_dir: RunDir, settings: RunSettings) -> Optional[ResponseCache]:
+def _open_cache(run_dir: RunDir, settings: RunSettings) -> Optional[ResponseCache | ReplayStore]:
     if settings.get("no_cache"):
         return None
     from lits.lm.cache import CacheError, ResponseCache
 
     try:
-        return ResponseCache(settings.get("cache") or run_dir.root / "cache.sqlite")
+        cache = ResponseCache(settings.get("cache") or run_dir.root / "cache.sqlite")
     except CacheError as exc:
         raise UserError(str(exc)) from None
+    if not settings.get("replay_from"):
+        return cache
+    from lits.runs.replay import open_replay
+
+    try:
+        return open_replay(cache, settings)
+    except BaseException:
+        cache.close()
+        raise
 
 
 class ProcessStats:
@@ -361,6 +371,10 @@ def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
         from lits.runs.budget import read_report
 
         summary["budget"] = read_report(run_dir)
+    if settings.get("replay_from"):
+        from lits.runs.replay import replay_counts
+
+        summary["replay"] = replay_counts(settings, summary["inference"])
     write_eval(run_dir, settings, summary)
     return summary
 

@@ -37,6 +37,10 @@ FLAGS = {"dataset_args": "--dataset-arg", "resource_args": "--resource-arg", "se
 _ACROSS = {
     "resource_args": ("needs resource NAME (e.g. resource='mcp')", "needs --resource NAME (e.g. --resource mcp)"),
     "ray_address": ("needs executor='ray'", "needs --executor ray"),
+    "offline": ("needs replay_from=RUN (it refuses to pay for what RUN did not record)",
+                "needs --replay-from RUN (it refuses to pay for what RUN did not record)"),
+    "replay_from": ("answers through the response cache: drop no_cache, and run with executor='local'",
+                    "answers through the response cache: drop --no-cache, and run with --executor local"),
 }
 
 
@@ -118,6 +122,10 @@ class RunSpec(BaseModel):
     free_replies: bool = False
     cache: Optional[str] = None
     no_cache: bool = False
+    #: A recorded run's save dir: each model request is answered from its recorded replies where it has them
+    #: (:mod:`lits.lm.replay`); ``offline``: a request it has none for fails its instance, unpaid.
+    replay_from: Optional[str] = None
+    offline: bool = False
     executor: Literal["local", "ray"] = "local"
     ray_address: Optional[str] = None
     save_dir: Optional[Path] = None
@@ -224,6 +232,10 @@ class RunSpec(BaseModel):
             raise ValueError(f"resource_args {_ACROSS['resource_args'][0]}")
         if self.ray_address is not None and self.executor != "ray":
             raise ValueError(f"ray_address {_ACROSS['ray_address'][0]}")
+        if self.offline and not self.replay_from:
+            raise ValueError(f"offline {_ACROSS['offline'][0]}")
+        if self.replay_from and (self.no_cache or self.executor == "ray"):
+            raise ValueError(f"replay_from {_ACROSS['replay_from'][0]}")
         other = "chain" if self.command == "search" else "search"
         for name in (other, f"{other}_args", *(("search_framework", "reward") if other == "search" else ())):
             if getattr(self, name):
@@ -316,6 +328,8 @@ class RunSpec(BaseModel):
         }
         if self.free_replies:  # absent otherwise, as in runs made before the setting existed
             out["free_replies"] = True
+        if self.replay_from:  # absent otherwise, likewise; offline is the command's, not the run's
+            out["replay_from"], out["offline"] = str(Path(self.replay_from).expanduser().absolute()), self.offline
         if self.attempts != 1 or self.memory_args:  # absent otherwise: a run without them records what it did
             out["attempts"], out["memory_args"] = self.attempts, dict(self.memory_args)
         if self.budget is not None:  # absent otherwise, as in runs made before the setting existed
