@@ -17,7 +17,7 @@ import pytest
 from lits.lm.hedging import HEDGE_WARMUP, HedgeBudget, _Watched, hedged_send
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.observability import InferenceLog, collecting
-from lits.runs.evaluation import format_table
+from lits.runs.results.evaluation import format_table
 from lits.testing import ChaosProxy, FakeOpenAIServer
 
 QuickModel = Callable[..., OpenAICompatibleModel]

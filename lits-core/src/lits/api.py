@@ -45,7 +45,7 @@ from lits.registry import (
     register_transition,
     register_user_prompt,
 )
-from lits.runs.result import InstanceOutcome, RunResult
+from lits.runs.results.result import InstanceOutcome, RunResult
 from lits.runs.spec import OPERATIONAL_FIELDS, ComponentModel, RunSpec, SpecError
 from lits.structures.base import Action, State, Step, TrajectoryState
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
@@ -80,7 +80,7 @@ def run(spec: Optional[RunSpec] = None, /, **fields: object) -> RunResult:
     Raises :class:`UserError` (one line) for a bad setting, an unknown name or a full disk, and for a command
     to start or a server to send a key to that a file named (``RunSpec.from_config``) unless
     ``trust_config=True``; instances that fail are reported in the result (``result.failed``), not raised."""
-    from lits.runs.result import read_result
+    from lits.runs.results.result import read_result
     from lits.runs.session import execute, new_run
 
     spec = RunSpec.make(**fields) if spec is None else spec.with_fields(**fields)
@@ -106,8 +106,8 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     ``executor``...); components the run was given as objects are passed again as ``policy=`` etc.
     A command or a key destination from the run's config.json that was not confirmed before needs
     ``trust_config=True`` (or the base URL given again)."""
-    from lits.runs.artifacts import RunDir, RunFileError
-    from lits.runs.result import read_result
+    from lits.runs.results.artifacts import RunDir, RunFileError
+    from lits.runs.results.result import read_result
     from lits.runs.resuming import resumed_settings
     from lits.runs.session import execute
     from lits.runs.spec import OBJECT_PREFIX, component_name

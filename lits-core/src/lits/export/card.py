@@ -22,7 +22,7 @@ COLUMNS = {
 def write_card(out: Path, runs: Sequence[RunTrees], tables: dict[str, tuple[list[Row], list[Row]]],
                options: RowOptions, source: str, report: ExportReport, fmt: str) -> Path:
     """``out/README.md``: source runs, models, settings, counts per kind and the label balance."""
-    from lits.runs.compare import method_label
+    from lits.runs.results.compare import method_label
     from lits.runs.model_specs import describe_models
 
     lines = ["# LiTS export", "", "Training data written by `lits export` from search trees. LiTS trains "
