@@ -15,7 +15,7 @@ from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.registry import ComponentRegistry
 from lits.structures.language_grounded import ThoughtState, ThoughtStep
 from lits.testing import ScriptedModel
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_math.prm import ConsistencyPRM, LogprobPRM, VerifierPRM, label_probability, step_verdicts
 
 QUESTION = "Tom has 3 apples and buys 4 more. How many apples does he have?"
