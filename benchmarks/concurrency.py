@@ -32,9 +32,9 @@ from lits.concurrency import fan_out_width
 from lits.lm.cache import ResponseCache
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.registry import load_dataset
-from lits.runs.artifacts import RunDir
+from lits.runs.results.artifacts import RunDir
 from lits.runs.runner import run_instances
-from lits.testing.server import obedient_server_process as loopback_server
+from lits.testing.servers.openai_compat import obedient_server_process as loopback_server
 
 
 

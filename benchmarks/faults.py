@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from lits.testing import FAULT_KINDS, ChaosProxy, evenly
-from lits.testing.server import obedient_server_process as loopback_server
+from lits.testing.servers.openai_compat import obedient_server_process as loopback_server
 
 OUTPUTS = ("results", "paths", "terminal_nodes")
 

@@ -51,7 +51,7 @@ def _call_times(database: Database, sql: str, calls: int) -> dict[str, float]:
 
 
 def _react(db: str, save: Path) -> dict[str, Any]:
-    from lits.testing.server import FakeOpenAIServer
+    from lits.testing.servers.openai_compat import FakeOpenAIServer
 
     env = {**os.environ, "LITS_CACHE_DIR": str(save.parent / "cache"), "PGPASSWORD": READER_PASSWORD}
     with FakeOpenAIServer(responder=_agent) as srv:

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lits.testing.server import obedient_server_process
+from lits.testing.servers.openai_compat import obedient_server_process
 
 
 @contextlib.contextmanager
@@ -95,7 +95,7 @@ def fixed_cost(root: Path) -> float:
 
 def coordinator_round_trips(root: Path, calls: int = 300) -> dict[str, float]:
     """Milliseconds per model call spent with the coordinator, measured from a worker-like actor."""
-    from lits.runs.ray_actors import RunCoordinator, SharedCache, SharedLimiter
+    from lits.runs.ray.actors import RunCoordinator, SharedCache, SharedLimiter
 
     import ray
 

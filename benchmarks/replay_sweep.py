@@ -61,7 +61,7 @@ def main() -> None:
                              "with the step (the counts in seconds, on any machine)")
     args = parser.parse_args()
     if args.fake:
-        from lits.testing.server import FakeOpenAIServer
+        from lits.testing.servers.openai_compat import FakeOpenAIServer
 
         with FakeOpenAIServer(responder=_stand_in) as server:
             args.fake = server.base_url

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lits.testing.server import obedient_server_process as loopback_server
+from lits.testing.servers.openai_compat import obedient_server_process as loopback_server
 
 CLIENTS = ("reader", "httpx")
 

@@ -13,7 +13,7 @@ from typing import Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.cli.conftest import first_listed_action
 
 CONTINUATION = ["--search-arg", "add_continuation=true", "--search-arg", "bn_method=sc_exact"]

@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 import pytest
 
 from lits.testing.scripted import listed_actions
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 SECRET = "sk-test-THIS-MUST-NEVER-BE-WRITTEN-0123456789"
 

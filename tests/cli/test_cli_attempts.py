@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lits.testing.scripted import listed_actions
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 #: What must not depend on a kill: the results, the saved attempts (their memory included), the search files.
 OUTPUTS = ("results", "attempts", "paths", "terminal_nodes")

@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.cli.conftest import SECRET, first_listed_action, one_line_error
 
 Run = Callable[..., subprocess.CompletedProcess[str]]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 from .conftest import one_line_error, run_outputs
 

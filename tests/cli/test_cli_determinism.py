@@ -14,7 +14,7 @@ from typing import Iterator
 import pytest
 
 from lits.testing.scripted import listed_actions
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 OUTPUTS = ("results", "paths", "terminal_nodes")
 

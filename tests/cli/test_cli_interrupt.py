@@ -13,7 +13,7 @@ from typing import Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.cli.conftest import first_listed_action, run_outputs
 
 ARGS = ["search", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4", "--limit", "4",

@@ -96,7 +96,7 @@ def test_a_log_that_a_full_tmpfs_refuses_at_close_is_one_line_naming_it_and_resu
     import errno
 
     from lits.cli.main import main
-    from lits.runs import artifacts
+    from lits.runs.results import artifacts
 
     def full(self: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.cli.conftest import first_listed_action
 
 

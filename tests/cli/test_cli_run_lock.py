@@ -15,7 +15,7 @@ import pytest
 
 import lits
 from lits.errors import UserError
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.cli.conftest import SECRET, first_listed_action, one_line_error
 
 #: Bounds that only keep a broken test from hanging the suite; nothing waits for them to pass.

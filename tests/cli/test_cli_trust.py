@@ -12,7 +12,7 @@ from typing import Callable
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.cli.conftest import SECRET, first_listed_action, one_line_error
 
 Lits = Callable[..., subprocess.CompletedProcess[str]]

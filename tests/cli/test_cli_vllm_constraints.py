@@ -11,7 +11,7 @@ import pytest
 
 from lits.lm.base import GenerationParams
 from lits.testing.scripted import listed_actions, obedient_reply
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 from .conftest import one_line_error
 

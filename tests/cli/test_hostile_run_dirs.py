@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.cli.conftest import first_listed_action
 
 KEY = "sk-hostile-0123456789abcdefABCDEF"

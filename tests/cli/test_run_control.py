@@ -11,7 +11,7 @@ import pytest
 
 from lits.lm.base import CallsStopped
 from lits.lm.cache import CacheError
-from lits.runs.control import BREAKER, RunControl, resource_problem
+from lits.runs.faults.control import BREAKER, RunControl, resource_problem
 from lits.testing.scripted import ScriptedModel
 
 

@@ -228,7 +228,7 @@ def test_on_resume_the_interrupted_attempt_continues_from_its_checkpoints(tmp_pa
     # (a search that restarts deletes its journal and redoes the work it had done).
     from lits import layout
     from lits.runs import attempts
-    from lits.runs.artifacts import RunDir
+    from lits.runs.results.artifacts import RunDir
 
     resumed: list[tuple[str, bool]] = []
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lits.structures import base
-from lits.structures.base import atomic_write_text, durable_together
+from lits import durable
+from lits.durable import atomic_write_text, durable_together
 
 
 def test_grouped_writes_appear_when_the_block_ends_in_the_order_they_were_written(tmp_path: Path, monkeypatch):
@@ -20,7 +20,7 @@ def test_grouped_writes_appear_when_the_block_ends_in_the_order_they_were_writte
         renamed.append(Path(dst).name)
         replace(src, dst)
 
-    monkeypatch.setattr(base.os, "replace", spy)
+    monkeypatch.setattr(durable.os, "replace", spy)
     with durable_together():
         atomic_write_text(tmp_path / "b.json", "B", grouped=True)
         atomic_write_text(tmp_path / "a.json", "A", grouped=True)
@@ -45,8 +45,8 @@ def test_an_instances_files_become_durable_in_one_group_the_result_last(tmp_path
     from lits.cli.main import main
 
     groups: list[list[str]] = []
-    commit = base._commit
-    monkeypatch.setattr(base, "_commit", lambda staged: (groups.append([s.path.parent.name for s in staged]),
+    commit = durable._commit
+    monkeypatch.setattr(durable, "_commit", lambda staged: (groups.append([s.path.parent.name for s in staged]),
                                                          commit(staged))[1])
     assert main(["search", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted", "--search", "mcts",
                  "--search-arg", "n_iterations=2", "--save-dir", str(tmp_path / "run")]) == 0
@@ -69,7 +69,7 @@ def test_a_failed_fsync_names_its_file_and_leaves_no_file_of_the_group(tmp_path:
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(base.os, "fsync", full)
+    monkeypatch.setattr(durable.os, "fsync", full)
     with pytest.raises(OSError) as caught, durable_together():
         atomic_write_text(tmp_path / "a.json", "A", grouped=True)
         atomic_write_text(tmp_path / "b.json", "B", grouped=True)
@@ -82,7 +82,7 @@ def test_the_process_counters_are_fsynced_only_at_the_runs_end(tmp_path: Path, m
     # They are rewritten after every instance on its thread; their reader skips a damaged file, and a killed
     # process loses nothing the OS already has, so only the last rewrite waits for the disk.
     import lits
-    from lits.runs import artifacts
+    from lits.runs.results import artifacts
 
     writes: list[bool] = []
     write = artifacts.atomic_write_text

@@ -22,7 +22,7 @@ from lits.export import export_runs
 from lits.export.rows import RowOptions
 from lits.structures.language_grounded import ThoughtState, ThoughtStep
 from lits.structures.node import MCTSNode
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 GOLD = "5"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lits.runs.paired import bootstrap_interval, compare_paired, describe, mcnemar_exact
+from lits.runs.results.paired import bootstrap_interval, compare_paired, describe, mcnemar_exact
 
 
 @pytest.mark.parametrize(("b", "c", "p"), [

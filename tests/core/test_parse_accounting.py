@@ -20,7 +20,7 @@ from lits.observability import call_context
 from lits.structures.env_grounded import EnvState
 from lits.structures.language_grounded import ThoughtState
 from lits.testing import ScriptedModel
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 VALID = ["move left", "move right", "wait"]
 USER = {"state": "Now: {env_state}\nValid actions:\n{actions}\nNext action:"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lits.runs.evaluation import format_table
-from lits.runs.spend import spend
+from lits.runs.results.evaluation import format_table
+from lits.runs.results.spend import spend
 
 #: An ``eval_results.json`` written before requests and cached tokens were counted.
 OLD_SUMMARY: dict[str, Any] = {

@@ -154,7 +154,7 @@ def toy_calc(install_plugin) -> None:
 @pytest.mark.usefixtures("toy_calc")
 @pytest.mark.parametrize("command", [["chain"], ["search", "--search-arg", "n_iterations=2", "--search-arg", "n_actions=1"]])
 def test_a_tool_use_dataset_runs_by_name_with_no_component_flags(run_lits, site_dir, command):
-    from lits.testing.server import FakeOpenAIServer
+    from lits.testing.servers.openai_compat import FakeOpenAIServer
 
     def reply(prompt: str, body: dict) -> str:
         if "Answer Yes or No" in prompt:

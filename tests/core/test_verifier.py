@@ -17,8 +17,8 @@ import pytest
 
 import lits
 from lits.cli.main import main
-from lits.runs.verifier import auroc, calibration, position_preference
-from lits.testing.server import FakeOpenAIServer
+from lits.export.verifier import auroc, calibration, position_preference
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 
 

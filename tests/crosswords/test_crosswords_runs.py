@@ -29,7 +29,7 @@ def test_search_and_chain_run_on_crosswords_by_dataset_name(tmp_path):
     import subprocess
     import sys
 
-    from lits.testing.server import FakeOpenAIServer
+    from lits.testing.servers.openai_compat import FakeOpenAIServer
 
     with FakeOpenAIServer(responder=_words) as srv:
         for command in (["search", "--search-arg", "n_iterations=3"], ["chain"]):

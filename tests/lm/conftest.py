@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from lits.lm.http.hedging import HedgeBudget, _Watched, hedged_send
 from lits.lm.http.patience import HEDGE_WARMUP
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.observability import InferenceLog, collecting
-from lits.runs.evaluation import format_table
+from lits.runs.results.evaluation import format_table
 from lits.testing import ChaosProxy, FakeOpenAIServer
 
 QuickModel = Callable[..., OpenAICompatibleModel]

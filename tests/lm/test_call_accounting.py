@@ -15,7 +15,7 @@ from lits.lm.usage import reported_usage
 from lits.observability import InferenceLog, InferenceRecord, collecting
 from lits.testing.prefix_cache import PagedPrefixCache
 from lits.testing.scripted import ScriptedModel
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 from .conftest import QUICK
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
-from lits.testing.vllm_rules import a_match
+from lits.testing.servers.openai_compat import FakeOpenAIServer
+from lits.testing.servers.vllm_rules import a_match
 
 
 def _ask(server: FakeOpenAIServer, **fields: object) -> httpx.Response:

@@ -10,7 +10,7 @@ import pytest
 from lits.lm.base import LoglikelihoodUnsupported, ModelError
 from lits.lm.factory import create_model
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 
 def test_chat_request_returns_the_reply_with_token_counts(chat_model, server):

@@ -11,7 +11,7 @@ from lits.lm.cache import request_key
 from lits.lm.constraints import gbnf, regex, reply_lines
 from lits.lm.openai_compat import OpenAICompatibleModel, ServerRefused
 from lits.testing import ScriptedModel
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 ACTIONS = [["pick up the red block", 'say "hi"', "put down the blue block"]]
 VERDICTS = [["1: Yes", "1: No"], ["2: Yes", "2: No"]]

@@ -17,7 +17,7 @@ from lits.lm.base import ModelError
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.lm import server_slots
 from lits.lm.server_slots import probe_slots
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 
 def _ask_at_once(model: OpenAICompatibleModel, count: int) -> list[str]:

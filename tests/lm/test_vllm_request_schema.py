@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 # Our own model of the request fields LiTS sends, written from vLLM's published OpenAI-compatible protocol:
 # ChatCompletionRequest (vllm/entrypoints/openai/chat_completion/protocol.py), CompletionRequest

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_mapeval.dataset import load_mapeval_sql
 
 GOOD: dict[str, Any] = {"id": 7, "question": "Which cafe is closest?", "classification": "nearby", "context": "",

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 QUERY = '{"tool": "query_sql", "args": {"query": "SELECT count(*) FROM places"}}'
 

@@ -8,7 +8,7 @@ import pytest
 
 import lits
 from lits.errors import UserError
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_mapeval.dataset import default_db
 from lits_mapeval.sql_check import compile_error
 

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_math.data import load_gsm8k
 
 N = 20

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 Behaviour = dict[str, Any]
 
@@ -175,7 +175,7 @@ def test_bn_model_calls_go_to_the_bn_model(tmp_path, search, server):
 
 
 def test_the_viewer_shows_each_verdict(tmp_path, result):
-    from lits.view.model import instance_tree
+    from lits.runs.results.tree import instance_tree
 
     result(*continuation("direct"))
     run = tmp_path / "run"

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_math.answers import extract_gsm8k_answer, extract_math_answer
 from lits_math.data import load_gsm8k
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_math.data import load_gsm8k, load_math500
 
 PROBLEMS = {e["query"]: e["answer"] for e in load_math500() + load_gsm8k()}

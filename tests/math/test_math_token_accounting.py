@@ -8,7 +8,7 @@ from typing import Iterator
 import pytest
 
 from lits.testing.prefix_cache import PagedPrefixCache
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 from .test_math_runs import obedient_solver
 

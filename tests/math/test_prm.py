@@ -15,7 +15,7 @@ from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.registry import ComponentRegistry
 from lits.testing import ScriptedModel
 from tests.math.conftest import QUESTION, state_of
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_math.prm import ConsistencyPRM, LogprobPRM, VerifierPRM, label_probability, step_verdicts
 
 

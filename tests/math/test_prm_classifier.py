@@ -17,8 +17,8 @@ from lits.observability import InferenceLog, collecting
 from lits.registry import ComponentRegistry
 from lits.testing import ScriptedModel
 from tests.math.conftest import QUESTION, state_of
-from lits.testing.pooling_server import FakePoolingServer, request_problem
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.pooling import FakePoolingServer, request_problem
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_math.prm_classifier import ClassifierPRM
 
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_math.data import load_gsm8k
 
 GOLD = {e["query"]: e["answer"] for e in load_gsm8k()}

@@ -12,7 +12,7 @@ import pytest
 
 from lits.lm.base import sampling_stream
 from lits.testing.scripted import ScriptedModel
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_math.data import load_gsm8k
 
 QUESTION, GOLD = next((e["query"], e["answer"]) for e in load_gsm8k())

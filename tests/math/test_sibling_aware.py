@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 
 def mode_collapsed(prompt: str, body: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ import pytest
 from lits.components.policy.concat import ConcatPolicy
 from lits.structures.language_grounded import ThoughtState
 from lits.testing import ScriptedModel
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from lits_math.data import load_gsm8k
 
 PROBLEMS = {e["query"]: e["answer"] for e in load_gsm8k()}

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 STEPS = ('{"tool": "list_tables", "args": {}}',
          '{"tool": "query_sql", "args": {"query": "SELECT name, rating FROM places ORDER BY name LIMIT 3"}}')

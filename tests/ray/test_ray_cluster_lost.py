@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lits.runs.ray_watch import SILENT_FOR
-from lits.testing.server import FakeOpenAIServer
+from lits.runs.ray.watch import SILENT_FOR
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 from tests.ray.conftest import command_line, first_listed_action, kill_all, lits_process, outputs, process_tree, wait_for
 from tests.ray.test_ray_faults import _results, _stop

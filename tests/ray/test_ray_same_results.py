@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 from tests.ray.conftest import (
     eval_without_timings,
@@ -104,8 +104,8 @@ def test_missing_ray_names_the_extra(lits_here: Callable[..., int], capsys: pyte
 
 def test_worker_without_the_plugin_says_install_it_on_every_node() -> None:
     """A worker that cannot find a registered name answers with one line, not a dead actor."""
-    from lits.runs.ray_actors import RunCoordinator
-    from lits.runs.ray_worker import InstanceWorker
+    from lits.runs.ray.actors import RunCoordinator
+    from lits.runs.ray.worker import InstanceWorker
 
     import ray
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from lits.runs.ray_watch import ClusterWatch
+from lits.runs.ray.watch import ClusterWatch
 
 from tests.ray.conftest import wait_for
 

@@ -36,7 +36,7 @@ def test_the_svg_has_one_point_per_run_in_each_panel_and_labelled_axes(runs: dic
 
 def test_the_png_is_an_image_of_the_figure_with_one_point_per_run(runs: dict[str, Path], tmp_path: Path) -> None:
     import matplotlib.image
-    from lits.runs.compare import compare_rows
+    from lits.runs.results.compare import compare_rows
     from lits.view.plot import compare_figure, save_compare_plot
 
     rows = compare_rows([runs[n] for n in COMPARED])
@@ -67,7 +67,7 @@ def test_without_matplotlib_one_line_says_how_to_install_it(runs: dict[str, Path
 
 
 def test_each_run_after_the_first_has_its_paired_interval_as_an_error_bar(runs: dict[str, Path]) -> None:
-    from lits.runs.compare import compare_rows
+    from lits.runs.results.compare import compare_rows
     from lits.view.plot import compare_figure
 
     rows = compare_rows([runs[n] for n in COMPARED])

@@ -111,7 +111,7 @@ def test_a_search_that_is_still_running_can_be_viewed(tmp_path: Path) -> None:
     import time
 
     from lits.testing.scripted import listed_actions
-    from lits.testing.server import FakeOpenAIServer
+    from lits.testing.servers.openai_compat import FakeOpenAIServer
     from lits.view.model import build_report
 
     def first_listed(prompt: str, body: dict[str, Any]) -> str:

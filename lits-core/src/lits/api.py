@@ -56,9 +56,9 @@ if TYPE_CHECKING:
         register_system_prompt, register_transition, register_user_prompt,
     )
     from lits.runs.curve import curves, format_curves
-    from lits.runs.result import InstanceOutcome, RunResult
+    from lits.runs.results.result import InstanceOutcome, RunResult
     from lits.runs.spec import ComponentModel, RunSpec, SpecError
-    from lits.runs.verifier import format_report, verifier_section
+    from lits.export.verifier import format_report, verifier_section
     from lits.structures.base import Action, State, Step, TrajectoryState
     from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
     from lits.structures.node import SearchNode
@@ -104,7 +104,7 @@ __all__ = [
 #: base class from here pays for that class's module alone (and ``import lits.api`` costs nothing).
 _HOMES: dict[str, str] = {
     "RunSpec": "lits.runs.spec", "ComponentModel": "lits.runs.spec", "SpecError": "lits.runs.spec",
-    "RunResult": "lits.runs.result", "InstanceOutcome": "lits.runs.result", "UserError": "lits.errors",
+    "RunResult": "lits.runs.results.result", "InstanceOutcome": "lits.runs.results.result", "UserError": "lits.errors",
     "Policy": "lits.components.base", "Transition": "lits.components.base", "RewardModel": "lits.components.base",
     "LlmTransition": "lits.components.base", "EnvGroundedTransition": "lits.components.transition.env_grounded",
     "EnvGroundedPolicy": "lits.components.policy.env_grounded",
@@ -132,7 +132,7 @@ _HOMES: dict[str, str] = {
     "parse_tool_call": "lits.tools", "failure_reason": "lits.tools.base", "require": "lits.extras",
     "create_components": "lits.components.factory", "load_dataset": "lits.registry", "curves": "lits.runs.curve",
     "format_curves": "lits.runs.curve", "export_runs": "lits.export", "RowOptions": "lits.export.rows",
-    "verifier_section": "lits.runs.verifier", "format_report": "lits.runs.verifier", "hookimpl": "lits.hookspecs",
+    "verifier_section": "lits.export.verifier", "format_report": "lits.export.verifier", "hookimpl": "lits.hookspecs",
     "register_type": "lits.type_registry", "register_state": "lits.type_registry",
     "register_transition": "lits.registry", "register_policy": "lits.registry",
     "register_reward_model": "lits.registry", "register_dataset": "lits.registry",
@@ -174,7 +174,7 @@ def run(spec: Optional[RunSpec] = None, /, **fields: object) -> RunResult:
     to start or a server to send a key to that a file named (``RunSpec.from_config``) unless
     ``trust_config=True``; instances that fail are reported in the result (``result.failed``), not raised.
     ``progress=False`` (a spec field): the command line's progress lines are not printed."""
-    from lits.runs.result import read_result
+    from lits.runs.results.result import read_result
     from lits.runs.session import Silent, execute, new_run
     from lits.runs.spec import RunSpec
 
@@ -206,8 +206,8 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     ``executor``...); components the run was given as objects are passed again as ``policy=`` etc.
     A command or a key destination from the run's config.json that was not confirmed before needs
     ``trust_config=True`` (or the base URL given again).  ``progress=False``: print nothing."""
-    from lits.runs.artifacts import RunDir, RunFileError
-    from lits.runs.result import read_result
+    from lits.runs.results.artifacts import RunDir, RunFileError
+    from lits.runs.results.result import read_result
     from lits.runs.resuming import resumed_settings
     from lits.runs.session import Silent, execute
     from lits.errors import UserError

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.mapeval.postgres.conftest import (PG_BIN, READER_PASSWORD, SEED, PgServer, build_db, running_postgres,
                                              start_postgres, stop_postgres)
 from tests.mapeval.postgres.test_pg_runs import LIMIT, _agent, _outcome

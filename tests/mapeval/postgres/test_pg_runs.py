@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.mapeval.postgres.conftest import READER_PASSWORD, SEED, PgServer
 
 LIMIT = 4

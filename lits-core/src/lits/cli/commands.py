@@ -41,7 +41,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     """``lits rerun RUN_DIR``: the same run again from its ``config.json``, into a new save dir."""
     import time
 
-    from lits.runs.artifacts import RunDir
+    from lits.runs.results.artifacts import RunDir
     from lits.runs.session import run_to_end
     from lits.runs.spec import RunSpec, SpecError, apply_overrides
 
@@ -61,7 +61,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from lits.runs.compare import compare_rows, format_rows, paired_lines
+    from lits.runs.results.compare import compare_rows, format_rows, paired_lines
 
     plot = getattr(args, "plot", None)
     if plot and Path(plot).suffix.lower() not in (".png", ".svg"):
@@ -115,9 +115,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """Re-judge a run's results from its save dir alone; what only the run measured is kept."""
     from lits.runs.session import constrained_by, format_summary, read_inference_log, write_eval
     from lits.components.factory import create_components
-    from lits.runs.artifacts import RunDir
-    from lits.runs.evaluation import aggregate, instance_counts, reevaluate
-    from lits.runs.stats import whole_run
+    from lits.runs.results.artifacts import RunDir
+    from lits.runs.results.evaluation import aggregate, instance_counts, reevaluate
+    from lits.runs.results.stats import whole_run
 
     run_dir = RunDir(Path(args.save_dir))
     config = run_dir.read_config()
@@ -146,7 +146,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         summary["constrained_replies"] = constrained
     verifier = None
     if getattr(args, "verifier", False):
-        from lits.runs.verifier import verifier_section
+        from lits.export.verifier import verifier_section
 
         verifier = summary["verifier"] = verifier_section(run_dir.root)
     elif isinstance(previous.get("verifier"), dict):
@@ -154,7 +154,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     write_eval(run_dir, config, summary)
     print(json.dumps(summary, indent=1) if args.json else format_summary(summary))
     if verifier is not None and not args.json:
-        from lits.runs.verifier import format_report
+        from lits.export.verifier import format_report
 
         print(format_report(verifier))
     return 0

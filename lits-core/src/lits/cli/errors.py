@@ -10,6 +10,6 @@ __all__ = ["UserError", "describe"]
 
 def describe(exc: BaseException) -> str:
     """One line for ``exc``: the message, without a traceback or an API key."""
-    from lits.runs.control import resource_problem
+    from lits.runs.faults.control import resource_problem
 
     return redact_text(resource_problem(exc) or one_line(exc))

@@ -139,6 +139,12 @@ class Policy(Component, Generic[StateT, StepT]):
         return [Step(error=error_msg)]  # type: ignore[list-item]
 
 
+def accepts_exclude(policy: Policy[Any, Any]) -> bool:
+    """Whether the policy can be told which actions its siblings already have (``exclude=``)."""
+    params = inspect.signature(policy._get_actions).parameters
+    return "exclude" in params
+
+
 class Transition(Component, Generic[StateT, ActionT]):
     """Executes a step (or bare action) and returns the new state."""
 

@@ -78,7 +78,7 @@ def export_runs(runs: Sequence[str | Path], out: str | Path, *, kinds: Sequence[
         if run.fallback_prompts:
             report.notes.append(f"{run.root}: the policy could not render {run.fallback_prompts} prompt(s) "
                                 "offline; those rows' prompts are the problem and the steps so far")
-    report.files.append(write_card(Path(out), read, tables, options, source, report, fmt))
+    report.files.append(write_card(Path(out), read, tables, options, source, report.notes, fmt))
     return report
 
 

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from lits.export.rows import Row, RowOptions
 from lits.export.trees import RunTrees
-
-if TYPE_CHECKING:
-    from lits.export import ExportReport
 
 COLUMNS = {
     "sft": "`prompt` (chat messages), `completion` (one assistant message), `steps`",
@@ -20,9 +17,9 @@ COLUMNS = {
 
 
 def write_card(out: Path, runs: Sequence[RunTrees], tables: dict[str, tuple[list[Row], list[Row]]],
-               options: RowOptions, source: str, report: ExportReport, fmt: str) -> Path:
-    """``out/README.md``: source runs, models, settings, counts per kind and the label balance."""
-    from lits.runs.compare import method_label
+               options: RowOptions, source: str, notes: Sequence[str], fmt: str) -> Path:
+    """``out/README.md``: source runs, models, settings, counts per kind, the label balance and the export's notes."""
+    from lits.runs.results.compare import method_label
     from lits.runs.model_specs import describe_models
 
     lines = ["# LiTS export", "", "Training data written by `lits export` from search trees. LiTS trains "
@@ -51,8 +48,8 @@ def write_card(out: Path, runs: Sequence[RunTrees], tables: dict[str, tuple[list
         columns = COLUMNS["process-openrlhf" if kind == "process" and options.style == "openrlhf" else kind]
         lines.append(f"| {kind} | {kind}.{fmt} | {len(train)} | {len(test)} | {columns} | "
                      f"{balance(kind, train + test)} |")
-    if report.notes:
-        lines += ["", "## Notes", "", *[f"- {note}" for note in report.notes]]
+    if notes:
+        lines += ["", "## Notes", "", *[f"- {note}" for note in notes]]
     target = out / "README.md"
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return target

@@ -2,7 +2,7 @@
 
 The tree comes from the search's journal through :meth:`TreeJournal.replay` (the states the search built, so
 the policy's prompt can be rendered for any node); a chain's result is one path.  A terminal node is graded
-against the gold answer with the dataset's own evaluation (:func:`~lits.runs.evaluation.evaluate_instance`),
+against the gold answer with the dataset's own evaluation (:func:`~lits.runs.results.records.evaluate_instance`),
 the one ``lits eval`` uses; the gold itself is never written into a row.
 
 A node's Monte-Carlo value is the share of outcomes under it that are correct.  What counts as an outcome:
@@ -30,9 +30,8 @@ from typing import Any, Literal, Optional, cast
 from lits import layout
 from lits.components.factory import Components
 from lits.errors import UserError, one_line
-from lits.runs.artifacts import RunDir, RunFileError
-from lits.runs.evaluation import evaluate_instance
-from lits.runs.records import ResultRecord
+from lits.runs.results.artifacts import RunDir, RunFileError
+from lits.runs.results.records import ResultRecord, evaluate_instance
 from lits.runs.run_settings import RunSettings
 from lits.structures.base import TrajectoryState
 from lits.structures.node import SearchNode

@@ -24,8 +24,8 @@ from lits.memory.base import AugmentorContext, JSONValue, Outcome
 from lits.memory.memory import Memory, memory_scope
 from lits.memory.notes import offering
 from lits.observability import call_context
-from lits.runs.artifacts import RunDir, RunFileError
-from lits.runs.records import ResultRecord, result_record
+from lits.runs.results.artifacts import RunDir, RunFileError
+from lits.runs.results.records import ResultRecord, result_record
 
 #: Seed offset between attempts: far apart from the streams an agent uses inside one attempt (``--chain sc``).
 ATTEMPT_STREAM = 10_000

@@ -23,8 +23,8 @@ from typing import Any, Callable, Mapping, Optional, TypedDict
 
 from lits.errors import UserError
 from lits.observability import UNUSED_REPLY, InferenceLog, InferenceRecord
-from lits.runs.artifacts import RunDir
-from lits.runs.control import RunControl
+from lits.runs.results.artifacts import RunDir
+from lits.runs.faults.control import RunControl
 from lits.runs.runner import Agent, Item, RunOutcome, run_instances
 
 UNITS = ("tokens", "calls", "seconds")

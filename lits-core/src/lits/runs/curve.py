@@ -5,7 +5,7 @@ the tree as it stood after iteration B can be rebuilt: the nodes born by then, t
 (MCTS visits and Q), and for MCTS only the nodes those paths went through materialized (a node is
 materialized on the path that first reaches it, so a node no path reached by B had no state yet).  The
 search's own end-of-search selection (:meth:`BaseTreeSearch.result`) and the runner's record
-(:func:`lits.runs.records.result_record`: the majority vote of language tasks, the dataset's evaluation) then
+(:func:`lits.runs.results.records.result_record`: the majority vote of language tasks, the dataset's evaluation) then
 judge that tree, so a point of the curve is what a separate run with ``n_iterations=B`` (BFS:
 ``max_depth=B``) and the same seed returns, instance by instance, without paying for its model calls again.
 
@@ -28,7 +28,7 @@ from lits.agents.tree.base import BaseTreeSearch
 from lits.agents.tree.journal import JournalError, TreeJournal
 from lits.errors import UserError, one_line
 from lits.observability import UNUSED_REPLY, InferenceLog
-from lits.runs.paired import PairedComparison, compare_paired
+from lits.runs.results.paired import PairedComparison, compare_paired
 from lits.structures.node import MCTSNode, SearchNode
 
 BUDGETS = ("iterations", "calls", "tokens", "seconds")
@@ -87,7 +87,7 @@ class SearchRun:
 
     def __init__(self, root: Path) -> None:
         from lits.components.factory import create_components
-        from lits.runs.artifacts import RunDir, RunFileError
+        from lits.runs.results.artifacts import RunDir, RunFileError
         from lits.runs.setup import agent_registration, make_config
 
         self.dir = RunDir(root)
@@ -134,7 +134,7 @@ class SearchRun:
 
     def judged_at(self, idx: int, record: Mapping[str, Any], iteration: int) -> tuple[bool, Optional[str]]:
         """(solved, selected answer) of the search stopped after ``iteration``."""
-        from lits.runs.records import result_record
+        from lits.runs.results.records import result_record
 
         parts = self.components  # model-less: the tree is rebuilt from the journal, nothing is called
         agent = self.agent_class(self.agent_config, parts.policy, parts.transition, parts.reward_model)
@@ -210,7 +210,7 @@ def tree_at(journal: TreeJournal, agent: BaseTreeSearch, iteration: int) -> Sear
 
 def run_curve(root: Path, budget: str, points: Optional[Sequence[float]] = None) -> RunCurve:
     """One run's anytime curve at ``points`` of ``budget`` (default: evenly spaced up to the largest)."""
-    from lits.runs.compare import method_label
+    from lits.runs.results.compare import method_label
 
     if budget not in BUDGETS:
         raise UserError(f"--budget must be one of {', '.join(BUDGETS)}, not {budget!r}")
@@ -297,7 +297,7 @@ def curve_rows(runs: Sequence[RunCurve]) -> list[dict[str, Any]]:
 
 def format_curves(runs: Sequence[RunCurve]) -> str:
     """A table: one row per budget point, a column per run (accuracy, and the paired difference to the first)."""
-    from lits.runs.paired import describe
+    from lits.runs.results.paired import describe
 
     first = runs[0]
     header = [first.budget, *(f"[{k}] {c.label}" for k, c in enumerate(runs))]

@@ -14,7 +14,7 @@ from typing import Mapping, Optional, TypedDict
 
 from lits.errors import UserError, one_line
 from lits.runs.run_settings import RunSettings, set_agent_args
-from lits.runs.setup import agent_registration, build_components, make_config
+from lits.runs.setup import agent_registration, build_components, make_config, select
 from lits.runs.trust import Confirmation, actions, unconfirmed
 
 
@@ -32,12 +32,11 @@ class Plan(TypedDict):
 def plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = None) -> Plan:
     """What the run would do: the resolved settings, the instances, the models and a bound on model calls."""
     from lits.registry import get_registration, infer_task_type
-    from lits.runs.session import select
 
     resolved = settings.copy()
     mode = resolved["command"]
     if resolved.get("executor") == "ray":
-        from lits.runs.ray_executor import require_ray
+        from lits.runs.ray.executor import require_ray
 
         require_ray()
     try:
@@ -151,7 +150,7 @@ def print_plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = 
     """``--dry-run``: the resolved settings as JSON (secrets dropped), then the plan; exit status 0."""
     import json
 
-    from lits.runs.artifacts import redact
+    from lits.runs.results.artifacts import redact
 
     planned = plan(settings, objects)
     shown = {k: v for k, v in redact(planned["settings"]).items() if k not in ("created", "lits_version")}

@@ -12,7 +12,7 @@ from lits import layout
 from lits.errors import UserError
 from lits.lm.cache import CacheError, ResponseCache
 from lits.lm.replay import ReplayStore
-from lits.runs.artifacts import RunDir, RunFileError
+from lits.runs.results.artifacts import RunDir, RunFileError
 from lits.runs.run_settings import RunSettings
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence, cast
 
 from lits.errors import UserError
-from lits.runs.artifacts import RunDir, check_writable
+from lits.runs.results.artifacts import RunDir, check_writable
 from lits.runs.run_settings import GivenModel, RunSettings, non_finite
 from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency
 from lits.runs.trust import Confirmation, given_values

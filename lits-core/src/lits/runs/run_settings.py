@@ -63,7 +63,7 @@ class RunSettings(TypedDict, total=False):
     chain: Optional[str]
     chain_args: dict[str, object]
     environment: dict[str, object]
-    #: Each component's model spec and the backend's description (:func:`lits.runs.provenance.record_models`).
+    #: Each component's model spec and the backend's description (:func:`lits.runs.results.provenance.record_models`).
     models: dict[str, dict[str, object]]
     model_info: dict[str, object]
     #: One entry per resume: when, and the settings it changed.

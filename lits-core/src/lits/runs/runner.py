@@ -4,7 +4,7 @@ Instances run on worker threads.  One that fails (a server fault that
 outlasted the per-call retry budget, say) is retried after the others, up to
 ``retry_rounds`` more times, from its journal: its paid calls come from the
 response cache, and its result is the one an uninterrupted run would write.
-:class:`~lits.runs.control.RunControl` decides when to stop early (Ctrl-C,
+:class:`~lits.runs.faults.control.RunControl` decides when to stop early (Ctrl-C,
 failures in a row, a full disk): no instance starts after that, calls in
 flight finish, and unfinished instances are left to ``--resume``.
 """
@@ -25,17 +25,17 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Protocol, TextIO
 
 from lits import fastjson, layout
+from lits.durable import atomic_write_text, durable_together
 from lits.components.factory import Components
 from lits.concurrency import fan_out_width, start_round_clock
 from lits.lm.base import CallsStopped
 from lits.observability import InferenceLog, InferenceRecord, call_context, collecting
-from lits.runs.artifacts import RunDir
+from lits.runs.results.artifacts import RunDir
 from lits.runs.attempts import AttemptSettings, Finished, InstanceAttempts, search_files
-from lits.runs.control import BREAKER, RESOURCE, RunControl
-from lits.runs.failures import classify, raised_by_code
+from lits.runs.faults.control import BREAKER, RESOURCE, RunControl
+from lits.runs.faults.failures import classify, raised_by_code
 from lits.components import parsing
-from lits.runs.records import result_record, take_proposals
-from lits.structures.base import atomic_write_text, durable_together
+from lits.runs.results.records import result_record, take_proposals
 
 #: Extra rounds for instances that failed, after every other instance ran.
 RETRY_ROUNDS = 2
@@ -47,7 +47,7 @@ Item = tuple[int, dict[str, Any]]
 
 class Agent(Protocol):
     """What the runner needs of a search or chain agent: one instance run, its result read by
-    :func:`lits.runs.records.result_record`."""
+    :func:`lits.runs.results.records.result_record`."""
 
     def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> object:
         ...

@@ -16,19 +16,19 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, TextIO
+from typing import TYPE_CHECKING, Iterator, Mapping, Optional, TextIO
 
 from lits import layout
 from lits.errors import UserError
 from lits.memory.memory import Memory
-from lits.runs.artifacts import RunDir, check_writable
+from lits.runs.results.artifacts import RunDir, check_writable
 from lits.runs.attempts import AttemptSettings
-from lits.runs.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
-from lits.runs.failures import exits_as_errors
+from lits.runs.faults.control import BREAKER, INTERRUPT, RESOURCE, RunControl, resource_problem
+from lits.runs.faults.failures import exits_as_errors
 from lits.runs.model_specs import call_destinations, describe_models, uses_own_models
 from lits.runs.runner import RunOutcome
 from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_models, \
-    distinct_models, make_config
+    distinct_models, make_config, select
 from lits.runs.resuming import ResumeRequest, resumed_run
 from lits.runs.run_settings import RunSettings, set_agent_args
 from lits.runs.spec import RunSpec
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from lits.lm.cache import ResponseCache
     from lits.lm.replay import ReplayStore
     from lits.observability import InferenceLog
-    from lits.runs.evaluation import Summary
+    from lits.runs.results.evaluation import Summary
 
 
 @dataclass
@@ -149,7 +149,7 @@ def execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmatio
 def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmation, resume: bool,
              objects: Mapping[str, object] | None, stream: TextIO) -> Finished:
     from lits.registry import get_registration, infer_task_type
-    from lits.runs.provenance import environment, record_models
+    from lits.runs.results.provenance import environment, record_models
     from lits.runs.runner import run_instances
 
     confirmed = confirm(settings, confirmation)
@@ -158,7 +158,7 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
     mode = settings["command"]
     attempts = AttemptSettings.of(settings)
     if settings["executor"] == "ray":
-        from lits.runs.ray_executor import require_ray
+        from lits.runs.ray.executor import require_ray
 
         if attempts.shared:
             raise UserError("--memory-arg scope=run passes memory from instance to instance in order, which "
@@ -208,7 +208,7 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
                                    bn_model=models["bn"])
         with control.handling_sigint():
             if settings["executor"] == "ray":
-                from lits.runs.ray_executor import RayExecutor
+                from lits.runs.ray.executor import RayExecutor
 
                 executor = RayExecutor(settings, run_dir, mode)
                 stats = executor.stats  # type: ignore[assignment]
@@ -242,19 +242,6 @@ def _object_models(objects: Mapping[str, object]) -> list[LanguageModel]:
     return [m for m in found if isinstance(m, LanguageModel)]
 
 
-def select(dataset: str, settings: RunSettings) -> list[tuple[int, dict[str, Any]]]:
-    """The selected instances as plain dicts; a loader may defer reading each instance until here."""
-    from lits.registry import load_dataset
-
-    examples = load_dataset(dataset, **settings["dataset_args"])
-    offset, limit = settings.get("offset") or 0, settings.get("limit")
-    end = len(examples) if limit is None else offset + limit
-    selected = [(i, dict(examples[i])) for i in range(offset, min(end, len(examples)))]
-    if not selected:
-        raise UserError(f"no instances selected from {dataset!r} ({len(examples)} available)")
-    return selected
-
-
 def _open_cache(run_dir: RunDir, settings: RunSettings) -> Optional[ResponseCache | ReplayStore]:
     if settings.get("no_cache"):
         return None
@@ -280,7 +267,7 @@ class ProcessStats:
     few seconds, so a process killed with SIGKILL loses at most those seconds of counts."""
 
     def __init__(self, run_dir: RunDir, models: list[LanguageModel], components: Components) -> None:
-        from lits.runs.stats import ProcessStats as StatsFile
+        from lits.runs.results.stats import ProcessStats as StatsFile
 
         self.run_dir, self.models, self.components = run_dir, models, components
         self.relative = StatsFile(run_dir.root).relative
@@ -341,7 +328,7 @@ def _finished(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
 
 
 def format_summary(summary: Summary) -> str:
-    from lits.runs.evaluation import format_table
+    from lits.runs.results.evaluation import format_table
 
     table = format_table(summary)
     if not summary.get("models"):
@@ -353,8 +340,8 @@ def format_summary(summary: Summary) -> str:
 
 def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOutcome,
               total: int) -> Summary:
-    from lits.runs.evaluation import aggregate, instance_counts
-    from lits.runs.stats import whole_run
+    from lits.runs.results.evaluation import aggregate, instance_counts
+    from lits.runs.results.stats import whole_run
 
     results = run_dir.read_results(mode)
     summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings(), settings.get("attempts"))

@@ -1,7 +1,7 @@
-"""A run's parts from its settings: model, agent config, components and agents.
+"""A run's parts from its settings: the selected instances, model, agent config, components and agents.
 
 One home for both a local run (:mod:`lits.runs.session`) and every Ray worker
-(:mod:`lits.runs.ray_worker`), so a worker builds exactly what a local run builds.
+(:mod:`lits.runs.ray.worker`), so a worker builds exactly what a local run builds.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from lits.errors import UserError, one_line
 from lits.lm.base import LanguageModel
-from lits.runs.artifacts import RunDir
+from lits.runs.results.artifacts import RunDir
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -182,3 +182,16 @@ def agent_factory(agent_cls: Any, config: object, components: Components, run_di
         return agent
 
     return make_agent
+
+
+def select(dataset: str, settings: RunSettings) -> list[tuple[int, dict[str, Any]]]:
+    """The selected instances as plain dicts; a loader may defer reading each instance until here."""
+    from lits.registry import load_dataset
+
+    examples = load_dataset(dataset, **settings["dataset_args"])
+    offset, limit = settings.get("offset") or 0, settings.get("limit")
+    end = len(examples) if limit is None else offset + limit
+    selected = [(i, dict(examples[i])) for i in range(offset, min(end, len(examples)))]
+    if not selected:
+        raise UserError(f"no instances selected from {dataset!r} ({len(examples)} available)")
+    return selected

@@ -13,12 +13,12 @@ import importlib
 from typing import Any
 
 _HOMES = {
-    "FAULT_KINDS": "lits.testing.chaos",
-    "ChaosProxy": "lits.testing.chaos",
-    "evenly": "lits.testing.chaos",
+    "FAULT_KINDS": "lits.testing.servers.chaos",
+    "ChaosProxy": "lits.testing.servers.chaos",
+    "evenly": "lits.testing.servers.chaos",
     "ScriptedModel": "lits.testing.scripted",
-    "FakeOpenAIServer": "lits.testing.server",
-    "FakePoolingServer": "lits.testing.pooling_server",
+    "FakeOpenAIServer": "lits.testing.servers.openai_compat",
+    "FakePoolingServer": "lits.testing.servers.pooling",
     "ConformanceError": "lits.testing.conformance",
     "check_dataset": "lits.testing.conformance",
     "check_env_domain": "lits.testing.conformance",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Mapping, Optional, TypedDict, cast
 from lits.observability import UNUSED_REPLY
 
 if TYPE_CHECKING:
-    from lits.view.tree import InstanceTree, NodeRow
+    from lits.runs.results.tree import InstanceTree, NodeRow
 
 #: At most this many points in a calls-in-flight curve (the page draws it as steps).
 CURVE_POINTS = 2000

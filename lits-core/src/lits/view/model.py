@@ -14,8 +14,8 @@ from typing import Any, Mapping, Optional, cast
 
 from lits import layout
 from lits.components import parsing
-from lits.runs.evaluation import parse_totals
-from lits.runs.spend import spend
+from lits.runs.results.evaluation import parse_totals
+from lits.runs.results.spend import spend
 from lits.view.calls import (
     CALL_FIELDS,
     CallRecord,
@@ -27,7 +27,7 @@ from lits.view.calls import (
     totals,
 )
 from lits.runs.run_settings import RunSettings
-from lits.view.tree import InstanceTree, chain_tree, path_only_tree, search_tree
+from lits.runs.results.tree import InstanceTree, instance_tree, read_json
 
 #: Characters of a query shown in the instance table.
 QUERY_CHARS = 160
@@ -35,14 +35,6 @@ QUERY_CHARS = 160
 
 class NotARunError(ValueError):
     """The directory is not a LiTS run (no readable config.json)."""
-
-
-def read_json(path: Path) -> Any:
-    """A JSON file's content, or None when it is missing or not (yet) whole."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def run_config(root: Path) -> RunSettings:
@@ -71,7 +63,7 @@ def instance_ids(root: Path) -> list[int]:
 
 def build_report(root: Path) -> dict[str, Any]:
     """The whole page's data for the run at ``root`` (raises NotARunError for anything else)."""
-    from lits.runs.compare import method_label
+    from lits.runs.results.compare import method_label
 
     root = Path(root)
     config = run_config(root)
@@ -113,27 +105,6 @@ def build_report(root: Path) -> dict[str, Any]:
         "costs": cost_pictures(calls),
         "call_fields": list(CALL_FIELDS),
     }
-
-
-def instance_tree(root: Path, idx: int, command: str, config: RunSettings,
-                  result: Optional[Mapping[str, Any]]) -> Optional[InstanceTree]:
-    """A search instance's tree from its journal, or a chain instance's steps as a path (of the last attempt,
-    under ``--attempts``)."""
-    if command == "chain":
-        if result:
-            state = result.get("final_state")
-        else:
-            state = (read_json(root / layout.CHECKPOINTS / layout.chain_checkpoint_name(idx)) or {}).get("state")
-        return chain_tree(state) if state is not None else None
-    path = [n for n in read_json(root / layout.path(idx)) or [] if isinstance(n, dict) and "id" in n]
-    selected = [int(n["id"]) for n in path]
-    terminal = {int(n["id"]) for n in read_json(root / layout.terminal_nodes(idx)) or []
-                if isinstance(n, dict)}
-    aggregate = str((config.get("search_args") or {}).get("aggregate") or "mean")
-    last = len((result or {}).get("attempts") or [None]) - 1
-    journal = root / layout.attempt_checkpoints(last) / layout.journal_name(idx)
-    tree = search_tree(journal, aggregate, selected, terminal)
-    return tree if tree is not None or not path else path_only_tree(path, terminal)
 
 
 def instance_row(idx: int, result: Optional[dict[str, Any]], tree: Optional[InstanceTree],

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Callable, Mapping
 
 if TYPE_CHECKING:
-    from lits.runs.compare import CompareRow
+    from lits.runs.results.compare import CompareRow
     from lits.runs.curve import RunCurve
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

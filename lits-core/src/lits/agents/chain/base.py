@@ -13,8 +13,9 @@ from lits.agents.chain.repeats import STEER_ROUNDS, RepeatTracker
 from lits.agents.config import ChainConfig
 from lits.components import parsing
 from lits.components.base import Policy, Transition
+from lits.durable import atomic_write_text
 from lits.observability import call_context
-from lits.structures.base import State, Step, TrajectoryState, atomic_write_text
+from lits.structures.base import State, Step, TrajectoryState
 from lits.type_registry import deserialize
 
 
@@ -105,7 +106,7 @@ class ChainAgent:
                step: Step, query: object, query_idx: int, temperature: float) -> TrajectoryState[Step]:
         """``after``, or when it revisits a state, the first other step's state that does not (asked of a policy
         that takes ``exclude``, :data:`STEER_ROUNDS` times at most)."""
-        from lits.agents.tree.base import accepts_exclude
+        from lits.components.base import accepts_exclude
 
         if not tracker.revisits(after) or not accepts_exclude(self.policy):
             return after

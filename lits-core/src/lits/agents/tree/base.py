@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import inspect
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -31,8 +30,8 @@ from lits.concurrency import parallel_map
 from lits.lm.base import LanguageModel
 from lits.observability import call_context
 from lits.components import parsing
-from lits.components.base import Policy, RewardModel, Transition
-from lits.structures.base import State, Step, step_key
+from lits.components.base import Policy, RewardModel, Transition, accepts_exclude
+from lits.structures.base import Step, step_key
 from lits.structures.node import SearchNode
 
 N = TypeVar("N", bound=SearchNode)
@@ -92,12 +91,6 @@ def distinct_actions(steps: Sequence[Step]) -> list[str]:
         if text and text not in out:
             out.append(text)
     return out
-
-
-def accepts_exclude(policy: Policy[State, Step]) -> bool:
-    """Whether the policy can be told which actions its siblings already have (``exclude=``)."""
-    params = inspect.signature(policy._get_actions).parameters
-    return "exclude" in params
 
 
 class BaseTreeSearch(ABC):

@@ -40,19 +40,61 @@ The prompts are registered (``register_prompts``: component ``bn``, agent
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+import threading
+from typing import Any, Callable, Optional, Protocol, Sequence, TypeVar
 
-from lits.agents.tree.base import accepts_exclude
+from lits.agents.config import TreeSearchConfig
 from lits.answers import answer_rules
+from lits.components.base import accepts_exclude
 from lits.concurrency import parallel_map
-from lits.lm.base import Completion, Prompt, recording_replies, sampling_stream
+from lits.lm.base import Completion, LanguageModel, Prompt, recording_replies, sampling_stream
 from lits.observability import call_context
 from lits.prompts.registry import PromptRegistry
 from lits.structures.base import Step, step_key
 from lits.structures.node import Branching, SearchNode
 
-if TYPE_CHECKING:  # the search imports this module when it expands
-    from lits.agents.tree.base import BaseTreeSearch
+N = TypeVar("N", bound=SearchNode)
+
+
+class TreeSearch(Protocol):
+    """What continuation uses of the search that calls it (:class:`~lits.agents.tree.base.BaseTreeSearch`, which
+    imports this module: the search knows continuation, not the other way round)."""
+
+    @property
+    def config(self) -> TreeSearchConfig: ...
+
+    @property
+    def policy(self) -> Any: ...
+
+    @property
+    def transition(self) -> Any: ...
+
+    @property
+    def bn_model(self) -> Optional[LanguageModel]: ...
+
+    @property
+    def query(self) -> object: ...
+
+    @property
+    def iteration(self) -> int: ...
+
+    @property
+    def stats(self) -> dict[str, Any]: ...
+
+    @property
+    def _lock(self) -> threading.Lock: ...
+
+    def new_node(self, cls: Optional[type[N]] = None, **fields: Any) -> N: ...
+
+    def mark(self, node: SearchNode) -> None: ...
+
+    def phase(self, name: str, **tags: object) -> call_context: ...
+
+    def sample(self, node: SearchNode, n: int, phase: str = "expand", *, count: bool = True,
+               temperature: Optional[float] = None, greedy_first: Optional[bool] = None,
+               exclude: Sequence[str] = ()) -> list[Step]: ...
+
+    def score_children(self, parents: list[SearchNode], phase: str = "expand") -> None: ...
 
 #: The score above which a method branches when ``bn_threshold`` is not given.
 DEFAULT_THRESHOLDS = {"sc": 0.0, "sc_exact": 0.0, "entropy": 0.6, "direct": 0.5, "confidence": 0.4}
@@ -62,7 +104,7 @@ PROMPT_COMPONENT, PROMPT_AGENT = "bn", "continuation"
 STATS = ("bn_decisions", "bn_branched", "bn_continued", "bn_calls", "bn_samples")
 
 
-def propose(search: BaseTreeSearch, node: SearchNode, phase: str) -> list[Step]:
+def propose(search: TreeSearch, node: SearchNode, phase: str) -> list[Step]:
     """The steps to attach to ``node``: one unless the BN evaluator finds it needs branching."""
     config = search.config
     method = config.bn_method
@@ -96,7 +138,7 @@ def propose(search: BaseTreeSearch, node: SearchNode, phase: str) -> list[Step]:
     return steps
 
 
-def inherit_scores(search: BaseTreeSearch, parents: list[SearchNode]) -> list[SearchNode]:
+def inherit_scores(search: TreeSearch, parents: list[SearchNode]) -> list[SearchNode]:
     """The parents whose children still need fast rewards.
 
     A continued node's lone child is a chain step: it takes its parent's fast
@@ -116,7 +158,7 @@ def inherit_scores(search: BaseTreeSearch, parents: list[SearchNode]) -> list[Se
     return rest
 
 
-def reopen(search: BaseTreeSearch, path: Sequence[SearchNode], phase: str = "reopen") -> bool:
+def reopen(search: TreeSearch, path: Sequence[SearchNode], phase: str = "reopen") -> bool:
     """A chain that ended unsolved: one of its continued nodes gets the siblings it was spared.
 
     The least sure verdict is reopened first, the shallowest among equals (an early step decides
@@ -147,7 +189,7 @@ def reopen(search: BaseTreeSearch, path: Sequence[SearchNode], phase: str = "reo
     return True
 
 
-def _candidates(search: BaseTreeSearch, node: SearchNode, phase: str, k: int) -> list[Step]:
+def _candidates(search: TreeSearch, node: SearchNode, phase: str, k: int) -> list[Step]:
     """``k`` next steps, each from its own policy call on its own sampling stream (errors dropped)."""
 
     def one(j: int) -> list[Step]:
@@ -160,7 +202,7 @@ def _candidates(search: BaseTreeSearch, node: SearchNode, phase: str, k: int) ->
     return usable or drawn[:1]
 
 
-def _agreement(search: BaseTreeSearch, node: SearchNode, phase: str, method: str, candidates: list[Step],
+def _agreement(search: TreeSearch, node: SearchNode, phase: str, method: str, candidates: list[Step],
                threshold: float) -> tuple[Branching, int, list[Step]]:
     """The verdict on sampled steps, the BN model calls it took, and the one step to keep if not branching."""
     clusters = _clusters(search, candidates)
@@ -185,7 +227,7 @@ def _agreement(search: BaseTreeSearch, node: SearchNode, phase: str, method: str
     return {"method": method, "branch": branch, "score": round(score, 4), "why": why}, calls, keep
 
 
-def _clusters(search: BaseTreeSearch, steps: Sequence[Step]) -> list[list[Step]]:
+def _clusters(search: TreeSearch, steps: Sequence[Step]) -> list[list[Step]]:
     """Sampled steps grouped by what they say, in the order first seen.
 
     Steps that state a final answer agree when their answers do (the dataset's ``equivalent``: the vote of
@@ -210,7 +252,7 @@ def _clusters(search: BaseTreeSearch, steps: Sequence[Step]) -> list[list[Step]]
     return [members for _, _, members in groups]
 
 
-def _equivalence(search: BaseTreeSearch) -> Callable[[str, str], bool]:
+def _equivalence(search: TreeSearch) -> Callable[[str, str], bool]:
     """The dataset's answer equivalence (registered with it), else equal normalized text."""
     return answer_rules(search.policy.task_name)[1]
 
@@ -223,7 +265,7 @@ def _normalized_entropy(sizes: Sequence[int], total: int) -> float:
     return entropy / math.log(total)
 
 
-def _confidence(search: BaseTreeSearch, node: SearchNode, phase: str,
+def _confidence(search: TreeSearch, node: SearchNode, phase: str,
                 threshold: float) -> tuple[Branching, list[Step]]:
     """The expansion's first step and how sure the model was of it; siblings only when it was unsure.
 
@@ -276,7 +318,7 @@ def reply_probability(reply: Completion, per_token: bool = False) -> Optional[fl
     return math.exp(total / len(reply.logprobs) if per_token else total)
 
 
-def _direct(search: BaseTreeSearch, node: SearchNode, phase: str, threshold: float) -> tuple[Branching, int]:
+def _direct(search: TreeSearch, node: SearchNode, phase: str, threshold: float) -> tuple[Branching, int]:
     """Ask the BN model whether the next step is obvious: Yes continues, No (or no clear answer) branches."""
     reply = _ask(search, "direct", question=_query(search), progress=_progress(node))
     answer = _yes_no(reply)
@@ -286,14 +328,14 @@ def _direct(search: BaseTreeSearch, node: SearchNode, phase: str, threshold: flo
     return {"method": "direct", "branch": score > threshold, "score": score, "why": why}, 1
 
 
-def _same_meaning(search: BaseTreeSearch, node: SearchNode, phase: str, texts: list[str]) -> tuple[bool, int]:
+def _same_meaning(search: TreeSearch, node: SearchNode, phase: str, texts: list[str]) -> tuple[bool, int]:
     """Whether the BN model reads the distinct sampled steps as one step (one call)."""
     listed = "\n".join(f"- {t}" for t in texts)
     reply = _ask(search, "same", question=_query(search), progress=_progress(node), candidates=listed)
     return _yes_no(reply) is True, 1
 
 
-def _ask(search: BaseTreeSearch, key: str, **fields: str) -> str:
+def _ask(search: TreeSearch, key: str, **fields: str) -> str:
     """One call to the BN model with the registered prompt ``key``, tagged as the ``bn`` component."""
     policy = search.policy
     task_name, task_type = policy.task_name, policy.TASK_TYPE
@@ -316,7 +358,7 @@ def _yes_no(reply: str) -> Optional[bool]:
     return True if first == "yes" else False if first == "no" else None
 
 
-def _query(search: BaseTreeSearch) -> str:
+def _query(search: TreeSearch) -> str:
     return str(search.query)
 
 

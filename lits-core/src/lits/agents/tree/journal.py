@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
 
 from lits import fastjson
-from lits.structures.base import TrajectoryState, atomic_writer, field_names
+from lits.durable import atomic_writer
+from lits.structures.base import TrajectoryState, field_names
 from lits.structures.node import PARENT_STEPS, SearchNode
 from lits.type_registry import deserialize, serialize
 
@@ -117,7 +118,7 @@ class TreeJournal:
     def compact(self) -> None:
         """Merge the journal's lines and the pending checkpoints into one line (atomically, fsynced).
 
-        Inside :func:`~lits.structures.base.durable_together` (the runner's end of an instance) the merged
+        Inside :func:`~lits.durable.durable_together` (the runner's end of an instance) the merged
         file replaces the journal when that block ends, made durable together with the instance's files.
 
         Streams: each node's latest JSON text is kept (later lines win), the rest of a line is dropped once

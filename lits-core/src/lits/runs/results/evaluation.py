@@ -1,39 +1,24 @@
-"""Evaluate finished instances; works again later from the save dir alone."""
+"""A run's evaluation: the summary over its judged instances (:mod:`records` judges each one) and its table;
+works again later from the save dir alone."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NotRequired, Optional, Sized, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TypedDict
 
-from lits.answers import same_text
 from lits.components import parsing
 from lits.observability import InferenceLog
-from lits.runs.spend import Spend, spend, spend_rows
+from lits.runs.results.records import InstanceEval, ResultRecord, evaluate_instance
+from lits.runs.results.spend import Spend, spend, spend_rows
 from lits.type_registry import deserialize
 
 if TYPE_CHECKING:
     from lits.components.factory import Components
-    from lits.runs.records import ResultRecord
-    from lits.structures.env_grounded import EnvState
-
-
-class InstanceEval(TypedDict):
-    """How one instance is judged (a result record's ``eval``): solved, progress, the plan against the optimal
-    one, the domain's metrics; a tool-use / QA instance also its final ``answer``."""
-
-    solved: bool
-    progress: float
-    plan: list[str]
-    plan_length: int
-    optimal_length: Optional[int]
-    optimal: bool
-    metrics: dict[str, object]
-    answer: NotRequired[Optional[str]]
 
 
 class Summary(TypedDict, total=False):
     """A run's summary (``eval_results.json`` without its ``config``): the judged instances' figures
     (:func:`aggregate`), how many were selected, failed and unfinished (:func:`instance_counts`), what every
-    process measured (:func:`lits.runs.stats.whole_run`), and how the run ended."""
+    process measured (:func:`lits.runs.results.stats.whole_run`), and how the run ended."""
 
     instances: int
     solved: int
@@ -47,7 +32,7 @@ class Summary(TypedDict, total=False):
     metrics: dict[str, Optional[float]]
     diversity: dict[str, object]
     inference: dict[str, float]
-    #: :func:`lits.runs.spend.spend`: requests, prompt tokens evaluated and from cache, model seconds, per solved.
+    #: :func:`lits.runs.results.spend.spend`: requests, prompt tokens evaluated and from cache, model seconds, per solved.
     spend: Spend
     inference_by_component: dict[str, dict[str, float]]
     #: :func:`parse_totals`: replies parsed, unparseable, re-asked and made up, in total and by component.
@@ -74,64 +59,8 @@ class Summary(TypedDict, total=False):
     models: str
     #: ``--replay-from``: the recorded run, the calls answered from recorded replies and those paid.
     replay: dict[str, object]
-    #: ``lits eval --verifier``: how the reward model's step scores ranked the outcomes (:mod:`lits.runs.verifier`).
+    #: ``lits eval --verifier``: how the reward model's step scores ranked the outcomes (:mod:`lits.export.verifier`).
     verifier: dict[str, Any]
-
-
-def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: EnvState) -> InstanceEval:
-    """Goal reached (checked by the domain), progress, plan length vs optimal.
-
-    A dataset may give ``eval_goals``: ground truth that evaluation uses and
-    search never sees (e.g. a crossword's answers); otherwise the query is the goal.
-    """
-    goals = example.get("eval_goals", example.get("query"))
-    reached, progress = transition.goal_check(goals, state.env_state)
-    metrics = dict(getattr(transition, "eval_metrics", lambda g, s: {})(goals, state.env_state))
-    judge = getattr(transition, "action_correct", None)
-    proposals = example.get("_proposals") or []
-    if judge is not None and proposals:
-        verdicts = [(ok, dup) for text, dup in proposals if (ok := judge(goals, text)) is not None]
-        wrong = [dup for ok, dup in verdicts if ok is False]
-        # A domain whose goals cannot judge a proposal (None) has no rate: unknown, not 0.0.
-        metrics["proposals_correct"] = sum(ok is True for ok, _ in verdicts) / len(verdicts) if verdicts else None
-        metrics["duplicate_rate_incorrect"] = (sum(wrong) / len(wrong) if wrong else 0.0) if verdicts else None
-    plan = [str(s.action) for s in state if s.action is not None and s.error is None]
-    optimal = example.get("optimal_plan")
-    optimal_len: Optional[int] = len(optimal) if optimal else example.get("n_steps")
-    return {
-        "solved": bool(reached),
-        "progress": round(float(progress), 4),
-        "plan": plan,
-        "plan_length": len(plan),
-        "optimal_length": optimal_len,
-        "optimal": bool(reached) and optimal_len is not None and len(plan) <= optimal_len,
-        "metrics": metrics,
-    }
-
-
-def evaluate_answer_instance(evaluate: Optional[Callable[..., Mapping[str, object]]], example: Mapping[str, object],
-                             state: Sized, answer: Optional[str] = None) -> InstanceEval:
-    """Tool use / QA: the final answer, judged by the dataset's ``evaluate`` or by exact match.
-
-    ``answer`` is the answer selected across several trajectories (majority
-    vote); without it the state's own final answer counts.
-    """
-    if answer is None:
-        answer = state.get_final_answer() if hasattr(state, "get_final_answer") else None
-    if evaluate is not None:
-        verdict = dict(evaluate(example, answer))
-    else:
-        verdict = {"solved": answer is not None and same_text(answer, example.get("answer"))}
-    solved = bool(verdict.pop("solved", False))
-    return {"solved": solved, "progress": float(solved), "answer": answer, "plan": [],
-            "plan_length": len(state), "optimal_length": None, "optimal": False, "metrics": verdict}
-
-
-def evaluate_instance(components: Components, example: Mapping[str, Any], state: Any,
-                      answer: Optional[str] = None) -> InstanceEval:
-    if components.task_type == "env_grounded":
-        return evaluate_env_instance(components.transition, example, state)
-    return evaluate_answer_instance(components.evaluate, example, state, answer)
 
 
 def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,

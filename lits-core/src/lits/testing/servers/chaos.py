@@ -2,7 +2,7 @@
 
 Retries are only worth trusting once they have met the faults real servers
 produce, so this proxy sits in front of an upstream server (usually
-:class:`lits.testing.server.FakeOpenAIServer`) and turns a share of the
+:class:`lits.testing.servers.openai_compat.FakeOpenAIServer`) and turns a share of the
 completion requests into one of :data:`FAULT_KINDS`.  Whether a request is
 hit, and by what, depends only on the seed, the request body and how often
 that body was seen before, so a run is reproducible even with concurrent

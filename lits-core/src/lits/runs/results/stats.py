@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 if TYPE_CHECKING:
-    from lits.runs.evaluation import Summary
+    from lits.runs.results.evaluation import Summary
 
 #: Counters whose merged value is recomputed from others rather than added.
 RATES = {"duplicate_rate": ("duplicates", "outputs")}

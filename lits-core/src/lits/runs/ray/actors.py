@@ -104,7 +104,7 @@ class RunCoordinator:
             cond.notify_all()
 
     def ping(self) -> bool:
-        """The driver's watch asks: a coordinator that answers is alive (see :mod:`lits.runs.ray_watch`)."""
+        """The driver's watch asks: a coordinator that answers is alive (see :mod:`lits.runs.ray.watch`)."""
         return True
 
     def started(self, idx: int) -> None:

@@ -14,7 +14,7 @@ A worker that dies is restarted by Ray and its instances run again (Ray's
 task retries); their paid calls come from the cache.  The run says which
 instances that were, and counts them in ``retried_instances``.  A lost cluster
 (the driver's node dead, the GCS or the coordinator silent: see
-:mod:`lits.runs.ray_watch`) stops the run within a bounded time with one line
+:mod:`lits.runs.ray.watch`) stops the run within a bounded time with one line
 naming ``--resume``; the instances that finished are kept.
 """
 
@@ -39,13 +39,13 @@ from types import ModuleType
 from typing import Any, Mapping, Optional, TextIO
 
 from lits import layout
+from lits.durable import atomic_write_text
 from lits.errors import UserError
-from lits.runs.artifacts import RunDir
-from lits.runs.control import BREAKER, RESOURCE, RunControl, resource_problem
-from lits.runs.ray_watch import PING_TIMEOUT, ClusterWatch
+from lits.runs.results.artifacts import RunDir
+from lits.runs.faults.control import BREAKER, RESOURCE, RunControl, resource_problem
+from lits.runs.ray.watch import PING_TIMEOUT, ClusterWatch
 from lits.runs.run_settings import RunSettings
 from lits.runs.runner import RETRY_ROUNDS, STOP_GRACE, Item, Progress, RunOutcome, _RunLog, in_rounds, settle
-from lits.structures.base import atomic_write_text
 
 #: A worker process that dies is restarted this often, and its instances run again as often.
 WORKER_RESTARTS = 3
@@ -163,7 +163,7 @@ class ClusterStats:
     """The run's ``stats/process-N.json`` for a Ray run: the workers' counters merged, calls in flight."""
 
     def __init__(self, run_dir: RunDir) -> None:
-        from lits.runs.stats import ProcessStats
+        from lits.runs.results.stats import ProcessStats
 
         self.run_dir = run_dir
         self.relative = ProcessStats(run_dir.root).relative
@@ -174,7 +174,7 @@ class ClusterStats:
 
     def save(self, seconds: float | None = None, *, durable: bool = False) -> None:
         """As :meth:`lits.runs.session.ProcessStats.save`."""
-        from lits.runs.stats import merge_counts
+        from lits.runs.results.stats import merge_counts
 
         payload = {
             "pid": os.getpid(),
@@ -244,7 +244,7 @@ class RayExecutor:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         import ray
-        from lits.runs.ray_actors import RunCoordinator
+        from lits.runs.ray.actors import RunCoordinator
 
         settings = self.settings
         cache = None if settings.get("no_cache") else str(  # absolute: the coordinator has its own cwd
@@ -267,7 +267,7 @@ class RayExecutor:
         any node left (one that held a CPU would wait for a free one forever)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        from lits.runs.ray_worker import InstanceWorker
+        from lits.runs.ray.worker import InstanceWorker
 
         home = NodeAffinitySchedulingStrategy(node_id=self.homes[slot], soft=True)
         return InstanceWorker.options(  # type: ignore[attr-defined]

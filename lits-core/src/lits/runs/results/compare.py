@@ -1,5 +1,5 @@
 """One comparable table across finished runs: accuracy, tokens, calls and time per method, and each run
-against the first, instance by instance (:mod:`lits.runs.paired`)."""
+against the first, instance by instance (:mod:`lits.runs.results.paired`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Mapping, NotRequired, TypedDict
 
 from lits import layout
-from lits.runs.paired import PairedComparison, compare_paired, describe
-from lits.runs.spend import spend
+from lits.runs.results.paired import PairedComparison, compare_paired, describe
+from lits.runs.results.spend import spend
 
 COLUMNS = ("method", "dataset", "model", "instances", "accuracy", "tokens_in", "tokens_out", "calls",
            "cached", "seconds", "requests", "tokens_cached", "cached_share", "evaluated_prompt_tokens_per_solved",
@@ -33,7 +33,7 @@ class CompareRow(TypedDict):
     save_dir: str
     #: This run against the first one given, over the instances both finished (not in the first row).
     paired_with_first: NotRequired[PairedComparison]
-    #: What the servers did (:mod:`lits.runs.spend`): requests, prompt tokens served from their cache (None:
+    #: What the servers did (:mod:`lits.runs.results.spend`): requests, prompt tokens served from their cache (None:
     #: not reported), and the evaluated prompt tokens and model seconds per solved instance (None: none solved).
     requests: int
     tokens_cached: int | None

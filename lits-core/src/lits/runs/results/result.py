@@ -14,9 +14,9 @@ from lits.runs.run_settings import RunSettings
 if TYPE_CHECKING:
     import pandas
 
-    from lits.runs.evaluation import Summary
-    from lits.runs.records import ResultRecord
-    from lits.view.tree import InstanceTree
+    from lits.runs.results.evaluation import Summary
+    from lits.runs.results.records import ResultRecord
+    from lits.runs.results.tree import InstanceTree
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class InstanceOutcome:
     solved: Optional[bool]
     answer: Optional[str]
     error: Optional[str] = None
-    #: The instance's result record (:class:`~lits.runs.records.ResultRecord`); empty when it did not finish.
+    #: The instance's result record (:class:`~lits.runs.results.records.ResultRecord`); empty when it did not finish.
     record: Mapping[str, object] = field(default_factory=dict, repr=False)
 
 
@@ -68,7 +68,7 @@ class RunResult:
     def tree(self, idx: int) -> Optional[InstanceTree]:
         """Instance ``idx``'s search tree (nodes with visits, values, the chosen path), as ``lits view`` draws it;
         a chain's steps as a path."""
-        from lits.view.model import instance_tree
+        from lits.runs.results.tree import instance_tree
 
         record = next((i.record for i in self.instances if i.idx == idx), None)
         return instance_tree(self.save_dir, idx, self.command, self.config, record or None)
@@ -102,7 +102,7 @@ class RunResult:
 
 def read_result(save_dir: Path, selected: list[int], failed: dict[int, str], stopped: Optional[str]) -> RunResult:
     """The result of the run in ``save_dir`` for the ``selected`` instances."""
-    from lits.runs.artifacts import RunDir
+    from lits.runs.results.artifacts import RunDir
 
     run_dir = RunDir(save_dir)
     config = run_dir.read_config()

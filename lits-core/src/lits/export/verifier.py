@@ -238,7 +238,7 @@ def verifier_section(root: str | Path) -> dict[str, Any]:
     run with unfinished instances, a run without gold answers)."""
     from lits.errors import UserError
     from lits.export.trees import read_run
-    from lits.runs.artifacts import RunDir
+    from lits.runs.results.artifacts import RunDir
 
     root = Path(root)
     run = read_run(root)

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, cast
 
 from lits import layout
+from lits.durable import atomic_write_text
 from lits.errors import UserError
 from lits.runs.run_settings import non_finite
 from lits.secrets import redact_query, safe_urls
-from lits.structures.base import atomic_write_text
 
 try:
     import fcntl
@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - not POSIX: runs are not locked
     fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from lits.runs.records import ResultRecord
+    from lits.runs.results.records import ResultRecord
     from lits.runs.run_settings import RunSettings
 
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
@@ -140,7 +140,7 @@ class RunDir:
     def write_json(self, relative: str, payload: object, *, indent: Optional[int] = 1,
                    durable: bool = True) -> Path:
         """``payload`` as JSON, atomically; ``indent=None`` for bulk data nobody reads by eye (5x faster);
-        ``durable=False`` skips the fsync (see :func:`lits.structures.base.atomic_writer`)."""
+        ``durable=False`` skips the fsync (see :func:`lits.durable.atomic_writer`)."""
         path = self.root / relative
         text = json.dumps(payload, indent=indent, default=str)
         try:

@@ -17,7 +17,7 @@ from typing import Iterator, Optional
 from lits.errors import PluginContractError, UserError
 from lits.lm.base import ModelError, ServerUnreachable
 from lits.lm.replay import ReplayMiss
-from lits.runs.control import innermost_frames, resource_problem
+from lits.runs.faults.control import innermost_frames, resource_problem
 from lits.tools.base import ToolUnavailable
 
 #: Errors of the machine or the network: never a plugin's bug, wherever they were raised.

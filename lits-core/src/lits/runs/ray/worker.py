@@ -22,7 +22,7 @@ import ray
 from lits import layout
 from lits.lm.cache import ResponseCache, ResponseStore
 from lits.observability import InferenceLog, collecting
-from lits.runs.ray_actors import SharedCache, SharedLimiter
+from lits.runs.ray.actors import SharedCache, SharedLimiter
 
 if TYPE_CHECKING:
     from lits.lm.base import LanguageModel
@@ -72,8 +72,8 @@ class _Built:
 
     def __init__(self, settings: RunSettings, mode: str, coordinator: Any, holder: str, root: Path) -> None:
         from lits.registry import infer_task_type
-        from lits.runs.artifacts import RunDir
-        from lits.runs.control import RunControl
+        from lits.runs.results.artifacts import RunDir
+        from lits.runs.faults.control import RunControl
         from lits.runs.attempts import AttemptSettings
         from lits.runs.runner import Progress, _Runner
         from lits.runs.setup import (agent_factory, agent_registration, build_components, create_run_models,
@@ -145,7 +145,7 @@ class InstanceWorker:
     def run(self, idx: int, example: dict[str, Any], resume: bool, files: dict[str, bytes]) -> dict[str, Any]:
         """One instance: its status, the files it wrote, its inference records and log lines."""
         from lits.concurrency import fan_out_width
-        from lits.runs.records import take_proposals
+        from lits.runs.results.records import take_proposals
 
         ray.get(self.coordinator.started.remote(idx))
         built = self._build()
@@ -220,7 +220,7 @@ def _worker_runner(base: type) -> type:
         error_kinds: dict[int, str]
 
         def _failed(self, idx: int, exc: Exception) -> None:
-            from lits.runs.failures import classify
+            from lits.runs.faults.failures import classify
 
             failure = classify(exc)
             self.execution.error("instance %d failed: %s\n%s", idx, failure.message, traceback.format_exc())

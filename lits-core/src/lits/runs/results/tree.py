@@ -1,4 +1,5 @@
-"""One instance's search tree (or chain) as flat node rows for the viewer.
+"""One instance's search tree (or chain) as flat node rows: what :meth:`RunResult.tree` returns and ``lits view``
+draws.
 
 The journal is read here without :meth:`TreeJournal.replay`: replay truncates a
 torn last line, which for a run that is still writing is a line being written,
@@ -18,9 +19,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NotRequired, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Mapping, NotRequired, Optional, TypedDict
 
+from lits import layout
 from lits.structures.node import PARENT_STEPS, backpropagate
+
+if TYPE_CHECKING:
+    from lits.runs.run_settings import RunSettings
 
 #: Characters of a label drawn beside a node (the details panel has the whole text).
 LABEL_CHARS = 60
@@ -283,3 +288,32 @@ def chain_tree(final_state: object, init: object = None) -> InstanceTree:
                              terminal=i == len(steps)))
     return {"kind": "chain", "nodes": rows, "paths": [], "selected": list(range(len(rows))),
             "iterations": len(steps), "stats": {}, "proposals": [], "aggregate": None, "compact": True}
+
+
+def instance_tree(root: Path, idx: int, command: str, config: RunSettings,
+                  result: Optional[Mapping[str, Any]]) -> Optional[InstanceTree]:
+    """A search instance's tree from its journal, or a chain instance's steps as a path (of the last attempt,
+    under ``--attempts``)."""
+    if command == "chain":
+        if result:
+            state = result.get("final_state")
+        else:
+            state = (read_json(root / layout.CHECKPOINTS / layout.chain_checkpoint_name(idx)) or {}).get("state")
+        return chain_tree(state) if state is not None else None
+    path = [n for n in read_json(root / layout.path(idx)) or [] if isinstance(n, dict) and "id" in n]
+    selected = [int(n["id"]) for n in path]
+    terminal = {int(n["id"]) for n in read_json(root / layout.terminal_nodes(idx)) or []
+                if isinstance(n, dict)}
+    aggregate = str((config.get("search_args") or {}).get("aggregate") or "mean")
+    last = len((result or {}).get("attempts") or [None]) - 1
+    journal = root / layout.attempt_checkpoints(last) / layout.journal_name(idx)
+    tree = search_tree(journal, aggregate, selected, terminal)
+    return tree if tree is not None or not path else path_only_tree(path, terminal)
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's content, or None when it is missing or not (yet) whole."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

@@ -5,7 +5,7 @@ latency per request (requests overlap, like a batching server), optional
 llama.cpp-style ignoring of ``n``, injected failures and held (slow) replies,
 and counters of what it saw, answered and billed.  Tokens are
 whitespace-separated words.  Given a vLLM version it speaks that vLLM's
-constraint fields (:mod:`lits.testing.vllm_rules`); given a
+constraint fields (:mod:`lits.testing.servers.vllm_rules`); given a
 :class:`~lits.testing.prefix_cache.PagedPrefixCache` it reports the prompt
 tokens served from it as vLLM does (``usage.prompt_tokens_details.cached_tokens``).
 """
@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 from lits.testing.prefix_cache import PagedPrefixCache
-from lits.testing.vllm_rules import VLLMRules
+from lits.testing.servers.vllm_rules import VLLMRules
 
 #: ``(prompt_text, body) -> text``, or ``(prompt_text, body, choice_index) -> text``.
 Responder = Callable[..., str]
@@ -319,7 +319,7 @@ _SERVE_OBEDIENT = """
 import sys
 from lits.lm.base import GenerationParams
 from lits.testing.scripted import obedient_reply
-from lits.testing.server import FakeOpenAIServer
+from lits.testing.servers.openai_compat import FakeOpenAIServer
 with FakeOpenAIServer(responder=lambda p, b, i: obedient_reply(p, GenerationParams(), i),
                       latency=float(sys.argv[1])) as srv:
     print(srv.base_url, flush=True)

@@ -1,0 +1,152 @@
+"""What one finished instance writes: the result record, judged by the domain's evaluation."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NotRequired, Optional, Sized, TypedDict
+
+from lits.answers import Vote, majority_vote, same_text
+from lits.components.factory import Components
+
+if TYPE_CHECKING:
+    from lits.structures.env_grounded import EnvState
+
+
+class InstanceEval(TypedDict):
+    """How one instance is judged (a result record's ``eval``): solved, progress, the plan against the optimal
+    one, the domain's metrics; a tool-use / QA instance also its final ``answer``."""
+
+    solved: bool
+    progress: float
+    plan: list[str]
+    plan_length: int
+    optimal_length: Optional[int]
+    optimal: bool
+    metrics: dict[str, object]
+    answer: NotRequired[Optional[str]]
+
+
+class ResultRecord(TypedDict):
+    """A finished instance's ``results/{idx}.json``: what the agent found, judged (timings go to ``timings/``)."""
+
+    idx: int
+    id: object
+    query: object
+    example: dict[str, object]
+    mode: str
+    solved_by_agent: bool
+    stopped: Optional[str]
+    iterations: Optional[int]
+    final_state: dict[str, object]
+    eval: InstanceEval
+    answer_selection: Optional[dict[str, object]]
+    search_stats: Optional[dict[str, float]]
+    #: The policy's sampled proposals ``(action, duplicate)``.
+    proposals: list[tuple[str, bool]]
+    #: With ``--attempts``: each attempt's summary (:func:`lits.runs.attempts.summary_of`).
+    attempts: NotRequired[list[dict[str, object]]]
+    #: Records written before ``timings/`` existed held the instance's seconds.
+    seconds: NotRequired[float]
+
+
+def result_record(idx: int, example: dict[str, Any], result: Any, components: Components, mode: str) -> ResultRecord:
+    """What the agent found: the same seed gives the same bytes (timings go to ``timings/``)."""
+    state = result.best_state if mode == "search" else result.state
+    extra = {k: v for k, v in example.items() if k != "query"}
+    kept = getattr(result, "proposals", None)  # a search journals them, so they survive a resume
+    proposals = kept if kept is not None else take_proposals(components.policy, idx)
+    vote = _vote(result, components) if mode == "search" else _chain_vote(result, components)
+    return {
+        "idx": idx,
+        "id": example.get("id", str(idx)),
+        "query": example.get("query"),
+        "example": extra,
+        "mode": mode,
+        "solved_by_agent": bool(result.solved),
+        "stopped": result.stopped,
+        "iterations": getattr(result, "iterations", None),
+        "final_state": state.to_dict(),
+        "eval": evaluate_instance(components, {**example, "_proposals": proposals}, state,
+                                  vote.answer if vote is not None else None),
+        "answer_selection": vote.to_dict() if vote is not None else None,
+        "search_stats": getattr(result, "stats", None),
+        "proposals": proposals,
+    }
+
+
+def _vote(result: Any, components: Components) -> Optional[Vote]:
+    """Self-consistency over the answers of all terminal nodes (language-grounded search)."""
+    if components.task_type != "language_grounded":
+        return None
+    answers = [n.state.get_final_answer() for n in result.terminal_nodes if n.state is not None]
+    return majority_vote(answers, components.equivalent or same_text)
+
+
+def _chain_vote(result: object, components: Components) -> Optional[Vote]:
+    """Self-consistency over the final answers of a chain agent's samples (``--chain sc``)."""
+    samples = getattr(result, "samples", None)
+    if not samples:
+        return None
+    answers = [s.get_final_answer() if hasattr(s, "get_final_answer") else None for s in samples]
+    return majority_vote(answers, components.equivalent or same_text)
+
+
+def take_proposals(policy: object, idx: int) -> list[tuple[str, bool]]:
+    """The policy's recorded proposals for instance ``idx`` (removed from its memory), sorted."""
+    take = getattr(getattr(policy, "stats", None), "take_proposals", None)
+    return sorted(take(idx)) if take is not None else []  # concurrent expansions record in any order
+
+
+def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: EnvState) -> InstanceEval:
+    """Goal reached (checked by the domain), progress, plan length vs optimal.
+
+    A dataset may give ``eval_goals``: ground truth that evaluation uses and
+    search never sees (e.g. a crossword's answers); otherwise the query is the goal.
+    """
+    goals = example.get("eval_goals", example.get("query"))
+    reached, progress = transition.goal_check(goals, state.env_state)
+    metrics = dict(getattr(transition, "eval_metrics", lambda g, s: {})(goals, state.env_state))
+    judge = getattr(transition, "action_correct", None)
+    proposals = example.get("_proposals") or []
+    if judge is not None and proposals:
+        verdicts = [(ok, dup) for text, dup in proposals if (ok := judge(goals, text)) is not None]
+        wrong = [dup for ok, dup in verdicts if ok is False]
+        # A domain whose goals cannot judge a proposal (None) has no rate: unknown, not 0.0.
+        metrics["proposals_correct"] = sum(ok is True for ok, _ in verdicts) / len(verdicts) if verdicts else None
+        metrics["duplicate_rate_incorrect"] = (sum(wrong) / len(wrong) if wrong else 0.0) if verdicts else None
+    plan = [str(s.action) for s in state if s.action is not None and s.error is None]
+    optimal = example.get("optimal_plan")
+    optimal_len: Optional[int] = len(optimal) if optimal else example.get("n_steps")
+    return {
+        "solved": bool(reached),
+        "progress": round(float(progress), 4),
+        "plan": plan,
+        "plan_length": len(plan),
+        "optimal_length": optimal_len,
+        "optimal": bool(reached) and optimal_len is not None and len(plan) <= optimal_len,
+        "metrics": metrics,
+    }
+
+
+def evaluate_answer_instance(evaluate: Optional[Callable[..., Mapping[str, object]]], example: Mapping[str, object],
+                             state: Sized, answer: Optional[str] = None) -> InstanceEval:
+    """Tool use / QA: the final answer, judged by the dataset's ``evaluate`` or by exact match.
+
+    ``answer`` is the answer selected across several trajectories (majority
+    vote); without it the state's own final answer counts.
+    """
+    if answer is None:
+        answer = state.get_final_answer() if hasattr(state, "get_final_answer") else None
+    if evaluate is not None:
+        verdict = dict(evaluate(example, answer))
+    else:
+        verdict = {"solved": answer is not None and same_text(answer, example.get("answer"))}
+    solved = bool(verdict.pop("solved", False))
+    return {"solved": solved, "progress": float(solved), "answer": answer, "plan": [],
+            "plan_length": len(state), "optimal_length": None, "optimal": False, "metrics": verdict}
+
+
+def evaluate_instance(components: Components, example: Mapping[str, Any], state: Any,
+                      answer: Optional[str] = None) -> InstanceEval:
+    if components.task_type == "env_grounded":
+        return evaluate_env_instance(components.transition, example, state)
+    return evaluate_answer_instance(components.evaluate, example, state, answer)
