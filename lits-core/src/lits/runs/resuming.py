@@ -16,31 +16,14 @@ from typing import Callable, Mapping, Optional, Sequence, cast
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir, check_writable
 from lits.runs.run_settings import GivenModel, RunSettings, non_finite
-from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency
+from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency, settings_declared
 from lits.runs.trust import Confirmation, given_values
 
-#: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).
-MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
-    ("--dataset", "dataset", "dataset"),
-    ("--dataset-arg", "dataset_arg", "dataset_args"),
-    ("--offset", "offset", "offset"),
-    ("--limit", "limit", "limit"),
-    ("--resource", "resource", "resource"),
-    ("--resource-arg", "resource_arg", "resource_args"),
-    ("--policy", "policy", "policy"),
-    ("--transition", "transition", "transition"),
-    ("--reward", "reward", "reward"),
-    ("--reward-arg", "reward_arg", "reward_args"),
-    ("--search", "search", "search"),
-    ("--search-arg", "search_arg", "search_args"),
-    ("--search-framework", "search_framework", "search_framework"),
-    ("--chain", "chain", "chain"),
-    ("--chain-arg", "chain_arg", "chain_args"),
-    ("--model", "model", "model"),
-    ("--api", "api", "api"),
-    ("--attempts", "attempts", "attempts"),
-    ("--memory-arg", "memory_arg", "memory_args"),
-)
+#: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).  A
+#: component's own model (``--ROLE-model``...) is judged on its own, below.
+MEANING_FLAGS: tuple[tuple[str, str, str], ...] = tuple(
+    (str(declared.flag), declared.dest, name) for name, declared in settings_declared().items()
+    if declared.computes and declared.flag and not declared.hand_written)
 #: Operational settings given again as flags (the cache's two are judged on their own, below).
 OPERATIONAL_KEYS = tuple(sorted(OPERATIONAL_FIELDS - {"cache", "no_cache"}))
 
