@@ -155,6 +155,8 @@ def refuse_meaning_changes(meaning: Sequence[tuple[str, str, object]], saved: Ma
             continue
         normal = _NORMALIZE.get(key, lambda v: v)
         if normal(given) != normal(saved.get(key)):
+            if isinstance(given, bool):  # a switch: the run had it off
+                _refuse(flag, normal(saved.get(key)))
             _refuse(f"{flag} {given}", saved.get(key))
 
 
@@ -164,6 +166,7 @@ _NORMALIZE: dict[str, Callable[[object], object]] = {
     "api": lambda v: v or "chat",
     "offset": lambda v: v or 0,
     "attempts": lambda v: v or 1,
+    "free_replies": bool,
 }
 
 
