@@ -69,3 +69,9 @@ def test_resume_accepts_free_replies_again_on_a_run_made_with_them():
 
 def test_the_run_settings_page_matches_the_spec():
     assert PAGE.read_text() == render(), "regenerate it: python -m lits.cli.settings_page > docs/run-settings.md"
+
+
+def test_the_resume_help_names_every_flag_that_may_change_on_resume():
+    text = " ".join(str(_options("search")["--resume"].help).split())
+    for name in OPERATIONAL_FIELDS:
+        assert f"{settings_declared()[name].flag}," in text or f"{settings_declared()[name].flag})" in text

@@ -40,11 +40,16 @@ def _add_role_models(g: argparse._ActionsContainer) -> None:
 
 
 def _add_resume(g: argparse._ActionsContainer) -> None:
+    """``--resume``, naming the flags that may be given again (the settings that do not change what a run
+    computes)."""
+    from lits.runs.spec import OPERATIONAL_FIELDS, settings_declared
+
+    flags = [str(s.flag) for name, s in settings_declared().items() if name in OPERATIONAL_FIELDS]
+    flags.insert(flags.index("--base-url") + 1, "--ROLE-base-url")
     g.add_argument("--resume", action="store_true",
-                   help="continue the run in --save-dir; finished instances are not redone. Only "
-                        "operational flags may be given again (--concurrency, --base-url, --ROLE-base-url, --cache, "
-                        "--no-cache, --call-budget, --read-timeout, prices, --log-prompts, --executor, "
-                        "--ray-address); the rest come from the run, --attempts and --memory-arg included")
+                   help="continue the run in --save-dir; finished instances are not redone. Only operational "
+                        f"flags may be given again ({', '.join(flags)}); the rest come from the run, --attempts "
+                        "and --memory-arg included")
 
 
 def _add_layers(g: argparse._ActionsContainer) -> None:
