@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Optional, Sequence, cast
 
 from lits.errors import UserError
 from lits.runs.artifacts import RunDir, check_writable
-from lits.runs.run_settings import GivenModel, RunSettings, non_finite
+from lits.runs.run_settings import GivenModel, RunSettings
 from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency, settings_declared
 from lits.runs.trust import Confirmation, given_values
 
@@ -72,14 +72,7 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
     for key, value in request.operational.items():
         if value is not None and value != saved.get(key):
             changed[key] = value
-    for key, value in changed.items():
-        if (found := non_finite(value)) is not None:
-            raise UserError(f"--{key.replace('_', '-')} must be a finite number, not {found[1]}")
-    if isinstance(concurrency := changed.get("concurrency"), int) and concurrency < 1:
-        raise UserError("--concurrency must be at least 1")
-    for flag, key in (("--call-budget", "call_budget"), ("--read-timeout", "read_timeout")):
-        if isinstance(seconds := changed.get(key), (int, float)) and seconds <= 0:
-            raise UserError(f"{flag} must be more than 0 seconds")
+    check_given_again(changed)
     if request.cache is not None and (request.cache != saved.get("cache") or saved.get("no_cache")):
         changed.update(cache=request.cache, no_cache=False)
     if request.no_cache and not saved.get("no_cache"):
@@ -93,6 +86,20 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
     settings["concurrency"] = settings.get("concurrency") or default_concurrency(settings["model"])
     settings["offset"] = settings.get("offset") or 0
     return run_dir, settings
+
+
+def check_given_again(changed: Mapping[str, object]) -> None:
+    """Operational values given again pass the checks a new run's pass, named by their flags (``--concurrency
+    must be at least 1``): each setting's rule lives once, on its :class:`~lits.runs.spec.RunSpec` field."""
+    from lits.runs.spec import RunSpec, SpecError
+
+    values = {key: value for key, value in changed.items() if key in OPERATIONAL_FIELDS}
+    if "ray_address" in values:  # the address is checked against the executor below, with the saved one
+        values.setdefault("executor", "ray")
+    try:
+        RunSpec.make(dataset="resumed", **values)
+    except SpecError as exc:
+        raise UserError(exc.as_flag()) from None
 
 
 def check_saved(run_dir: RunDir, saved: RunSettings) -> None:
