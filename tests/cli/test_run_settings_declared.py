@@ -75,3 +75,17 @@ def test_the_resume_help_names_every_flag_that_may_change_on_resume():
     text = " ".join(str(_options("search")["--resume"].help).split())
     for name in OPERATIONAL_FIELDS:
         assert f"{settings_declared()[name].flag}," in text or f"{settings_declared()[name].flag})" in text
+
+
+JUDGE = {"eval": {"model": "judge", "args": {"api_key_env": "JUDGE_KEY"}}}
+
+
+def test_a_spec_whose_component_names_its_key_variable_is_checked_once():
+    """The check turns ``api_key_env`` into the recorded ``key_env``; a second pass must not refuse that."""
+    spec = RunSpec.make(dataset="blocksworld", component_models=JUDGE)
+    assert spec.component_models["eval"].args == {"key_env": "JUDGE_KEY"}
+
+
+def test_a_spec_whose_component_names_its_key_variable_takes_changed_fields():
+    spec = RunSpec(dataset="blocksworld", component_models=JUDGE).with_fields(limit=1)
+    assert spec.limit == 1 and spec.component_models["eval"].args == {"key_env": "JUDGE_KEY"}

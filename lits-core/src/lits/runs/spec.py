@@ -226,10 +226,7 @@ class RunSpec(BaseModel):
     @classmethod
     def make(cls, **values: object) -> "RunSpec":
         """A spec, or one :class:`SpecError` line for the first bad field."""
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            raise _spec_error(exc) from None
+        return cls(**values)  # checked once: model_validate would run __init__'s checks, then the after-checks again
 
     @field_validator("*")
     @classmethod
@@ -315,7 +312,11 @@ class RunSpec(BaseModel):
         """This spec with ``fields`` changed (checked again); what came from a file still counts as a file's."""
         if not fields:
             return self
-        merged = RunSpec.make(**{**{name: getattr(self, name) for name in self.model_fields_set}, **fields})
+        current = {name: getattr(self, name) for name in self.model_fields_set}
+        if "component_models" in current:  # as given again: a checked model's key_env is its api_key_env
+            current["component_models"] = {role: _given_model(chosen.model_dump())
+                                           for role, chosen in self.component_models.items()}
+        merged = RunSpec.make(**{**current, **fields})
         if self._given is None:
             return merged
         merged._given = self._given
