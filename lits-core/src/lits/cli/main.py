@@ -16,7 +16,6 @@ from typing import Callable, Optional, Sequence, TextIO
 
 from lits.cli import commands
 from lits.cli.errors import UserError, describe
-from lits.cli.settings import add_spec_options
 from lits.secrets import redact_text
 
 
@@ -74,7 +73,9 @@ BUILTIN_COMMANDS = frozenset({"plugins", "search", "chain", "rerun", "compare", 
                               "export"})
 
 
-def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
+def build_parser(with_plugins: bool = False, run_options: bool = True) -> argparse.ArgumentParser:
+    """``run_options``: give ``search`` and ``chain`` their options (made from the spec, which other commands
+    need not import)."""
     from lits import __version__
 
     parser = argparse.ArgumentParser(prog="lits", description="LLM reasoning by tree search.")
@@ -92,13 +93,14 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
                    help="print a registered algorithm's or component's settings with types and defaults")
     p.set_defaults(func=commands.cmd_plugins)
 
-    p = sub.add_parser("search", help="run a tree search over dataset instances")
-    add_spec_options(p, "search", _HAND_WRITTEN)
-    p.set_defaults(func=commands.cmd_search)
+    for name, what, func in (("search", "run a tree search over dataset instances", commands.cmd_search),
+                             ("chain", "run a chain agent (no search) over dataset instances", commands.cmd_chain)):
+        p = sub.add_parser(name, help=what)
+        if run_options:
+            from lits.cli.settings import add_spec_options
 
-    p = sub.add_parser("chain", help="run a chain agent (no search) over dataset instances")
-    add_spec_options(p, "chain", _HAND_WRITTEN)
-    p.set_defaults(func=commands.cmd_chain)
+            add_spec_options(p, name, _HAND_WRITTEN)
+        p.set_defaults(func=func)
 
     p = sub.add_parser("rerun", help="run a finished run again from its config.json, into a new save dir")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run to repeat")
@@ -174,17 +176,20 @@ def _refuse(problem: str) -> int:
     raise UserError(problem)
 
 
-def _wants_plugin_commands(argv: Sequence[str]) -> bool:
-    """Whether the command line names no built-in command (a plugin's, or none: help lists them all)."""
-    if "--version" in argv:
-        return False
+def _command_word(argv: Sequence[str]) -> Optional[str]:
+    """The command the command line names, if any."""
     words = iter(argv)
     for word in words:
         if word in ("--disable-plugin",):
             next(words, None)
         elif not word.startswith("-"):
-            return word not in BUILTIN_COMMANDS
-    return True
+            return word
+    return None
+
+
+def _wants_plugin_commands(argv: Sequence[str]) -> bool:
+    """Whether the command line names no built-in command (a plugin's, or none: help lists them all)."""
+    return "--version" not in argv and _command_word(argv) not in BUILTIN_COMMANDS
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -198,7 +203,8 @@ def _one_line_warning(message: Warning | str, category: type[Warning], filename:
 def main(argv: Optional[Sequence[str]] = None, prefix: Sequence[str] = ()) -> int:
     warnings.showwarning = _one_line_warning
     words = [*prefix, *(sys.argv[1:] if argv is None else argv)]
-    parser = build_parser(with_plugins=_wants_plugin_commands(words))
+    parser = build_parser(with_plugins=_wants_plugin_commands(words),
+                          run_options=_command_word(words) in ("search", "chain"))
     args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()
