@@ -19,31 +19,8 @@ from lits.cli.errors import UserError, describe
 from lits.secrets import redact_text
 
 
-def _add_data_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("data")
-    g.add_argument("--dataset", help="registered dataset name (e.g. blocksworld)")
-    g.add_argument("--dataset-arg", action="append", default=[], metavar="K=V",
-                   help="keyword argument for the dataset loader (repeatable)")
-    g.add_argument("--offset", type=int, default=None, help="skip the first N instances (default 0)")
-    g.add_argument("--limit", type=int, default=None, help="run at most N instances")
-    g.add_argument("--resource", default=None, metavar="NAME",
-                   help="tools from this registered resource instead of the dataset's own (tool-use datasets), "
-                        "e.g. 'mcp' for an MCP server's tools")
-    g.add_argument("--resource-arg", action="append", default=[], metavar="K=V",
-                   help="keyword argument for the resource, e.g. command=\"python -m my_server\", "
-                        "url=http://127.0.0.1:PORT/mcp, timeout=SECONDS (repeatable)")
-
-
-def _add_model_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("model")
-    g.add_argument("--model", default=None,
-                   help="'local' (embedded Gemma 3 270M, the default), 'scripted' (offline echo for "
-                        "smoke tests), a .gguf file (llama.cpp in process), or a model name served at --base-url")
-    g.add_argument("--base-url", default=None,
-                   help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL); "
-                        "the key comes only from $OPENAI_API_KEY or $LITS_API_KEY")
-    g.add_argument("--api", choices=["chat", "completion"], default=None,
-                   help="endpoint to use on the server (default: chat)")
+def _add_role_models(g: argparse._ActionsContainer) -> None:
+    """``--ROLE-model``, ``--ROLE-base-url`` and ``--ROLE-model-arg``: the spec's ``component_models``."""
     for role, short, what in (("policy", "-pm", "the policy"), ("eval", "-em", "the reward model (e.g. a "
                               "process reward model for --search-framework rest)"),
                               ("transition", "-tm", "the transition"),
@@ -59,42 +36,23 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
                             "read from that variable, never recorded), constraints=auto|gbnf|structured_outputs|"
                             "guided|none (how the server holds replies to listed choices; auto: as it says of "
                             "itself), temperature, max_tokens, seed (repeatable)")
-    g.add_argument("--concurrency", type=int, default=None,
-                   help="model calls in flight at once, across instances (default: 16 against a server, "
-                        "1 for the embedded or scripted model; recorded in config.json)")
-    g.add_argument("--call-budget", type=float, default=None, metavar="SECONDS",
-                   help="time one model call may take, retries of server faults included (default 300)")
-    g.add_argument("--read-timeout", type=float, default=None, metavar="SECONDS",
-                   help="time one attempt waits for the server's reply (default 60; a hang costs at most this)")
-    g.add_argument("--cache", default=None, metavar="PATH",
-                   help="response cache file (default: cache.sqlite in the save dir); "
-                        "share one between runs to never pay twice for a call (keyed on the model name "
-                        "and request, not the server's address)")
-    g.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
-    g.add_argument("--log-prompts", action="store_true", default=None,
-                   help="also record each call's prompt and reply in inference.jsonl (shown by `lits view`; "
-                        "makes the log many times larger)")
-    g.add_argument("--free-replies", action="store_true", default=None,
-                   help="never ask the server to hold replies to the known choices (legal actions, Yes/No "
-                        "lines); measures the model's own format-following (recorded in config.json)")
-    g.add_argument("--price-in", type=float, default=None, help="price per 1M input tokens (default 0)")
-    g.add_argument("--price-out", type=float, default=None, help="price per 1M output tokens (default 0)")
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("run")
-    g.add_argument("--save-dir", default=None, help="where all run artifacts go (default: runs/NAME-TIME)")
+def _add_resume(g: argparse._ActionsContainer) -> None:
+    """``--resume``, naming the flags that may be given again (the settings that do not change what a run
+    computes)."""
+    from lits.runs.spec import OPERATIONAL_FIELDS, settings_declared
+
+    flags = [str(s.flag) for name, s in settings_declared().items() if name in OPERATIONAL_FIELDS]
+    flags.insert(flags.index("--base-url") + 1, "--ROLE-base-url")
     g.add_argument("--resume", action="store_true",
-                   help="continue the run in --save-dir; finished instances are not redone. Only "
-                        "operational flags may be given again (--concurrency, --base-url, --ROLE-base-url, --cache, "
-                        "--no-cache, --call-budget, --read-timeout, prices, --log-prompts, --executor, "
-                        "--ray-address); the rest come from the run, --attempts and --memory-arg included")
-    g.add_argument("--executor", choices=["local", "ray"], default=None,
-                   help="where instances run: 'local' (threads of this process, the default) or 'ray' (tasks "
-                        "on a Ray cluster; needs lits-core[ray], and LiTS and the run's plugins on every node)")
-    g.add_argument("--ray-address", default=None, metavar="ADDR",
-                   help="with --executor ray: the cluster to join, 'auto' (the running one) or HOST:PORT "
-                        "(default: start a local Ray instance for this run)")
+                   help="continue the run in --save-dir; finished instances are not redone. Only operational "
+                        f"flags may be given again ({', '.join(flags)}); the rest come from the run, --attempts "
+                        "and --memory-arg included")
+
+
+def _add_layers(g: argparse._ActionsContainer) -> None:
+    """Where a run's settings come from besides its flags, and checking them without running."""
     g.add_argument("--config", default=None, metavar="FILE",
                    help="run settings from a TOML or YAML file (fields as in the Python API's RunSpec, e.g. "
                         "dataset = \"gsm8k\", [search_args] n_iterations = 20); flags given override it")
@@ -104,25 +62,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dry-run", action="store_true",
                    help="check every setting, the data, the plugins and the components, print the resolved run "
                         "and a bound on its model calls; write nothing, call no model, start nothing")
-    g.add_argument("--trust-config", action="store_true",
-                   help="start the commands (e.g. resource_args.command) and send the API key to the base URLs "
-                        "that --config or, with --resume, the run's config.json names; without it a run asks "
-                        "at a terminal, else stops in one line (see docs/models.md)")
-    g.add_argument("--attempts", type=int, default=None, metavar="N",
-                   help="try each instance up to N times; an attempt that solves ends it (pass@1 and pass@N in "
-                        "the summary; default 1)")
-    g.add_argument("--memory-arg", action="append", default=[], metavar="K=V",
-                   help="memory between attempts: augmentors=fact,reflection (see `lits plugins`), and their "
-                        "options, e.g. max_facts=8 (repeatable)")
-    g.add_argument("--replay-from", default=None, metavar="RUN",
-                   help="answer each model request from the replies the run in RUN recorded (its response "
-                        "cache): the k-th sample of a request is the k-th recorded; only what RUN lacks is paid "
-                        "for (see docs/comparing-methods.md)")
-    g.add_argument("--offline", action="store_true", default=None,
-                   help="with --replay-from: pay for nothing; an instance asking what RUN did not record fails, "
-                        "named in one line (give it again with each --resume)")
-    g.add_argument("--policy", default=None, help="registered policy name (default: by dataset, else generic)")
-    g.add_argument("--transition", default=None, help="registered transition name (default: the dataset's)")
+
+
+#: Options of ``lits search``/``lits chain`` that are no spec field's own, by the field they follow.
+_HAND_WRITTEN = {"component_models": _add_role_models, "save_dir": _add_resume, "ray_address": _add_layers}
 
 
 #: The commands LiTS itself has (a plugin's command of the same name is not added).
@@ -130,7 +73,9 @@ BUILTIN_COMMANDS = frozenset({"plugins", "search", "chain", "rerun", "compare", 
                               "export"})
 
 
-def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
+def build_parser(with_plugins: bool = False, run_options: bool = True) -> argparse.ArgumentParser:
+    """``run_options``: give ``search`` and ``chain`` their options (made from the spec, which other commands
+    need not import)."""
     from lits import __version__
 
     parser = argparse.ArgumentParser(prog="lits", description="LLM reasoning by tree search.")
@@ -148,35 +93,14 @@ def build_parser(with_plugins: bool = False) -> argparse.ArgumentParser:
                    help="print a registered algorithm's or component's settings with types and defaults")
     p.set_defaults(func=commands.cmd_plugins)
 
-    p = sub.add_parser("search", help="run a tree search over dataset instances")
-    _add_data_options(p)
-    _add_model_options(p)
-    _add_run_options(p)
-    p.add_argument("--search", default=None,
-                   help="registered search algorithm (default: the search framework's, else mcts)")
-    p.add_argument("--search-arg", action="append", default=[], metavar="K=V",
-                   help="search setting, e.g. n_iterations=10 (see the algorithm's config; repeatable)")
-    p.add_argument("--search-framework", default=None, metavar="NAME",
-                   help="a registered bundle of policy, transition and reward (e.g. rest, tot_bfs, rap); "
-                        "--policy/--transition/--reward still override its parts")
-    p.add_argument("--reward", default=None, help="registered reward model name")
-    p.add_argument("--reward-arg", action="append", default=[], metavar="K=V",
-                   help="reward model setting, e.g. separator='<extra_0>' for prm-classifier (see "
-                        "lits plugins --show NAME; repeatable)")
-    p.set_defaults(func=commands.cmd_search)
+    for name, what, func in (("search", "run a tree search over dataset instances", commands.cmd_search),
+                             ("chain", "run a chain agent (no search) over dataset instances", commands.cmd_chain)):
+        p = sub.add_parser(name, help=what)
+        if run_options:
+            from lits.cli.settings import add_spec_options
 
-    p = sub.add_parser("chain", help="run a chain agent (no search) over dataset instances")
-    _add_data_options(p)
-    _add_model_options(p)
-    _add_run_options(p)
-    p.add_argument("--chain", default=None, help="registered chain agent (default: by task type)")
-    p.add_argument("--chain-arg", action="append", default=[], metavar="K=V",
-                   help="chain setting, e.g. max_steps=10 (repeatable)")
-    p.add_argument("--budget", default=None, metavar="UNIT=N",
-                   help="one compute budget for the whole run, tokens=N, calls=N or seconds=N (model seconds): "
-                        "--chain sc draws up to k chains per instance, stops an instance whose vote is settled "
-                        "and gives what it did not spend to the others")
-    p.set_defaults(func=commands.cmd_chain)
+            add_spec_options(p, name, _HAND_WRITTEN)
+        p.set_defaults(func=func)
 
     p = sub.add_parser("rerun", help="run a finished run again from its config.json, into a new save dir")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run to repeat")
@@ -252,17 +176,20 @@ def _refuse(problem: str) -> int:
     raise UserError(problem)
 
 
-def _wants_plugin_commands(argv: Sequence[str]) -> bool:
-    """Whether the command line names no built-in command (a plugin's, or none: help lists them all)."""
-    if "--version" in argv:
-        return False
+def _command_word(argv: Sequence[str]) -> Optional[str]:
+    """The command the command line names, if any."""
     words = iter(argv)
     for word in words:
         if word in ("--disable-plugin",):
             next(words, None)
         elif not word.startswith("-"):
-            return word not in BUILTIN_COMMANDS
-    return True
+            return word
+    return None
+
+
+def _wants_plugin_commands(argv: Sequence[str]) -> bool:
+    """Whether the command line names no built-in command (a plugin's, or none: help lists them all)."""
+    return "--version" not in argv and _command_word(argv) not in BUILTIN_COMMANDS
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -276,7 +203,8 @@ def _one_line_warning(message: Warning | str, category: type[Warning], filename:
 def main(argv: Optional[Sequence[str]] = None, prefix: Sequence[str] = ()) -> int:
     warnings.showwarning = _one_line_warning
     words = [*prefix, *(sys.argv[1:] if argv is None else argv)]
-    parser = build_parser(with_plugins=_wants_plugin_commands(words))
+    parser = build_parser(with_plugins=_wants_plugin_commands(words),
+                          run_options=_command_word(words) in ("search", "chain"))
     args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -8,28 +8,63 @@ checks, :mod:`lits.runs.resuming`), so a run made from Python is checked the sam
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from typing import Any, Callable, Iterator, Literal, Mapping, Optional, Sequence, Union, get_args, get_origin
+
+from pydantic.fields import FieldInfo
 
 from lits.cli.errors import UserError
 from lits.runs.model_specs import ROLES
 from lits.runs.resuming import MEANING_FLAGS, OPERATIONAL_KEYS, ResumeRequest
 from lits.runs.run_settings import GivenModel
-from lits.runs.spec import RunSpec, SpecError, parse_value
+from lits.runs.spec import RunSpec, SpecError, parse_value, settings_declared
 
-#: Flags that set one spec field as given: (attribute of args, field).
-_FIELD_FLAGS = (("dataset", "dataset"), ("offset", "offset"), ("limit", "limit"), ("resource", "resource"),
-                ("policy", "policy"), ("transition", "transition"), ("model", "model"), ("base_url", "base_url"),
-                ("api", "api"), ("concurrency", "concurrency"), ("call_budget", "call_budget"),
-                ("read_timeout", "read_timeout"), ("price_in", "price_in"), ("price_out", "price_out"),
-                ("cache", "cache"), ("executor", "executor"), ("ray_address", "ray_address"),
-                ("save_dir", "save_dir"), ("search", "search"), ("reward", "reward"),
-                ("search_framework", "search_framework"), ("chain", "chain"), ("attempts", "attempts"),
-                ("budget", "budget"),
-                ("replay_from", "replay_from"))
-#: ``K=V`` flags that set keys of a mapping field: (attribute of args, field, flag).
-_PAIR_FLAGS = (("dataset_arg", "dataset_args", "--dataset-arg"), ("resource_arg", "resource_args", "--resource-arg"),
-               ("search_arg", "search_args", "--search-arg"), ("chain_arg", "chain_args", "--chain-arg"),
-               ("memory_arg", "memory_args", "--memory-arg"), ("reward_arg", "reward_args", "--reward-arg"))
+#: Adds options that are not a field's own (``--resume``, the ``--ROLE-model`` family) to a group.
+HandWritten = Callable[["argparse._ActionsContainer"], None]
+
+
+def add_spec_options(parser: argparse.ArgumentParser, command: str, hand_written: Mapping[str, HandWritten]) -> None:
+    """``lits search``/``lits chain``'s options, made from each :class:`~lits.runs.spec.RunSpec` field's
+    :class:`~lits.runs.spec.Setting` in field order: the data, model and run groups, then the command's own.
+    ``hand_written[field]`` adds its options right after that field's (in place of it for a hand-written one)."""
+    groups: dict[str, argparse._ActionsContainer] = {name: parser.add_argument_group(name)
+                                                     for name in ("data", "model", "run")}
+    groups[command] = parser
+    for name, declared in settings_declared().items():
+        if declared.group not in groups:
+            continue
+        where = groups[declared.group]
+        if not declared.hand_written:
+            where.add_argument(str(declared.flag), help=declared.help, **_parsing(RunSpec.model_fields[name],
+                                                                                 declared.metavar))
+        if name in hand_written:
+            hand_written[name](where)
+
+
+def _parsing(info: FieldInfo, metavar: Optional[str]) -> dict[str, Any]:
+    """How argparse reads a field of this type: ``K=V`` pairs, a switch, a number, a choice or a name."""
+    kind = info.annotation
+    if get_origin(kind) is Union:
+        kind = next(arg for arg in get_args(kind) if arg is not type(None))
+    if get_origin(kind) is dict:
+        return {"action": "append", "default": [], "metavar": metavar or "K=V"}
+    if kind is bool:
+        return {"action": "store_true", "default": None}
+    out: dict[str, Any] = {"default": None}
+    if kind in (int, float):
+        out["type"] = kind
+    elif get_origin(kind) is Literal:
+        out["choices"] = list(get_args(kind))
+    if metavar:
+        out["metavar"] = metavar
+    return out
+
+
+def _field_flags() -> Iterator[tuple[str, str, str, bool]]:
+    """(field, flag, attribute of the parsed flags, whether it takes ``K=V`` pairs) of each generated flag."""
+    for name, declared in settings_declared().items():
+        if declared.flag and not declared.hand_written:
+            pairs = get_origin(RunSpec.model_fields[name].annotation) is dict
+            yield name, declared.flag, declared.dest, pairs
 
 
 def parse_pairs(pairs: Sequence[str], flag: str) -> dict[str, object]:
@@ -63,16 +98,12 @@ def run_request(args: argparse.Namespace, mode: str) -> RunSpec | ResumeRequest:
 def spec_from_args(args: argparse.Namespace, mode: str) -> RunSpec:
     """The run that ``--config FILE``, then the flags given, then ``--set`` describe; a bad value is one line."""
     given: dict[str, object] = {"command": mode}
-    for attr, field in _FIELD_FLAGS:
-        if getattr(args, attr, None) is not None:
-            given[field] = getattr(args, attr)
-    for attr, field, flag in _PAIR_FLAGS:
-        pairs = parse_pairs(getattr(args, attr, None) or [], flag)
-        if pairs:
-            given[field] = pairs
-    for flag in ("log_prompts", "no_cache", "free_replies", "trust_config", "offline"):
-        if getattr(args, flag, None):
-            given[flag] = True
+    for field, flag, attr, pairs in _field_flags():
+        value = getattr(args, attr, None)
+        if pairs and value:
+            given[field] = parse_pairs(value, flag)
+        elif not pairs and value is not None:
+            given[field] = value
     models = {role: {k: v for k, v in spec.items() if v} for role, spec in component_models(args).items()}
     if models:
         given["component_models"] = models

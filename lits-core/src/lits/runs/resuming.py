@@ -15,34 +15,15 @@ from typing import Callable, Mapping, Optional, Sequence, cast
 
 from lits.errors import UserError
 from lits.runs.results.artifacts import RunDir, check_writable
-from lits.runs.run_settings import GivenModel, RunSettings, non_finite
-from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency
+from lits.runs.run_settings import GivenModel, RunSettings
+from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency, settings_declared
 from lits.runs.trust import Confirmation, given_values
 
-#: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).
-MEANING_FLAGS: tuple[tuple[str, str, str], ...] = (
-    ("--dataset", "dataset", "dataset"),
-    ("--dataset-arg", "dataset_arg", "dataset_args"),
-    ("--offset", "offset", "offset"),
-    ("--limit", "limit", "limit"),
-    ("--resource", "resource", "resource"),
-    ("--resource-arg", "resource_arg", "resource_args"),
-    ("--policy", "policy", "policy"),
-    ("--transition", "transition", "transition"),
-    ("--reward", "reward", "reward"),
-    ("--reward-arg", "reward_arg", "reward_args"),
-    ("--search", "search", "search"),
-    ("--search-arg", "search_arg", "search_args"),
-    ("--search-framework", "search_framework", "search_framework"),
-    ("--chain", "chain", "chain"),
-    ("--chain-arg", "chain_arg", "chain_args"),
-    ("--model", "model", "model"),
-    ("--api", "api", "api"),
-    ("--attempts", "attempts", "attempts"),
-    ("--memory-arg", "memory_arg", "memory_args"),
-    ("--budget", "budget", "budget"),
-    ("--replay-from", "replay_from", "replay_from"),
-)
+#: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).  A
+#: component's own model (``--ROLE-model``...) is judged on its own, below.
+MEANING_FLAGS: tuple[tuple[str, str, str], ...] = tuple(
+    (str(declared.flag), declared.dest, name) for name, declared in settings_declared().items()
+    if declared.computes and declared.flag and not declared.hand_written)
 #: Operational settings given again as flags (the cache's two are judged on their own, below).
 OPERATIONAL_KEYS = tuple(sorted(OPERATIONAL_FIELDS - {"cache", "no_cache"}))
 
@@ -93,14 +74,7 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
     for key, value in request.operational.items():
         if value is not None and value != saved.get(key):
             changed[key] = value
-    for key, value in changed.items():
-        if (found := non_finite(value)) is not None:
-            raise UserError(f"--{key.replace('_', '-')} must be a finite number, not {found[1]}")
-    if isinstance(concurrency := changed.get("concurrency"), int) and concurrency < 1:
-        raise UserError("--concurrency must be at least 1")
-    for flag, key in (("--call-budget", "call_budget"), ("--read-timeout", "read_timeout")):
-        if isinstance(seconds := changed.get(key), (int, float)) and seconds <= 0:
-            raise UserError(f"{flag} must be more than 0 seconds")
+    check_given_again(changed)
     if request.cache is not None and (request.cache != saved.get("cache") or saved.get("no_cache")):
         changed.update(cache=request.cache, no_cache=False)
     if request.no_cache and not saved.get("no_cache"):
@@ -116,6 +90,20 @@ def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
     settings["concurrency"] = settings.get("concurrency") or default_concurrency(settings["model"])
     settings["offset"] = settings.get("offset") or 0
     return run_dir, settings
+
+
+def check_given_again(changed: Mapping[str, object]) -> None:
+    """Operational values given again pass the checks a new run's pass, named by their flags (``--concurrency
+    must be at least 1``): each setting's rule lives once, on its :class:`~lits.runs.spec.RunSpec` field."""
+    from lits.runs.spec import RunSpec, SpecError
+
+    values = {key: value for key, value in changed.items() if key in OPERATIONAL_FIELDS}
+    if "ray_address" in values:  # the address is checked against the executor below, with the saved one
+        values.setdefault("executor", "ray")
+    try:
+        RunSpec.make(dataset="resumed", **values)
+    except SpecError as exc:
+        raise UserError(exc.as_flag()) from None
 
 
 def check_saved(run_dir: RunDir, saved: RunSettings) -> None:
@@ -182,6 +170,8 @@ def refuse_meaning_changes(meaning: Sequence[tuple[str, str, object]], saved: Ma
             continue
         normal = _NORMALIZE.get(key, lambda v: v)
         if normal(given) != normal(saved.get(key)):
+            if isinstance(given, bool):  # a switch: the run had it off
+                _refuse(flag, normal(saved.get(key)))
             _refuse(f"{flag} {given}", saved.get(key))
 
 
@@ -192,6 +182,7 @@ _NORMALIZE: dict[str, Callable[[object], object]] = {
     "offset": lambda v: v or 0,
     "attempts": lambda v: v or 1,
     "replay_from": lambda v: str(Path(v).expanduser().absolute()) if isinstance(v, str) else v,
+    "free_replies": bool,
 }
 
 

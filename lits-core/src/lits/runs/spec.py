@@ -11,8 +11,10 @@ from __future__ import annotations
 import difflib
 import json
 import time
+from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal, Mapping, Optional, Union, get_args
+from typing import Annotated, Any, Literal, Mapping, Optional, Union, get_args
 
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator,
                       model_validator)
@@ -30,9 +32,6 @@ ComponentChoice = Union[str, type, object, None]
 SERVER_CONCURRENCY = 16
 
 
-#: Fields the command line sets with a differently named flag.
-FLAGS = {"dataset_args": "--dataset-arg", "resource_args": "--resource-arg", "search_args": "--search-arg",
-         "chain_args": "--chain-arg", "memory_args": "--memory-arg", "reward_args": "--reward-arg"}
 #: Checks across fields, as the Python API and the command line say them: field -> (problem, flag problem).
 _ACROSS = {
     "resource_args": ("needs resource NAME (e.g. resource='mcp')", "needs --resource NAME (e.g. --resource mcp)"),
@@ -66,8 +65,36 @@ class SpecError(UserError):
         file's key (``run.toml: component_models.polcy is not ...``) when the value came from the file."""
         if self.source:
             return str(self)
-        flag = FLAGS.get(self.field) or f"--{self.field.replace('_', '-')}"
-        return f"{flag} {self.flag_problem or self.problem}"
+        declared = settings_declared().get(self.field)
+        flag = declared.flag if declared and not declared.hand_written else None
+        return f"{flag or '--' + self.field.replace('_', '-')} {self.flag_problem or self.problem}"
+
+
+#: The option groups of ``lits search``/``lits chain``; "search" and "chain" options are their command's own.
+Group = Literal["data", "model", "run", "search", "chain"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a :class:`RunSpec` field is to the user: its flag and help, and whether it changes what the run
+    computes (``--resume`` and :func:`lits.resume` refuse a different value) or only how it runs.
+
+    The command line's options, the resume rules and ``docs/run-settings.md`` are made from these."""
+
+    #: The ``lits search``/``lits chain`` option group, None for a field with no flag.
+    group: Optional[Group]
+    help: str
+    computes: bool
+    metavar: Optional[str] = None
+    #: The flag when it is not ``--field-name`` (``K=V`` fields: ``--dataset-arg`` for ``dataset_args``).
+    flag: Optional[str] = None
+    #: Its options are written out in the CLI (the ``--ROLE-model`` family), not made from the field.
+    hand_written: bool = False
+
+    @property
+    def dest(self) -> str:
+        """The flag's name in the parsed flags (``dataset_arg`` for ``--dataset-arg``)."""
+        return str(self.flag).lstrip("-").replace("-", "_")
 
 
 class ComponentModel(BaseModel):
@@ -81,60 +108,130 @@ class ComponentModel(BaseModel):
 
 
 class RunSpec(BaseModel):
-    """Everything a run needs; the defaults are the command line's."""
+    """Everything a run needs; the defaults are the command line's.
+
+    Each field declares its :class:`Setting` (flag, help, whether it changes what the run computes); adding a
+    field here adds its flag, its resume rule and its row in ``docs/run-settings.md``."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    command: Literal["search", "chain"] = "search"
-    dataset: str = Field(min_length=1)
-    dataset_args: dict[str, object] = Field(default_factory=dict)
-    offset: int = 0
-    limit: Optional[int] = None
-    resource: Optional[str] = None
-    resource_args: dict[str, object] = Field(default_factory=dict)
-    policy: ComponentChoice = None
-    transition: ComponentChoice = None
-    reward: ComponentChoice = None
-    search: Optional[str] = None
-    search_args: dict[str, object] = Field(default_factory=dict)
-    #: Settings of the reward model (``separator=<extra_0>``): keywords of its class, checked when it is built.
-    reward_args: dict[str, object] = Field(default_factory=dict)
-    search_framework: Optional[str] = None
-    chain: Optional[str] = None
-    chain_args: dict[str, object] = Field(default_factory=dict)
-    #: Tries per instance; an attempt that solves ends the instance (pass@N).
-    attempts: int = 1
-    #: ``augmentors=fact,reflection`` and the augmentors' options: memory between attempts.
-    memory_args: dict[str, object] = Field(default_factory=dict)
-    #: ``tokens=N``, ``calls=N`` or ``seconds=N``: one compute budget for the run (:mod:`lits.runs.budget`).
-    budget: Optional[str] = None
-    model: str = "local"
-    base_url: Optional[str] = None
-    api: Optional[Literal["chat", "completion"]] = None
-    component_models: dict[Role, ComponentModel] = Field(default_factory=dict)
-    concurrency: Optional[int] = None
-    call_budget: Optional[float] = None
-    read_timeout: Optional[float] = None
-    price_in: float = 0.0
-    price_out: float = 0.0
-    log_prompts: bool = False
-    #: Never ask servers to hold replies to the known choices (see docs/models.md).
-    free_replies: bool = False
-    cache: Optional[str] = None
-    no_cache: bool = False
+    command: Annotated[Literal["search", "chain"], Setting(
+        None, "the kind of run: `lits search` or `lits chain`", computes=True)] = "search"
+    # data
+    dataset: Annotated[str, Setting("data", "registered dataset name (e.g. blocksworld)", computes=True)] = Field(
+        min_length=1)
+    dataset_args: Annotated[dict[str, object], Setting(
+        "data", "keyword argument for the dataset loader (repeatable)", computes=True)] = Field(default_factory=dict)
+    offset: Annotated[int, Setting("data", "skip the first N instances (default 0)", computes=True)] = 0
+    limit: Annotated[Optional[int], Setting("data", "run at most N instances", computes=True)] = None
+    resource: Annotated[Optional[str], Setting(
+        "data", "tools from this registered resource instead of the dataset's own (tool-use datasets), "
+                "e.g. 'mcp' for an MCP server's tools", computes=True, metavar="NAME")] = None
+    resource_args: Annotated[dict[str, object], Setting(
+        "data", "keyword argument for the resource, e.g. command=\"python -m my_server\", "
+                "url=http://127.0.0.1:PORT/mcp, timeout=SECONDS (repeatable)", computes=True)] = Field(
+        default_factory=dict)
+    # model
+    model: Annotated[str, Setting(
+        "model", "'local' (embedded Gemma 3 270M, the default), 'scripted' (offline echo for "
+                 "smoke tests), a .gguf file (llama.cpp in process), or a model name served at --base-url",
+        computes=True)] = "local"
+    base_url: Annotated[Optional[str], Setting(
+        "model", "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL); "
+                 "the key comes only from $OPENAI_API_KEY or $LITS_API_KEY", computes=False)] = None
+    api: Annotated[Optional[Literal["chat", "completion"]], Setting(
+        "model", "endpoint to use on the server (default: chat)", computes=True)] = None
+    component_models: Annotated[dict[Role, ComponentModel], Setting(
+        "model", "a component's own model, server and model settings (policy, eval, transition, bn); on resume "
+                 "only its base URL, api_key_env and constraints may change", computes=True,
+        flag="--ROLE-model, --ROLE-base-url, --ROLE-model-arg", hand_written=True)] = Field(default_factory=dict)
+    concurrency: Annotated[Optional[int], Setting(
+        "model", "model calls in flight at once, across instances (default: 16 against a server, "
+                 "1 for the embedded or scripted model; recorded in config.json)", computes=False)] = None
+    call_budget: Annotated[Optional[float], Setting(
+        "model", "time one model call may take, retries of server faults included (default 300)", computes=False,
+        metavar="SECONDS")] = None
+    read_timeout: Annotated[Optional[float], Setting(
+        "model", "time one attempt waits for the server's reply (default 60; a hang costs at most this)",
+        computes=False, metavar="SECONDS")] = None
+    cache: Annotated[Optional[str], Setting(
+        "model", "response cache file (default: cache.sqlite in the save dir); "
+                 "share one between runs to never pay twice for a call (keyed on the model name "
+                 "and request, not the server's address)", computes=False, metavar="PATH")] = None
+    no_cache: Annotated[bool, Setting("model", "do not read or write the response cache", computes=False)] = False
+    log_prompts: Annotated[bool, Setting(
+        "model", "also record each call's prompt and reply in inference.jsonl (shown by `lits view`; "
+                 "makes the log many times larger)", computes=False)] = False
+    #: Replies held to the known choices or not are different replies: resume refuses a change (docs/models.md).
+    free_replies: Annotated[bool, Setting(
+        "model", "never ask the server to hold replies to the known choices (legal actions, Yes/No "
+                 "lines); measures the model's own format-following (recorded in config.json)", computes=True)] = False
+    price_in: Annotated[float, Setting("model", "price per 1M input tokens (default 0)", computes=False)] = 0.0
+    price_out: Annotated[float, Setting("model", "price per 1M output tokens (default 0)", computes=False)] = 0.0
+    # run
+    save_dir: Annotated[Optional[Path], Setting(
+        "run", "where all run artifacts go (default: runs/NAME-TIME)", computes=False)] = None
+    executor: Annotated[Literal["local", "ray"], Setting(
+        "run", "where instances run: 'local' (threads of this process, the default) or 'ray' (tasks "
+               "on a Ray cluster; needs lits-core[ray], and LiTS and the run's plugins on every node)",
+        computes=False)] = "local"
+    ray_address: Annotated[Optional[str], Setting(
+        "run", "with --executor ray: the cluster to join, 'auto' (the running one) or HOST:PORT "
+               "(default: start a local Ray instance for this run)", computes=False, metavar="ADDR")] = None
+    #: Never recorded, and no file can set it (see :mod:`lits.runs.trust`).
+    trust_config: Annotated[bool, Setting(
+        "run", "start the commands (e.g. resource_args.command) and send the API key to the base URLs "
+               "that --config or, with --resume, the run's config.json names; without it a run asks "
+               "at a terminal, else stops in one line (see docs/models.md)", computes=False)] = False
+    #: An attempt that solves ends the instance (pass@N).
+    attempts: Annotated[int, Setting(
+        "run", "try each instance up to N times; an attempt that solves ends it (pass@1 and pass@N in "
+               "the summary; default 1)", computes=True, metavar="N")] = 1
+    memory_args: Annotated[dict[str, object], Setting(
+        "run", "memory between attempts: augmentors=fact,reflection (see `lits plugins`), and their "
+               "options, e.g. max_facts=8 (repeatable)", computes=True)] = Field(default_factory=dict)
     #: A recorded run's save dir: each model request is answered from its recorded replies where it has them
-    #: (:mod:`lits.lm.replay`); ``offline``: a request it has none for fails its instance, unpaid.
-    replay_from: Optional[str] = None
-    offline: bool = False
-    executor: Literal["local", "ray"] = "local"
-    ray_address: Optional[str] = None
-    save_dir: Optional[Path] = None
-    #: Start the commands and send keys to the servers that a file (``--config``, a run's config.json) names,
-    #: unasked (``--trust-config``); never recorded, and no file can set it (see :mod:`lits.runs.trust`).
-    trust_config: bool = False
-    #: Print the command line's progress (the run's first line, a status line per instance) to stderr; a
-    #: library call may pass ``progress=False``.  How it runs only: never recorded.
-    progress: bool = True
+    #: (:mod:`lits.lm.replay`).
+    replay_from: Annotated[Optional[str], Setting(
+        "run", "answer each model request from the replies the run in RUN recorded (its response "
+               "cache): the k-th sample of a request is the k-th recorded; only what RUN lacks is paid "
+               "for (see docs/comparing-methods.md)", computes=True, metavar="RUN")] = None
+    #: A request the recorded run has no reply for fails its instance, unpaid; said again by each command.
+    offline: Annotated[bool, Setting(
+        "run", "with --replay-from: pay for nothing; an instance asking what RUN did not record fails, "
+               "named in one line (give it again with each --resume)", computes=False)] = False
+    policy: Annotated[ComponentChoice, Setting(
+        "run", "registered policy name (default: by dataset, else generic)", computes=True)] = None
+    transition: Annotated[ComponentChoice, Setting(
+        "run", "registered transition name (default: the dataset's)", computes=True)] = None
+    # search runs
+    search: Annotated[Optional[str], Setting(
+        "search", "registered search algorithm (default: the search framework's, else mcts)", computes=True)] = None
+    search_args: Annotated[dict[str, object], Setting(
+        "search", "search setting, e.g. n_iterations=10 (see the algorithm's config; repeatable)",
+        computes=True)] = Field(default_factory=dict)
+    search_framework: Annotated[Optional[str], Setting(
+        "search", "a registered bundle of policy, transition and reward (e.g. rest, tot_bfs, rap); "
+                  "--policy/--transition/--reward still override its parts", computes=True, metavar="NAME")] = None
+    reward: Annotated[ComponentChoice, Setting("search", "registered reward model name", computes=True)] = None
+    #: Keywords of the reward model's class, checked when it is built.
+    reward_args: Annotated[dict[str, object], Setting(
+        "search", "reward model setting, e.g. separator='<extra_0>' for prm-classifier (see "
+                  "lits plugins --show NAME; repeatable)", computes=True)] = Field(default_factory=dict)
+    # chain runs
+    chain: Annotated[Optional[str], Setting(
+        "chain", "registered chain agent (default: by task type)", computes=True)] = None
+    chain_args: Annotated[dict[str, object], Setting(
+        "chain", "chain setting, e.g. max_steps=10 (repeatable)", computes=True)] = Field(default_factory=dict)
+    #: ``tokens=N``, ``calls=N`` or ``seconds=N``: one compute budget for the run (:mod:`lits.runs.budget`).
+    budget: Annotated[Optional[str], Setting(
+        "chain", "one compute budget for the whole run, tokens=N, calls=N or seconds=N (model seconds): "
+                 "--chain sc draws up to k chains per instance, stops an instance whose vote is settled "
+                 "and gives what it did not spend to the others", computes=True, metavar="UNIT=N")] = None
+    #: A library call may pass ``progress=False``.
+    progress: Annotated[bool, Setting(
+        None, "print the command line's progress (the run's first line, a status line per instance) to "
+              "stderr; never recorded", computes=False)] = True
     #: What was given outside any file (None: all of it, as a Python call gives it).
     _given: Optional[Given] = PrivateAttr(default=None)
 
@@ -148,10 +245,7 @@ class RunSpec(BaseModel):
     @classmethod
     def make(cls, **values: object) -> "RunSpec":
         """A spec, or one :class:`SpecError` line for the first bad field."""
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            raise _spec_error(exc) from None
+        return cls(**values)  # checked once: model_validate would run __init__'s checks, then the after-checks again
 
     @field_validator("*")
     @classmethod
@@ -256,7 +350,11 @@ class RunSpec(BaseModel):
         """This spec with ``fields`` changed (checked again); what came from a file still counts as a file's."""
         if not fields:
             return self
-        merged = RunSpec.make(**{**{name: getattr(self, name) for name in self.model_fields_set}, **fields})
+        current = {name: getattr(self, name) for name in self.model_fields_set}
+        if "component_models" in current:  # as given again: a checked model's key_env is its api_key_env
+            current["component_models"] = {role: _given_model(chosen.model_dump())
+                                           for role, chosen in self.component_models.items()}
+        merged = RunSpec.make(**{**current, **fields})
         if self._given is None:
             return merged
         merged._given = self._given
@@ -385,7 +483,7 @@ class RunSpec(BaseModel):
     @classmethod
     def from_config(cls, config: Mapping[str, object], **changes: object) -> "RunSpec":
         """The spec a recorded ``config.json`` was made from (for ``lits rerun``), with ``changes`` applied."""
-        fields = set(cls.model_fields) - {"save_dir", "trust_config", "progress"}
+        fields = set(cls.model_fields) - UNRECORDED
         values = {key: value for key, value in config.items() if key in fields}
         if isinstance(models := values.get("component_models"), dict):  # config.json keeps api_key_env as key_env
             values["component_models"] = {role: _given_model(spec) for role, spec in models.items()}
@@ -398,9 +496,26 @@ class RunSpec(BaseModel):
 
 #: How config.json names a component that was given as a class or an object.
 OBJECT_PREFIX = "object:"
+#: Fields config.json never records: where the run goes, and how this call runs it.
+UNRECORDED = frozenset({"save_dir", "trust_config", "progress"})
+
+
+@cache
+def settings_declared() -> dict[str, Setting]:
+    """Every :class:`RunSpec` field's :class:`Setting`, in field order, its ``flag`` filled in (None: no flag)."""
+    out: dict[str, Setting] = {}
+    for name, info in RunSpec.model_fields.items():
+        declared = next(m for m in info.metadata if isinstance(m, Setting))
+        flag = declared.flag
+        if flag is None and declared.group is not None:  # a K=V field's flag names one pair: --dataset-arg
+            flag = "--" + (name.removesuffix("s") if name.endswith("_args") else name).replace("_", "-")
+        out[name] = replace(declared, flag=flag)
+    return out
+
+
 #: Settings that may change when a run is resumed: where and how calls are made, not what is computed.
-OPERATIONAL_FIELDS = frozenset({"concurrency", "base_url", "call_budget", "read_timeout", "price_in", "price_out",
-                                "executor", "ray_address", "log_prompts", "cache", "no_cache"})
+OPERATIONAL_FIELDS = frozenset(name for name, declared in settings_declared().items()
+                               if not declared.computes and name not in UNRECORDED)
 
 
 def _given_model(spec: object) -> object:
