@@ -113,13 +113,8 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
 
     def _judge_together(self, state: EnvState, actions: list[EnvAction], query: object) -> list[Optional[float]]:
         assert self.base_model is not None
-        user = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
-        template = user.get("evaluate_many", EVALUATE_MANY)
+        prompt = self.judge_messages(state, actions, query)
         order = self._shown_order(state, actions)
-        candidates = "\n".join(f"{shown}. {actions[i]}" for shown, i in enumerate(order, start=1))
-        question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
-        prompt: list[Message] = [{"role": "system", "content": str(self.task_prompt_spec or "")},
-                                 {"role": "user", "content": question}]
         verdicts_allowed = [[f"{k}: Yes", f"{k}: No"] for k in range(1, len(actions) + 1)]
         reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=8 * len(actions), top_logprobs=5,
                                          reply_lines=verdicts_allowed if self.constrain_replies else None)[0]
@@ -128,6 +123,16 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         for shown, i in enumerate(order):
             judged[i] = verdicts[shown]
         return judged
+
+    def judge_messages(self, state: EnvState, actions: Sequence[EnvAction], query: object) -> list[Message]:
+        """The chat prompt that judges ``actions`` (siblings) together: the policy's prompt for ``state`` up to
+        its question, then the domain's ``evaluate_many`` question."""
+        user = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
+        template = user.get("evaluate_many", EVALUATE_MANY)
+        order = self._shown_order(state, list(actions))
+        candidates = "\n".join(f"{shown}. {actions[i]}" for shown, i in enumerate(order, start=1))
+        question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
+        return self.policy_prompt.asking(state, query, question, self._valid(state))
 
     @staticmethod
     def _shown_order(state: EnvState, actions: list[EnvAction]) -> list[int]:
@@ -153,10 +158,11 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             return 0.0, {}
         fields = self.policy_prompt.fields(state, query)
         question = template.format(action=str(action), **fields)
-        prompt: Prompt = question
+        # The policy's prompt for this state comes first, so both roles share one prefix (a server's cache).
+        valid = self._valid(state)
+        prompt: Prompt = f"{self.policy_prompt.completion(state, query, valid)}\n\n{question}"
         if getattr(self.base_model, "chat_native", False):
-            prompt = [{"role": "system", "content": str(self.task_prompt_spec or "")},
-                      {"role": "user", "content": question}]
+            prompt = self.policy_prompt.asking(state, query, question, valid)
         reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=3, top_logprobs=5,
                                          reply_lines=[["Yes", "No"]] if self.constrain_replies else None)[0]
         p_yes = yes_probability(reply)
