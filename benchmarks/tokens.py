@@ -8,6 +8,15 @@ Evaluated prompt tokens are the prompt tokens LiTS recorded (the server's own ``
 re-used ones.  Token counts are deterministic for a given model file and code; the seconds are not.
 
     python benchmarks/tokens.py [--data ../shared/data] [--workloads blocksworld,gsm8k] [--gsm8k-limit 3]
+    python benchmarks/tokens.py --emulate [--workloads blocksworld]
+
+``--emulate`` runs the same workload against the loopback server with the scripted model's obedient replies
+(a listed action, Yes to each question) instead of the real model, renders each chat request as
+llama-cpp-python's server does for this GGUF (its chat template, see ``TEMPLATES``; the model's own tokenizer,
+loaded without weights) and re-uses prefixes by the server's rule (the longest common prefix with the previous
+request, never the whole prompt).  It needs seconds, not hours, and isolates the prompts' layout: the replies,
+and so the tree, do not depend on the model.  The previous reply is not counted in the context (it matters only
+to a prompt that repeats it, a re-ask).
 
 Workloads (the issue 42 settings):
 
@@ -30,6 +39,11 @@ from pathlib import Path
 from typing import Any
 
 REUSED = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
+
+
+#: The chat template llama-cpp-python's server applies to each GGUF: Gemma 270M has none (the server falls back to
+#: llama-2's); Qwen's own is ChatML-shaped (emulated as plain ChatML: its default system turn is left out).
+TEMPLATES = {"blocksworld": "llama-2", "gsm8k": "chatml"}
 
 
 def workloads(data: Path, gsm8k_limit: int) -> dict[str, tuple[str, list[str]]]:
@@ -85,6 +99,58 @@ def run(name: str, model_file: str, args: list[str], out: Path) -> dict[str, Any
             "generated_tokens": spend.get("generated_tokens"), "server_log": reuse, "wall_seconds": round(seconds, 1)}
 
 
+def emulate(name: str, model_file: str, args: list[str], out: Path) -> dict[str, Any]:
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import format_chatml, format_llama2
+
+    from lits.lm.base import GenerationParams
+    from lits.testing.scripted import obedient_reply
+    from lits.testing.server import FakeOpenAIServer
+
+    model = Path.home() / ".cache" / "lits" / "models" / model_file
+    save = out / f"{name}-emulated"
+    sent: list[dict[str, Any]] = []
+
+    def obedient(prompt: str, body: dict[str, Any], index: int) -> str:
+        sent.append(body)
+        return obedient_reply(prompt, GenerationParams(), index)
+
+    started = time.perf_counter()
+    # Served as llama-cpp-python's server serves: one request at a time, one sample per request.
+    with FakeOpenAIServer(responder=obedient, ignore_n=True, owned_by="me") as srv:
+        done = subprocess.run([sys.executable, "-m", "lits", *args, "--model", model.stem, "--base-url", srv.base_url,
+                               "--save-dir", str(save), "--no-cache"], capture_output=True, text=True)
+    if done.returncode != 0 or not (save / "eval_results.json").exists():
+        raise SystemExit(f"{name}: lits exited {done.returncode}: "
+                         f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    vocab = Llama(model_path=str(model), vocab_only=True, verbose=False)
+    template = format_llama2 if TEMPLATES[name] == "llama-2" else format_chatml
+    context: list[int] = []
+    prompt = reused = 0
+    for body in sent:
+        messages = body.get("messages")
+        text = template(messages=messages).prompt if messages else str(body.get("prompt") or "")
+        tokens = vocab.tokenize(text.encode(), add_bos=True, special=True)
+        common = 0
+        for a, b in zip(context, tokens):
+            if a != b:
+                break
+            common += 1
+        reused += common - 1 if common == len(tokens) else common
+        prompt += len(tokens)
+        context = tokens
+    results = json.loads((save / "eval_results.json").read_text())
+    solved = int(results.get("solved") or 0)
+    evaluated = prompt - reused
+    return {"workload": f"{name} (emulated)", "model": model.stem, "solved": solved,
+            "instances": results.get("instances"), "calls": (results.get("spend") or {}).get("calls"),
+            "requests": len(sent), "prompt_tokens": prompt, "reused_prompt_tokens": reused,
+            "reused_share": round(reused / prompt, 4) if prompt else None, "evaluated_prompt_tokens": evaluated,
+            "evaluated_per_solved": round(evaluated / solved, 1) if solved else None,
+            "prompt_tokens_per_solved": round(prompt / solved, 1) if solved else None,
+            "wall_seconds": round(time.perf_counter() - started, 1)}
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| workload | model | solved | requests | prompt tokens | re-used by the server | evaluated | "
              "evaluated / solved | wall s |", "|---|---|---|---|---|---|---|---|---|"]
@@ -102,6 +168,8 @@ def main() -> int:
     parser.add_argument("--workloads", default="blocksworld,gsm8k")
     parser.add_argument("--gsm8k-limit", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None, help="keep the runs and server logs here")
+    parser.add_argument("--emulate", action="store_true",
+                        help="obedient scripted replies on a loopback server, tokens counted offline")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     args = parser.parse_args()
     chosen = [w for w in args.workloads.split(",") if w]
@@ -115,7 +183,7 @@ def main() -> int:
         out.mkdir(parents=True, exist_ok=True)
         for name in chosen:
             model_file, lits_args = known[name]
-            rows.append(run(name, model_file, lits_args, out))
+            rows.append((emulate if args.emulate else run)(name, model_file, lits_args, out))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print(table(rows))
     if args.json:
