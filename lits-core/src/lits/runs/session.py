@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 from lits import layout
 from lits.errors import UserError
+from lits.lm.server_slots import one_slot_servers
 from lits.memory.memory import Memory
 from lits.runs.artifacts import RunDir, check_writable
 from lits.runs.attempts import AttemptSettings
@@ -204,7 +205,8 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
                 with stats.saved_periodically(), resource_errors(run_dir, mode):
                     outcome = run_instances(make_agent, components, selected, run_dir, mode=mode,
                                             concurrency=settings["concurrency"], resume=resume,
-                                            control=control, after_instance=stats.save, attempts=attempts)
+                                            control=control, after_instance=stats.save, attempts=attempts,
+                                            one_at_a_time=one_slot_servers(owned, len(selected)))
             stats.save(outcome.seconds, durable=True)
             return _finished(run_dir, mode, settings, outcome, [idx for idx, _ in selected])
     finally:
