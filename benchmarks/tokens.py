@@ -24,6 +24,18 @@ Workloads (the issue 42 settings):
   Gemma 3 270M GGUF (``~/.cache/lits/models``), default settings otherwise.
 * ``gsm8k``: GSM8K ToT-BFS (beam 2, 2 actions, depth 3) with Qwen2.5-Coder-0.5B-Instruct (the real-model
   tier's GGUF) on the first ``--gsm8k-limit`` problems.
+
+Measured with ``--emulate`` (issue 42; deterministic once instances go one after another, before that the
+order of the interleaved instances' requests varied the re-use from run to run):
+
+| BlocksWorld MCTS, 5 cases | requests | prompt tokens | re-used | evaluated / solved | solved |
+|---|---|---|---|---|---|
+| before (e139bb1), 3 runs | 139 | 74,977 | 57.8-60.9 % | 5,866-6,326 | 5/5 |
+| after | 174 | 105,995 | 89.8 % | 2,161 | 5/5 |
+
+The real Gemma run at the issue's settings (135 requests, 58.9 % re-used, 5,986 evaluated per solved) matches
+the emulated "before"; on the loaded 2-core machine of the measurement (load 26-42) the real server took
+1-3 minutes a request, and the real "after" run could not finish.
 """
 
 from __future__ import annotations
