@@ -124,3 +124,22 @@ def test_a_chat_model_sees_the_worked_example_as_earlier_turns_not_in_the_system
         answer = messages[messages.index(example) + 1]["content"]
         assert answer in example["content"].split("Legal actions:\n", 1)[1]
     assert messages[-1]["content"].endswith("exactly as listed.") and "orange" in messages[-1]["content"]
+
+
+def test_the_judge_asks_after_the_policys_own_prompt_so_both_share_one_cached_head():
+    # A one-slot server re-reads what follows the prefix the previous request shared: the judge's prompt must
+    # repeat the policy's (rules, examples, problem, plan so far) byte for byte and ask its question last.
+    from lits.components.env_prompting import EnvPrompt
+    from lits.components.reward.env_grounded import EnvGroundedPRM
+    from lits.structures.env_grounded import EnvState
+    from lits.testing.prompt_heads import flat
+
+    prompt = EnvPrompt(PromptRegistry.get("policy", "env_grounded", "blocksworld", "env_grounded"),
+                       PromptRegistry.get_usr("policy", "env_grounded", "blocksworld", "env_grounded"))
+    judge = EnvGroundedPRM(None, "blocksworld", generate_all_actions=world.generate_actions)
+    state = EnvState(init_state=START)
+    actions = world.generate_actions(START)
+    policy = flat(prompt.messages(state, GOAL, actions))
+    judged = flat(judge.judge_messages(state, [EnvAction(a) for a in actions[:2]], GOAL))
+    question = policy.index("\n\nNow: ", policy.rindex("### Problem"))
+    assert judged.startswith(policy[:question]) and GOAL in policy[:question]

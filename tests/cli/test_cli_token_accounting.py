@@ -30,7 +30,7 @@ def vllm_like() -> Iterator[FakeOpenAIServer]:
 def mcts_run(run_lits: Run, vllm_like: FakeOpenAIServer, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """BlocksWorld MCTS on two 2-step cases (no hedged copies: each request is one the run asked for)."""
     done = run_lits("search", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "2",
-                    "--search-arg", "n_iterations=3", "--model", "m", "--base-url", vllm_like.base_url,
+                    "--search-arg", "n_iterations=6", "--model", "m", "--base-url", vllm_like.base_url,
                     "--save-dir", "run")
     assert done.returncode == 0, done.stderr
     return done

@@ -165,6 +165,35 @@ def test_a_prompt_with_an_unknown_field_fails():
                               "(KeyError: 'board'); its fields are env_state, init_state, goals, plan, actions")
 
 
+def test_a_prompt_that_gives_the_problem_after_the_state_fails():
+    # The state changes by node: every prompt after it is re-read by a server whose prefix cache held the rest.
+    _domain("kit-late-goal", LineWorld)
+    register_user_prompt("policy", "env_grounded", "kit-late-goal")(
+        lambda: {"state": "Now: {env_state}\nGoal: {goals}\nMoves so far:\n{plan}Next move:\n"})
+    message = _fails(check_env_domain, "kit-late-goal")
+    assert message.startswith("check_env_domain('kit-late-goal'): example 0: the policy's prompt at the start state")
+    assert "before the problem ('2') is given" in message and "what changes by node last" in message
+
+
+class Stamped(str):
+    """A template that puts a counter first, as a prompt with a timestamp or request id would."""
+
+    rendered = 0
+
+    def format(self, *args: Any, **kwargs: Any) -> str:
+        Stamped.rendered += 1
+        return f"request {Stamped.rendered}\n{super().format(*args, **kwargs)}"
+
+
+def test_a_prompt_that_changes_each_time_it_is_rendered_fails():
+    _domain("kit-stamped", LineWorld)
+    register_user_prompt("policy", "env_grounded", "kit-stamped")(
+        lambda: {"state": Stamped("Goal: {goals}\nNow: {env_state}\nNext move:\n")})
+    message = _fails(check_env_domain, "kit-stamped")
+    assert "the policy's prompt at the start state differs when rendered twice" in message
+    assert "nothing volatile" in message
+
+
 class BadPlanLine(LineWorld):
     pass
 

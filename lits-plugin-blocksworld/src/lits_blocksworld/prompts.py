@@ -1,7 +1,9 @@
 """BlocksWorld prompts, in a few-shot completion format a small base model can follow.
 
 The policy scores each candidate as the next line after "### Plan" and the
-actions so far, so the examples use exactly that layout.
+actions so far, so the examples use exactly that layout.  The judge's chat
+prompt repeats the policy's (rules, examples, problem, plan so far) and asks
+its own question last, so a server's prefix cache serves both roles.
 """
 
 from __future__ import annotations
@@ -69,8 +71,8 @@ def policy_user() -> dict[str, object]:
     return {
         "state": STATE,
         "instruction": INSTRUCTION,
-        "chat_system": f"{RULES.rsplit(chr(10), 1)[0]}\nAnswer each problem with its next action only, one line, "
-                       "copied exactly from the legal actions.",
+        # The head every role shares (the judge too): the rules, no role's own instruction.
+        "chat_system": RULES.rsplit("\n", 1)[0],
         "chat_examples": CHAT_EXAMPLES,
     }
 
@@ -83,6 +85,10 @@ def reward_system() -> str:
 @register_user_prompt("reward", "env_grounded", "blocksworld")
 def reward_user() -> dict[str, str]:
     return {
-        "evaluate": "Now: {env_state}\nGoal: {goals}\nDone so far:\n{plan}Proposed next action: {action}\n"
-                    "Is this a good next action? Answer Yes or No.\nAnswer:",
+        # Asked after the policy's head and problem (the goal and the plan so far are there already).
+        "evaluate": "Now: {env_state}\nProposed next action: {action}\n"
+                    "Does this action move the plan towards the goal? Answer Yes or No.\nAnswer:",
+        "evaluate_many": "Now: {env_state}\nProposed next actions (numbered):\n{candidates}\n\n"
+                         "For each proposed action, does it move the plan towards the goal? Write one line per "
+                         "action: its number, a colon, then Yes or No.\n",
     }

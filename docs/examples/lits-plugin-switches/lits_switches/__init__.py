@@ -51,7 +51,7 @@ def policy_system() -> str:
 
 @register_user_prompt("policy", "env_grounded", "switches")
 def policy_user() -> dict[str, str]:
-    return {"state": "Now: {env_state}\nGoal: {goals}\nMoves so far:\n{plan}Next move:\n"}
+    return {"state": "Goal: {goals}\nMoves so far:\n{plan}Now: {env_state}\nNext move:\n"}
 
 
 @register_dataset("switches", task_type="env_grounded")

@@ -58,16 +58,25 @@ class EnvPrompt:
         model already answered, so a chat model answers the last turn instead of
         copying actions out of examples pasted into the system prompt."""
         fields = self.fields(state, goals, actions)
-        body = self.user["state"].format(**fields)
         instruction = self.user.get("instruction", DEFAULT_INSTRUCTION).format(**fields)
+        return self.asking(state, goals, instruction, actions)
+
+    def asking(self, state: EnvState, goals: object, question: str, actions: Sequence[str] = ()) -> list[Message]:
+        """Any role's chat prompt about ``state``: :meth:`head`, then one user turn with the problem and the
+        path so far (the ``state`` template) and, last, ``question``, the role's own part.
+
+        Every role's prompt for one instance thus starts with the same bytes, so a server's prefix cache
+        serves them whichever role spoke last (docs/writing-a-domain-plugin.md, "Prompts for prefix caches")."""
+        body = self.user["state"].format(**self.fields(state, goals, actions))
+        return [*self.head(), {"role": "user", "content": f"{body}\n\n{question}"}]
+
+    def head(self) -> list[Message]:
+        """The system prompt and the worked examples: the same for every call, role and instance."""
         system = str(self.user.get("chat_system") or self.system)
-        msgs: list[Message] = []
-        if system:
-            msgs.append({"role": "system", "content": system})
+        msgs: list[Message] = [{"role": "system", "content": system}] if system else []
         for example in self.chat_examples():
             msgs.append({"role": "user", "content": example["user"]})
             msgs.append({"role": "assistant", "content": example["assistant"]})
-        msgs.append({"role": "user", "content": f"{body}\n\n{instruction}"})
         return msgs
 
     def chat_examples(self) -> list[dict[str, str]]:

@@ -340,8 +340,12 @@ def run_instances(
     grace: float = STOP_GRACE,
     after_instance: Optional[Callable[[], None]] = None,
     attempts: AttemptSettings = AttemptSettings(),
+    one_at_a_time: bool = False,
 ) -> RunOutcome:
-    """Run every example not already finished, retrying failed ones, until done or stopped."""
+    """Run every example not already finished, retrying failed ones, until done or stopped.
+
+    ``one_at_a_time``: instances one after another (calls within one still up to ``concurrency`` at once), as
+    on a server with one slot, whose prefix cache then holds one instance's prompts from request to request."""
     progress_stream = progress_stream or sys.stderr
     control = control or RunControl(stream=progress_stream)
     done = run_dir.done() if resume else set()
@@ -354,7 +358,7 @@ def run_instances(
     outcome = runner.outcome
     runner.previous = {after: before for (before, _), (after, _) in zip(examples, examples[1:])}
     # memory shared over the run (--memory-arg scope=run) passes from instance to instance: one at a time
-    width = 1 if attempts.shared else concurrency
+    width = 1 if attempts.shared or one_at_a_time else concurrency
     outcome.skipped = sorted(i for i, _ in examples if i in done)
     runner.execution.info("%s: %d instances to run, %d already done", mode, len(todo), len(outcome.skipped))
 

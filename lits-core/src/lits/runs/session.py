@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Iterator, Mapping, Optional, TextIO
 
 from lits import layout
 from lits.errors import UserError
+from lits.lm.server_slots import one_slot_servers
 from lits.memory.memory import Memory
 from lits.runs.results.artifacts import RunDir, check_writable
 from lits.runs.attempts import AttemptSettings
@@ -222,7 +223,8 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
                     outcome = run(make_agent, components, selected, run_dir, mode=mode,
                                             concurrency=settings["concurrency"], resume=resume,
                                             control=control, after_instance=stats.save, attempts=attempts,
-                                            progress_stream=stream)
+                                            progress_stream=stream,
+                                            one_at_a_time=one_slot_servers(owned, len(selected)))
             stats.save(outcome.seconds, durable=True)
             return _finished(run_dir, mode, settings, outcome, [idx for idx, _ in selected])
     finally:

@@ -182,7 +182,9 @@ def check_env_domain(dataset: str, limit: Optional[int] = None, *, transition: O
     ``step()`` survives text that is no action); an ``optimal_plan`` replays to
     the goal; states survive a JSON save/load round trip through the type
     registry; ``step()`` never changes the state it is given; the policy's
-    prompts resolve and render; and the components the factory builds propose,
+    prompts resolve and render; every role's chat prompt for an example starts with one
+    head that holds the problem, the same bytes each time (a prefix cache serves it);
+    and the components the factory builds propose,
     execute and score a step with the scripted model.
     """
     from lits.registry import get_registration
@@ -402,6 +404,30 @@ class _DomainCheck:
             except (KeyError, IndexError, ValueError, AttributeError) as exc:
                 fail(self.at, f"the reward's prompt does not render ({_why(exc)}); its fields are {fields}, "
                               "and action / candidates")
+        self.check_prompt_heads(start, actions, prompt)
+
+    def check_prompt_heads(self, start: EnvState, actions: list[str], prompt: Any) -> None:
+        """Every role's chat prompt for the instance, at the start and one step on, shares one head with the
+        problem in it, the same bytes each time it is rendered (a server's prefix cache then serves it)."""
+        from lits.components.reward.env_grounded import EnvGroundedPRM
+        from lits.testing.prompt_heads import prompt_head_problem
+
+        states = {"the start state": start}
+        if actions:
+            states[f"the state after {actions[0]!r}"] = self.execute(start, actions[0], None)[0]
+
+        def render() -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for name, state in states.items():
+                out[f"policy's prompt at {name}"] = prompt.messages(state, self.query, actions)
+                if isinstance(self.reward, EnvGroundedPRM):
+                    out[f"judge's prompt at {name}"] = self.reward.judge_messages(
+                        state, [EnvAction(a) for a in actions[:2] or [PROBE_ACTION]], self.query)
+            return out
+
+        wrong = prompt_head_problem(render(), render(), [prompt.fields(start, self.query)["goals"]])
+        if wrong:
+            fail(self.at, wrong)
 
     def replay_plan(self, start: EnvState) -> None:
         plan = self.example.get("optimal_plan")

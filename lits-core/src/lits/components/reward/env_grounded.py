@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 from lits.components.base import RewardModel
 from lits.components.env_prompting import EnvPrompt
 from lits.components.reward.judging import numbered_yes_probabilities, score_else_ask, shuffled_order
-from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, Message
+from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, Message, Prompt
 from lits.prompts.registry import PromptRegistry
 from lits.structures.env_grounded import EnvAction, EnvState
 from lits.structures.base import Step
@@ -75,14 +75,23 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         user = self.usr_prompt_spec or {}
         template = user.get("evaluate") if isinstance(user, dict) else None
         scored = self.use_scoring and self.base_model.supports_loglikelihood
+
+        def question() -> str:
+            return str(template).format(action=str(action), **self.policy_prompt.fields(state, query))
+
+        def asking(chat: bool) -> Prompt:
+            # The policy's prompt for this state comes first, so both roles share one prefix (a server's cache).
+            valid = self._valid(state)
+            if chat:
+                return self.policy_prompt.asking(state, query, question(), valid)
+            return f"{self.policy_prompt.completion(state, query, valid)}\n\n{question()}"
+
         verdict = score_else_ask(
-            self.base_model,
-            (lambda: template.format(action=str(action), **self.policy_prompt.fields(state, query)))
-            if template else None,
+            self.base_model, question if template else None,
             system=str(self.task_prompt_spec or ""), scoring=self.use_scoring,
             answer=(self.policy_prompt.completion(state, query, self._valid(state)),
                     self.policy_prompt.continuation(str(action))) if scored else None,
-            reply_lines=[["Yes", "No"]] if self.constrain_replies else None)
+            reply_lines=[["Yes", "No"]] if self.constrain_replies else None, asking=asking)
         if verdict.unsupported:
             self.use_scoring = False
         if verdict.route == "loglikelihood":
@@ -125,13 +134,8 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
 
     def _judge_together(self, state: EnvState, actions: list[EnvAction], query: object) -> list[Optional[float]]:
         assert self.base_model is not None
-        user = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
-        template = user.get("evaluate_many", EVALUATE_MANY)
+        prompt = self.judge_messages(state, actions, query)
         order = self._shown_order(state, actions)
-        candidates = "\n".join(f"{shown}. {actions[i]}" for shown, i in enumerate(order, start=1))
-        question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
-        prompt: list[Message] = [{"role": "system", "content": str(self.task_prompt_spec or "")},
-                                 {"role": "user", "content": question}]
         verdicts_allowed = [[f"{k}: Yes", f"{k}: No"] for k in range(1, len(actions) + 1)]
         reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=8 * len(actions), top_logprobs=5,
                                          reply_lines=verdicts_allowed if self.constrain_replies else None)[0]
@@ -140,6 +144,16 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         for shown, i in enumerate(order):
             judged[i] = verdicts[shown]
         return judged
+
+    def judge_messages(self, state: EnvState, actions: Sequence[EnvAction], query: object) -> list[Message]:
+        """The chat prompt that judges ``actions`` (siblings) together: the policy's prompt for ``state`` up to
+        its question, then the domain's ``evaluate_many`` question."""
+        user = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
+        template = user.get("evaluate_many", EVALUATE_MANY)
+        order = self._shown_order(state, list(actions))
+        candidates = "\n".join(f"{shown}. {actions[i]}" for shown, i in enumerate(order, start=1))
+        question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
+        return self.policy_prompt.asking(state, query, question, self._valid(state))
 
     @staticmethod
     def _shown_order(state: EnvState, actions: list[EnvAction]) -> list[int]:

@@ -131,6 +131,7 @@ def score_else_ask(
     top_logprobs: int = 5,
     reply_lines: Optional[Sequence[Sequence[str]]] = None,
     needs_logprobs: str = "",
+    asking: Optional[Callable[[bool], Prompt]] = None,
 ) -> Verdict:
     """Score by log-likelihood where the backend can, else ask ``question`` and read the yes/no reply.
 
@@ -161,6 +162,8 @@ def score_else_ask(
     prompt: Prompt = f"{system}\n\n{asked}" if system_in_text else asked
     if model.chat_native:
         prompt = [{"role": "system", "content": system}, {"role": "user", "content": asked}]
+    if asking is not None:
+        prompt = asking(model.chat_native)
     reply = model.generate(prompt, temperature=0.0, max_tokens=max_tokens, top_logprobs=top_logprobs,
                            reply_lines=reply_lines)[0]
     route = "logprobs" if reply.logprobs else "text"

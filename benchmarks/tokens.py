@@ -1,0 +1,207 @@
+"""What a real model's server has to read: requests, prompt tokens, prefix re-use and evaluated tokens per solved.
+
+Each workload is a real ``lits search`` process against a fresh llama-cpp-python server on 127.0.0.1 (one slot,
+one context).  That server keeps its context from one request to the next and re-uses the longest token prefix
+the new prompt shares with it, but reports no cached tokens; started verbose, it logs each re-use
+("Llama.generate: N prefix-match hit, remaining M prompt tokens to eval"), and this script adds those up.
+Evaluated prompt tokens are the prompt tokens LiTS recorded (the server's own ``usage.prompt_tokens``) less the
+re-used ones.  Token counts are deterministic for a given model file and code; the seconds are not.
+
+    python benchmarks/tokens.py [--data ../shared/data] [--workloads blocksworld,gsm8k] [--gsm8k-limit 3]
+    python benchmarks/tokens.py --emulate [--workloads blocksworld]
+
+``--emulate`` runs the same workload against the loopback server with the scripted model's obedient replies
+(a listed action, Yes to each question) instead of the real model, renders each chat request as
+llama-cpp-python's server does for this GGUF (its chat template, see ``TEMPLATES``; the model's own tokenizer,
+loaded without weights) and re-uses prefixes by the server's rule (the longest common prefix with the previous
+request, never the whole prompt).  It needs seconds, not hours, and isolates the prompts' layout: the replies,
+and so the tree, do not depend on the model.  The previous reply is not counted in the context (it matters only
+to a prompt that repeats it, a re-ask).
+
+Workloads (the issue 42 settings):
+
+* ``blocksworld``: BlocksWorld MCTS on the 5 two-step RAP cases, 10 iterations, 3 actions, the embedded
+  Gemma 3 270M GGUF (``~/.cache/lits/models``), default settings otherwise.
+* ``gsm8k``: GSM8K ToT-BFS (beam 2, 2 actions, depth 3) with Qwen2.5-Coder-0.5B-Instruct (the real-model
+  tier's GGUF) on the first ``--gsm8k-limit`` problems.
+
+Measured with ``--emulate`` (issue 42; deterministic once instances go one after another, before that the
+order of the interleaved instances' requests varied the re-use from run to run):
+
+| BlocksWorld MCTS, 5 cases | requests | prompt tokens | re-used | evaluated / solved | solved |
+|---|---|---|---|---|---|
+| before (e139bb1), 3 runs | 139 | 74,977 | 57.8-60.9 % | 5,866-6,326 | 5/5 |
+| after | 174 | 105,995 | 89.8 % | 2,161 | 5/5 |
+
+The real Gemma run at the issue's settings (135 requests, 58.9 % re-used, 5,986 evaluated per solved) matches
+the emulated "before"; on the loaded 2-core machine of the measurement (load 26-42) the real server took
+1-3 minutes a request, and the real "after" run could not finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REUSED = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
+
+
+#: The chat template llama-cpp-python's server applies to each GGUF: Gemma 270M has none (the server falls back to
+#: llama-2's); Qwen's own is ChatML-shaped (emulated as plain ChatML: its default system turn is left out).
+TEMPLATES = {"blocksworld": "llama-2", "gsm8k": "chatml"}
+
+
+def workloads(data: Path, gsm8k_limit: int) -> dict[str, tuple[str, list[str]]]:
+    """name -> (model file name in LiTS's model cache, lits arguments)."""
+    return {
+        "blocksworld": ("gemma-3-270m-q4_k_m.gguf", [
+            "search", "--dataset", "blocksworld", "--dataset-arg", f"path={data / 'blocksworld'}",
+            "--dataset-arg", "steps=2", "--limit", "5", "--search", "mcts",
+            "--search-arg", "n_iterations=10", "--search-arg", "n_actions=3"]),
+        "gsm8k": ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", [
+            "search", "--dataset", "gsm8k", "--dataset-arg", f"path={data / 'math'}", "--limit", str(gsm8k_limit),
+            "--search-framework", "tot_bfs", "--search-arg", "beam_width=2", "--search-arg", "n_actions=2",
+            "--search-arg", "max_depth=3"]),
+    }
+
+
+def server_reuse(log_text: str) -> dict[str, int]:
+    """Prompt tokens the server re-used from its context, and how often it said so, from its verbose log."""
+    hits = [(int(a), int(b)) for a, b in REUSED.findall(log_text)]
+    return {"reused": sum(a for a, _ in hits), "hit_lines": len(hits),
+            "full_prompt_cached": log_text.count("full prompt already cached"),
+            "no_partial_removal": log_text.count("partial kv removal not supported")}
+
+
+def run(name: str, model_file: str, args: list[str], out: Path) -> dict[str, Any]:
+    from lits.testing.llama_server import llama_server
+
+    model = Path.home() / ".cache" / "lits" / "models" / model_file
+    if not model.exists():
+        raise SystemExit(f"{model} is missing: run `lits` once (the embedded model) or the real-model tests")
+    log = out / f"{name}-server.log"
+    save = out / name
+    started = time.perf_counter()
+    with llama_server(model, log=log, extra=["--verbose", "true"]) as url:
+        done = subprocess.run([sys.executable, "-m", "lits", *args, "--model", model.stem, "--base-url", url,
+                               "--save-dir", str(save), "--no-cache"], capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0 or not (save / "eval_results.json").exists():
+        raise SystemExit(f"{name}: lits exited {done.returncode}: "
+                         f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    results = json.loads((save / "eval_results.json").read_text())
+    spend = results.get("spend") or {}
+    reuse = server_reuse(log.read_text(errors="replace"))
+    prompt = int(spend.get("prompt_tokens") or 0)
+    evaluated = prompt - reuse["reused"]
+    solved = int(results.get("solved") or 0)
+    return {"workload": name, "model": model.stem, "solved": solved, "instances": results.get("instances"),
+            "calls": spend.get("calls"), "requests": spend.get("requests"), "prompt_tokens": prompt,
+            "reused_prompt_tokens": reuse["reused"], "reused_share": round(reuse["reused"] / prompt, 4) if prompt else None,
+            "evaluated_prompt_tokens": evaluated,
+            "evaluated_per_solved": round(evaluated / solved, 1) if solved else None,
+            "prompt_tokens_per_solved": round(prompt / solved, 1) if solved else None,
+            "generated_tokens": spend.get("generated_tokens"), "server_log": reuse, "wall_seconds": round(seconds, 1)}
+
+
+def emulate(name: str, model_file: str, args: list[str], out: Path) -> dict[str, Any]:
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import format_chatml, format_llama2
+
+    from lits.lm.base import GenerationParams
+    from lits.testing.scripted import obedient_reply
+    from lits.testing.server import FakeOpenAIServer
+
+    model = Path.home() / ".cache" / "lits" / "models" / model_file
+    save = out / f"{name}-emulated"
+    sent: list[dict[str, Any]] = []
+
+    def obedient(prompt: str, body: dict[str, Any], index: int) -> str:
+        sent.append(body)
+        return obedient_reply(prompt, GenerationParams(), index)
+
+    started = time.perf_counter()
+    # Served as llama-cpp-python's server serves: one request at a time, one sample per request.
+    with FakeOpenAIServer(responder=obedient, ignore_n=True, owned_by="me") as srv:
+        done = subprocess.run([sys.executable, "-m", "lits", *args, "--model", model.stem, "--base-url", srv.base_url,
+                               "--save-dir", str(save), "--no-cache"], capture_output=True, text=True)
+    if done.returncode != 0 or not (save / "eval_results.json").exists():
+        raise SystemExit(f"{name}: lits exited {done.returncode}: "
+                         f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    vocab = Llama(model_path=str(model), vocab_only=True, verbose=False)
+    template = format_llama2 if TEMPLATES[name] == "llama-2" else format_chatml
+    context: list[int] = []
+    prompt = reused = 0
+    for body in sent:
+        messages = body.get("messages")
+        text = template(messages=messages).prompt if messages else str(body.get("prompt") or "")
+        tokens = vocab.tokenize(text.encode(), add_bos=True, special=True)
+        common = 0
+        for a, b in zip(context, tokens):
+            if a != b:
+                break
+            common += 1
+        reused += common - 1 if common == len(tokens) else common
+        prompt += len(tokens)
+        context = tokens
+    results = json.loads((save / "eval_results.json").read_text())
+    solved = int(results.get("solved") or 0)
+    evaluated = prompt - reused
+    return {"workload": f"{name} (emulated)", "model": model.stem, "solved": solved,
+            "instances": results.get("instances"), "calls": (results.get("spend") or {}).get("calls"),
+            "requests": len(sent), "prompt_tokens": prompt, "reused_prompt_tokens": reused,
+            "reused_share": round(reused / prompt, 4) if prompt else None, "evaluated_prompt_tokens": evaluated,
+            "evaluated_per_solved": round(evaluated / solved, 1) if solved else None,
+            "prompt_tokens_per_solved": round(prompt / solved, 1) if solved else None,
+            "wall_seconds": round(time.perf_counter() - started, 1)}
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| workload | model | solved | requests | prompt tokens | re-used by the server | evaluated | "
+             "evaluated / solved | wall s |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        per = "-" if r["evaluated_per_solved"] is None else f"{r['evaluated_per_solved']:,.0f}"
+        lines.append(f"| {r['workload']} | {r['model']} | {r['solved']}/{r['instances']} | {r['requests']} | "
+                     f"{r['prompt_tokens']:,} | {r['reused_prompt_tokens']:,} ({(r['reused_share'] or 0):.1%}) | "
+                     f"{r['evaluated_prompt_tokens']:,} | {per} | {r['wall_seconds']:.0f} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data")
+    parser.add_argument("--workloads", default="blocksworld,gsm8k")
+    parser.add_argument("--gsm8k-limit", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None, help="keep the runs and server logs here")
+    parser.add_argument("--emulate", action="store_true",
+                        help="obedient scripted replies on a loopback server, tokens counted offline")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    args = parser.parse_args()
+    chosen = [w for w in args.workloads.split(",") if w]
+    known = workloads(args.data, args.gsm8k_limit)
+    unknown = [w for w in chosen if w not in known]
+    if unknown:
+        raise SystemExit(f"--workloads: unknown {unknown[0]!r}; choose from {', '.join(known)}")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = args.out or Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in chosen:
+            model_file, lits_args = known[name]
+            rows.append((emulate if args.emulate else run)(name, model_file, lits_args, out))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    print(table(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
