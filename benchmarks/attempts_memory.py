@@ -21,9 +21,12 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-SETTINGS = [("1 attempt", ["--attempts", "1"]), ("{n} attempts", []),
-            ("{n} attempts + reflection", ["--memory-arg", "augmentors=reflection"]),
-            ("{n} attempts + fact, reflection", ["--memory-arg", "augmentors=fact,reflection"])]
+SETTINGS = [
+    ("1 attempt", ["--attempts", "1"]),
+    ("{n} attempts", []),
+    ("{n} attempts + reflection", ["--memory-arg", "augmentors=reflection"]),
+    ("{n} attempts + fact, reflection", ["--memory-arg", "augmentors=fact,reflection"]),
+]
 
 
 @contextlib.contextmanager
@@ -50,7 +53,9 @@ def main() -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="lits-attempts-"))
     out.mkdir(parents=True, exist_ok=True)
     limit = args.limit or (10 if args.scripted else 5)
-    data = ["--dataset", "blocksworld"] if args.scripted else ["--dataset", "gsm8k", "--dataset-arg", f"path={args.data}"]
+    data = (
+        ["--dataset", "blocksworld"] if args.scripted else ["--dataset", "gsm8k", "--dataset-arg", f"path={args.data}"]
+    )
     print("| setting | pass@1 | pass@N | attempts run | model calls (memory) | tokens in / out | wall s |")
     print("|---|---|---|---|---|---|---|")
     with model(args.scripted, out) as model_args:
@@ -59,18 +64,40 @@ def main() -> None:
             name = name.format(n=args.attempts)
             run = out / f"setting-{index}"
             started = time.time()
-            done = subprocess.run([sys.executable, "-m", "lits", "chain", *data, "--limit", str(limit), *model_args,
-                                   "--attempts", str(args.attempts), *extra, "--save-dir", str(run)],
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "lits",
+                    "chain",
+                    *data,
+                    "--limit",
+                    str(limit),
+                    *model_args,
+                    "--attempts",
+                    str(args.attempts),
+                    *extra,
+                    "--save-dir",
+                    str(run),
+                ],
+                capture_output=True,
+                text=True,
+            )
             if done.returncode:
                 raise SystemExit(done.stderr.strip()[-2000:])
             s = json.loads((run / "eval_results.json").read_text())
-            tried = s.get("pass_at") or {"solved_at_1": s["solved"], "solved_at_n": s["solved"],
-                                         "attempts_run": s["instances"]}
+            tried = s.get("pass_at") or {
+                "solved_at_1": s["solved"],
+                "solved_at_n": s["solved"],
+                "attempts_run": s["instances"],
+            }
             inf, memory = s["inference"], s["inference_by_component"].get("memory", {}).get("calls", 0)
-            print(f"| {name} | {tried['solved_at_1']}/{s['instances']} | {tried['solved_at_n']}/{s['instances']} | "
-                  f"{tried['attempts_run']} | {inf['calls']} ({memory}) | {inf['tokens_in']} / {inf['tokens_out']} | "
-                  f"{round(time.time() - started)} |", flush=True)
+            print(
+                f"| {name} | {tried['solved_at_1']}/{s['instances']} | {tried['solved_at_n']}/{s['instances']} | "
+                f"{tried['attempts_run']} | {inf['calls']} ({memory}) | {inf['tokens_in']} / {inf['tokens_out']} | "
+                f"{round(time.time() - started)} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -37,10 +37,9 @@ from lits.runs.runner import run_instances
 from lits.testing.servers.openai_compat import obedient_server_process as loopback_server
 
 
-
-
-def one_pass(base_url: str, examples: list, concurrency: int, k: int, root: Path, cache: Path,
-             latency: float, api: str) -> dict[str, Any]:
+def one_pass(
+    base_url: str, examples: list, concurrency: int, k: int, root: Path, cache: Path, latency: float, api: str
+) -> dict[str, Any]:
     model = OpenAICompatibleModel("bench", base_url, concurrency=concurrency, api=api)  # type: ignore[arg-type]
     model.use_cache(ResponseCache(cache))
     parts = create_components("blocksworld", model, n_actions=3)
@@ -49,9 +48,15 @@ def one_pass(base_url: str, examples: list, concurrency: int, k: int, root: Path
     started, cpu = time.perf_counter(), time.process_time()
     with fan_out_width(concurrency):
         outcome = run_instances(
-            lambda: MCTS(config, parts.policy, parts.transition, parts.reward_model,
-                         checkpoint_dir=run_dir.checkpoints),
-            parts, examples, run_dir, mode="search", concurrency=concurrency, progress_stream=io.StringIO(),
+            lambda: MCTS(
+                config, parts.policy, parts.transition, parts.reward_model, checkpoint_dir=run_dir.checkpoints
+            ),
+            parts,
+            examples,
+            run_dir,
+            mode="search",
+            concurrency=concurrency,
+            progress_stream=io.StringIO(),
         )
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     busy = model.limiter.busy_area()
@@ -76,17 +81,18 @@ def one_pass(base_url: str, examples: list, concurrency: int, k: int, root: Path
     }
 
 
-def wide_runs(instances: int = 30, latency: float = 0.1, k: int = 4, api: str = "chat", serial: bool = True,
-              echo: bool = True) -> dict[str, Any]:
+def wide_runs(
+    instances: int = 30, latency: float = 0.1, k: int = 4, api: str = "chat", serial: bool = True, echo: bool = True
+) -> dict[str, Any]:
     """Every pass against one loopback server, and the ratios (``serial``: with the concurrency-1 pass)."""
     examples = list(enumerate(load_dataset("blocksworld", steps="2,4,6", n=instances)))[:instances]
     work = Path(tempfile.mkdtemp(prefix="lits-bench-"))
     report: dict[str, Any] = {"instances": len(examples), "latency_s": latency, "api": api}
     try:
         with loopback_server(latency) as base_url:
+
             def run(name: str, concurrency: int, rollouts: int, cache: str) -> dict[str, Any]:
-                figures = one_pass(base_url, examples, concurrency, rollouts, work / name, work / cache, latency,
-                                   api)
+                figures = one_pass(base_url, examples, concurrency, rollouts, work / name, work / cache, latency, api)
                 if echo:
                     print(name, json.dumps(figures), flush=True)
                 return figures
@@ -114,8 +120,12 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=30)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--k", type=int, default=4, help="rollouts at once for the tree-parallel pass")
-    parser.add_argument("--api", choices=["chat", "completion"], default="chat",
-                        help="chat: the policy samples, the reward asks Yes/No; completion: both score text")
+    parser.add_argument(
+        "--api",
+        choices=["chat", "completion"],
+        default="chat",
+        help="chat: the policy samples, the reward asks Yes/No; completion: both score text",
+    )
     parser.add_argument("--skip-serial", action="store_true", help="leave out the (slow) concurrency-1 pass")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()

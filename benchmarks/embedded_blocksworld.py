@@ -51,8 +51,24 @@ def serving(server: str, log: Path) -> Iterator[list[str]]:
 
 
 def run(kind: list[str], data: Path, steps: int, limit: int, save: Path, via: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "lits", *kind, "--dataset", "blocksworld", "--dataset-arg", f"path={data}",
-           "--dataset-arg", f"steps={steps}", "--limit", str(limit), "--save-dir", str(save), "--no-cache", *via]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lits",
+        *kind,
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        f"path={data}",
+        "--dataset-arg",
+        f"steps={steps}",
+        "--limit",
+        str(limit),
+        "--save-dir",
+        str(save),
+        "--no-cache",
+        *via,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.strip().splitlines()[-1]}")
@@ -64,8 +80,10 @@ def cost_cells(res: dict) -> str:
     spend = res.get("spend") or {}
     cached = spend.get("cached_prompt_tokens")
     per = spend.get("evaluated_prompt_tokens_per_solved")
-    return (f"{spend.get('requests', '-')} | {spend.get('prompt_tokens', '-')} | "
-            f"{'-' if cached is None else cached} | {'-' if per is None else f'{per:,.0f}'}")
+    return (
+        f"{spend.get('requests', '-')} | {spend.get('prompt_tokens', '-')} | "
+        f"{'-' if cached is None else cached} | {'-' if per is None else f'{per:,.0f}'}"
+    )
 
 
 def main() -> None:
@@ -73,10 +91,17 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/blocksworld")
     parser.add_argument("--per-step", type=int, default=10)
     parser.add_argument("--steps", default="2,4", help="comma-separated plan lengths (default: 2,4)")
-    parser.add_argument("--methods", default="chain,mcts,mcts-k4",
-                        help="comma-separated: chain, mcts, mcts-k4, mcts-issue42 (mcts at its default depth)")
-    parser.add_argument("--server", choices=SERVERS, default="none",
-                        help="serve the GGUF over HTTP: llama-cpp-python or upstream llama-server (default: in-process)")
+    parser.add_argument(
+        "--methods",
+        default="chain,mcts,mcts-k4",
+        help="comma-separated: chain, mcts, mcts-k4, mcts-issue42 (mcts at its default depth)",
+    )
+    parser.add_argument(
+        "--server",
+        choices=SERVERS,
+        default="none",
+        help="serve the GGUF over HTTP: llama-cpp-python or upstream llama-server (default: in-process)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="keep the runs and the server log here")
     args = parser.parse_args()
     mcts = ["search", "--search", "mcts", "--search-arg", "n_iterations=10", "--search-arg", "n_actions=3"]
@@ -103,14 +128,20 @@ def main() -> None:
                     cases += res["instances"]
                     calls += res["inference"]["calls"]
                     seconds += res["seconds_per_instance"] * res["instances"]
-                    rows.append(f"| {name} | {steps} | {res['solved']}/{res['instances']} | "
-                                f"{res['seconds_per_instance']:.1f} | {res['inference']['calls']} | {cost_cells(res)} |")
+                    rows.append(
+                        f"| {name} | {steps} | {res['solved']}/{res['instances']} | "
+                        f"{res['seconds_per_instance']:.1f} | {res['inference']['calls']} | {cost_cells(res)} |"
+                    )
                 if len(steps_list) > 1:
-                    rows.append(f"| **{name}** | {args.steps} | **{solved}/{cases} ({solved / cases:.0%})** | "
-                                f"**{seconds / cases:.1f}** | {calls} | | | | |")
+                    rows.append(
+                        f"| **{name}** | {args.steps} | **{solved}/{cases} ({solved / cases:.0%})** | "
+                        f"**{seconds / cases:.1f}** | {calls} | | | | |"
+                    )
     print(f"server: {args.server}")
-    print("| method | steps | solved | s / case | model calls | requests | prompt tokens | cached prompt tokens | "
-          "evaluated / solved |\n|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| method | steps | solved | s / case | model calls | requests | prompt tokens | cached prompt tokens | "
+        "evaluated / solved |\n|---|---|---|---|---|---|---|---|---|"
+    )
     print("\n".join(rows))
 
 

@@ -42,18 +42,41 @@ OUTPUTS = ("results", "paths", "terminal_nodes")
 
 
 def outputs(run: Path) -> dict[str, bytes]:
-    return {f"{sub}/{p.name}": p.read_bytes() for sub in OUTPUTS if (run / sub).is_dir()
-            for p in sorted((run / sub).iterdir())}
+    return {
+        f"{sub}/{p.name}": p.read_bytes()
+        for sub in OUTPUTS
+        if (run / sub).is_dir()
+        for p in sorted((run / sub).iterdir())
+    }
 
 
 def one_rate(upstream: str, rate: float, args: argparse.Namespace, run: Path) -> dict[str, Any]:
     kinds = args.kinds.split(",") if args.kinds else FAULT_KINDS
     with ChaosProxy(upstream, evenly(kinds, rate), seed=args.seed, hang_seconds=args.hang) as proxy:
-        command = [sys.executable, "-m", "lits", "search", "--dataset", "blocksworld",
-                   "--dataset-arg", "steps=2,4,6", "--limit", str(args.instances),
-                   "--search-arg", "n_iterations=10", "--search-arg", "early_stop=false",
-                   "--model", "bench", "--base-url", proxy.base_url, "--concurrency", str(args.concurrency),
-                   "--save-dir", str(run)]
+        command = [
+            sys.executable,
+            "-m",
+            "lits",
+            "search",
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2,4,6",
+            "--limit",
+            str(args.instances),
+            "--search-arg",
+            "n_iterations=10",
+            "--search-arg",
+            "early_stop=false",
+            "--model",
+            "bench",
+            "--base-url",
+            proxy.base_url,
+            "--concurrency",
+            str(args.concurrency),
+            "--save-dir",
+            str(run),
+        ]
         if args.read_timeout > 0:
             command += ["--read-timeout", str(args.read_timeout)]
         env = {**os.environ, "LITS_HEDGE_SHARE": str(args.hedge_share)}
@@ -62,11 +85,20 @@ def one_rate(upstream: str, rate: float, args: argparse.Namespace, run: Path) ->
         wall = time.perf_counter() - started
         requests, faults = proxy.requests, sum(proxy.faults.values())
     summary = json.loads((run / "eval_results.json").read_text())
-    return {"rate": rate, "exit": done.returncode, "wall_s": round(wall, 1), "requests": requests,
-            "faults_injected": faults, "finished": summary["instances"],
-            "lost": summary["total"] - summary["instances"], "retries": summary["faults"]["retries"],
-            "seconds_lost": summary["faults"]["seconds_lost"], "retried_instances": summary["retried_instances"],
-            "hedged": summary["faults"].get("hedged_calls", 0), "hedges_won": summary["faults"].get("hedges_won", 0)}
+    return {
+        "rate": rate,
+        "exit": done.returncode,
+        "wall_s": round(wall, 1),
+        "requests": requests,
+        "faults_injected": faults,
+        "finished": summary["instances"],
+        "lost": summary["total"] - summary["instances"],
+        "retries": summary["faults"]["retries"],
+        "seconds_lost": summary["faults"]["seconds_lost"],
+        "retried_instances": summary["retried_instances"],
+        "hedged": summary["faults"].get("hedged_calls", 0),
+        "hedges_won": summary["faults"].get("hedges_won", 0),
+    }
 
 
 def spread(values: list[float], unit: str = "") -> str:
@@ -78,15 +110,18 @@ def spread(values: list[float], unit: str = "") -> str:
 
 def table_row(runs: list[dict[str, Any]], instances: int) -> str:
     """One rate's runs: medians and ranges where it ran more than once."""
+
     def span(key: str) -> str:
         low, high = min(r[key] for r in runs), max(r[key] for r in runs)
         return f"{low:g}" if low == high else f"{low:g}–{high:g}"
 
     same = all(r["same_results_as_first"] for r in runs)
-    return (f"| {runs[0]['rate']:.0%} | {spread([r['wall_s'] for r in runs], ' s')} | "
-            f"{spread([r['slowdown'] for r in runs], 'x')} | {max(r['lost'] for r in runs)} of {instances} | "
-            f"{span('faults_injected')} of {span('requests')} requests | {span('retries')} | {span('seconds_lost')} | "
-            f"{span('hedged')} ({span('hedges_won')}) | {'yes' if same else 'NO'} ({len(runs)} runs) |")
+    return (
+        f"| {runs[0]['rate']:.0%} | {spread([r['wall_s'] for r in runs], ' s')} | "
+        f"{spread([r['slowdown'] for r in runs], 'x')} | {max(r['lost'] for r in runs)} of {instances} | "
+        f"{span('faults_injected')} of {span('requests')} requests | {span('retries')} | {span('seconds_lost')} | "
+        f"{span('hedged')} ({span('hedges_won')}) | {'yes' if same else 'NO'} ({len(runs)} runs) |"
+    )
 
 
 def main() -> None:
@@ -95,13 +130,22 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=10)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per server reply")
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--read-timeout", type=float, default=1.0,
-                        help="what a hang costs (lits --read-timeout; 0: lits's default, the learned patience)")
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=1.0,
+        help="what a hang costs (lits --read-timeout; 0: lits's default, the learned patience)",
+    )
     parser.add_argument("--hang", type=float, default=5.0, help="how long the proxy holds a hung request")
-    parser.add_argument("--hedge-share", type=float, default=0.1,
-                        help="share of calls that may get a hedged second copy ($LITS_HEDGE_SHARE; 0: none)")
-    parser.add_argument("--kinds", default="", help=f"fault kinds to mix, comma-separated (default: all of "
-                        f"{','.join(FAULT_KINDS)})")
+    parser.add_argument(
+        "--hedge-share",
+        type=float,
+        default=0.1,
+        help="share of calls that may get a hedged second copy ($LITS_HEDGE_SHARE; 0: none)",
+    )
+    parser.add_argument(
+        "--kinds", default="", help=f"fault kinds to mix, comma-separated (default: all of {','.join(FAULT_KINDS)})"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=1, help="rounds over the rates (medians and ranges)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
@@ -128,8 +172,10 @@ def main() -> None:
                         shutil.rmtree(work / f"rate-{rate}-{repeat}", ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("\n| fault rate | wall time | slowdown | lost instances | faults injected | retries | "
-          "seconds lost | hedged (won) | same results |")
+    print(
+        "\n| fault rate | wall time | slowdown | lost instances | faults injected | retries | "
+        "seconds lost | hedged (won) | same results |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for rate in rates:
         print(table_row([r for r in rows if r["rate"] == rate], args.instances))

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 MODEL_NAME = "qwen2.5-coder-0.5b-instruct"
 
@@ -35,27 +35,64 @@ def methods(data: Path) -> dict[str, list[tuple[str, list[str]]]]:
     bw = ["--dataset", "blocksworld", "--dataset-arg", f"path={data / 'blocksworld'}", "--dataset-arg", "steps=2"]
     gsm = ["--dataset", "gsm8k", "--dataset-arg", f"path={data / 'math'}"]
     math = ["--dataset", "math500", "--dataset-arg", f"path={data / 'math'}"]
-    cw = ["--dataset", "crosswords", "--dataset-arg", f"path={data / 'crosswords' / 'mini0505.json'}",
-          "--dataset-arg", "every=5"]
+    cw = [
+        "--dataset",
+        "crosswords",
+        "--dataset-arg",
+        f"path={data / 'crosswords' / 'mini0505.json'}",
+        "--dataset-arg",
+        "every=5",
+    ]
     mapeval = ["--dataset", "mapeval-sql"]
     small_mcts = ["--search-arg", "n_iterations=4", "--search-arg", "n_actions=2"]
     return {
         "blocksworld": [("env_chain", ["chain", *bw]), ("mcts", ["search", *bw, *small_mcts])],
-        "gsm8k": [("cot", ["chain", *gsm]), ("cot_whole", ["chain", *gsm, "--chain-arg", "whole_solution=true"]),
-                  ("tot_bfs", ["search", *gsm, "--search-framework", "tot_bfs", "--search-arg", "beam_width=2",
-                               "--search-arg", "n_actions=2", "--search-arg", "max_depth=5"]),
-                  ("rest", ["search", *gsm, "--search-framework", "rest", *small_mcts,
-                            "--search-arg", "max_depth=5"])],
-        "math500": [("cot", ["chain", *math]), ("cot_whole", ["chain", *math, "--chain-arg", "whole_solution=true"]),
-                    ("tot_bfs", ["search", *math, "--search-framework", "tot_bfs", "--search-arg", "beam_width=2",
-                                 "--search-arg", "n_actions=2", "--search-arg", "max_depth=5"])],
+        "gsm8k": [
+            ("cot", ["chain", *gsm]),
+            ("cot_whole", ["chain", *gsm, "--chain-arg", "whole_solution=true"]),
+            (
+                "tot_bfs",
+                [
+                    "search",
+                    *gsm,
+                    "--search-framework",
+                    "tot_bfs",
+                    "--search-arg",
+                    "beam_width=2",
+                    "--search-arg",
+                    "n_actions=2",
+                    "--search-arg",
+                    "max_depth=5",
+                ],
+            ),
+            ("rest", ["search", *gsm, "--search-framework", "rest", *small_mcts, "--search-arg", "max_depth=5"]),
+        ],
+        "math500": [
+            ("cot", ["chain", *math]),
+            ("cot_whole", ["chain", *math, "--chain-arg", "whole_solution=true"]),
+            (
+                "tot_bfs",
+                [
+                    "search",
+                    *math,
+                    "--search-framework",
+                    "tot_bfs",
+                    "--search-arg",
+                    "beam_width=2",
+                    "--search-arg",
+                    "n_actions=2",
+                    "--search-arg",
+                    "max_depth=5",
+                ],
+            ),
+        ],
         "crosswords": [("env_chain", ["chain", *cw]), ("mcts", ["search", *cw, *small_mcts])],
         "mapeval-sql": [("react", ["chain", *mapeval]), ("mcts", ["search", *mapeval, *small_mcts])],
     }
 
 
 @contextlib.contextmanager
-def model_server(base_url: Optional[str], log: Path) -> Iterator[str]:
+def model_server(base_url: str | None, log: Path) -> Iterator[str]:
     if base_url:
         yield base_url
         return
@@ -70,7 +107,7 @@ def _number(found: Any) -> float:
     return float(found) if isinstance(found, (int, float)) else 0.0
 
 
-def parse_counts(summary: dict[str, Any]) -> tuple[Optional[float], int]:
+def parse_counts(summary: dict[str, Any]) -> tuple[float | None, int]:
     """(invalid-reply rate, fallbacks) from whatever parse accounting the run recorded."""
     parse = summary.get("parse") or {}
     if parse.get("replies"):
@@ -84,8 +121,24 @@ def parse_counts(summary: dict[str, Any]) -> tuple[Optional[float], int]:
 
 def run_method(command: list[str], base_url: str, model: str, run: Path, limit: int) -> dict[str, Any]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "lits", *command, "--limit", str(limit), "--model", model,
-                           "--base-url", base_url, "--save-dir", str(run)], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lits",
+            *command,
+            "--limit",
+            str(limit),
+            "--model",
+            model,
+            "--base-url",
+            base_url,
+            "--save-dir",
+            str(run),
+        ],
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - started
     path = run / "eval_results.json"
     if not path.exists():
@@ -93,22 +146,34 @@ def run_method(command: list[str], base_url: str, model: str, run: Path, limit: 
     summary = json.loads(path.read_text())
     invalid, fallbacks = parse_counts(summary)
     inference = summary.get("inference") or {}
-    return {"solved": summary.get("solved", 0), "instances": summary.get("instances", 0),
-            "accuracy": summary.get("accuracy", 0.0), "invalid": invalid, "fallbacks": fallbacks,
-            "calls": inference.get("calls", 0), "tokens": inference.get("tokens_in", 0) + inference.get("tokens_out", 0),
-            "retries": (summary.get("faults") or {}).get("retries", 0), "seconds": seconds, "exit": done.returncode}
+    return {
+        "solved": summary.get("solved", 0),
+        "instances": summary.get("instances", 0),
+        "accuracy": summary.get("accuracy", 0.0),
+        "invalid": invalid,
+        "fallbacks": fallbacks,
+        "calls": inference.get("calls", 0),
+        "tokens": inference.get("tokens_in", 0) + inference.get("tokens_out", 0),
+        "retries": (summary.get("faults") or {}).get("retries", 0),
+        "seconds": seconds,
+        "exit": done.returncode,
+    }
 
 
 def table(rows: list[tuple[str, str, dict[str, Any]]]) -> str:
-    lines = ["| dataset | method | solved | invalid replies | fallbacks | calls | tokens | fault retries | wall s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| dataset | method | solved | invalid replies | fallbacks | calls | tokens | fault retries | wall s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for dataset, method, r in rows:
         if "error" in r:
             lines.append(f"| {dataset} | {method} | error: {r['error']} | | | | | | {r['seconds']:.0f} |")
             continue
         invalid = "n/a" if r["invalid"] is None else f"{r['invalid']:.0%}"
-        lines.append(f"| {dataset} | {method} | {r['solved']}/{r['instances']} | {invalid} | {r['fallbacks']} | "
-                     f"{r['calls']} | {r['tokens']} | {r['retries']} | {r['seconds']:.0f} |")
+        lines.append(
+            f"| {dataset} | {method} | {r['solved']}/{r['instances']} | {invalid} | {r['fallbacks']} | "
+            f"{r['calls']} | {r['tokens']} | {r['retries']} | {r['seconds']:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -141,8 +206,10 @@ def main() -> int:
                 print(f"{dataset:12} {label:10} {json.dumps(result)}", file=sys.stderr, flush=True)
     text = table(rows)
     print(text)
-    print("\nsearch sizes: MCTS n_iterations=4 n_actions=2; BFS beam_width=2 n_actions=2 max_depth=5; "
-          f"--limit {args.limit}; run dirs in {out}")
+    print(
+        "\nsearch sizes: MCTS n_iterations=4 n_actions=2; BFS beam_width=2 n_actions=2 max_depth=5; "
+        f"--limit {args.limit}; run dirs in {out}"
+    )
     if args.markdown:
         Path(args.markdown).write_text(text + "\n", encoding="utf-8")
     return 0

@@ -43,10 +43,31 @@ def search(data: str, iterations: int, run: Path) -> dict[str, Any]:
     from lits.cli.main import main
 
     TreeJournal.compact = TreeJournal.close  # type: ignore[method-assign]
-    args = ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={data}", "--dataset-arg", "steps=12",
-            "--limit", "1", "--model", "scripted", "--search", "mcts", "--search-arg", f"n_iterations={iterations}",
-            "--search-arg", "n_actions=6", "--search-arg", "max_depth=14", "--search-arg", "early_stop=false",
-            "--save-dir", str(run)]
+    args = [
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        f"path={data}",
+        "--dataset-arg",
+        "steps=12",
+        "--limit",
+        "1",
+        "--model",
+        "scripted",
+        "--search",
+        "mcts",
+        "--search-arg",
+        f"n_iterations={iterations}",
+        "--search-arg",
+        "n_actions=6",
+        "--search-arg",
+        "max_depth=14",
+        "--search-arg",
+        "early_stop=false",
+        "--save-dir",
+        str(run),
+    ]
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
         code = main(args)
     if code != 0:
@@ -108,9 +129,10 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
-        row: dict[str, Any] = {"iterations": args.iterations, "search": _child("--data", args.data, "--iterations",
-                                                                              str(args.iterations), "--search-into",
-                                                                              str(run))}
+        row: dict[str, Any] = {
+            "iterations": args.iterations,
+            "search": _child("--data", args.data, "--iterations", str(args.iterations), "--search-into", str(run)),
+        }
         journal = next((run / "checkpoints").glob("*.journal.jsonl"))
         row["journal_bytes"] = journal.stat().st_size
         with journal.open("rb") as fh:
@@ -124,13 +146,17 @@ def main() -> None:
     if not args.markdown:
         print(json.dumps(row, indent=1))
         return
-    print("| nodes | journal | search peak RSS | compaction (streamed) | compaction (whole file, before) "
-          "| replay (resume) | baseline (imports) |")
+    print(
+        "| nodes | journal | search peak RSS | compaction (streamed) | compaction (whole file, before) "
+        "| replay (resume) | baseline (imports) |"
+    )
     print("|---|---|---|---|---|---|---|")
-    print(f"| {row['search']['nodes']:,} | {row['journal_bytes'] / 1e6:.1f} MB, {row['journal_lines']:,} lines "
-          f"| {row['search']['peak_rss_mb']} MB | {row['compact']['peak_rss_mb']} MB ({row['compact']['seconds']} s) "
-          f"| {row['whole-file']['peak_rss_mb']} MB ({row['whole-file']['seconds']} s) "
-          f"| {row['replay']['peak_rss_mb']} MB ({row['replay']['seconds']} s) | {row['baseline']['peak_rss_mb']} MB |")
+    print(
+        f"| {row['search']['nodes']:,} | {row['journal_bytes'] / 1e6:.1f} MB, {row['journal_lines']:,} lines "
+        f"| {row['search']['peak_rss_mb']} MB | {row['compact']['peak_rss_mb']} MB ({row['compact']['seconds']} s) "
+        f"| {row['whole-file']['peak_rss_mb']} MB ({row['whole-file']['seconds']} s) "
+        f"| {row['replay']['peak_rss_mb']} MB ({row['replay']['seconds']} s) | {row['baseline']['peak_rss_mb']} MB |"
+    )
 
 
 if __name__ == "__main__":

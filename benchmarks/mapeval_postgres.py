@@ -33,8 +33,10 @@ from lits_mapeval.sql_tools import Database, ReadOnlyDatabase, make_tools  # noq
 from tests.mapeval.postgres.conftest import READER_PASSWORD, SEED, running_postgres  # noqa: E402
 from tests.mapeval.postgres.test_pg_runs import _agent  # noqa: E402
 
-QUERIES = {"one row": "SELECT rating FROM places WHERE name = 'Maple Hotel'",
-           "50 rows (capped)": "SELECT * FROM distances"}
+QUERIES = {
+    "one row": "SELECT rating FROM places WHERE name = 'Maple Hotel'",
+    "50 rows (capped)": "SELECT * FROM distances",
+}
 
 
 def _call_times(database: Database, sql: str, calls: int) -> dict[str, float]:
@@ -56,18 +58,44 @@ def _react(db: str, save: Path) -> dict[str, Any]:
     env = {**os.environ, "LITS_CACHE_DIR": str(save.parent / "cache"), "PGPASSWORD": READER_PASSWORD}
     with FakeOpenAIServer(responder=_agent) as srv:
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "mapeval-sql", "--dataset-arg",
-                               f"db={db}", "--dataset-arg", f"seed={SEED}", "--model", "m", "--base-url",
-                               srv.base_url, "--save-dir", str(save), "--no-cache"],
-                              capture_output=True, text=True, env=env, timeout=600)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                "chain",
+                "--dataset",
+                "mapeval-sql",
+                "--dataset-arg",
+                f"db={db}",
+                "--dataset-arg",
+                f"seed={SEED}",
+                "--model",
+                "m",
+                "--base-url",
+                srv.base_url,
+                "--save-dir",
+                str(save),
+                "--no-cache",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
         seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(done.stderr)
     summary = json.loads((save / "eval_results.json").read_text())
-    answers = [json.loads((save / "results" / f"{k}.json").read_text())["eval"]["answer"]
-               for k in range(summary["instances"])]
-    return {"instances": summary["instances"], "accuracy": summary["accuracy"], "wall_s": round(seconds, 2),
-            "answers": answers}
+    answers = [
+        json.loads((save / "results" / f"{k}.json").read_text())["eval"]["answer"] for k in range(summary["instances"])
+    ]
+    return {
+        "instances": summary["instances"],
+        "accuracy": summary["accuracy"],
+        "wall_s": round(seconds, 2),
+        "answers": answers,
+    }
 
 
 def main() -> None:
@@ -80,8 +108,10 @@ def main() -> None:
         os.environ["PGPASSWORD"] = READER_PASSWORD
         build_postgres(server.builder_url, seed=SEED, grant_select_to="reader")
         sqlite_path = build_database(Path(tmp) / "city.sqlite", seed=SEED)
-        backends: dict[str, Database] = {"sqlite": ReadOnlyDatabase(sqlite_path),
-                                         "postgresql": ReadOnlyPostgres(server.reader_url)}
+        backends: dict[str, Database] = {
+            "sqlite": ReadOnlyDatabase(sqlite_path),
+            "postgresql": ReadOnlyPostgres(server.reader_url),
+        }
         for name, database in backends.items():
             report[name] = {label: _call_times(database, sql, args.calls) for label, sql in QUERIES.items()}
             database.close()

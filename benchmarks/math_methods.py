@@ -53,14 +53,18 @@ def main() -> None:
         for name, command in methods(args.iterations, args.actions, args.depth).items():
             save = root / name
             started = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "lits", *command, *common, "--save-dir", str(save)],
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, "-m", "lits", *command, *common, "--save-dir", str(save)],
+                capture_output=True,
+                text=True,
+            )
             if done.returncode != 0:
                 raise SystemExit(f"{name} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
             print(f"{name}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
             dirs.append(str(save))
-        table = subprocess.run([sys.executable, "-m", "lits", "compare", *dirs, "--markdown"],
-                               capture_output=True, text=True, check=True)
+        table = subprocess.run(
+            [sys.executable, "-m", "lits", "compare", *dirs, "--markdown"], capture_output=True, text=True, check=True
+        )
         print(table.stdout, end="")
 
 

@@ -46,8 +46,12 @@ def _measure(name: str, load: Callable[[], dict[str, Any]], calls: int) -> dict[
     if "connection" in resource:
         resource["connection"].close()
     times.sort()
-    return {"way": name, "ready_s": round(ready, 2), "median_ms": round(statistics.median(times), 2),
-            "p95_ms": round(times[int(0.95 * (len(times) - 1))], 2)}
+    return {
+        "way": name,
+        "ready_s": round(ready, 2),
+        "median_ms": round(statistics.median(times), 2),
+        "p95_ms": round(times[int(0.95 * (len(times) - 1))], 2),
+    }
 
 
 def main() -> None:
@@ -61,11 +65,14 @@ def main() -> None:
     from lits_mapeval.dataset import load_mapeval_sql_resource
 
     load_mapeval_sql_resource()  # build the city once, outside the timings
-    rows = [_measure("in-process", load_mapeval_sql_resource, args.calls),
-            _measure("MCP stdio", lambda: load_mcp_resource(command="lits-mapeval serve-mcp"), args.calls)]
+    rows = [
+        _measure("in-process", load_mapeval_sql_resource, args.calls),
+        _measure("MCP stdio", lambda: load_mcp_resource(command="lits-mapeval serve-mcp"), args.calls),
+    ]
     port = _free_port()
-    server = subprocess.Popen([str(BIN / "lits-mapeval"), "serve-mcp", "--http", "--port", str(port)],
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [str(BIN / "lits-mapeval"), "serve-mcp", "--http", "--port", str(port)], stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -74,8 +81,13 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.05)
-        rows.append(_measure("MCP streamable HTTP (server already up)",
-                             lambda: load_mcp_resource(url=f"http://127.0.0.1:{port}/mcp"), args.calls))
+        rows.append(
+            _measure(
+                "MCP streamable HTTP (server already up)",
+                lambda: load_mcp_resource(url=f"http://127.0.0.1:{port}/mcp"),
+                args.calls,
+            )
+        )
     finally:
         server.terminate()
         server.wait(10)

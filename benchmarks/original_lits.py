@@ -57,7 +57,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 #: The commit the side-by-side figures are for.
 COMMIT = "8823d65"
@@ -74,7 +74,7 @@ def listed_options(prompt: str) -> list[str]:
     at = prompt.rfind(_OPTIONS)
     if at < 0:
         return []
-    lines = prompt[prompt.find("\n", at) + 1:].splitlines()
+    lines = prompt[prompt.find("\n", at) + 1 :].splitlines()
     return [line.strip() for line in lines if line.strip()]
 
 
@@ -96,22 +96,30 @@ def change_line(action: str) -> str:
     found = re.fullmatch(r"(pick up|put down) the (\w+) block", text)
     if found and found.group(1) == "pick up":
         x = found.group(2)
-        return (f"The hand was empty and is now holding the {x} block, the {x} block was on the table and is now "
-                f"in the hand, and the {x} block is no longer clear.")
+        return (
+            f"The hand was empty and is now holding the {x} block, the {x} block was on the table and is now "
+            f"in the hand, and the {x} block is no longer clear."
+        )
     if found:
         x = found.group(2)
-        return (f"The hand was holding the {x} block and is now empty, the {x} block was in the hand and is now "
-                f"on the table, and the {x} block is now clear.")
+        return (
+            f"The hand was holding the {x} block and is now empty, the {x} block was in the hand and is now "
+            f"on the table, and the {x} block is now clear."
+        )
     found = re.fullmatch(r"unstack the (\w+) block from on top of the (\w+) block", text)
     if found:
         x, y = found.groups()
-        return (f"The hand was empty and is now holding the {x} block, the {x} block was on top of the {y} block "
-                f"and is now in the hand, the {x} block is no longer clear, and the {y} block is now clear.")
+        return (
+            f"The hand was empty and is now holding the {x} block, the {x} block was on top of the {y} block "
+            f"and is now in the hand, the {x} block is no longer clear, and the {y} block is now clear."
+        )
     found = re.fullmatch(r"stack the (\w+) block on top of the (\w+) block", text)
     if found:
         x, y = found.groups()
-        return (f"The hand was holding the {x} block and is now empty, the {x} block was in the hand and is now "
-                f"on top of the {y} block, the {x} block is now clear, and the {y} block is no longer clear.")
+        return (
+            f"The hand was holding the {x} block and is now empty, the {x} block was in the hand and is now "
+            f"on top of the {y} block, the {x} block is now clear, and the {y} block is no longer clear."
+        )
     raise ValueError(f"not a BlocksWorld action: {action!r}")
 
 
@@ -122,7 +130,7 @@ class Replies:
         self.asked: dict[str, int] = {}
         self.calls = 0
 
-    def __call__(self, prompt: str, role: Optional[str]) -> str:
+    def __call__(self, prompt: str, role: str | None) -> str:
         self.calls += 1
         role = role or ""
         if role.startswith("policy"):
@@ -147,7 +155,7 @@ def data_file(data: Path, out: Path) -> Path:
     split = json.loads((data / "split_v1" / "split_v1_step_6_data.json").read_text())
     cases = []
     for pddl, plan, steps in split[:CASES]:
-        relative = pddl[pddl.index("instances/"):] if "instances/" in pddl else pddl
+        relative = pddl[pddl.index("instances/") :] if "instances/" in pddl else pddl
         cases.append([str((data / relative).resolve()), plan, steps])
     out.write_text(json.dumps(cases))
     return out
@@ -156,8 +164,10 @@ def data_file(data: Path, out: Path) -> Path:
 def check_checkout(original: Path) -> None:
     missing = [name for name in LANDMARKS if not (original / name).is_file()]
     if missing:
-        raise SystemExit(f"--original {original}: not a checkout of xinzhel/lits-llm ({missing[0]} is missing); "
-                         f"give the folder of a checkout at {COMMIT}")
+        raise SystemExit(
+            f"--original {original}: not a checkout of xinzhel/lits-llm ({missing[0]} is missing); "
+            f"give the folder of a checkout at {COMMIT}"
+        )
 
 
 def run(original: Path, data: Path, iterations: int, work_dir: str) -> dict[str, Any]:
@@ -173,13 +183,18 @@ def run(original: Path, data: Path, iterations: int, work_dir: str) -> dict[str,
     class StubModel(lm.LanguageModel):  # type: ignore[misc]
         """Zero latency; logs each call as the original's OpenAIChatModel does."""
 
-        def __call__(self, prompt: Any, role: Optional[str] = "default", **kwargs: Any) -> Any:
+        def __call__(self, prompt: Any, role: str | None = "default", **kwargs: Any) -> Any:
             started = time.time()
             text = replies(prompt if isinstance(prompt, str) else json.dumps(prompt), role)
             if self.inference_logger and role is not None:
-                self.inference_logger.update_usage(input_tokens=len(str(prompt).split()),
-                                                   output_tokens=len(text.split()), batch=False, batch_size=1,
-                                                   role=role, running_time=time.time() - started)
+                self.inference_logger.update_usage(
+                    input_tokens=len(str(prompt).split()),
+                    output_tokens=len(text.split()),
+                    batch=False,
+                    batch_size=1,
+                    role=role,
+                    running_time=time.time() - started,
+                )
             return lm.Output(text)
 
         def batch_generate(self, prompts: list[Any], **kwargs: Any) -> list[str]:
@@ -216,22 +231,45 @@ def run(original: Path, data: Path, iterations: int, work_dir: str) -> dict[str,
     search_base.BaseTreeSearch._handle_error = noted
     with tempfile.TemporaryDirectory(dir=work_dir, prefix=".original-run-") as tmp:
         cases = data_file(data, Path(tmp) / "cases.json")
-        sys.argv = ["lits-search", "--include", "lits_benchmark.blocksworld", "--dataset", "blocksworld",
-                    "--policy-model", "scripted-stub", "--output-dir", str(Path(tmp) / "run"),
-                    "--dataset-arg", f"config_file={data / 'bw_config.yaml'}",
-                    f"domain_file={data / 'generated_domain.pddl'}", f"data_file={cases}",
-                    "--search-arg", f"n_iters={iterations}", "n_actions=3", "max_steps=6", "roll_out_steps=6",
-                    "force_terminating_on_depth_limit=True", "terminate_on_terminal_node=False",
-                    "--var", f"limit={CASES}"]
+        sys.argv = [
+            "lits-search",
+            "--include",
+            "lits_benchmark.blocksworld",
+            "--dataset",
+            "blocksworld",
+            "--policy-model",
+            "scripted-stub",
+            "--output-dir",
+            str(Path(tmp) / "run"),
+            "--dataset-arg",
+            f"config_file={data / 'bw_config.yaml'}",
+            f"domain_file={data / 'generated_domain.pddl'}",
+            f"data_file={cases}",
+            "--search-arg",
+            f"n_iters={iterations}",
+            "n_actions=3",
+            "max_steps=6",
+            "roll_out_steps=6",
+            "force_terminating_on_depth_limit=True",
+            "terminate_on_terminal_node=False",
+            "--var",
+            f"limit={CASES}",
+        ]
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = cli.main()
     if code != 0 or errors:
-        tail = (errors[0] if errors else (out.getvalue() + err.getvalue()).strip()[-400:])
+        tail = errors[0] if errors else (out.getvalue() + err.getvalue()).strip()[-400:]
         raise SystemExit(f"the original's lits-search failed (exit {code}): {tail}")
     n = max(1, int(spent["iterations"]))
-    return {"iterations": n, "calls": replies.calls, "search_s": spent["wall"], "search_cpu_s": spent["cpu"],
-            "ms_per_iteration": 1000 * spent["wall"] / n, "cpu_ms_per_iteration": 1000 * spent["cpu"] / n}
+    return {
+        "iterations": n,
+        "calls": replies.calls,
+        "search_s": spent["wall"],
+        "search_cpu_s": spent["cpu"],
+        "ms_per_iteration": 1000 * spent["wall"] / n,
+        "cpu_ms_per_iteration": 1000 * spent["cpu"] / n,
+    }
 
 
 def main() -> None:

@@ -44,8 +44,9 @@ def local_ray(workers: int) -> Iterator[float]:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     temp = tempfile.mkdtemp(prefix="lits-rb-", dir="/tmp")
     started = time.perf_counter()
-    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-             _temp_dir=temp)
+    ray.init(
+        num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, _temp_dir=temp
+    )
     try:
         yield time.perf_counter() - started
     finally:
@@ -65,14 +66,40 @@ def lits_run(args: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def p1_pass(base_url: str, root: Path, instances: int, concurrency: int, executor: str,
-            cache: Path) -> dict[str, Any]:
-    wall = lits_run([
-        "search", "--model", "bench", "--base-url", base_url, "--dataset", "blocksworld",
-        "--dataset-arg", "steps=2,4,6", "--dataset-arg", f"n={instances}", "--limit", str(instances),
-        "--search-arg", "n_iterations=10", "--search-arg", "n_actions=3", "--search-arg", "max_depth=6",
-        "--search-arg", "early_stop=false", "--concurrency", str(concurrency), "--executor", executor,
-        "--cache", str(cache), "--save-dir", str(root)])
+def p1_pass(base_url: str, root: Path, instances: int, concurrency: int, executor: str, cache: Path) -> dict[str, Any]:
+    wall = lits_run(
+        [
+            "search",
+            "--model",
+            "bench",
+            "--base-url",
+            base_url,
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2,4,6",
+            "--dataset-arg",
+            f"n={instances}",
+            "--limit",
+            str(instances),
+            "--search-arg",
+            "n_iterations=10",
+            "--search-arg",
+            "n_actions=3",
+            "--search-arg",
+            "max_depth=6",
+            "--search-arg",
+            "early_stop=false",
+            "--concurrency",
+            str(concurrency),
+            "--executor",
+            executor,
+            "--cache",
+            str(cache),
+            "--save-dir",
+            str(root),
+        ]
+    )
     summary = json.loads((root / "eval_results.json").read_text())
     timings = [json.loads(p.read_text()) for p in sorted((root / "timings").glob("*.json"))]
     return {
@@ -89,8 +116,26 @@ def p1_pass(base_url: str, root: Path, instances: int, concurrency: int, executo
 
 def fixed_cost(root: Path) -> float:
     """A 2-instance scripted run on Ray: workers start, build the components, are shut down."""
-    return round(lits_run(["search", "--model", "scripted", "--dataset", "blocksworld", "--limit", "2",
-                           "--search-arg", "n_iterations=2", "--executor", "ray", "--save-dir", str(root)]), 2)
+    return round(
+        lits_run(
+            [
+                "search",
+                "--model",
+                "scripted",
+                "--dataset",
+                "blocksworld",
+                "--limit",
+                "2",
+                "--search-arg",
+                "n_iterations=2",
+                "--executor",
+                "ray",
+                "--save-dir",
+                str(root),
+            ]
+        ),
+        2,
+    )
 
 
 def coordinator_round_trips(root: Path, calls: int = 300) -> dict[str, float]:
@@ -149,19 +194,20 @@ def per_worker_cache(base_url: str, work: Path, args: argparse.Namespace) -> dic
 def one_round(base_url: str, work: Path, args: argparse.Namespace, first: bool) -> dict[str, Any]:
     """Every pass once, one after another (a machine shared with other work changes speed over minutes)."""
     out: dict[str, Any] = {}
-    local = out["in_process"] = p1_pass(base_url, work / "local", args.instances, args.concurrency, "local",
-                                        work / "local.sqlite")
+    local = out["in_process"] = p1_pass(
+        base_url, work / "local", args.instances, args.concurrency, "local", work / "local.sqlite"
+    )
     print("in_process", json.dumps(local), flush=True)
     for workers in (int(w) for w in args.workers.split(",")):
         with local_ray(workers) as init_s:
             name = f"ray_{workers}_workers"
-            figures = p1_pass(base_url, work / name, args.instances, args.concurrency, "ray",
-                              work / f"{name}.sqlite")
+            figures = p1_pass(base_url, work / name, args.instances, args.concurrency, "ray", work / f"{name}.sqlite")
             figures["ray_init_s"] = round(init_s, 2)
             figures["overhead_per_instance_s"] = round((figures["wall_s"] - local["wall_s"]) / args.instances, 3)
             figures["fixed_cost_s"] = fixed_cost(work / f"{name}-fixed")
-            again = p1_pass(base_url, work / f"{name}-again", args.instances, args.concurrency, "ray",
-                            work / f"{name}.sqlite")
+            again = p1_pass(
+                base_url, work / f"{name}-again", args.instances, args.concurrency, "ray", work / f"{name}.sqlite"
+            )
             figures["second_pass_from_cache"] = {k: again[k] for k in ("wall_s", "paid_calls", "cache_hits")}
             if workers == 2:
                 if first:
@@ -197,8 +243,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lits-bench-ray-"))
-    report: dict[str, Any] = {"instances": args.instances, "latency_s": args.latency,
-                              "concurrency": args.concurrency, "cpus": os.cpu_count(), "rounds": args.rounds}
+    report: dict[str, Any] = {
+        "instances": args.instances,
+        "latency_s": args.latency,
+        "concurrency": args.concurrency,
+        "cpus": os.cpu_count(),
+        "rounds": args.rounds,
+    }
     try:
         with obedient_server_process(args.latency) as base_url:
             rounds = [one_round(base_url, work, args, first=i == 0) for i in range(args.rounds)]

@@ -35,17 +35,42 @@ def run(out: Path, name: str, args: argparse.Namespace, n_actions: int, beam: in
     started = time.time()
     again = ["--resume"] if (save / "config.json").exists() else []  # a benchmark stopped half-way goes on
     model = ["--model", "m", "--base-url", args.fake] if args.fake else ["--model", args.model]
-    done = subprocess.run([sys.executable, "-m", "lits", "search", *again, "--search-framework", "tot_bfs", "--dataset",
-                           "gsm8k", "--dataset-arg", f"path={args.data}", "--limit", str(args.limit), *model,
-                           "--search-arg", f"max_depth={args.depth}", "--search-arg",
-                           f"n_actions={n_actions}", "--search-arg", f"beam_width={beam}", "--save-dir", str(save),
-                           *extra], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lits",
+            "search",
+            *again,
+            "--search-framework",
+            "tot_bfs",
+            "--dataset",
+            "gsm8k",
+            "--dataset-arg",
+            f"path={args.data}",
+            "--limit",
+            str(args.limit),
+            *model,
+            "--search-arg",
+            f"max_depth={args.depth}",
+            "--search-arg",
+            f"n_actions={n_actions}",
+            "--search-arg",
+            f"beam_width={beam}",
+            "--save-dir",
+            str(save),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise SystemExit(f"{name}: {done.stderr.strip()[-2000:]}")
     summary = json.loads((save / "eval_results.json").read_text())
     summary["wall"] = round(time.time() - started)
-    summary["answers"] = {p.name: json.loads(p.read_text()).get("eval", {}).get("answer")
-                          for p in sorted((save / "results").iterdir())}
+    summary["answers"] = {
+        p.name: json.loads(p.read_text()).get("eval", {}).get("answer") for p in sorted((save / "results").iterdir())
+    }
     return summary
 
 
@@ -56,9 +81,12 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=2)
     parser.add_argument("--model", default="local", help="'local' (embedded Gemma 3 270M) or a .gguf file")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary dir)")
-    parser.add_argument("--fake", action="store_true",
-                        help="a loopback stand-in instead of the model: distinct samples, judgements that vary "
-                             "with the step (the counts in seconds, on any machine)")
+    parser.add_argument(
+        "--fake",
+        action="store_true",
+        help="a loopback stand-in instead of the model: distinct samples, judgements that vary "
+        "with the step (the counts in seconds, on any machine)",
+    )
     args = parser.parse_args()
     if args.fake:
         from lits.testing.servers.openai_compat import FakeOpenAIServer
@@ -86,22 +114,34 @@ def sweep(args: argparse.Namespace) -> None:
         recording = pool.submit(run, out, "recorded", args, *RECORDED)
         fresh_runs = list(pool.map(lambda s: run(out, f"fresh-n{s[0]}-b{s[1]}", args, *s), SETTINGS))
         recorded = recording.result()
-        replays = list(pool.map(lambda s: run(out, f"replay-n{s[0]}-b{s[1]}", args, *s, "--replay-from",
-                                              str(out / "recorded")), SETTINGS))
-    print(f"recorded n_actions={RECORDED[0]} beam={RECORDED[1]}: {recorded['inference']['calls']} calls, "
-          f"{recorded['solved']}/{recorded['instances']} solved, {recorded['wall']} s", flush=True)
+        replays = list(
+            pool.map(
+                lambda s: run(out, f"replay-n{s[0]}-b{s[1]}", args, *s, "--replay-from", str(out / "recorded")),
+                SETTINGS,
+            )
+        )
+    print(
+        f"recorded n_actions={RECORDED[0]} beam={RECORDED[1]}: {recorded['inference']['calls']} calls, "
+        f"{recorded['solved']}/{recorded['instances']} solved, {recorded['wall']} s",
+        flush=True,
+    )
     print("| setting | fresh calls | replay: replayed / paid | same answers | fresh solved | replay solved |")
     print("|---|---|---|---|---|---|")
     fresh_calls = paid = 0
     for (n_actions, beam), fresh, replay in zip(SETTINGS, fresh_runs, replays):
         fresh_calls += fresh["inference"]["calls"]
         paid += replay["replay"]["paid"]
-        print(f"| n_actions={n_actions} beam={beam} | {fresh['inference']['calls']} | "
-              f"{replay['replay']['replayed']} / {replay['replay']['paid']} | "
-              f"{fresh['answers'] == replay['answers']} | {fresh['solved']}/{fresh['instances']} | "
-              f"{replay['solved']}/{replay['instances']} |", flush=True)
-    print(f"sweep of {len(SETTINGS)} settings: fresh {fresh_calls} calls, by replay {paid} calls "
-          f"({paid / max(fresh_calls, 1):.1%}); the recorded run cost {recorded['inference']['calls']} calls")
+        print(
+            f"| n_actions={n_actions} beam={beam} | {fresh['inference']['calls']} | "
+            f"{replay['replay']['replayed']} / {replay['replay']['paid']} | "
+            f"{fresh['answers'] == replay['answers']} | {fresh['solved']}/{fresh['instances']} | "
+            f"{replay['solved']}/{replay['instances']} |",
+            flush=True,
+        )
+    print(
+        f"sweep of {len(SETTINGS)} settings: fresh {fresh_calls} calls, by replay {paid} calls "
+        f"({paid / max(fresh_calls, 1):.1%}); the recorded run cost {recorded['inference']['calls']} calls"
+    )
 
 
 if __name__ == "__main__":

@@ -55,10 +55,31 @@ def one_run(data: str, instances: int, iterations: int) -> dict[str, Any]:
     TreeJournal.compact = timed_compact  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
-        args = ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={data}", "--dataset-arg", "steps=6",
-                "--limit", str(instances), "--model", "scripted", "--search", "mcts",
-                "--search-arg", f"n_iterations={iterations}", "--search-arg", "n_actions=3",
-                "--search-arg", "max_depth=6", "--search-arg", "early_stop=false", "--save-dir", str(run)]
+        args = [
+            "search",
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            f"path={data}",
+            "--dataset-arg",
+            "steps=6",
+            "--limit",
+            str(instances),
+            "--model",
+            "scripted",
+            "--search",
+            "mcts",
+            "--search-arg",
+            f"n_iterations={iterations}",
+            "--search-arg",
+            "n_actions=3",
+            "--search-arg",
+            "max_depth=6",
+            "--search-arg",
+            "early_stop=false",
+            "--save-dir",
+            str(run),
+        ]
         started = time.perf_counter()
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             code = main(args)
@@ -74,7 +95,7 @@ def one_run(data: str, instances: int, iterations: int) -> dict[str, Any]:
     search_seconds = sum(t["seconds"] for t in timings)
     # Iteration times per instance: gaps between consecutive checkpoints of that instance.
     per_iteration = [b - a for a, b in zip(stamps, stamps[1:])]
-    per_instance = [per_iteration[i * iterations: (i + 1) * iterations - 1] for i in range(instances)]
+    per_instance = [per_iteration[i * iterations : (i + 1) * iterations - 1] for i in range(instances)]
     tenth = max(1, iterations // 10)
     first = [x for gaps in per_instance for x in gaps[:tenth]]
     last = [x for gaps in per_instance for x in gaps[-tenth:]]
@@ -109,21 +130,29 @@ def main() -> None:
         return
     rows = []
     for n in (int(x) for x in args.iterations.split(",")):
-        done = subprocess.run([sys.executable, __file__, "--data", args.data, "--instances", str(args.instances),
-                               "--one", str(n)], capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "--data", args.data, "--instances", str(args.instances), "--one", str(n)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     if not args.markdown:
         print(json.dumps(rows, indent=1))
         return
-    print("| iterations | ms/iter (all) | first 10 % | last 10 % | iter/s | journal appends | compaction / instance "
-          "| bytes written | peak RSS | nodes | requests/node |")
+    print(
+        "| iterations | ms/iter (all) | first 10 % | last 10 % | iter/s | journal appends | compaction / instance "
+        "| bytes written | peak RSS | nodes | requests/node |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['iterations']:,} | {r['ms_per_iteration']} | {r['ms_first_10pct']} | {r['ms_last_10pct']} "
-              f"| {r['iterations_per_s']:,} | {r['persistence_share']:.1%} | {r['compaction_ms_per_instance']} ms "
-              f"| {r['bytes_written']:,} "
-              f"| {r['peak_rss_mb']} MB | {r['nodes']:,} | {r['requests_per_node']} |")
+        print(
+            f"| {r['iterations']:,} | {r['ms_per_iteration']} | {r['ms_first_10pct']} | {r['ms_last_10pct']} "
+            f"| {r['iterations_per_s']:,} | {r['persistence_share']:.1%} | {r['compaction_ms_per_instance']} ms "
+            f"| {r['bytes_written']:,} "
+            f"| {r['peak_rss_mb']} MB | {r['nodes']:,} | {r['requests_per_node']} |"
+        )
 
 
 if __name__ == "__main__":

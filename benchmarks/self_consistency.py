@@ -41,8 +41,13 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary dir)")
     parser.add_argument("--max-tokens", type=int, default=None, help="cap each reply (a loaded machine is slow)")
-    parser.add_argument("--budget-k", type=int, default=None, metavar="K",
-                        help="compare sc k=--k against sc with up to K chains at the same total tokens (--budget)")
+    parser.add_argument(
+        "--budget-k",
+        type=int,
+        default=None,
+        metavar="K",
+        help="compare sc k=--k against sc with up to K chains at the same total tokens (--budget)",
+    )
     parser.add_argument("--simulated", action="store_true", help="a stand-in sampler in process (no server)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="lits-sc-"))
@@ -60,10 +65,20 @@ def main() -> None:
             return
         spent = _row(fixed[0], _run(out / _folder(fixed[0]), url, args, fixed[1]))
         name = f"sc k<={args.budget_k} budget tokens={spent}"
-        _row(name, _run(out / _folder(name), url, args, ["--chain", "sc", "--chain-arg", f"k={args.budget_k}",
-                                                          "--budget", f"tokens={spent}"]))
-    compared = subprocess.run([sys.executable, "-m", "lits", "compare", str(out / _folder(fixed[0])),
-                               str(out / _folder(name))], capture_output=True, text=True)
+        _row(
+            name,
+            _run(
+                out / _folder(name),
+                url,
+                args,
+                ["--chain", "sc", "--chain-arg", f"k={args.budget_k}", "--budget", f"tokens={spent}"],
+            ),
+        )
+    compared = subprocess.run(
+        [sys.executable, "-m", "lits", "compare", str(out / _folder(fixed[0])), str(out / _folder(name))],
+        capture_output=True,
+        text=True,
+    )
     print(compared.stdout + compared.stderr)
 
 
@@ -88,22 +103,33 @@ def _simulated(args: argparse.Namespace, out: Path) -> None:
             rng = random.Random(f"{query}:{params.seed}")
             right = gold.get(query, "0")
             answer = right if rng.random() < chance else rng.choice([f"{right}1", f"{right}0"])
-            return [Completion(f"The answer is {answer}.", tokens_in=len(text.split()),
-                               tokens_out=rng.randint(30, 60)) for _ in range(params.n)]
+            return [
+                Completion(f"The answer is {answer}.", tokens_in=len(text.split()), tokens_out=rng.randint(30, 60))
+                for _ in range(params.n)
+            ]
 
     register_model("stand-in-sampler")(lambda spec, **options: Sampler())
 
     def run(name: str, **fields: object) -> tuple[Path, int]:
         started = time.time()
-        lits.chain("gsm8k", chain="sc", model="stand-in-sampler", limit=args.limit, no_cache=True,
-                   dataset_args={"path": args.data}, save_dir=out / _folder(name), **fields)
+        lits.chain(
+            "gsm8k",
+            chain="sc",
+            model="stand-in-sampler",
+            limit=args.limit,
+            no_cache=True,
+            dataset_args={"path": args.data},
+            save_dir=out / _folder(name),
+            **fields,
+        )
         return out / _folder(name), _row(name, (out / _folder(name), time.time() - started))
 
     fixed, spent = run(f"sc k={args.k}", chain_args={"k": args.k})
     k = args.budget_k or 16
     budgeted, _ = run(f"sc k<={k} budget tokens={spent}", chain_args={"k": k}, budget=f"tokens={spent}")
-    compared = subprocess.run([sys.executable, "-m", "lits", "compare", str(fixed), str(budgeted)],
-                              capture_output=True, text=True)
+    compared = subprocess.run(
+        [sys.executable, "-m", "lits", "compare", str(fixed), str(budgeted)], capture_output=True, text=True
+    )
     print(compared.stdout + compared.stderr)
 
 
@@ -113,14 +139,38 @@ def _folder(name: str) -> str:
 
 def _run(run: Path, url: str, args: argparse.Namespace, extra: list[str]) -> tuple[Path, float]:
     started = time.time()
-    done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "gsm8k", "--dataset-arg",
-                           f"path={args.data}", "--limit", str(args.limit), "--model",
-                           "qwen2.5-coder-0.5b-instruct", "--base-url", url, "--no-cache",
-                           # one slot: one call at a time, and patience on a loaded machine (no retried replies)
-                           "--concurrency", "1", "--read-timeout", "3000", "--call-budget", "6000",
-                           "--save-dir", str(run), *extra,
-                           *(["--policy-model-arg", f"max_tokens={args.max_tokens}"] if args.max_tokens else [])],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lits",
+            "chain",
+            "--dataset",
+            "gsm8k",
+            "--dataset-arg",
+            f"path={args.data}",
+            "--limit",
+            str(args.limit),
+            "--model",
+            "qwen2.5-coder-0.5b-instruct",
+            "--base-url",
+            url,
+            "--no-cache",
+            # one slot: one call at a time, and patience on a loaded machine (no retried replies)
+            "--concurrency",
+            "1",
+            "--read-timeout",
+            "3000",
+            "--call-budget",
+            "6000",
+            "--save-dir",
+            str(run),
+            *extra,
+            *(["--policy-model-arg", f"max_tokens={args.max_tokens}"] if args.max_tokens else []),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise SystemExit(done.stderr.strip()[-2000:])
     return run, time.time() - started
@@ -133,8 +183,11 @@ def _row(name: str, done: tuple[Path, float]) -> int:
     inf = s["inference"]
     budget = s.get("budget")
     spread = f" (chains: {budget['chains_per_instance']})" if budget else ""
-    print(f"| {name}{spread} | {s['solved']}/{s['instances']} | {inf['calls']} | {inf.get('tokens_in')} / "
-          f"{inf.get('tokens_out')} | {round(seconds)} |", flush=True)
+    print(
+        f"| {name}{spread} | {s['solved']}/{s['instances']} | {inf['calls']} | {inf.get('tokens_in')} / "
+        f"{inf.get('tokens_out')} | {round(seconds)} |",
+        flush=True,
+    )
     return int(inf.get("tokens_in") or 0) + int(inf.get("tokens_out") or 0)
 
 

@@ -62,7 +62,7 @@ import tempfile
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 #: The original LiTS at 10 iterations on this workload (docs/benchmarks.md, "Search engine at scale"): the
 #: ratio's denominator when the original is not run side by side (``--original``).
@@ -85,14 +85,34 @@ sys.exit(main(sys.argv[1:]))
 
 
 def search_args(data: str, save_dir: Path, iterations: int) -> list[str]:
-    return ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={data}", "--dataset-arg", "steps=6",
-            "--limit", "5", "--model", "scripted", "--search", "mcts", "--search-arg", f"n_iterations={iterations}",
-            "--search-arg", "n_actions=3", "--search-arg", "max_depth=6", "--search-arg", "early_stop=false",
-            "--save-dir", str(save_dir)]
+    return [
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        f"path={data}",
+        "--dataset-arg",
+        "steps=6",
+        "--limit",
+        "5",
+        "--model",
+        "scripted",
+        "--search",
+        "mcts",
+        "--search-arg",
+        f"n_iterations={iterations}",
+        "--search-arg",
+        "n_actions=3",
+        "--search-arg",
+        "max_depth=6",
+        "--search-arg",
+        "early_stop=false",
+        "--save-dir",
+        str(save_dir),
+    ]
 
 
-def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".",
-            pin_clock: bool = False) -> dict[str, Any]:
+def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".", pin_clock: bool = False) -> dict[str, Any]:
     """The workload once in this process: ms per iteration and framework cost per call."""
     import cProfile
 
@@ -157,7 +177,9 @@ def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".",
         seconds = sum(json.loads(p.read_text())["seconds"] for p in (run / "timings").iterdir())
     out: dict[str, Any] = {
         "ms_per_iteration": 1000 * seconds / (5 * iterations),
-        "search_s": spent["search"], "search_cpu_s": spent["search_cpu"], "iterations": 5 * iterations,
+        "search_s": spent["search"],
+        "search_cpu_s": spent["search_cpu"],
+        "iterations": 5 * iterations,
         "framework_ms_per_call": 1000 * (spent["generate"] - spent["model"]) / max(1, calls["generate"]),
         "calls": calls["generate"],
     }
@@ -173,12 +195,29 @@ def one_run(data: str, iterations: int, profile: bool, work_dir: str = ".",
 def first_iteration_seconds(data: str, work_dir: str = ".") -> float:
     """Seconds from spawning ``lits search`` to its first checkpoint."""
     with tempfile.TemporaryDirectory(dir=work_dir, prefix=".short-run-") as tmp:
-        args = ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={data}", "--dataset-arg", "steps=2",
-                "--limit", "1", "--model", "scripted", "--search", "mcts", "--search-arg", "n_iterations=2",
-                "--save-dir", str(Path(tmp) / "run")]
+        args = [
+            "search",
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            f"path={data}",
+            "--dataset-arg",
+            "steps=2",
+            "--limit",
+            "1",
+            "--model",
+            "scripted",
+            "--search",
+            "mcts",
+            "--search-arg",
+            "n_iterations=2",
+            "--save-dir",
+            str(Path(tmp) / "run"),
+        ]
         started = time.time()
-        done = subprocess.run([sys.executable, "-c", FIRST_ITERATION, *args], capture_output=True, text=True,
-                              env=_bytecode_env())
+        done = subprocess.run(
+            [sys.executable, "-c", FIRST_ITERATION, *args], capture_output=True, text=True, env=_bytecode_env()
+        )
         stamps = [float(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("FIRST ")]
         if done.returncode != 0 or not stamps:
             raise SystemExit(f"lits search failed: {done.stderr.strip()[-500:]}")
@@ -194,8 +233,12 @@ def _counting_env() -> dict[str, str]:
 def instructions(command: list[str]) -> int:
     """Instructions ``command`` executes under callgrind."""
     env = _counting_env()
-    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command, "--pin-clock"],
-                          capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command, "--pin-clock"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     counted = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
     if done.returncode != 0 or counted is None:
         raise SystemExit(f"valgrind failed: {done.stderr.strip()[-500:]}")
@@ -207,7 +250,7 @@ def print_instructions(one: list[str], iterations: int) -> None:
         raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
     subprocess.run(one, capture_output=True, check=True, env=_counting_env())  # writes the bytecode cache
     at_n = instructions(one)
-    at_1 = instructions([*one[:one.index("--iterations") + 1], "1", *one[one.index("--iterations") + 2:]])
+    at_1 = instructions([*one[: one.index("--iterations") + 1], "1", *one[one.index("--iterations") + 2 :]])
     print(f"instructions at {iterations} iterations: {at_n:,}; at 1 iteration: {at_1:,}")
     print(f"per iteration beyond the first (5 instances): {(at_n - at_1) / (5 * (iterations - 1)):,.0f}")
 
@@ -244,8 +287,14 @@ def _json_run(command: list[str], what: str) -> Run:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def measure(data: str, repeats: int, iterations: int = 10, work_dir: str = ".", original: Optional[str] = None,
-            original_python: str = ORIGINAL_PYTHON) -> dict[str, list[float]]:
+def measure(
+    data: str,
+    repeats: int,
+    iterations: int = 10,
+    work_dir: str = ".",
+    original: str | None = None,
+    original_python: str = ORIGINAL_PYTHON,
+) -> dict[str, list[float]]:
     """Each figure of ``repeats`` fresh processes (and as many timed starts), in run order, after one untimed
     run of each that writes the bytecode cache.  With ``original`` (a checkout of the original LiTS) the runs
     alternate with the original's and ``ratio`` is ours over the original's CPU per iteration, pair by pair;
@@ -260,17 +309,29 @@ def measure(data: str, repeats: int, iterations: int = 10, work_dir: str = ".", 
         runs = [ours() for _ in range(repeats + 1)][1:]
         figures["ratio"] = [r["ms_per_iteration"] / ORIGINAL_MS_PER_ITERATION for r in runs]
     else:
-        theirs = [original_python, str(Path(__file__).with_name("original_lits.py")), "--original", original,
-                  "--data", data, "--iterations", str(iterations), "--work-dir", work_dir]
+        theirs = [
+            original_python,
+            str(Path(__file__).with_name("original_lits.py")),
+            "--original",
+            original,
+            "--data",
+            data,
+            "--iterations",
+            str(iterations),
+            "--work-dir",
+            work_dir,
+        ]
         pairs = interleaved(repeats + 1, ours, lambda: _json_run(theirs, "the original's run"))[1:]
         runs = [mine for mine, _ in pairs]
         figures["ratio"] = pair_ratios(pairs, "search_cpu_s")
         figures["wall_ratio"] = pair_ratios(pairs, "search_s")
         for side, index in (("ours", 0), ("original", 1)):
-            figures[f"{side}_cpu_ms_per_iteration"] = [1000 * p[index]["search_cpu_s"] / p[index]["iterations"]
-                                                      for p in pairs]
-            figures[f"{side}_wall_ms_per_iteration"] = [1000 * p[index]["search_s"] / p[index]["iterations"]
-                                                       for p in pairs]
+            figures[f"{side}_cpu_ms_per_iteration"] = [
+                1000 * p[index]["search_cpu_s"] / p[index]["iterations"] for p in pairs
+            ]
+            figures[f"{side}_wall_ms_per_iteration"] = [
+                1000 * p[index]["search_s"] / p[index]["iterations"] for p in pairs
+            ]
             figures[f"{side}_calls"] = [p[index]["calls"] for p in pairs]
     figures["ms_per_iteration"] = [r["ms_per_iteration"] for r in runs]
     figures["framework_ms_per_call"] = [r["framework_ms_per_call"] for r in runs]
@@ -286,11 +347,19 @@ def side_by_side_rows(figures: dict[str, list[float]]) -> list[tuple[str, str]]:
     if "wall_ratio" in figures:
         rows = [("ours / the original, wall time of the search", spread(figures["wall_ratio"], 3))]
         for what, key in (("CPU", "cpu"), ("wall", "wall")):
-            rows.append((f"{what} ms per iteration of the search, ours / the original's",
-                         f"{spread(figures[f'ours_{key}_ms_per_iteration'], 2)} / "
-                         f"{spread(figures[f'original_{key}_ms_per_iteration'], 2)}"))
-        rows.append(("model calls per run, ours / the original's",
-                     f"{statistics.median(figures['ours_calls']):.0f} / {statistics.median(figures['original_calls']):.0f}"))
+            rows.append(
+                (
+                    f"{what} ms per iteration of the search, ours / the original's",
+                    f"{spread(figures[f'ours_{key}_ms_per_iteration'], 2)} / "
+                    f"{spread(figures[f'original_{key}_ms_per_iteration'], 2)}",
+                )
+            )
+        rows.append(
+            (
+                "model calls per run, ours / the original's",
+                f"{statistics.median(figures['ours_calls']):.0f} / {statistics.median(figures['original_calls']):.0f}",
+            )
+        )
     rows.append(("load average at the end (1, 5, 15 min)", ", ".join(f"{x:.2f}" for x in figures["load_average"])))
     return rows
 
@@ -306,13 +375,22 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--profile", action="store_true", help="print the top 10 costs of one run")
     parser.add_argument("--work-dir", default=".", help="where the runs' directories are made (default: here)")
-    parser.add_argument("--instructions", action="store_true",
-                        help="count the instructions of one run under valgrind (deterministic) instead")
-    parser.add_argument("--original", default=None,
-                        help="a checkout of the original LiTS (xinzhel/lits-llm at 8823d65): measure the ratio "
-                             "side by side (see original_lits.py for the set-up)")
-    parser.add_argument("--original-python", default=ORIGINAL_PYTHON,
-                        help=f"the interpreter that runs the original (default: {ORIGINAL_PYTHON})")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the instructions of one run under valgrind (deterministic) instead",
+    )
+    parser.add_argument(
+        "--original",
+        default=None,
+        help="a checkout of the original LiTS (xinzhel/lits-llm at 8823d65): measure the ratio "
+        "side by side (see original_lits.py for the set-up)",
+    )
+    parser.add_argument(
+        "--original-python",
+        default=ORIGINAL_PYTHON,
+        help=f"the interpreter that runs the original (default: {ORIGINAL_PYTHON})",
+    )
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pin-clock", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -324,8 +402,17 @@ def main() -> None:
     if args.one:
         print(json.dumps(one_run(args.data, args.iterations, args.profile, args.work_dir, args.pin_clock)))
         return
-    one = [sys.executable, __file__, "--one", "--data", args.data, "--iterations", str(args.iterations),
-           "--work-dir", args.work_dir]
+    one = [
+        sys.executable,
+        __file__,
+        "--one",
+        "--data",
+        args.data,
+        "--iterations",
+        str(args.iterations),
+        "--work-dir",
+        args.work_dir,
+    ]
     if args.instructions:
         print_instructions(one, args.iterations)
         return
@@ -334,8 +421,11 @@ def main() -> None:
     print(f"| figure ({runs}: median (range)) | value | target |")
     print("|---|---|---|")
     print(f"| ms per iteration at {args.iterations} iterations | {spread(figures['ms_per_iteration'], 2)} | — |")
-    what = ("ours / the original, CPU time of the search, side by side" if args.original else
-            f"ratio to the original's constant {ORIGINAL_MS_PER_ITERATION} ms (not side by side)")
+    what = (
+        "ours / the original, CPU time of the search, side by side"
+        if args.original
+        else f"ratio to the original's constant {ORIGINAL_MS_PER_ITERATION} ms (not side by side)"
+    )
     print(f"| {what} | {spread(figures['ratio'], 3)} | ≤ 0.06 (stretch 0.04) |")
     print(f"| framework cost per model call (ms) | {spread(figures['framework_ms_per_call'], 3)} | ≤ 0.3 |")
     print(f"| start to first iteration (s) | {spread(figures['first_iteration_s'], 2)} | ≤ 0.4 |")
@@ -346,15 +436,14 @@ def main() -> None:
         print("\n" + json.loads(done.stdout.strip().splitlines()[-1])["profile"])
 
 
-def check_original(parser: argparse.ArgumentParser, original: Optional[str], python: str) -> None:
+def check_original(parser: argparse.ArgumentParser, original: str | None, python: str) -> None:
     """A missing checkout or interpreter is one line naming the flag (before any run starts)."""
     if original is None:
         return
     if not Path(original).is_dir():
         parser.error(f"--original {original} is not a directory (a checkout of xinzhel/lits-llm at 8823d65)")
     if shutil.which(python) is None:
-        parser.error(f"--original-python {python} is not an interpreter; make it as original_lits.py's docstring "
-                     "says")
+        parser.error(f"--original-python {python} is not an interpreter; make it as original_lits.py's docstring says")
 
 
 if __name__ == "__main__":

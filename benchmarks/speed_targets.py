@@ -47,20 +47,26 @@ TARGETS: list[tuple[str, float, Callable[[float, float], bool], str]] = [
 
 
 def wide_figures(rounds: int) -> dict[str, list[float]]:
-    figures: dict[str, list[float]] = {"c32_to_critical_path": [], "k4_c64_to_sequential": [],
-                                       "k4_solved_minus_sequential": []}
+    figures: dict[str, list[float]] = {
+        "c32_to_critical_path": [],
+        "k4_c64_to_sequential": [],
+        "k4_solved_minus_sequential": [],
+    }
     for _ in range(rounds):
         report = concurrency.wide_runs(serial=False, echo=False)
         figures["c32_to_critical_path"].append(report["ratio_c32_to_critical_path"])
         figures["k4_c64_to_sequential"].append(report["ratio_k4_c64_to_sequential_critical_path"])
         figures["k4_solved_minus_sequential"].append(
-            report["concurrency_64_k4"]["solved"] - report["concurrency_32"]["solved"])
+            report["concurrency_64_k4"]["solved"] - report["concurrency_32"]["solved"]
+        )
     return figures
 
 
 #: The ratio target's text when the original was not run beside ours.
-AGAINST_CONSTANT = (f"≤ 0.06 of the constant {short_runs.ORIGINAL_MS_PER_ITERATION} ms per iteration "
-                    "(not side by side: give --original; stretch 0.04)")
+AGAINST_CONSTANT = (
+    f"≤ 0.06 of the constant {short_runs.ORIGINAL_MS_PER_ITERATION} ms per iteration "
+    "(not side by side: give --original; stretch 0.04)"
+)
 
 
 def table(figures: dict[str, list[float]]) -> list[str]:
@@ -71,8 +77,10 @@ def table(figures: dict[str, list[float]]) -> list[str]:
         values = figures[name]
         median = statistics.median(values)
         met = sum(within(v, target) for v in values)
-        lines.append(f"| {text} | {len(values)} | {short_runs.spread(values, 3)} | {met}/{len(values)} "
-                     f"| {'met' if within(median, target) else '**missed**'} |")
+        lines.append(
+            f"| {text} | {len(values)} | {short_runs.spread(values, 3)} | {met}/{len(values)} "
+            f"| {'met' if within(median, target) else '**missed**'} |"
+        )
     return lines
 
 
@@ -83,18 +91,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="wide runs (each ~25 s)")
     parser.add_argument("--work-dir", default=".", help="where the short runs' directories are made")
     parser.add_argument("--out", type=Path, default=None, help="write every single figure as JSON here")
-    parser.add_argument("--original", default=None,
-                        help="a checkout of the original LiTS (xinzhel/lits-llm at 8823d65): the ratio side by side")
-    parser.add_argument("--original-python", default=short_runs.ORIGINAL_PYTHON,
-                        help=f"the interpreter that runs the original (default: {short_runs.ORIGINAL_PYTHON})")
+    parser.add_argument(
+        "--original",
+        default=None,
+        help="a checkout of the original LiTS (xinzhel/lits-llm at 8823d65): the ratio side by side",
+    )
+    parser.add_argument(
+        "--original-python",
+        default=short_runs.ORIGINAL_PYTHON,
+        help=f"the interpreter that runs the original (default: {short_runs.ORIGINAL_PYTHON})",
+    )
     args = parser.parse_args()
     if not Path(args.data).is_dir():
         parser.error(f"--data {args.data} is not a directory (the BlocksWorld data set)")
     if args.repeats < 1 or args.rounds < 1:
         parser.error("--repeats and --rounds must be at least 1")
     short_runs.check_original(parser, args.original, args.original_python)
-    figures: dict[str, Any] = short_runs.measure(args.data, args.repeats, work_dir=args.work_dir,
-                                                 original=args.original, original_python=args.original_python)
+    figures: dict[str, Any] = short_runs.measure(
+        args.data, args.repeats, work_dir=args.work_dir, original=args.original, original_python=args.original_python
+    )
     figures.update(wide_figures(args.rounds))
     print("\n".join(table(figures)))
     print("\n| beside the ratio | median (range) |\n|---|---|")

@@ -61,23 +61,58 @@ TEMPLATES = {"blocksworld": "llama-2", "gsm8k": "chatml"}
 def workloads(data: Path, gsm8k_limit: int) -> dict[str, tuple[str, list[str]]]:
     """name -> (model file name in LiTS's model cache, lits arguments)."""
     return {
-        "blocksworld": ("gemma-3-270m-q4_k_m.gguf", [
-            "search", "--dataset", "blocksworld", "--dataset-arg", f"path={data / 'blocksworld'}",
-            "--dataset-arg", "steps=2", "--limit", "5", "--search", "mcts",
-            "--search-arg", "n_iterations=10", "--search-arg", "n_actions=3"]),
-        "gsm8k": ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", [
-            "search", "--dataset", "gsm8k", "--dataset-arg", f"path={data / 'math'}", "--limit", str(gsm8k_limit),
-            "--search-framework", "tot_bfs", "--search-arg", "beam_width=2", "--search-arg", "n_actions=2",
-            "--search-arg", "max_depth=3"]),
+        "blocksworld": (
+            "gemma-3-270m-q4_k_m.gguf",
+            [
+                "search",
+                "--dataset",
+                "blocksworld",
+                "--dataset-arg",
+                f"path={data / 'blocksworld'}",
+                "--dataset-arg",
+                "steps=2",
+                "--limit",
+                "5",
+                "--search",
+                "mcts",
+                "--search-arg",
+                "n_iterations=10",
+                "--search-arg",
+                "n_actions=3",
+            ],
+        ),
+        "gsm8k": (
+            "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            [
+                "search",
+                "--dataset",
+                "gsm8k",
+                "--dataset-arg",
+                f"path={data / 'math'}",
+                "--limit",
+                str(gsm8k_limit),
+                "--search-framework",
+                "tot_bfs",
+                "--search-arg",
+                "beam_width=2",
+                "--search-arg",
+                "n_actions=2",
+                "--search-arg",
+                "max_depth=3",
+            ],
+        ),
     }
 
 
 def server_reuse(log_text: str) -> dict[str, int]:
     """Prompt tokens the server re-used from its context, and how often it said so, from its verbose log."""
     hits = [(int(a), int(b)) for a, b in REUSED.findall(log_text)]
-    return {"reused": sum(a for a, _ in hits), "hit_lines": len(hits),
-            "full_prompt_cached": log_text.count("full prompt already cached"),
-            "no_partial_removal": log_text.count("partial kv removal not supported")}
+    return {
+        "reused": sum(a for a, _ in hits),
+        "hit_lines": len(hits),
+        "full_prompt_cached": log_text.count("full prompt already cached"),
+        "no_partial_removal": log_text.count("partial kv removal not supported"),
+    }
 
 
 def run(name: str, model_file: str, args: list[str], out: Path) -> dict[str, Any]:
@@ -90,25 +125,51 @@ def run(name: str, model_file: str, args: list[str], out: Path) -> dict[str, Any
     save = out / name
     started = time.perf_counter()
     with llama_server(model, log=log, extra=["--verbose", "true"]) as url:
-        done = subprocess.run([sys.executable, "-m", "lits", *args, "--model", model.stem, "--base-url", url,
-                               "--save-dir", str(save), "--no-cache"], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                *args,
+                "--model",
+                model.stem,
+                "--base-url",
+                url,
+                "--save-dir",
+                str(save),
+                "--no-cache",
+            ],
+            capture_output=True,
+            text=True,
+        )
     seconds = time.perf_counter() - started
     if done.returncode != 0 or not (save / "eval_results.json").exists():
-        raise SystemExit(f"{name}: lits exited {done.returncode}: "
-                         f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+        raise SystemExit(
+            f"{name}: lits exited {done.returncode}: {(done.stderr.strip().splitlines() or ['no output'])[-1]}"
+        )
     results = json.loads((save / "eval_results.json").read_text())
     spend = results.get("spend") or {}
     reuse = server_reuse(log.read_text(errors="replace"))
     prompt = int(spend.get("prompt_tokens") or 0)
     evaluated = prompt - reuse["reused"]
     solved = int(results.get("solved") or 0)
-    return {"workload": name, "model": model.stem, "solved": solved, "instances": results.get("instances"),
-            "calls": spend.get("calls"), "requests": spend.get("requests"), "prompt_tokens": prompt,
-            "reused_prompt_tokens": reuse["reused"], "reused_share": round(reuse["reused"] / prompt, 4) if prompt else None,
-            "evaluated_prompt_tokens": evaluated,
-            "evaluated_per_solved": round(evaluated / solved, 1) if solved else None,
-            "prompt_tokens_per_solved": round(prompt / solved, 1) if solved else None,
-            "generated_tokens": spend.get("generated_tokens"), "server_log": reuse, "wall_seconds": round(seconds, 1)}
+    return {
+        "workload": name,
+        "model": model.stem,
+        "solved": solved,
+        "instances": results.get("instances"),
+        "calls": spend.get("calls"),
+        "requests": spend.get("requests"),
+        "prompt_tokens": prompt,
+        "reused_prompt_tokens": reuse["reused"],
+        "reused_share": round(reuse["reused"] / prompt, 4) if prompt else None,
+        "evaluated_prompt_tokens": evaluated,
+        "evaluated_per_solved": round(evaluated / solved, 1) if solved else None,
+        "prompt_tokens_per_solved": round(prompt / solved, 1) if solved else None,
+        "generated_tokens": spend.get("generated_tokens"),
+        "server_log": reuse,
+        "wall_seconds": round(seconds, 1),
+    }
 
 
 def emulate(name: str, model_file: str, args: list[str], out: Path) -> dict[str, Any]:
@@ -130,11 +191,27 @@ def emulate(name: str, model_file: str, args: list[str], out: Path) -> dict[str,
     started = time.perf_counter()
     # Served as llama-cpp-python's server serves: one request at a time, one sample per request.
     with FakeOpenAIServer(responder=obedient, ignore_n=True, owned_by="me") as srv:
-        done = subprocess.run([sys.executable, "-m", "lits", *args, "--model", model.stem, "--base-url", srv.base_url,
-                               "--save-dir", str(save), "--no-cache"], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                *args,
+                "--model",
+                model.stem,
+                "--base-url",
+                srv.base_url,
+                "--save-dir",
+                str(save),
+                "--no-cache",
+            ],
+            capture_output=True,
+            text=True,
+        )
     if done.returncode != 0 or not (save / "eval_results.json").exists():
-        raise SystemExit(f"{name}: lits exited {done.returncode}: "
-                         f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+        raise SystemExit(
+            f"{name}: lits exited {done.returncode}: {(done.stderr.strip().splitlines() or ['no output'])[-1]}"
+        )
     vocab = Llama(model_path=str(model), vocab_only=True, verbose=False)
     template = format_llama2 if TEMPLATES[name] == "llama-2" else format_chatml
     context: list[int] = []
@@ -154,23 +231,36 @@ def emulate(name: str, model_file: str, args: list[str], out: Path) -> dict[str,
     results = json.loads((save / "eval_results.json").read_text())
     solved = int(results.get("solved") or 0)
     evaluated = prompt - reused
-    return {"workload": f"{name} (emulated)", "model": model.stem, "solved": solved,
-            "instances": results.get("instances"), "calls": (results.get("spend") or {}).get("calls"),
-            "requests": len(sent), "prompt_tokens": prompt, "reused_prompt_tokens": reused,
-            "reused_share": round(reused / prompt, 4) if prompt else None, "evaluated_prompt_tokens": evaluated,
-            "evaluated_per_solved": round(evaluated / solved, 1) if solved else None,
-            "prompt_tokens_per_solved": round(prompt / solved, 1) if solved else None,
-            "wall_seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "workload": f"{name} (emulated)",
+        "model": model.stem,
+        "solved": solved,
+        "instances": results.get("instances"),
+        "calls": (results.get("spend") or {}).get("calls"),
+        "requests": len(sent),
+        "prompt_tokens": prompt,
+        "reused_prompt_tokens": reused,
+        "reused_share": round(reused / prompt, 4) if prompt else None,
+        "evaluated_prompt_tokens": evaluated,
+        "evaluated_per_solved": round(evaluated / solved, 1) if solved else None,
+        "prompt_tokens_per_solved": round(prompt / solved, 1) if solved else None,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| workload | model | solved | requests | prompt tokens | re-used by the server | evaluated | "
-             "evaluated / solved | wall s |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| workload | model | solved | requests | prompt tokens | re-used by the server | evaluated | "
+        "evaluated / solved | wall s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         per = "-" if r["evaluated_per_solved"] is None else f"{r['evaluated_per_solved']:,.0f}"
-        lines.append(f"| {r['workload']} | {r['model']} | {r['solved']}/{r['instances']} | {r['requests']} | "
-                     f"{r['prompt_tokens']:,} | {r['reused_prompt_tokens']:,} ({(r['reused_share'] or 0):.1%}) | "
-                     f"{r['evaluated_prompt_tokens']:,} | {per} | {r['wall_seconds']:.0f} |")
+        lines.append(
+            f"| {r['workload']} | {r['model']} | {r['solved']}/{r['instances']} | {r['requests']} | "
+            f"{r['prompt_tokens']:,} | {r['reused_prompt_tokens']:,} ({(r['reused_share'] or 0):.1%}) | "
+            f"{r['evaluated_prompt_tokens']:,} | {per} | {r['wall_seconds']:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -180,8 +270,9 @@ def main() -> int:
     parser.add_argument("--workloads", default="blocksworld,gsm8k")
     parser.add_argument("--gsm8k-limit", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None, help="keep the runs and server logs here")
-    parser.add_argument("--emulate", action="store_true",
-                        help="obedient scripted replies on a loopback server, tokens counted offline")
+    parser.add_argument(
+        "--emulate", action="store_true", help="obedient scripted replies on a loopback server, tokens counted offline"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     args = parser.parse_args()
     chosen = [w for w in args.workloads.split(",") if w]

@@ -21,8 +21,21 @@ from typing import Any
 from fidelity import MODEL_NAME, model_server, run_method
 
 #: Beam 2, 2 children, depth 3, steps capped at 96 tokens: 20 problems in about an hour on 2 CPU cores.
-SEARCH = ["search", "--dataset", "gsm8k", "--search-framework", "tot_bfs", "--search-arg", "beam_width=2",
-          "--search-arg", "n_actions=2", "--search-arg", "max_depth=3", "--policy-model-arg", "max_tokens=96"]
+SEARCH = [
+    "search",
+    "--dataset",
+    "gsm8k",
+    "--search-framework",
+    "tot_bfs",
+    "--search-arg",
+    "beam_width=2",
+    "--search-arg",
+    "n_actions=2",
+    "--search-arg",
+    "max_depth=3",
+    "--policy-model-arg",
+    "max_tokens=96",
+]
 
 
 def lits(*args: str) -> subprocess.CompletedProcess[str]:
@@ -40,9 +53,14 @@ def report(run: Path, export: Path) -> dict[str, Any]:
     process = rows_in(export / "process.jsonl")
     labels = [label for row in process for label in row.get("labels", [])]
     verifier = json.loads((run / "eval_results.json").read_text()).get("verifier") or {}
-    return {"sft": len(rows_in(export / "sft.jsonl")), "preference": len(rows_in(export / "preference.jsonl")),
-            "process": len(process), "steps labelled": len(labels), "positive labels": sum(map(bool, labels)),
-            "verifier": verifier}
+    return {
+        "sft": len(rows_in(export / "sft.jsonl")),
+        "preference": len(rows_in(export / "preference.jsonl")),
+        "process": len(process),
+        "steps labelled": len(labels),
+        "positive labels": sum(map(bool, labels)),
+        "verifier": verifier,
+    }
 
 
 def main() -> int:

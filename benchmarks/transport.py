@@ -91,18 +91,39 @@ def one_client(client: str, base_url: str, requests: int, in_flight: int, warmup
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     after = model.fault_stats()
     model.close()
-    return {"client": client, "wall_s": round(wall, 3), "calls_per_s": round(requests / wall, 1),
-            "cpu_ms_per_call": round(1000 * cpu / requests, 3),
-            "server_requests": after["server_requests"] - before["server_requests"],
-            "retries": after["retries"] - before["retries"],
-            "hedged": after.get("hedged_calls", 0) - before.get("hedged_calls", 0)}
+    return {
+        "client": client,
+        "wall_s": round(wall, 3),
+        "calls_per_s": round(requests / wall, 1),
+        "cpu_ms_per_call": round(1000 * cpu / requests, 3),
+        "server_requests": after["server_requests"] - before["server_requests"],
+        "retries": after["retries"] - before["retries"],
+        "hedged": after.get("hedged_calls", 0) - before.get("hedged_calls", 0),
+    }
 
 
 def run_client(client: str, base_url: str, args: argparse.Namespace) -> dict[str, Any]:
     env = {**os.environ, "LITS_HEDGE_SHARE": str(args.hedge_share)}
-    done = subprocess.run([sys.executable, __file__, "--child", client, "--base-url", base_url,
-                           "--requests", str(args.requests), "--in-flight", str(args.in_flight),
-                           "--warmup", str(args.warmup)], capture_output=True, text=True, env=env, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            client,
+            "--base-url",
+            base_url,
+            "--requests",
+            str(args.requests),
+            "--in-flight",
+            str(args.in_flight),
+            "--warmup",
+            str(args.warmup),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -137,19 +158,30 @@ def main() -> None:
                 runs.append(figures)
     by = {client: [run for run in runs if run["client"] == client] for client in CLIENTS}
     ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(by["reader"], by["httpx"])]
-    print(f"\n{args.pairs} pairs, {args.requests} calls each, {args.in_flight} in flight, "
-          f"{args.latency * 1000:g} ms replies, load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"\n{args.pairs} pairs, {args.requests} calls each, {args.in_flight} in flight, "
+        f"{args.latency * 1000:g} ms replies, load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     print(f"{'client':8} {'wall s':>24} {'calls/s':>26} {'client CPU ms/call':>24}")
     for client in CLIENTS:
         rows = by[client]
-        print(f"{client:8} {spread([r['wall_s'] for r in rows]):>24} "
-              f"{spread([r['calls_per_s'] for r in rows], 0):>26} "
-              f"{spread([r['cpu_ms_per_call'] for r in rows]):>24}")
+        print(
+            f"{client:8} {spread([r['wall_s'] for r in rows]):>24} "
+            f"{spread([r['calls_per_s'] for r in rows], 0):>26} "
+            f"{spread([r['cpu_ms_per_call'] for r in rows]):>24}"
+        )
     print(f"wall reader/httpx per pair: {spread(ratios)}")
     if args.out:
-        args.out.write_text(json.dumps({"runs": runs, "wall_ratio_reader_to_httpx": ratios,
-                                        "settings": {k: v for k, v in vars(args).items()
-                                                     if k not in ("out", "child", "base_url")}}, indent=1))
+        args.out.write_text(
+            json.dumps(
+                {
+                    "runs": runs,
+                    "wall_ratio_reader_to_httpx": ratios,
+                    "settings": {k: v for k, v in vars(args).items() if k not in ("out", "child", "base_url")},
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -33,15 +33,35 @@ from typing import Any
 from lits.testing.browser import launch_chromium
 from lits.view.html import write_report
 
-READY = ("window.litsView && window.litsView.page === 'tree' && document.querySelector('#tree-canvas') "
-         "&& document.querySelector('#tree-canvas').dataset.rendered === '1'")
+READY = (
+    "window.litsView && window.litsView.page === 'tree' && document.querySelector('#tree-canvas') "
+    "&& document.querySelector('#tree-canvas').dataset.rendered === '1'"
+)
 
 
 def make_run(root: Path, iterations: int) -> Path:
     run = root / "large-mcts"
-    args = [sys.executable, "-m", "lits", "search", "--dataset", "blocksworld", "--model", "scripted", "--limit", "1",
-            "--search-arg", f"n_iterations={iterations}", "--search-arg", "early_stop=false",
-            "--search-arg", "max_depth=10", "--no-cache", "--save-dir", str(run)]
+    args = [
+        sys.executable,
+        "-m",
+        "lits",
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--model",
+        "scripted",
+        "--limit",
+        "1",
+        "--search-arg",
+        f"n_iterations={iterations}",
+        "--search-arg",
+        "early_stop=false",
+        "--search-arg",
+        "max_depth=10",
+        "--no-cache",
+        "--save-dir",
+        str(run),
+    ]
     subprocess.run(args, check=True, capture_output=True, cwd=root)
     return run
 
@@ -63,21 +83,32 @@ def measure(report: Path, repeats: int) -> dict[str, Any]:
             loads.append(page.evaluate("window.litsView.drawnAt"))
             nodes = int(page.locator("#tree-canvas").get_attribute("data-node-count") or 0)
             shown = int(page.locator("#tree-canvas").get_attribute("data-visible-count") or 0)
-            expands.append(page.evaluate("""() => { const t = performance.now();
+            expands.append(
+                page.evaluate("""() => { const t = performance.now();
                 [...document.querySelectorAll('button')].find(b => b.textContent === 'expand all').click();
-                return performance.now() - t; }"""))
+                return performance.now() - t; }""")
+            )
             page.get_by_role("button", name="fit").click()  # every node in view: nothing is culled
-            redraws.append(page.evaluate("""() => { const t = performance.now();
-                window.litsView.tree.setIteration(window.litsView.tree.iteration); return performance.now() - t; }"""))
+            redraws.append(
+                page.evaluate("""() => { const t = performance.now();
+                window.litsView.tree.setIteration(window.litsView.tree.iteration); return performance.now() - t; }""")
+            )
             drawn = int(page.locator("#tree-canvas").get_attribute("data-drawn-count") or 0)
             if errors:
                 raise RuntimeError(f"the page threw: {errors}")
             page.close()
         browser.close()
-    return {"nodes": nodes, "visible_at_first": shown, "load_to_drawn_ms": round(statistics.median(loads)),
-            "wall_ms": round(statistics.median(walls)), "expand_all_ms": round(statistics.median(expands)),
-            "redraw_all_ms": round(statistics.median(redraws)), "drawn_in_redraw": drawn, "repeats": repeats,
-            "load_to_drawn_all_ms": [round(x) for x in loads]}
+    return {
+        "nodes": nodes,
+        "visible_at_first": shown,
+        "load_to_drawn_ms": round(statistics.median(loads)),
+        "wall_ms": round(statistics.median(walls)),
+        "expand_all_ms": round(statistics.median(expands)),
+        "redraw_all_ms": round(statistics.median(redraws)),
+        "drawn_in_redraw": drawn,
+        "repeats": repeats,
+        "load_to_drawn_all_ms": [round(x) for x in loads],
+    }
 
 
 def main() -> None:
@@ -93,8 +124,11 @@ def main() -> None:
         start = time.perf_counter()
         report = write_report(run)
         write_seconds = time.perf_counter() - start
-        figures = {"write_report_s": round(write_seconds, 2), "html_mb": round(report.stat().st_size / 1e6, 1),
-                   **measure(report, args.repeats)}
+        figures = {
+            "write_report_s": round(write_seconds, 2),
+            "html_mb": round(report.stat().st_size / 1e6, 1),
+            **measure(report, args.repeats),
+        }
         print(json.dumps(figures, indent=1))
         if figures["nodes"] < 10_000:
             print(f"note: only {figures['nodes']} nodes; raise --iterations", file=sys.stderr)

@@ -45,8 +45,9 @@ def run_lits(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache"), "LITS_HEDGE_SHARE": "0"}
-        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True, env=env,
-                              cwd=tmp_path, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "lits", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+        )
 
     return run
 

@@ -35,7 +35,9 @@ class LineWorld(EnvGroundedTransition):
 
 def prefer(*ranked: str):
     """A scorer for ScriptedModel that ranks continuations in the given order."""
+
     def scorer(prompt: str, continuation: str) -> float:
         text = continuation.strip()
         return -float(ranked.index(text)) if text in ranked else -99.0
+
     return scorer

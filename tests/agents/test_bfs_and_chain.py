@@ -10,7 +10,9 @@ from tests.agents.conftest import EXAMPLE
 
 
 def test_bfs_finds_the_goal(parts):
-    result = BFS(BFSConfig(beam_width=2, max_depth=4), parts.policy, parts.transition, parts.reward).run("2", 0, EXAMPLE)
+    result = BFS(BFSConfig(beam_width=2, max_depth=4), parts.policy, parts.transition, parts.reward).run(
+        "2", 0, EXAMPLE
+    )
     assert result.solved and result.best_state.env_state == "2"
 
 

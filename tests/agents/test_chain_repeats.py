@@ -39,8 +39,9 @@ def test_a_chain_without_repeats_records_no_repeat_counts(parts):
 def test_a_tool_call_that_repeats_an_earlier_one_with_the_same_result_is_told_so():
     model = ScriptedModel([f"Thought: multiply\nAction: {CALL}"] * 2 + ["Thought: done\nAnswer: 42"])
     tools = [CalculatorTool()]
-    chain = ReActChat(ChainConfig(max_steps=5), ToolUsePolicy(base_model=model, tools=tools),
-                      ToolUseTransition(tools=tools))
+    chain = ReActChat(
+        ChainConfig(max_steps=5), ToolUsePolicy(base_model=model, tools=tools), ToolUseTransition(tools=tools)
+    )
     result = chain.run("What is 6 times 7?", 0, {"query": "What is 6 times 7?"})
     first, second = result.state[0], result.state[1]
     assert first.observation == "42" and second.observation.startswith("42\n(Note: step 1 made this same call")

@@ -31,9 +31,19 @@ def _tree_of_a_parallel_run(seed: int, width: int) -> tuple[dict, int]:
 
     with isolated_registry(), fan_out_width(width), tempfile.TemporaryDirectory() as tmp:
         kit._register_toy()
-        config = kit._config("x", get_registration("search", "mcts"), {
-            "add_continuation": True, "bn_method": "sc_exact", "n_actions": 3, "max_depth": 3, "n_iterations": 24,
-            "parallel_iterations": 4, "early_stop": False})
+        config = kit._config(
+            "x",
+            get_registration("search", "mcts"),
+            {
+                "add_continuation": True,
+                "bn_method": "sc_exact",
+                "n_actions": 3,
+                "max_depth": 3,
+                "n_iterations": 24,
+                "parallel_iterations": 4,
+                "early_stop": False,
+            },
+        )
         run = kit._Run(get_registration("search", "mcts").obj, config, Path(tmp))
         propose, rng = run.search.policy.get_actions, random.Random(seed)
 
@@ -66,9 +76,20 @@ def test_the_bn_evaluator_samples_at_bn_temperature_and_the_search_elsewhere_at_
     seen: list[tuple[str, float]] = []
     with isolated_registry(), tempfile.TemporaryDirectory() as tmp:
         kit._register_toy()
-        config = kit._config("x", get_registration("search", "mcts"), {
-            "add_continuation": True, "bn_method": "sc_exact", "bn_temperature": 0.3, "temperature": 0.8,
-            "n_actions": 2, "max_depth": 3, "n_iterations": 12, "early_stop": False})
+        config = kit._config(
+            "x",
+            get_registration("search", "mcts"),
+            {
+                "add_continuation": True,
+                "bn_method": "sc_exact",
+                "bn_temperature": 0.3,
+                "temperature": 0.8,
+                "n_actions": 2,
+                "max_depth": 3,
+                "n_iterations": 12,
+                "early_stop": False,
+            },
+        )
         run = kit._Run(get_registration("search", "mcts").obj, config, Path(tmp))
         propose = run.search.policy.get_actions
 
@@ -91,8 +112,9 @@ def _toy_search(tmp_path, search_args: dict, model):
 
     kit._register_toy()
     reg = get_registration("search", "mcts")
-    config = kit._config("x", reg, {"n_actions": 2, "max_depth": 3, "n_iterations": 6, "early_stop": False,
-                                    **search_args})
+    config = kit._config(
+        "x", reg, {"n_actions": 2, "max_depth": 3, "n_iterations": 6, "early_stop": False, **search_args}
+    )
     parts = create_components(kit.TOY_DOMAIN, model, n_actions=config.n_actions, temperature=config.temperature)
     parts.policy.strategy = "generate"  # a model with a scorer would otherwise rank the actions
     return reg.obj(config, parts.policy, parts.transition, parts.reward_model, checkpoint_dir=tmp_path)
@@ -125,18 +147,26 @@ def toy_registry():
 def test_confidence_gives_a_step_the_model_is_sure_of_no_siblings(tmp_path, toy_registry):
     from lits.testing.scripted import ScriptedModel
 
-    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence"},
-                         ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start))
+    search = _toy_search(
+        tmp_path,
+        {"add_continuation": True, "bn_method": "confidence"},
+        ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start),
+    )
     # "add 1", the first action listed, reaches 2 at once: the chain ends solved and is not reopened.
     root = search.run(REACH_2["query"], 0, dict(REACH_2)).root
-    assert root.branching == {"method": "confidence", "branch": False, "score": 0.05,
-                              "why": "the model gave its step probability 0.95"}
+    assert root.branching == {
+        "method": "confidence",
+        "branch": False,
+        "score": 0.05,
+        "why": "the model gave its step probability 0.95",
+    }
     assert [c.action for c in root.children] == ["add 1"]
 
 
 @pytest.mark.parametrize(("probability", "settled"), [(0.65, True), (0.55, False)])
 def test_confidence_by_default_settles_a_step_the_model_gives_at_least_0_6(
-        tmp_path, toy_registry, probability, settled):
+    tmp_path, toy_registry, probability, settled
+):
     import math
 
     from lits.testing.scripted import ScriptedModel
@@ -154,7 +184,7 @@ def test_confidence_per_token_scores_a_long_step_by_its_tokens_geometric_mean():
     from lits.lm.base import Completion, TokenLogprob
 
     long_and_sure = Completion("x " * 20, logprobs=[TokenLogprob("x ", math.log(0.9))] * 20)
-    assert reply_probability(long_and_sure) == pytest.approx(0.9 ** 20)  # 0.12: the whole text would branch
+    assert reply_probability(long_and_sure) == pytest.approx(0.9**20)  # 0.12: the whole text would branch
     assert reply_probability(long_and_sure, per_token=True) == pytest.approx(0.9)
 
 
@@ -169,17 +199,30 @@ def test_bn_confidence_token_settles_a_step_whose_every_token_is_likely(tmp_path
         """Each word of a reply its own token, each given 0.7 ("add 1": 0.49 as a whole)."""
 
         def _generate(self, prompt, params):
-            return [Completion(str(c), tokens_in=c.tokens_in, tokens_out=c.tokens_out, finish_reason="stop",
-                               logprobs=[TokenLogprob(w, math.log(0.7)) for w in str(c).split()])
-                    if c.logprobs else c for c in super()._generate(prompt, params)]
+            return [
+                Completion(
+                    str(c),
+                    tokens_in=c.tokens_in,
+                    tokens_out=c.tokens_out,
+                    finish_reason="stop",
+                    logprobs=[TokenLogprob(w, math.log(0.7)) for w in str(c).split()],
+                )
+                if c.logprobs
+                else c
+                for c in super()._generate(prompt, params)
+            ]
 
     model = WordByWord(chat_native=True, scorer=lambda _prompt, _reply: 0.0)
-    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence", "bn_confidence": scored},
-                         model)
+    search = _toy_search(
+        tmp_path, {"add_continuation": True, "bn_method": "confidence", "bn_confidence": scored}, model
+    )
     root = search.run(REACH_2["query"], 0, dict(REACH_2)).root
     assert root.branching is not None and root.branching["branch"] is not settled
-    assert root.branching["why"] == ("the model gave its step's tokens a mean probability 0.70" if scored == "token"
-                                     else "the model gave its step probability 0.49")
+    assert root.branching["why"] == (
+        "the model gave its step's tokens a mean probability 0.70"
+        if scored == "token"
+        else "the model gave its step probability 0.49"
+    )
 
 
 def _record_proposals(search, phase: str = "") -> list[tuple[str, int, list]]:
@@ -197,7 +240,8 @@ def _record_proposals(search, phase: str = "") -> list[tuple[str, int, list]]:
 
 
 def test_confidence_asks_a_one_sample_server_for_the_rest_only_where_unsure_without_the_first_step(
-        tmp_path, toy_registry):
+    tmp_path, toy_registry
+):
     from lits.testing.scripted import ScriptedModel
 
     model = ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start)
@@ -210,16 +254,22 @@ def test_confidence_asks_a_one_sample_server_for_the_rest_only_where_unsure_with
     first = child.children[0]
     assert [(n, exclude) for where, n, exclude in asked if where == root.state.env_state][0] == (1, [])
     assert [(n, exclude) for where, n, exclude in asked if where == child.state.env_state][:2] == [
-        (1, []), (2, [first.action])]
+        (1, []),
+        (2, [first.action]),
+    ]
     assert len({c.action for c in child.children}) == 3
 
 
 def test_confidence_asks_a_batching_model_for_every_child_in_one_request_and_keeps_the_first_where_sure(
-        tmp_path, toy_registry):
+    tmp_path, toy_registry
+):
     from lits.testing.scripted import ScriptedModel
 
-    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence", "n_actions": 3,
-                                    "n_iterations": 1}, ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start))
+    search = _toy_search(
+        tmp_path,
+        {"add_continuation": True, "bn_method": "confidence", "n_actions": 3, "n_iterations": 1},
+        ScriptedModel(chat_native=True, scorer=_sure_only_at_the_start),
+    )
     asked = _record_proposals(search)
     root = _run(search).root
     assert root.branching is not None and not root.branching["branch"] and len(root.children) == 1
@@ -231,8 +281,9 @@ def test_confidence_asks_a_batching_model_for_every_child_in_one_request_and_kee
 def test_confidence_branches_when_the_model_gives_no_log_probabilities(tmp_path, toy_registry):
     from lits.testing.scripted import ScriptedModel
 
-    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "confidence"},
-                         ScriptedModel(chat_native=True))
+    search = _toy_search(
+        tmp_path, {"add_continuation": True, "bn_method": "confidence"}, ScriptedModel(chat_native=True)
+    )
     root = _run(search).root
     assert root.branching is not None and root.branching["branch"]
     assert root.branching["why"] == "the model gave no log-probabilities: branch to be safe"
@@ -240,7 +291,8 @@ def test_confidence_branches_when_the_model_gives_no_log_probabilities(tmp_path,
 
 
 def test_confidence_without_log_probabilities_grows_the_tree_the_search_grows_without_continuation(
-        tmp_path, toy_registry):
+    tmp_path, toy_registry
+):
     from lits.testing.scripted import ScriptedModel
 
     def tree(search_args: dict, where: str) -> tuple[list[tuple], int]:
@@ -255,8 +307,9 @@ def test_with_greedy_first_only_the_first_bn_sample_is_greedy(tmp_path, toy_regi
     from lits.testing.scripted import ScriptedModel
 
     model = ScriptedModel(chat_native=True)
-    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "sc_exact", "greedy_first": True,
-                                    "n_iterations": 1}, model)
+    search = _toy_search(
+        tmp_path, {"add_continuation": True, "bn_method": "sc_exact", "greedy_first": True, "n_iterations": 1}, model
+    )
     _run(search)
     first_decision = [params.temperature for _prompt, params in model.calls[:2]]
     assert sorted(first_decision) == [0.0, 0.8]
@@ -266,8 +319,9 @@ def test_a_reopened_node_is_asked_only_for_the_steps_it_was_spared(tmp_path, toy
     from lits.testing.scripted import ScriptedModel
 
     model = ScriptedModel(chat_native=True)
-    search = _toy_search(tmp_path, {"add_continuation": True, "bn_method": "sc_exact", "n_actions": 3,
-                                    "n_iterations": 12}, model)
+    search = _toy_search(
+        tmp_path, {"add_continuation": True, "bn_method": "sc_exact", "n_actions": 3, "n_iterations": 12}, model
+    )
     asked = _record_proposals(search, phase="reopen")
     result = _run(search)
     assert result.stats.get("bn_reopened", 0) >= 1

@@ -43,8 +43,13 @@ def _journal_lines(path):
 
 def test_each_checkpoint_line_holds_only_what_changed(parts, tmp_path):
     _interrupt_after(parts, 40)
-    search = MCTS(MCTSConfig(n_iterations=50, early_stop=False), parts.policy, parts.transition, parts.reward,
-                  checkpoint_dir=tmp_path)
+    search = MCTS(
+        MCTSConfig(n_iterations=50, early_stop=False),
+        parts.policy,
+        parts.transition,
+        parts.reward,
+        checkpoint_dir=tmp_path,
+    )
     with pytest.raises(Interrupted):
         search.run("9", 0, FAR)
     lines = _journal_lines(tmp_path / "0.journal.jsonl")
@@ -57,8 +62,13 @@ def test_each_checkpoint_line_holds_only_what_changed(parts, tmp_path):
 
 
 def test_checkpoint_lines_do_not_grow_with_the_tree(parts, tmp_path):
-    search = MCTS(MCTSConfig(n_iterations=60, max_depth=3, early_stop=False), parts.policy, parts.transition,
-                  parts.reward, checkpoint_dir=tmp_path)
+    search = MCTS(
+        MCTSConfig(n_iterations=60, max_depth=3, early_stop=False),
+        parts.policy,
+        parts.transition,
+        parts.reward,
+        checkpoint_dir=tmp_path,
+    )
     _interrupt_after(parts, 10_000)
     original = search.save_checkpoint
     sizes = []
@@ -141,8 +151,13 @@ def test_checkpoint_every_n_writes_fewer_lines_and_loses_nothing(parts, tmp_path
 def test_fast_checkpoints_share_a_line_and_replay_to_the_same_tree(parts, tmp_path, monkeypatch):
     monkeypatch.setattr("lits.agents.tree.journal.FLUSH_SECONDS", 3600.0)
     _interrupt_after(parts, 30)
-    search = MCTS(MCTSConfig(n_iterations=40, early_stop=False), parts.policy, parts.transition, parts.reward,
-                  checkpoint_dir=tmp_path)
+    search = MCTS(
+        MCTSConfig(n_iterations=40, early_stop=False),
+        parts.policy,
+        parts.transition,
+        parts.reward,
+        checkpoint_dir=tmp_path,
+    )
     with pytest.raises(Interrupted):
         search.run("9", 0, FAR)
     lines = _journal_lines(tmp_path / "0.journal.jsonl")
@@ -173,12 +188,15 @@ def _merged_in_memory(lines: list[str]) -> str:
     return fastjson.compact(merged) + "\n"
 
 
-@pytest.mark.parametrize("search_cls, config", [
-    (MCTS, MCTSConfig(n_iterations=25, early_stop=False, simulate="sample")),
-    (BFS, BFSConfig(beam_width=2, max_depth=4, early_stop=False)),
-], ids=["mcts", "bfs"])
-def test_streamed_compaction_writes_the_bytes_of_the_whole_file_merge(parts, tmp_path, search_cls, config,
-                                                                      monkeypatch):
+@pytest.mark.parametrize(
+    "search_cls, config",
+    [
+        (MCTS, MCTSConfig(n_iterations=25, early_stop=False, simulate="sample")),
+        (BFS, BFSConfig(beam_width=2, max_depth=4, early_stop=False)),
+    ],
+    ids=["mcts", "bfs"],
+)
+def test_streamed_compaction_writes_the_bytes_of_the_whole_file_merge(parts, tmp_path, search_cls, config, monkeypatch):
     path = tmp_path / "0.journal.jsonl"
     monkeypatch.setattr(TreeJournal, "compact", lambda self: self.close())  # keep the lines of the run
     search_cls(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path).run("9", 0, FAR)
@@ -214,12 +232,17 @@ def test_streamed_compaction_keeps_proposals_and_the_latest_node_fields_like_the
     assert json.loads(path.read_text())["proposals"] == [["a", True], ["b", False], ["c", True]]
 
 
-@pytest.mark.parametrize("search_cls, config", [
-    (MCTS, MCTSConfig(n_iterations=25, early_stop=False, simulate="sample")),
-    (BFS, BFSConfig(beam_width=2, max_depth=4, early_stop=False)),
-], ids=["mcts", "bfs"])
-def test_the_journal_that_wrote_the_lines_compacts_them_from_memory_to_the_same_bytes(parts, tmp_path, search_cls,
-                                                                                     config, monkeypatch):
+@pytest.mark.parametrize(
+    "search_cls, config",
+    [
+        (MCTS, MCTSConfig(n_iterations=25, early_stop=False, simulate="sample")),
+        (BFS, BFSConfig(beam_width=2, max_depth=4, early_stop=False)),
+    ],
+    ids=["mcts", "bfs"],
+)
+def test_the_journal_that_wrote_the_lines_compacts_them_from_memory_to_the_same_bytes(
+    parts, tmp_path, search_cls, config, monkeypatch
+):
     path = tmp_path / "0.journal.jsonl"
     compact = TreeJournal.compact
     seen: list[str] = []

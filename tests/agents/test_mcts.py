@@ -17,9 +17,9 @@ from tests.agents.conftest import EXAMPLE
 
 def _tree() -> MCTSNode:
     root = MCTSNode(id=0, visits=10)
-    root.add_child(MCTSNode(id=1, visits=6, cum_rewards=[0.5] * 6))   # Q 0.5
-    root.add_child(MCTSNode(id=2, visits=3, cum_rewards=[0.6] * 3))   # Q 0.6
-    root.add_child(MCTSNode(id=3, visits=1, cum_rewards=[0.2]))       # Q 0.2
+    root.add_child(MCTSNode(id=1, visits=6, cum_rewards=[0.5] * 6))  # Q 0.5
+    root.add_child(MCTSNode(id=2, visits=3, cum_rewards=[0.6] * 3))  # Q 0.6
+    root.add_child(MCTSNode(id=3, visits=1, cum_rewards=[0.2]))  # Q 0.2
     return root
 
 
@@ -87,15 +87,24 @@ def test_mcts_stops_after_the_iteration_budget_without_a_solution(parts):
 
 
 def test_runtime_limit_stops_the_search(parts):
-    search = MCTS(MCTSConfig(n_iterations=1000, runtime_limit=0.05, early_stop=False), parts.policy,
-                  parts.transition, parts.reward)
+    search = MCTS(
+        MCTSConfig(n_iterations=1000, runtime_limit=0.05, early_stop=False),
+        parts.policy,
+        parts.transition,
+        parts.reward,
+    )
     result = search.run("99", 0, {"query": "99", "init_state_str": "0"})
     assert result.stopped == "time" and result.iterations < 1000
 
 
 def test_a_finished_search_leaves_one_compacted_journal_holding_the_tree(parts, tmp_path):
-    search = MCTS(MCTSConfig(n_iterations=3, early_stop=False), parts.policy, parts.transition, parts.reward,
-                  checkpoint_dir=tmp_path)
+    search = MCTS(
+        MCTSConfig(n_iterations=3, early_stop=False),
+        parts.policy,
+        parts.transition,
+        parts.reward,
+        checkpoint_dir=tmp_path,
+    )
     search.run("9", 7, {"query": "9", "init_state_str": "0"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["7.journal.jsonl"]
     lines = (tmp_path / "7.journal.jsonl").read_text().splitlines()
@@ -106,8 +115,13 @@ def test_a_finished_search_leaves_one_compacted_journal_holding_the_tree(parts, 
 
 def test_resume_continues_from_the_latest_checkpoint(parts, tmp_path):
     config = MCTSConfig(n_iterations=4, early_stop=False)
-    MCTS(config.model_copy(update={"n_iterations": 2}), parts.policy, parts.transition, parts.reward,
-         checkpoint_dir=tmp_path).run("9", 0, {"query": "9", "init_state_str": "0"})
+    MCTS(
+        config.model_copy(update={"n_iterations": 2}),
+        parts.policy,
+        parts.transition,
+        parts.reward,
+        checkpoint_dir=tmp_path,
+    ).run("9", 0, {"query": "9", "init_state_str": "0"})
     calls_before = len(parts.model.calls)
     resumed = MCTS(config, parts.policy, parts.transition, parts.reward, checkpoint_dir=tmp_path)
     result = resumed.run("9", 0, {"query": "9", "init_state_str": "0"}, resume=True)

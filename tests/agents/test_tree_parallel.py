@@ -43,8 +43,12 @@ def test_tree_parallel_mcts_gives_the_same_tree_at_any_concurrency(isolated_regi
 
 def test_a_batch_expands_distinct_leaves(isolated_registry):
     parts = _parts()
-    search = MCTS(MCTSConfig(n_iterations=4, early_stop=False, parallel_iterations=4), parts.policy,
-                  parts.transition, parts.reward)
+    search = MCTS(
+        MCTSConfig(n_iterations=4, early_stop=False, parallel_iterations=4),
+        parts.policy,
+        parts.transition,
+        parts.reward,
+    )
     search.run("9", 0, FAR)
     root = search.root
     assert root.visits == 4
@@ -54,8 +58,12 @@ def test_a_batch_expands_distinct_leaves(isolated_registry):
 
 def test_virtual_losses_are_removed_after_the_batch(isolated_registry):
     parts = _parts()
-    search = MCTS(MCTSConfig(n_iterations=9, early_stop=False, parallel_iterations=3), parts.policy,
-                  parts.transition, parts.reward)
+    search = MCTS(
+        MCTSConfig(n_iterations=9, early_stop=False, parallel_iterations=3),
+        parts.policy,
+        parts.transition,
+        parts.reward,
+    )
     search.run("9", 0, FAR)
     for node in search.root.iter_tree():
         assert node.visits == len(node.cum_rewards) and all(v >= 0 for v in node.cum_rewards)
@@ -68,8 +76,12 @@ def test_tree_parallel_mcts_needs_fewer_dependent_rounds(isolated_registry):
         parts = _parts()
         clock = start_round_clock()
         with fan_out_width(16):
-            MCTS(MCTSConfig(n_iterations=12, early_stop=False, parallel_iterations=k), parts.policy,
-                 parts.transition, parts.reward).run("9", 0, FAR)
+            MCTS(
+                MCTSConfig(n_iterations=12, early_stop=False, parallel_iterations=k),
+                parts.policy,
+                parts.transition,
+                parts.reward,
+            ).run("9", 0, FAR)
         rounds[k] = clock[0]
     assert rounds[4] < 0.7 * rounds[1]
 
@@ -88,8 +100,9 @@ def test_bfs_picks_the_same_path_at_any_concurrency(isolated_registry):
     for width in (1, 4, 16, 4, 16):
         parts = _parts()
         with fan_out_width(width):
-            result = BFS(BFSConfig(beam_width=3, max_depth=4, early_stop=False), parts.policy, parts.transition,
-                         parts.reward).run("9", 0, FAR)
+            result = BFS(
+                BFSConfig(beam_width=3, max_depth=4, early_stop=False), parts.policy, parts.transition, parts.reward
+            ).run("9", 0, FAR)
         outcomes.append(([n.id for n in result.best_path], result.root.to_dict()))
     assert all(o == outcomes[0] for o in outcomes[1:])
 

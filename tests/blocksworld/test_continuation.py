@@ -27,19 +27,45 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def lits(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "LITS_HEDGE_SHARE": "0"})
+    return subprocess.run(
+        [sys.executable, "-m", "lits", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "LITS_HEDGE_SHARE": "0"},
+    )
 
 
 def search_args(server: FakeOpenAIServer) -> list[str]:
-    return ["search", "--dataset", "blocksworld", "--dataset-arg", "steps=4", "--limit", "2", "--model", "m",
-            "--base-url", server.base_url, "--search-arg", "n_iterations=6", "--search-arg", "max_depth=4",
-            "--search-arg", "early_stop=false", *CONTINUATION]
+    return [
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=4",
+        "--limit",
+        "2",
+        "--model",
+        "m",
+        "--base-url",
+        server.base_url,
+        "--search-arg",
+        "n_iterations=6",
+        "--search-arg",
+        "max_depth=4",
+        "--search-arg",
+        "early_stop=false",
+        *CONTINUATION,
+    ]
 
 
 def outputs(run: Path) -> dict[str, bytes]:
-    return {f"{sub}/{p.name}": p.read_bytes() for sub in ("results", "paths", "terminal_nodes", "checkpoints")
-            if (run / sub).is_dir() for p in sorted((run / sub).iterdir())}
+    return {
+        f"{sub}/{p.name}": p.read_bytes()
+        for sub in ("results", "paths", "terminal_nodes", "checkpoints")
+        if (run / sub).is_dir()
+        for p in sorted((run / sub).iterdir())
+    }
 
 
 def test_a_chain_that_ends_unsolved_is_reopened_at_its_last_unbranched_node(tmp_path, server):
@@ -55,8 +81,11 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path, server):
     whole = tmp_path / "whole"
     assert lits(*args, "--save-dir", str(whole)).returncode == 0
     run = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "lits", *args, "--save-dir", str(run)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lits", *args, "--save-dir", str(run)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     journal = run / "checkpoints"
     deadline = time.monotonic() + 120
     while proc.poll() is None and not (journal.is_dir() and any(journal.iterdir())) and time.monotonic() < deadline:

@@ -11,8 +11,10 @@ from lits_blocksworld import BlocksWorldTransition, world
 from lits_blocksworld.data import generate_instances, load_blocksworld, optimal_plan
 from lits_blocksworld.pddl import parse_plan, parse_problem
 
-START = ("the red block is clear, the yellow block is clear, the hand is empty, the red block is on top "
-         "of the blue block, the blue block is on the table and the yellow block is on the table")
+START = (
+    "the red block is clear, the yellow block is clear, the hand is empty, the red block is on top "
+    "of the blue block, the blue block is on the table and the yellow block is on the table"
+)
 GOAL = "the blue block is on top of the yellow block"
 
 
@@ -36,16 +38,22 @@ def test_goal_progress_is_the_fraction_of_goal_facts_met():
 
 
 def test_pddl_problem_becomes_rap_text():
-    text = "(define (problem p) (:objects a b) (:init (handempty) (ontable a) (on b a) (clear b)) (:goal (and (on a b))))"
+    text = (
+        "(define (problem p) (:objects a b) (:init (handempty) (ontable a) (on b a) (clear b)) (:goal (and (on a b))))"
+    )
     init, goals = parse_problem(text)
-    assert init == ("the blue block is clear, the hand is empty, the blue block is on top of the red block "
-                    "and the red block is on the table")
+    assert init == (
+        "the blue block is clear, the hand is empty, the blue block is on top of the red block "
+        "and the red block is on the table"
+    )
     assert goals == "the red block is on top of the blue block"
 
 
 def test_pddl_plan_becomes_action_texts():
     assert parse_plan("(unstack b c)\n(stack b d)\n") == [
-        "unstack the blue block from on top of the orange block", "stack the blue block on top of the yellow block"]
+        "unstack the blue block from on top of the orange block",
+        "stack the blue block on top of the yellow block",
+    ]
 
 
 def test_generated_instances_are_deterministic_for_a_seed():
@@ -85,7 +93,9 @@ def test_init_state_needs_the_initial_state_text():
 def test_step_applies_the_action_and_reports_goal_progress():
     t = BlocksWorldTransition()
     state = t.init_state(init_state_str=START)
-    new_state, aux = t.step(state, EnvStep(action=EnvAction("unstack the red block from on top of the blue block")), GOAL)
+    new_state, aux = t.step(
+        state, EnvStep(action=EnvAction("unstack the red block from on top of the blue block")), GOAL
+    )
     assert new_state.env_state.startswith("the blue block is clear")
     assert aux["goal_reached"] == (False, 0.0) and len(state) == 0
 
@@ -112,11 +122,14 @@ def test_a_chat_model_sees_the_worked_example_as_earlier_turns_not_in_the_system
     from lits.components.env_prompting import EnvPrompt
     from lits.structures.env_grounded import EnvState
 
-    prompt = EnvPrompt(PromptRegistry.get("policy", "env_grounded", "blocksworld", "env_grounded"),
-                       PromptRegistry.get_usr("policy", "env_grounded", "blocksworld", "env_grounded"))
+    prompt = EnvPrompt(
+        PromptRegistry.get("policy", "env_grounded", "blocksworld", "env_grounded"),
+        PromptRegistry.get_usr("policy", "env_grounded", "blocksworld", "env_grounded"),
+    )
     start = "the orange block is clear, the hand is empty and the orange block is on the table"
-    messages = prompt.messages(EnvState(init_state=start), "the orange block is on the table",
-                               ["pick up the orange block"])
+    messages = prompt.messages(
+        EnvState(init_state=start), "the orange block is on the table", ["pick up the orange block"]
+    )
     roles = [m["role"] for m in messages]
     assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "### Plan" not in messages[0]["content"]
@@ -134,8 +147,10 @@ def test_the_judge_asks_after_the_policys_own_prompt_so_both_share_one_cached_he
     from lits.structures.env_grounded import EnvState
     from lits.testing.prompt_heads import flat
 
-    prompt = EnvPrompt(PromptRegistry.get("policy", "env_grounded", "blocksworld", "env_grounded"),
-                       PromptRegistry.get_usr("policy", "env_grounded", "blocksworld", "env_grounded"))
+    prompt = EnvPrompt(
+        PromptRegistry.get("policy", "env_grounded", "blocksworld", "env_grounded"),
+        PromptRegistry.get_usr("policy", "env_grounded", "blocksworld", "env_grounded"),
+    )
     judge = EnvGroundedPRM(None, "blocksworld", generate_all_actions=world.generate_actions)
     state = EnvState(init_state=START)
     actions = world.generate_actions(START)

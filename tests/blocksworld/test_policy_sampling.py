@@ -40,8 +40,9 @@ def bw_search() -> tuple[RecordingModel, Any]:
 def test_no_policy_request_returns_an_action_already_proposed_for_its_state(bw_search):
     model, parts, examples = bw_search
     for idx, example in enumerate(examples):
-        MCTS(MCTSConfig(n_iterations=10, early_stop=False), parts.policy, parts.transition,
-             parts.reward_model).run(example["query"], idx, example)
+        MCTS(MCTSConfig(n_iterations=10, early_stop=False), parts.policy, parts.transition, parts.reward_model).run(
+            example["query"], idx, example
+        )
     assert model.requests
     proposed: dict[str, set[str]] = {}
     for state, _listed, replies in model.requests:
@@ -55,8 +56,9 @@ def test_no_policy_request_returns_an_action_already_proposed_for_its_state(bw_s
 
 def test_every_reply_is_one_of_the_listed_legal_actions(bw_search):
     model, parts, examples = bw_search
-    MCTS(MCTSConfig(n_iterations=5, early_stop=False), parts.policy, parts.transition,
-         parts.reward_model).run(examples[0]["query"], 0, examples[0])
+    MCTS(MCTSConfig(n_iterations=5, early_stop=False), parts.policy, parts.transition, parts.reward_model).run(
+        examples[0]["query"], 0, examples[0]
+    )
     assert all(set(replies) <= set(listed) for _state, listed, replies in model.requests)
 
 

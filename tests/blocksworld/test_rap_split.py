@@ -57,9 +57,12 @@ def test_every_generated_action_along_the_optimal_paths_is_legal(rap_cases):
 
 def test_generated_actions_are_exactly_the_legal_ones(rap_cases):
     blocks = ["red", "blue", "orange", "yellow"]
-    templates = ["pick up the {x} block", "put down the {x} block",
-                 "stack the {x} block on top of the {y} block",
-                 "unstack the {x} block from on top of the {y} block"]
+    templates = [
+        "pick up the {x} block",
+        "put down the {x} block",
+        "stack the {x} block on top of the {y} block",
+        "unstack the {x} block from on top of the {y} block",
+    ]
     for case in rap_cases[:60]:
         state = case["init_state_str"]
         for action in case["optimal_plan"]:

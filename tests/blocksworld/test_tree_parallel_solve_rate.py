@@ -10,9 +10,16 @@ SHAPE = {"n_iterations": 10, "n_actions": 3, "max_depth": 6, "early_stop": False
 
 
 def _solved(tmp_path: Path, **search_args: object) -> int:
-    result = lits.search("blocksworld", search="mcts", model="scripted", limit=30, no_cache=True,
-                         dataset_args={"steps": "2,4,6", "n": 30}, save_dir=tmp_path,
-                         search_args={**SHAPE, **search_args})
+    result = lits.search(
+        "blocksworld",
+        search="mcts",
+        model="scripted",
+        limit=30,
+        no_cache=True,
+        dataset_args={"steps": "2,4,6", "n": 30},
+        save_dir=tmp_path,
+        search_args={**SHAPE, **search_args},
+    )
     return sum(bool(instance.solved) for instance in result.instances)
 
 

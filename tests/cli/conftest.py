@@ -34,16 +34,32 @@ def lits_cmd(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         full_env = {**os.environ, "OPENAI_API_KEY": SECRET, **(env or {})}
-        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True,
-                              env=full_env, cwd=tmp_path, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "lits", *args],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            cwd=tmp_path,
+            timeout=timeout,
+        )
 
     return run
 
 
 @pytest.fixture
 def server_args(server: FakeOpenAIServer) -> list[str]:
-    return ["--model", "fake-model", "--base-url", server.base_url, "--dataset", "blocksworld",
-            "--dataset-arg", "steps=2", "--limit", "2"]
+    return [
+        "--model",
+        "fake-model",
+        "--base-url",
+        server.base_url,
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2",
+        "--limit",
+        "2",
+    ]
 
 
 OUTPUTS = ("results", "paths", "terminal_nodes")
@@ -53,8 +69,12 @@ QUICK_ENV = {"LITS_RETRY_BASE_WAIT": "0.01"}
 
 def run_outputs(run: Path) -> dict[str, bytes]:
     """What a run found, by file: the bytes that must not depend on faults, threads or restarts."""
-    return {f"{sub}/{p.name}": p.read_bytes() for sub in OUTPUTS if (run / sub).is_dir()
-            for p in sorted((run / sub).iterdir())}
+    return {
+        f"{sub}/{p.name}": p.read_bytes()
+        for sub in OUTPUTS
+        if (run / sub).is_dir()
+        for p in sorted((run / sub).iterdir())
+    }
 
 
 def one_line_error(result: subprocess.CompletedProcess[str], code: int = 2) -> str:

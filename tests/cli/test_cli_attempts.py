@@ -28,8 +28,12 @@ def varied(prompt: str, body: dict) -> str:
 
 
 def _outputs(run: Path) -> dict[str, bytes]:
-    return {f"{sub}/{p.name}": p.read_bytes() for sub in OUTPUTS if (run / sub).is_dir()
-            for p in sorted((run / sub).iterdir())}
+    return {
+        f"{sub}/{p.name}": p.read_bytes()
+        for sub in OUTPUTS
+        if (run / sub).is_dir()
+        for p in sorted((run / sub).iterdir())
+    }
 
 
 def _lits(*args: str) -> subprocess.CompletedProcess[str]:
@@ -54,14 +58,35 @@ def _alive_at(proc: subprocess.Popen[bytes], run: Path, calls: int, within: floa
             return True
         time.sleep(0.01)
     return False
+
+
 #: The agent of each kill test: a chain, and a search (whose attempts journal their trees).
-AGENTS = {"chain": ["chain"], "search": ["search", "--search-arg", "n_iterations=3", "--search-arg", "early_stop=false"],
-          "chain, memory over the run": ["chain", "--memory-arg", "scope=run", "--concurrency", "4"]}
+AGENTS = {
+    "chain": ["chain"],
+    "search": ["search", "--search-arg", "n_iterations=3", "--search-arg", "early_stop=false"],
+    "chain, memory over the run": ["chain", "--memory-arg", "scope=run", "--concurrency", "4"],
+}
 
 
 def _args(srv: FakeOpenAIServer, *more: str, agent: str = "chain") -> list[str]:
-    return [*AGENTS[agent], "--dataset", "blocksworld", "--dataset-arg", "steps=4,6", "--limit", "3", "--model", "m",
-            "--base-url", srv.base_url, "--attempts", "3", "--memory-arg", "augmentors=fact,reflection", *more]
+    return [
+        *AGENTS[agent],
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=4,6",
+        "--limit",
+        "3",
+        "--model",
+        "m",
+        "--base-url",
+        srv.base_url,
+        "--attempts",
+        "3",
+        "--memory-arg",
+        "augmentors=fact,reflection",
+        *more,
+    ]
 
 
 def test_each_attempt_samples_on_its_own_seed_and_sees_the_notes(tmp_path):
@@ -84,8 +109,11 @@ def test_kill_9_during_attempts_then_resume_equals_an_uninterrupted_run(tmp_path
         whole = tmp_path / "whole"
         assert _lits(*_args(srv, "--save-dir", str(whole), agent=agent)).returncode == 0
         run = tmp_path / "killed"
-        proc = subprocess.Popen([sys.executable, "-m", "lits", *_args(srv, "--save-dir", str(run), agent=agent)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lits", *_args(srv, "--save-dir", str(run), agent=agent)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         # Kill points are counts of logged calls, not times, so a fast or a loaded machine kills mid-run alike.
         total = _calls(whole)
         points = sorted(rng.sample(range(1, total), MAX_KILLS))
@@ -96,12 +124,18 @@ def test_kill_9_during_attempts_then_resume_equals_an_uninterrupted_run(tmp_path
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             kills += 1
-            again = [AGENTS[agent][0], "--resume", "--save-dir", str(run)] if (run / "config.json").exists() \
+            again = (
+                [AGENTS[agent][0], "--resume", "--save-dir", str(run)]
+                if (run / "config.json").exists()
                 else _args(srv, "--save-dir", str(run), agent=agent)
-            proc = subprocess.Popen([sys.executable, "-m", "lits", *again],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            )
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "lits", *again], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
         assert proc.wait(timeout=300) == 0
     assert kills >= 1
     assert _outputs(run) == _outputs(whole)
-    assert json.loads((run / "eval_results.json").read_text())["pass_at"] == \
-        json.loads((whole / "eval_results.json").read_text())["pass_at"]
+    assert (
+        json.loads((run / "eval_results.json").read_text())["pass_at"]
+        == json.loads((whole / "eval_results.json").read_text())["pass_at"]
+    )

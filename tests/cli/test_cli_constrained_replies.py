@@ -29,10 +29,32 @@ def llama_like() -> Iterator[FakeOpenAIServer]:
 def run(tmp_path: Path, llama_like: FakeOpenAIServer) -> Run:
     def go(*args: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
-        return subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "blocksworld", "--limit", "1",
-                               "--chain-arg", "max_steps=2", "--model", "m", "--base-url", llama_like.base_url,
-                               "--save-dir", "run", *args], capture_output=True, text=True, env=env, cwd=tmp_path,
-                              timeout=300)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                "chain",
+                "--dataset",
+                "blocksworld",
+                "--limit",
+                "1",
+                "--chain-arg",
+                "max_steps=2",
+                "--model",
+                "m",
+                "--base-url",
+                llama_like.base_url,
+                "--save-dir",
+                "run",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
 
     return go
 
@@ -44,8 +66,9 @@ def test_the_policy_asks_for_one_of_the_legal_actions_by_grammar(run: Run, llama
     assert "pick up the" in grammars[0] or "unstack the" in grammars[0]
 
 
-def test_free_replies_sends_no_constraint_and_is_recorded(run: Run, llama_like: FakeOpenAIServer,
-                                                          tmp_path: Path) -> None:
+def test_free_replies_sends_no_constraint_and_is_recorded(
+    run: Run, llama_like: FakeOpenAIServer, tmp_path: Path
+) -> None:
     assert run("--free-replies").returncode == 0
     assert llama_like.requests and not any("grammar" in r for r in llama_like.requests)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
@@ -58,8 +81,13 @@ def test_resume_keeps_free_replies(run: Run, llama_like: FakeOpenAIServer, tmp_p
         for path in (tmp_path / "run" / done).glob("0.*"):
             path.unlink()
     sent = len(llama_like.requests)
-    resumed = subprocess.run([sys.executable, "-m", "lits", "chain", "--resume", "--save-dir", "run", "--no-cache"],
-                             capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                             env={**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")})
+    resumed = subprocess.run(
+        [sys.executable, "-m", "lits", "chain", "--resume", "--save-dir", "run", "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env={**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert len(llama_like.requests) > sent and not any("grammar" in r for r in llama_like.requests[sent:])

@@ -28,16 +28,34 @@ def _split(root: Path, entries: list) -> Path:
 
 
 def _blocksworld(lits_cmd: Lits, root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return lits_cmd("chain", "--dataset", "blocksworld", "--dataset-arg", f"path={root}",
-                    "--dataset-arg", "steps=2", "--model", "scripted", "--save-dir", "run", *extra)
+    return lits_cmd(
+        "chain",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        f"path={root}",
+        "--dataset-arg",
+        "steps=2",
+        "--model",
+        "scripted",
+        "--save-dir",
+        "run",
+        *extra,
+    )
 
 
 @pytest.mark.parametrize("damage", ["truncated", "empty", "binary", "not-a-list"])
 def test_a_damaged_split_file_is_one_line_naming_it(lits_cmd: Lits, tmp_path: Path, damage: str):
     split = _split(tmp_path / "bw", [["instances/p.pddl", "(pick-up a)\n(stack a b)\n", 2]])
     text = split.read_bytes()
-    split.write_bytes({"truncated": text[: len(text) // 2], "empty": b"", "binary": b"\x89PNG\r\n\x1a\n\xff\xfe",
-                       "not-a-list": b'{"a": 1}'}[damage])
+    split.write_bytes(
+        {
+            "truncated": text[: len(text) // 2],
+            "empty": b"",
+            "binary": b"\x89PNG\r\n\x1a\n\xff\xfe",
+            "not-a-list": b'{"a": 1}',
+        }[damage]
+    )
     line = one_line_error(_blocksworld(lits_cmd, tmp_path / "bw"))
     assert str(split) in line and "RAP split" in line
 

@@ -33,8 +33,12 @@ def jitter_server() -> Iterator[FakeOpenAIServer]:
 
 
 def _outputs(run: Path) -> dict[str, bytes]:
-    return {f"{sub}/{p.name}": p.read_bytes() for sub in OUTPUTS if (run / sub).is_dir()
-            for p in sorted((run / sub).iterdir())}
+    return {
+        f"{sub}/{p.name}": p.read_bytes()
+        for sub in OUTPUTS
+        if (run / sub).is_dir()
+        for p in sorted((run / sub).iterdir())
+    }
 
 
 def _lits(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -44,8 +48,15 @@ def _lits(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
 RUNS = {
     "mcts": ["search", "--search", "mcts", "--search-arg", "n_iterations=6", "--search-arg", "simulate=sample"],
     "bfs": ["search", "--search", "bfs", "--search-arg", "beam_width=3", "--search-arg", "early_stop=false"],
-    "tree-parallel": ["search", "--search", "mcts", "--search-arg", "n_iterations=8",
-                      "--search-arg", "parallel_iterations=4"],
+    "tree-parallel": [
+        "search",
+        "--search",
+        "mcts",
+        "--search-arg",
+        "n_iterations=8",
+        "--search-arg",
+        "parallel_iterations=4",
+    ],
     "chain": ["chain"],
 }
 
@@ -53,8 +64,21 @@ RUNS = {
 @pytest.mark.parametrize("seed", [0, 7])
 @pytest.mark.parametrize("method", sorted(RUNS))
 def test_results_are_byte_identical_at_concurrency_1_4_and_16(tmp_path, jitter_server, method, seed):
-    args = [*RUNS[method], "--dataset", "blocksworld", "--dataset-arg", "steps=4,6",
-            "--dataset-arg", f"seed={seed}", "--limit", "3", "--model", "m", "--base-url", jitter_server.base_url]
+    args = [
+        *RUNS[method],
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=4,6",
+        "--dataset-arg",
+        f"seed={seed}",
+        "--limit",
+        "3",
+        "--model",
+        "m",
+        "--base-url",
+        jitter_server.base_url,
+    ]
     if method != "chain":
         args += ["--search-arg", f"seed={seed}"] if "mcts" in RUNS[method] else []
     seen = {}
@@ -70,15 +94,34 @@ def test_results_are_byte_identical_at_concurrency_1_4_and_16(tmp_path, jitter_s
 def test_kill_9_at_random_points_then_resume_equals_an_uninterrupted_run(tmp_path):
     rng = random.Random(20261123)
     with FakeOpenAIServer(responder=jittery_obedient, latency=0.01) as srv:
-        args = ["search", "--dataset", "blocksworld", "--dataset-arg", "steps=4,6", "--limit", "3",
-                "--model", "m", "--base-url", srv.base_url, "--search-arg", "n_iterations=8",
-                "--search-arg", "early_stop=false", "--concurrency", "2"]
+        args = [
+            "search",
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=4,6",
+            "--limit",
+            "3",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--search-arg",
+            "n_iterations=8",
+            "--search-arg",
+            "early_stop=false",
+            "--concurrency",
+            "2",
+        ]
         whole = tmp_path / "whole"
         assert _lits(*args, "--save-dir", str(whole)).returncode == 0
 
         run = tmp_path / "killed"
-        proc = subprocess.Popen([sys.executable, "-m", "lits", *args, "--save-dir", str(run)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lits", *args, "--save-dir", str(run)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         kills = 0
         while True:
             time.sleep(rng.uniform(0.8, 2.5))
@@ -87,10 +130,14 @@ def test_kill_9_at_random_points_then_resume_equals_an_uninterrupted_run(tmp_pat
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             kills += 1
-            again = ["search", "--resume", "--save-dir", str(run)] if (run / "config.json").exists() \
-                else [*args, "--save-dir", str(run)]  # killed before the run was set up
-            proc = subprocess.Popen([sys.executable, "-m", "lits", *again],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            again = (
+                ["search", "--resume", "--save-dir", str(run)]
+                if (run / "config.json").exists()
+                else [*args, "--save-dir", str(run)]
+            )  # killed before the run was set up
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "lits", *again], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
         assert proc.wait(timeout=300) == 0
     assert kills >= 1
     assert _outputs(run) == _outputs(whole)

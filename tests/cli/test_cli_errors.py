@@ -24,14 +24,16 @@ def test_unknown_search_algorithm_lists_the_registered_ones(lits_cmd):
 
 
 def test_unknown_search_setting_is_named(lits_cmd):
-    line = _one_line_error(lits_cmd("search", "--dataset", "blocksworld", "--model", "scripted",
-                                    "--search-arg", "n_iteration=3"))
+    line = _one_line_error(
+        lits_cmd("search", "--dataset", "blocksworld", "--model", "scripted", "--search-arg", "n_iteration=3")
+    )
     assert "n_iteration" in line
 
 
 def test_wrongly_typed_search_setting_is_named(lits_cmd):
-    line = _one_line_error(lits_cmd("search", "--dataset", "blocksworld", "--model", "scripted",
-                                    "--search-arg", "n_iterations=many"))
+    line = _one_line_error(
+        lits_cmd("search", "--dataset", "blocksworld", "--model", "scripted", "--search-arg", "n_iterations=many")
+    )
     assert "n_iterations" in line
 
 
@@ -51,14 +53,16 @@ def test_eval_of_a_folder_that_is_not_a_run_is_rejected(lits_cmd, tmp_path):
 
 
 def test_bad_dataset_argument_is_reported(lits_cmd):
-    line = _one_line_error(lits_cmd("search", "--dataset", "blocksworld", "--model", "scripted",
-                                    "--dataset-arg", "colour=red"))
+    line = _one_line_error(
+        lits_cmd("search", "--dataset", "blocksworld", "--model", "scripted", "--dataset-arg", "colour=red")
+    )
     assert "colour" in line
 
 
 def test_missing_dataset_path_is_reported(lits_cmd):
-    line = _one_line_error(lits_cmd("search", "--dataset", "blocksworld", "--model", "scripted",
-                                    "--dataset-arg", "path=/no/such/folder"))
+    line = _one_line_error(
+        lits_cmd("search", "--dataset", "blocksworld", "--model", "scripted", "--dataset-arg", "path=/no/such/folder")
+    )
     assert "/no/such/folder" in line
 
 
@@ -67,8 +71,19 @@ def test_negative_limit_is_rejected(lits_cmd):
 
 
 def test_unreachable_server_fails_instances_with_a_clear_message(lits_cmd, tmp_path):
-    result = lits_cmd("chain", "--dataset", "blocksworld", "--limit", "1", "--model", "m",
-                      "--base-url", "http://127.0.0.1:9/v1", "--save-dir", "run")
+    result = lits_cmd(
+        "chain",
+        "--dataset",
+        "blocksworld",
+        "--limit",
+        "1",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--save-dir",
+        "run",
+    )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "cannot reach model server http://127.0.0.1:9/v1" in result.stderr
@@ -76,8 +91,13 @@ def test_unreachable_server_fails_instances_with_a_clear_message(lits_cmd, tmp_p
 
 
 def test_existing_save_dir_is_not_overwritten(lits_cmd, tmp_path):
-    assert lits_cmd("chain", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted",
-                    "--save-dir", "run").returncode == 0
-    line = _one_line_error(lits_cmd("chain", "--dataset", "blocksworld", "--limit", "1",
-                                    "--model", "scripted", "--save-dir", "run"))
+    assert (
+        lits_cmd(
+            "chain", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted", "--save-dir", "run"
+        ).returncode
+        == 0
+    )
+    line = _one_line_error(
+        lits_cmd("chain", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted", "--save-dir", "run")
+    )
     assert "--resume" in line

@@ -20,9 +20,28 @@ FAULT_FLAGS = ["--call-budget", "20", "--read-timeout", "0.3"]
 
 
 def _search(base_url: str, save_dir: str, *extra: str) -> list[str]:
-    return ["search", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4", "--limit", "3",
-            "--search-arg", "n_iterations=4", "--search-arg", "early_stop=false", "--concurrency", "4",
-            "--model", "fake-model", "--base-url", base_url, "--save-dir", save_dir, *extra]
+    return [
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2,4",
+        "--limit",
+        "3",
+        "--search-arg",
+        "n_iterations=4",
+        "--search-arg",
+        "early_stop=false",
+        "--concurrency",
+        "4",
+        "--model",
+        "fake-model",
+        "--base-url",
+        base_url,
+        "--save-dir",
+        save_dir,
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +54,12 @@ def upstream() -> Iterator[FakeOpenAIServer]:
 def fault_free(upstream: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     """The outputs of the same run with nothing in between."""
     run = tmp_path_factory.mktemp("fault-free") / "run"
-    done = subprocess.run([sys.executable, "-m", "lits", *_search(upstream.base_url, str(run), *FAULT_FLAGS)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "lits", *_search(upstream.base_url, str(run), *FAULT_FLAGS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     outputs = run_outputs(run)
     assert len(outputs) == 9
@@ -67,8 +90,9 @@ def test_every_instance_finishes_with_the_fault_free_results(chaos, lits_cmd: Li
 
 
 @pytest.mark.parametrize("chaos", [{"hang": 0.05}], indirect=True, ids=["hang-5%"])
-def test_hung_calls_are_answered_by_hedged_copies_with_the_fault_free_results(chaos, lits_cmd: Lits, tmp_path,
-                                                                              fault_free):
+def test_hung_calls_are_answered_by_hedged_copies_with_the_fault_free_results(
+    chaos, lits_cmd: Lits, tmp_path, fault_free
+):
     # A read timeout far above the proxy's 1.5 s hang: only a copy can answer a hung call early.
     result = lits_cmd(*_search(chaos.base_url, "run", "--read-timeout", "30"), env=QUICK_ENV)
     assert result.returncode == 0, result.stderr
@@ -99,14 +123,29 @@ def _marker(example: dict) -> str:
     return f"Start: {example['init_state_str']}\nGoal: {example['query']}"
 
 
-def test_an_instance_that_fails_is_retried_after_the_others_and_loses_nothing(upstream, lits_cmd: Lits,
-                                                                               tmp_path: Path):
+def test_an_instance_that_fails_is_retried_after_the_others_and_loses_nothing(upstream, lits_cmd: Lits, tmp_path: Path):
     from lits.registry import load_dataset
 
     cases = load_dataset("blocksworld", steps=2)  # instances 1..4 have distinct goals
-    args = ["search", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--offset", "1", "--limit", "4",
-            "--search-arg", "n_iterations=3", "--concurrency", "1", "--model", "fake-model",
-            "--call-budget", "1"]
+    args = [
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2",
+        "--offset",
+        "1",
+        "--limit",
+        "4",
+        "--search-arg",
+        "n_iterations=3",
+        "--concurrency",
+        "1",
+        "--model",
+        "fake-model",
+        "--call-budget",
+        "1",
+    ]
     assert lits_cmd(*args, "--base-url", upstream.base_url, "--save-dir", "whole").returncode == 0
     with FailOneInstance(upstream.base_url, failing=cases[1], release=cases[4]) as proxy:
         result = lits_cmd(*args, "--base-url", proxy.base_url, "--save-dir", "run", env=QUICK_ENV)
@@ -122,13 +161,29 @@ def test_a_server_that_always_fails_stops_the_run_within_seconds_in_one_line(lit
     with FakeOpenAIServer(responder=first_listed_action) as srv:
         srv.fail_next(status, times=100_000)
         started = time.monotonic()
-        result = lits_cmd("chain", "--dataset", "blocksworld", "--limit", "10", "--model", "fake-model",
-                          "--base-url", srv.base_url, "--concurrency", "2", "--call-budget", "1",
-                          "--save-dir", "run", env=QUICK_ENV)
+        result = lits_cmd(
+            "chain",
+            "--dataset",
+            "blocksworld",
+            "--limit",
+            "10",
+            "--model",
+            "fake-model",
+            "--base-url",
+            srv.base_url,
+            "--concurrency",
+            "2",
+            "--call-budget",
+            "1",
+            "--save-dir",
+            "run",
+            env=QUICK_ENV,
+        )
         elapsed = time.monotonic() - started
     line = one_line_error(result, code=1)
-    assert line.startswith("lits: error: stopped after 3 instances failed in a row (model server "
-                           f"{srv.base_url} answered {status}")
+    assert line.startswith(
+        f"lits: error: stopped after 3 instances failed in a row (model server {srv.base_url} answered {status}"
+    )
     assert line.endswith("; fix the server, then run `lits chain --resume --save-dir run`")
     assert elapsed < 20
     summary = json.loads((tmp_path / "run" / "eval_results.json").read_text())

@@ -16,9 +16,23 @@ import pytest
 from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.cli.conftest import first_listed_action, run_outputs
 
-ARGS = ["search", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4", "--limit", "4",
-        "--search-arg", "n_iterations=6", "--search-arg", "early_stop=false", "--concurrency", "2",
-        "--model", "fake-model"]
+ARGS = [
+    "search",
+    "--dataset",
+    "blocksworld",
+    "--dataset-arg",
+    "steps=2,4",
+    "--limit",
+    "4",
+    "--search-arg",
+    "n_iterations=6",
+    "--search-arg",
+    "early_stop=false",
+    "--concurrency",
+    "2",
+    "--model",
+    "fake-model",
+]
 
 
 @pytest.fixture
@@ -29,8 +43,9 @@ def slow_server() -> Iterator[FakeOpenAIServer]:
 
 
 def _start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "lits", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "lits", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _wait_for(path: Path, timeout: float = 120) -> None:
@@ -76,8 +91,12 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path):
 
 def test_ctrl_c_at_random_points_then_resume_equals_an_uninterrupted_run(slow_server, tmp_path):
     whole = tmp_path / "whole"
-    done = subprocess.run([sys.executable, "-m", "lits", *ARGS, "--base-url", slow_server.base_url,
-                           "--save-dir", str(whole)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "lits", *ARGS, "--base-url", slow_server.base_url, "--save-dir", str(whole)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
 
     rng = random.Random(11)

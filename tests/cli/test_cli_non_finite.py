@@ -23,26 +23,41 @@ def finished_run(lits_cmd, tmp_path: Path) -> Path:
     return tmp_path / "run"
 
 
-@pytest.mark.parametrize(("flag", "value", "line"), [
-    ("--call-budget", "nan", "--call-budget must be a finite number, not nan"),
-    ("--read-timeout", "inf", "--read-timeout must be a finite number, not inf"),
-    ("--price-in", "nan", "--price-in must be a finite number, not nan"),
-    ("--price-out", "1e999", "--price-out must be a finite number, not inf"),
-])
+@pytest.mark.parametrize(
+    ("flag", "value", "line"),
+    [
+        ("--call-budget", "nan", "--call-budget must be a finite number, not nan"),
+        ("--read-timeout", "inf", "--read-timeout must be a finite number, not inf"),
+        ("--price-in", "nan", "--price-in must be a finite number, not nan"),
+        ("--price-out", "1e999", "--price-out must be a finite number, not inf"),
+    ],
+)
 def test_a_non_finite_flag_is_one_line_and_starts_no_run(lits_cmd, tmp_path, flag, value, line):
     done = lits_cmd("chain", *RUN, flag, value, "--save-dir", "run")
     assert one_line_error(done) == f"lits: error: {line}"
     assert not (tmp_path / "run" / "config.json").exists()
 
 
-@pytest.mark.parametrize(("name", "text", "line"), [
-    ("run.toml", 'dataset = "blocksworld"\nmodel = "scripted"\ncall_budget = nan\n',
-     "run.toml: call_budget must be a finite number, not nan (fix it in the file)"),
-    ("run.toml", 'dataset = "blocksworld"\nmodel = "scripted"\n[search_args]\nruntime_limit = inf\n',
-     "run.toml: search_args must hold finite numbers only (runtime_limit is inf) (fix it in the file)"),
-    ("run.yaml", "dataset: blocksworld\nmodel: scripted\nprice_in: .nan\n",
-     "run.yaml: price_in must be a finite number, not nan (fix it in the file)"),
-])
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        (
+            "run.toml",
+            'dataset = "blocksworld"\nmodel = "scripted"\ncall_budget = nan\n',
+            "run.toml: call_budget must be a finite number, not nan (fix it in the file)",
+        ),
+        (
+            "run.toml",
+            'dataset = "blocksworld"\nmodel = "scripted"\n[search_args]\nruntime_limit = inf\n',
+            "run.toml: search_args must hold finite numbers only (runtime_limit is inf) (fix it in the file)",
+        ),
+        (
+            "run.yaml",
+            "dataset: blocksworld\nmodel: scripted\nprice_in: .nan\n",
+            "run.yaml: price_in must be a finite number, not nan (fix it in the file)",
+        ),
+    ],
+)
 def test_a_non_finite_number_in_a_config_file_is_one_line(lits_cmd, tmp_path, name, text, line):
     if name.endswith(".yaml"):
         pytest.importorskip("yaml")
@@ -50,17 +65,29 @@ def test_a_non_finite_number_in_a_config_file_is_one_line(lits_cmd, tmp_path, na
     assert one_line_error(lits_cmd("search", "--config", name, "--save-dir", "run")) == f"lits: error: {line}"
 
 
-@pytest.mark.parametrize(("given", "line"), [
-    (["--set", "call_budget=NaN"], "--call-budget must be a finite number, not nan"),
-    (["--set", "search_args.runtime_limit=Infinity"],
-     "--search-arg must hold finite numbers only (runtime_limit is inf)"),
-    (["--search-arg", "runtime_limit=-Infinity"], "--search-arg must hold finite numbers only (runtime_limit is -inf)"),
-    (["--dataset-arg", "steps=1e999"], "--dataset-arg must hold finite numbers only (steps is inf)"),
-    (["--policy-model-arg", "temperature=NaN"],
-     "--policy-model-arg temperature must be a finite number of 0 or more, not nan"),
-    (["--policy-model-arg", "max_tokens=1e999"],
-     "--policy-model-arg max_tokens must be a finite whole number of 0 or more, not inf"),
-])
+@pytest.mark.parametrize(
+    ("given", "line"),
+    [
+        (["--set", "call_budget=NaN"], "--call-budget must be a finite number, not nan"),
+        (
+            ["--set", "search_args.runtime_limit=Infinity"],
+            "--search-arg must hold finite numbers only (runtime_limit is inf)",
+        ),
+        (
+            ["--search-arg", "runtime_limit=-Infinity"],
+            "--search-arg must hold finite numbers only (runtime_limit is -inf)",
+        ),
+        (["--dataset-arg", "steps=1e999"], "--dataset-arg must hold finite numbers only (steps is inf)"),
+        (
+            ["--policy-model-arg", "temperature=NaN"],
+            "--policy-model-arg temperature must be a finite number of 0 or more, not nan",
+        ),
+        (
+            ["--policy-model-arg", "max_tokens=1e999"],
+            "--policy-model-arg max_tokens must be a finite whole number of 0 or more, not inf",
+        ),
+    ],
+)
 def test_a_non_finite_set_or_arg_is_one_line(lits_cmd, given, line):
     assert one_line_error(lits_cmd("search", *RUN, *given, "--save-dir", "run")) == f"lits: error: {line}"
 
@@ -84,11 +111,14 @@ def test_a_non_finite_number_in_config_json_is_one_line_naming_the_file(lits_cmd
     (finished_run / "config.json").write_text(json.dumps(config))  # NaN, as json.dumps writes it
     assert one_line_error(lits_cmd(*command)) == (
         f"lits: error: {Path('run') / 'config.json'} has call_budget = nan, and every number in a run's settings "
-        "must be finite; fix it, or start a new run with another --save-dir")
+        "must be finite; fix it, or start a new run with another --save-dir"
+    )
 
 
-@pytest.mark.parametrize(("field", "value"), [("call_budget", float("nan")), ("price_out", float("-inf")),
-                                              ("search_args", {"runtime_limit": float("inf")})])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("call_budget", float("nan")), ("price_out", float("-inf")), ("search_args", {"runtime_limit": float("inf")})],
+)
 def test_the_python_api_refuses_a_non_finite_setting(tmp_path, field, value):
     with pytest.raises(SpecError, match=r"must (be a finite number|hold finite numbers only)"):
         lits.search("blocksworld", model="scripted", limit=1, save_dir=tmp_path / "run", **{field: value})

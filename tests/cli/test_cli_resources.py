@@ -29,8 +29,14 @@ def _file_size_limit(limit: int) -> Callable[[], None]:
 
 
 def _lits_on_a_full_disk(cwd: Path, *args: str, room: int = 64 * 1024) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120, preexec_fn=_file_size_limit(room))
+    return subprocess.run(
+        [sys.executable, "-m", "lits", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        preexec_fn=_file_size_limit(room),
+    )
 
 
 def test_a_full_disk_stops_the_run_in_one_line_and_resume_completes_it(lits_cmd: Lits, tmp_path: Path):
@@ -89,8 +95,7 @@ def test_a_damaged_result_is_one_line_naming_it_and_how_to_redo_it(lits_cmd: Lit
     assert "delete it and run `lits search --resume --save-dir run` to redo instance 1" in line
 
 
-def test_a_log_that_a_full_tmpfs_refuses_at_close_is_one_line_naming_it_and_resume(tmp_path: Path, monkeypatch,
-                                                                                    capsys):
+def test_a_log_that_a_full_tmpfs_refuses_at_close_is_one_line_naming_it_and_resume(tmp_path: Path, monkeypatch, capsys):
     # On a full tmpfs the execution log's buffered lines failed only when it was closed: "no space left writing
     # a file (No space left on device); free some space", with neither the file nor --resume.
     import errno
@@ -105,5 +110,7 @@ def test_a_log_that_a_full_tmpfs_refuses_at_close_is_one_line_naming_it_and_resu
     run = tmp_path / "run"
     assert main([*SCRIPTED, "--limit", "1", "--no-cache", "--save-dir", str(run)]) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lits: error:")]
-    assert lines == [f"lits: error: no space left writing {run / 'execution.log'} (No space left on device); "
-                     f"free some space, then run `lits search --resume --save-dir {run}`"]
+    assert lines == [
+        f"lits: error: no space left writing {run / 'execution.log'} (No space left on device); "
+        f"free some space, then run `lits search --resume --save-dir {run}`"
+    ]

@@ -18,8 +18,9 @@ Lits = Callable[..., subprocess.CompletedProcess[str]]
 @pytest.fixture
 def finished_run(lits_cmd: Lits, server_args: list[str], tmp_path: Path) -> Path:
     """A finished two-instance MCTS run against the loopback server, at concurrency 2."""
-    result = lits_cmd("search", *server_args, "--search-arg", "n_iterations=3", "--concurrency", "2",
-                      "--save-dir", "run")
+    result = lits_cmd(
+        "search", *server_args, "--search-arg", "n_iterations=3", "--concurrency", "2", "--save-dir", "run"
+    )
     assert result.returncode == 0, result.stderr
     return tmp_path / "run"
 
@@ -51,18 +52,41 @@ def test_resume_against_the_same_model_at_a_new_address_pays_nothing_twice(lits_
     assert (finished_run / "results" / "1.json").read_bytes() == expected
 
 
-@pytest.mark.parametrize("flag", [["--dataset", "crosswords"], ["--dataset-arg", "steps=4"],
-                                  ["--search-arg", "n_iterations=9"], ["--search", "bfs"], ["--model", "other"],
-                                  ["--offset", "1"], ["--limit", "5"], ["--policy", "generic"],
-                                  ["--reward", "other"], ["--api", "completion"]])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        ["--dataset", "crosswords"],
+        ["--dataset-arg", "steps=4"],
+        ["--search-arg", "n_iterations=9"],
+        ["--search", "bfs"],
+        ["--model", "other"],
+        ["--offset", "1"],
+        ["--limit", "5"],
+        ["--policy", "generic"],
+        ["--reward", "other"],
+        ["--api", "completion"],
+    ],
+)
 def test_a_flag_that_changes_the_runs_meaning_is_refused_in_one_line(lits_cmd: Lits, finished_run: Path, flag):
     line = one_line_error(lits_cmd("search", "--resume", "--save-dir", "run", *flag))
     assert line.startswith(f"lits: error: {flag[0]} ") and "cannot be used with --resume" in line
 
 
 def test_flags_that_repeat_the_runs_settings_are_accepted_on_resume(lits_cmd: Lits, finished_run: Path):
-    result = lits_cmd("search", "--resume", "--save-dir", "run", "--dataset", "blocksworld",
-                      "--search-arg", "n_iterations=3", "--limit", "2", "--model", "fake-model")
+    result = lits_cmd(
+        "search",
+        "--resume",
+        "--save-dir",
+        "run",
+        "--dataset",
+        "blocksworld",
+        "--search-arg",
+        "n_iterations=3",
+        "--limit",
+        "2",
+        "--model",
+        "fake-model",
+    )
     assert result.returncode == 0, result.stderr
 
 

@@ -67,8 +67,22 @@ def server(held: HeldReplies) -> Iterator[FakeOpenAIServer]:
 
 @pytest.fixture
 def run_args(server: FakeOpenAIServer) -> list[str]:
-    return ["--model", "fake-model", "--base-url", server.base_url, "--dataset", "blocksworld",
-            "--dataset-arg", "steps=2", "--limit", "1", "--concurrency", "1", "--search-arg", "n_iterations=2"]
+    return [
+        "--model",
+        "fake-model",
+        "--base-url",
+        server.base_url,
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2",
+        "--limit",
+        "1",
+        "--concurrency",
+        "1",
+        "--search-arg",
+        "n_iterations=2",
+    ]
 
 
 @pytest.fixture
@@ -77,9 +91,14 @@ def start(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     started: list[subprocess.Popen[str]] = []
 
     def launch(*args: str) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([sys.executable, "-m", "lits", *args], cwd=tmp_path, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env={**os.environ, "OPENAI_API_KEY": SECRET})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lits", *args],
+            cwd=tmp_path,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "OPENAI_API_KEY": SECRET},
+        )
         started.append(proc)
         return proc
 
@@ -98,18 +117,22 @@ def _holding(held: HeldReplies, proc: subprocess.Popen[str]) -> None:
 
 
 def _refused(result: subprocess.CompletedProcess[str], holder: subprocess.Popen[str], save_dir: str) -> None:
-    assert one_line_error(result).startswith(f"lits: error: {save_dir} is in use by another run "
-                                             f"(pid {holder.pid}); wait for it to end")
+    assert one_line_error(result).startswith(
+        f"lits: error: {save_dir} is in use by another run (pid {holder.pid}); wait for it to end"
+    )
 
 
 @pytest.mark.parametrize("second", ["resume", "rerun", "new"])
-def test_a_second_run_into_a_held_save_dir_is_one_line_and_pays_no_call(second, server, held, run_args, start,
-                                                                         lits_cmd):
+def test_a_second_run_into_a_held_save_dir_is_one_line_and_pays_no_call(
+    second, server, held, run_args, start, lits_cmd
+):
     first = start("search", *run_args, "--save-dir", "run")
     _holding(held, first)
-    again = {"resume": ["search", "--resume", "--save-dir", "run"],
-             "rerun": ["rerun", "run", "--save-dir", "run"],
-             "new": ["search", *run_args, "--save-dir", "run"]}[second]
+    again = {
+        "resume": ["search", "--resume", "--save-dir", "run"],
+        "rerun": ["rerun", "run", "--save-dir", "run"],
+        "new": ["search", *run_args, "--save-dir", "run"],
+    }[second]
     refused = lits_cmd(*again, timeout=GUARD)
     _refused(refused, first, "run")
     assert held.calls == 1  # the second run called nothing
@@ -122,8 +145,9 @@ def test_two_new_runs_started_at_once_into_one_new_dir_run_once(server, held, ru
     both = [start("search", *run_args, "--save-dir", "fresh") for _ in range(2)]
     held.watch(*both)
     # Either one run is refused (it exits), or both run (two calls are held): whichever comes first.
-    assert not held.wait_for_calls(2, until=lambda: any(p.poll() is not None for p in both)), \
+    assert not held.wait_for_calls(2, until=lambda: any(p.poll() is not None for p in both)), (
         "both runs are running in one save dir"
+    )
     loser = next(p for p in both if p.poll() is not None)
     winner = next(p for p in both if p is not loser)
     _, err = loser.communicate()
@@ -143,8 +167,9 @@ def test_the_python_api_is_refused_while_a_run_holds_the_save_dir(server, held, 
     assert held.calls == 1
 
 
-def test_a_holder_killed_with_sigkill_leaves_the_save_dir_free_to_resume(server, held, run_args, start,
-                                                                         lits_cmd, tmp_path):
+def test_a_holder_killed_with_sigkill_leaves_the_save_dir_free_to_resume(
+    server, held, run_args, start, lits_cmd, tmp_path
+):
     first = start("search", *run_args, "--save-dir", "run")
     _holding(held, first)
     first.kill()

@@ -23,8 +23,7 @@ def test_plugins_lists_blocksworld_and_core_algorithms(lits_cmd):
 
 
 def test_mcts_search_runs_against_an_openai_compatible_server(lits_cmd, server_args, tmp_path):
-    result = lits_cmd("search", *server_args, "--search", "mcts", "--search-arg", "n_iterations=3",
-                      "--save-dir", "run")
+    result = lits_cmd("search", *server_args, "--search", "mcts", "--search-arg", "n_iterations=3", "--save-dir", "run")
     assert result.returncode == 0, result.stderr
     run = tmp_path / "run"
     assert sorted(p.name for p in (run / "results").iterdir()) == ["0.json", "1.json"]
@@ -36,8 +35,7 @@ def test_mcts_search_runs_against_an_openai_compatible_server(lits_cmd, server_a
 
 
 def test_bfs_search_runs_against_an_openai_compatible_server(lits_cmd, server_args, tmp_path):
-    result = lits_cmd("search", *server_args, "--search", "bfs", "--search-arg", "beam_width=2",
-                      "--save-dir", "run")
+    result = lits_cmd("search", *server_args, "--search", "bfs", "--search-arg", "beam_width=2", "--save-dir", "run")
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "run" / "eval_results.json").read_text())["instances"] == 2
 

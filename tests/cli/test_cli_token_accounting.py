@@ -21,17 +21,33 @@ Run = Callable[..., subprocess.CompletedProcess[str]]
 @pytest.fixture
 def vllm_like() -> Iterator[FakeOpenAIServer]:
     """A server with a paged prefix cache that reports its hits as vLLM does."""
-    with FakeOpenAIServer(responder=lambda prompt, body, i: obedient_reply(prompt, GenerationParams(), i),
-                          prefix_cache=PagedPrefixCache(block_size=16)) as srv:
+    with FakeOpenAIServer(
+        responder=lambda prompt, body, i: obedient_reply(prompt, GenerationParams(), i),
+        prefix_cache=PagedPrefixCache(block_size=16),
+    ) as srv:
         yield srv
 
 
 @pytest.fixture
 def mcts_run(run_lits: Run, vllm_like: FakeOpenAIServer, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """BlocksWorld MCTS on two 2-step cases (no hedged copies: each request is one the run asked for)."""
-    done = run_lits("search", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "2",
-                    "--search-arg", "n_iterations=6", "--model", "m", "--base-url", vllm_like.base_url,
-                    "--save-dir", "run")
+    done = run_lits(
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2",
+        "--limit",
+        "2",
+        "--search-arg",
+        "n_iterations=6",
+        "--model",
+        "m",
+        "--base-url",
+        vllm_like.base_url,
+        "--save-dir",
+        "run",
+    )
     assert done.returncode == 0, done.stderr
     return done
 

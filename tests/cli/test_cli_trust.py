@@ -26,10 +26,22 @@ def lits(tmp_path: Path) -> Lits:
     """``python -m lits`` with a key, its own trust store and city cache, stdin not a terminal."""
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "OPENAI_API_KEY": SECRET, "LITS_STATE_DIR": str(tmp_path / "state"),
-               "LITS_CACHE_DIR": str(tmp_path / "cache"), "LITS_HEDGE_SHARE": "0"}
-        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True, env=env,
-                              cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=300)
+        env = {
+            **os.environ,
+            "OPENAI_API_KEY": SECRET,
+            "LITS_STATE_DIR": str(tmp_path / "state"),
+            "LITS_CACHE_DIR": str(tmp_path / "cache"),
+            "LITS_HEDGE_SHARE": "0",
+        }
+        return subprocess.run(
+            [sys.executable, "-m", "lits", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            timeout=300,
+        )
 
     return run
 
@@ -48,11 +60,14 @@ def sentinel_command(sentinel: Path) -> str:
 @pytest.fixture
 def command_file(tmp_path: Path, sentinel_command: str) -> Path:
     config = tmp_path / "run.toml"
-    config.write_text(f'dataset = "mapeval-sql"\nresource = "mcp"\n[resource_args]\ncommand = {json.dumps(sentinel_command)}\n')
+    config.write_text(
+        f'dataset = "mapeval-sql"\nresource = "mcp"\n[resource_args]\ncommand = {json.dumps(sentinel_command)}\n'
+    )
     return config
 
 
 # -- item 1: commands -----------------------------------------------------------------------------------------
+
 
 def test_a_dry_run_starts_no_mcp_server(lits, sentinel, sentinel_command):
     done = lits("search", *TOOL_RUN, "--resource-arg", f"command={sentinel_command}", "--dry-run")
@@ -67,17 +82,19 @@ def test_a_dry_run_lists_a_command_from_a_config_file_to_confirm(lits, sentinel,
     assert f"to confirm    start `{sentinel_command}` (from a file: a run asks, or give --trust-config)" in done.stdout
 
 
-def test_a_command_from_a_config_file_is_not_started_without_confirmation(lits, sentinel, command_file,
-                                                                        sentinel_command):
+def test_a_command_from_a_config_file_is_not_started_without_confirmation(
+    lits, sentinel, command_file, sentinel_command
+):
     line = one_line_error(lits("search", "--config", str(command_file), "--model", "scripted", "--limit", "1"))
     assert not sentinel.exists()
-    assert line == (f"lits: error: the run's settings come from a file and would start `{sentinel_command}`; "
-                    "nothing was started or sent: check them and give --trust-config (or give these values on the "
-                    "command line)")
+    assert line == (
+        f"lits: error: the run's settings come from a file and would start `{sentinel_command}`; "
+        "nothing was started or sent: check them and give --trust-config (or give these values on the "
+        "command line)"
+    )
 
 
-def test_trust_config_starts_the_command_from_a_config_file_and_says_so(lits, sentinel, command_file,
-                                                                       sentinel_command):
+def test_trust_config_starts_the_command_from_a_config_file_and_says_so(lits, sentinel, command_file, sentinel_command):
     done = lits("search", "--config", str(command_file), "--model", "scripted", "--limit", "1", "--trust-config")
     assert sentinel.exists()  # it ran (and, being no MCP server, failed to start in one line)
     assert f"lits: confirmed: start `{sentinel_command}`" in done.stderr
@@ -93,12 +110,28 @@ def test_a_config_file_cannot_set_trust_config(lits, tmp_path):
 
 # -- item 2: keys and where they go ------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def finished(lits: Lits, tmp_path: Path) -> Path:
     """A run made against a loopback server given on the command line; its results removed (work left)."""
     with FakeOpenAIServer(responder=first_listed_action) as server:
-        done = lits("search", "--model", "m", "--base-url", server.base_url, "--dataset", "blocksworld",
-                    "--dataset-arg", "steps=2", "--limit", "1", "--search-arg", "n_iterations=1", "--save-dir", "run")
+        done = lits(
+            "search",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2",
+            "--limit",
+            "1",
+            "--search-arg",
+            "n_iterations=1",
+            "--save-dir",
+            "run",
+        )
     assert done.returncode == 0, done.stderr
     for result in (tmp_path / "run" / "results").iterdir():
         result.unlink()
@@ -112,8 +145,21 @@ def _point_at(run: Path, url: str) -> None:
 
 def test_the_console_says_where_calls_go_before_the_first_call(lits):
     with FakeOpenAIServer(responder=first_listed_action) as server:
-        done = lits("search", "--model", "m", "--base-url", f"{server.base_url}?api-version=1", "--dataset",
-                    "blocksworld", "--dataset-arg", "steps=2", "--limit", "1", "--search-arg", "n_iterations=1")
+        done = lits(
+            "search",
+            "--model",
+            "m",
+            "--base-url",
+            f"{server.base_url}?api-version=1",
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2",
+            "--limit",
+            "1",
+            "--search-arg",
+            "n_iterations=1",
+        )
     assert done.returncode == 0, done.stderr
     assert f"; calls go to {server.base_url}?*** (policy, eval, transition, bn)" in done.stderr.splitlines()[0]
 
@@ -147,13 +193,31 @@ def test_trust_config_sends_the_key_to_the_url_in_config_json(lits, finished):
 
 def test_an_api_key_env_from_a_file_that_does_not_look_like_a_key_is_not_read(lits, tmp_path):
     config = tmp_path / "run.toml"
-    config.write_text('dataset = "blocksworld"\nmodel = "m"\n[component_models.policy]\nmodel = "m"\n'
-                      '[component_models.policy.args]\napi_key_env = "AWS_SECRET_ACCESS_KEY"\n')
+    config.write_text(
+        'dataset = "blocksworld"\nmodel = "m"\n[component_models.policy]\nmodel = "m"\n'
+        '[component_models.policy.args]\napi_key_env = "AWS_SECRET_ACCESS_KEY"\n'
+    )
     with FakeOpenAIServer(responder=first_listed_action) as server:
         env_done = subprocess.run(
-            [sys.executable, "-m", "lits", "search", "--config", str(config), "--base-url", server.base_url,
-             "--limit", "1"], capture_output=True, text=True, cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=300,
-            env={**os.environ, "AWS_SECRET_ACCESS_KEY": "aws-secret-value-123456", "LITS_STATE_DIR": str(tmp_path)})
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                "search",
+                "--config",
+                str(config),
+                "--base-url",
+                server.base_url,
+                "--limit",
+                "1",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            timeout=300,
+            env={**os.environ, "AWS_SECRET_ACCESS_KEY": "aws-secret-value-123456", "LITS_STATE_DIR": str(tmp_path)},
+        )
     line = one_line_error(env_done)
     assert server.requests == [] and server.headers == []
     assert "would use $AWS_SECRET_ACCESS_KEY as the API key" in line
@@ -161,12 +225,28 @@ def test_an_api_key_env_from_a_file_that_does_not_look_like_a_key_is_not_read(li
 
 # -- item 3: secrets in URLs -------------------------------------------------------------------------------------
 
+
 def test_a_urls_query_string_and_a_key_in_its_path_reach_the_server_and_no_file(lits, tmp_path):
     query = "&".join(f"{name}={value}" for name, value in QUERY_SECRETS.items())
     with FakeOpenAIServer(responder=first_listed_action) as server:
         url = server.base_url.replace("/v1", f"/{PATH_KEY}/v1")
-        done = lits("search", "--model", "m", "--base-url", f"{url}?{query}", "--dataset", "blocksworld",
-                    "--dataset-arg", "steps=2", "--limit", "1", "--search-arg", "n_iterations=1", "--save-dir", "run")
+        done = lits(
+            "search",
+            "--model",
+            "m",
+            "--base-url",
+            f"{url}?{query}",
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2",
+            "--limit",
+            "1",
+            "--search-arg",
+            "n_iterations=1",
+            "--save-dir",
+            "run",
+        )
         assert done.returncode == 0, done.stderr
         assert lits("view", "run").returncode == 0
     assert server.queries and set(server.queries) == {query}
@@ -174,21 +254,39 @@ def test_a_urls_query_string_and_a_key_in_its_path_reach_the_server_and_no_file(
     assert (tmp_path / "run" / "report.html").exists()
     for secret in (PATH_KEY, *QUERY_SECRETS.values(), "pass=", "session="):
         assert secret not in written + done.stdout + done.stderr, secret
-    assert server.base_url.replace("/v1", "/***/v1?***") in json.loads((tmp_path / "run" / "config.json").read_text())[
-        "base_url"]
+    assert (
+        server.base_url.replace("/v1", "/***/v1?***")
+        in json.loads((tmp_path / "run" / "config.json").read_text())["base_url"]
+    )
 
 
 @pytest.mark.parametrize("answer, starts", [("y", True), ("n", False)])
-def test_an_answer_typed_at_a_terminal_decides_whether_the_command_starts(tmp_path, command_file, sentinel,
-                                                                          sentinel_command, answer, starts):
+def test_an_answer_typed_at_a_terminal_decides_whether_the_command_starts(
+    tmp_path, command_file, sentinel, sentinel_command, answer, starts
+):
     main, terminal = os.openpty()
     os.write(main, f"{answer}\n".encode())
     try:
-        done = subprocess.run([sys.executable, "-m", "lits", "search", "--config", str(command_file), "--model",
-                               "scripted", "--limit", "1"], stdin=terminal, capture_output=True, text=True,
-                              cwd=tmp_path, timeout=300,
-                              env={**os.environ, "LITS_STATE_DIR": str(tmp_path / "state"),
-                                   "LITS_CACHE_DIR": str(tmp_path / "cache")})
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                "search",
+                "--config",
+                str(command_file),
+                "--model",
+                "scripted",
+                "--limit",
+                "1",
+            ],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=300,
+            env={**os.environ, "LITS_STATE_DIR": str(tmp_path / "state"), "LITS_CACHE_DIR": str(tmp_path / "cache")},
+        )
     finally:
         os.close(main)
         os.close(terminal)

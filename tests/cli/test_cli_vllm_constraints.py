@@ -34,15 +34,31 @@ def vllm(request: pytest.FixtureRequest) -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 def search(lits_cmd: Run, vllm: FakeOpenAIServer) -> Run:
     def go(*args: str) -> subprocess.CompletedProcess[str]:
-        return lits_cmd("search", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "1",
-                        "--search-arg", "n_iterations=2", "--model", "m", "--base-url", vllm.base_url,
-                        "--save-dir", "run", *args)
+        return lits_cmd(
+            "search",
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2",
+            "--limit",
+            "1",
+            "--search-arg",
+            "n_iterations=2",
+            "--model",
+            "m",
+            "--base-url",
+            vllm.base_url,
+            "--save-dir",
+            "run",
+            *args,
+        )
 
     return go
 
 
 def test_a_constrained_blocksworld_search_holds_every_choice_by_structured_outputs(
-        search: Run, vllm: FakeOpenAIServer, tmp_path: Path) -> None:
+    search: Run, vllm: FakeOpenAIServer, tmp_path: Path
+) -> None:
     done = search()
     assert done.returncode == 0, done.stderr
     held = [r["structured_outputs"] for r in vllm.requests if "structured_outputs" in r]
@@ -63,16 +79,40 @@ def test_the_held_replies_need_no_re_ask(search: Run, tmp_path: Path) -> None:
 
 def test_an_unknown_constraints_setting_is_one_line(lits_cmd: Run) -> None:
     with FakeOpenAIServer() as srv:
-        line = one_line_error(lits_cmd("search", "--dataset", "blocksworld", "--limit", "1", "--model", "m",
-                                       "--base-url", srv.base_url, "--policy-model-arg", "constraints=guided_regex"))
+        line = one_line_error(
+            lits_cmd(
+                "search",
+                "--dataset",
+                "blocksworld",
+                "--limit",
+                "1",
+                "--model",
+                "m",
+                "--base-url",
+                srv.base_url,
+                "--policy-model-arg",
+                "constraints=guided_regex",
+            )
+        )
         assert not srv.requests
     assert "--policy-model-arg constraints must be one of auto, gbnf, structured_outputs, guided, none" in line
 
 
 def test_a_server_refusing_the_configured_field_stops_the_run_with_one_line_naming_it(lits_cmd: Run) -> None:
     with FakeOpenAIServer(responder=chatty, vllm="0.12.0", refuse_unknown=True) as srv:
-        done = lits_cmd("search", "--dataset", "blocksworld", "--limit", "1", "--model", "m", "--base-url",
-                        srv.base_url, "--policy-model-arg", "constraints=guided")
+        done = lits_cmd(
+            "search",
+            "--dataset",
+            "blocksworld",
+            "--limit",
+            "1",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--policy-model-arg",
+            "constraints=guided",
+        )
     line = one_line_error(done, code=1)  # the instance failed (the breaker stopped the run)
     assert "the server refused `guided_choice`" in line and "constraints=structured_outputs" in line
 
@@ -80,16 +120,39 @@ def test_a_server_refusing_the_configured_field_stops_the_run_with_one_line_nami
 def test_resume_may_change_the_constraints_setting(lits_cmd: Run, tmp_path: Path) -> None:
     """A server upgraded between the runs is asked the new way; the replies asked for are the same."""
     with FakeOpenAIServer(responder=chatty, vllm="0.11.0") as srv:  # knows both ways
-        first = lits_cmd("search", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "1",
-                         "--search-arg", "n_iterations=2", "--model", "m", "--base-url", srv.base_url,
-                         "--save-dir", "run", "--policy-model-arg", "constraints=guided")
+        first = lits_cmd(
+            "search",
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2",
+            "--limit",
+            "1",
+            "--search-arg",
+            "n_iterations=2",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--save-dir",
+            "run",
+            "--policy-model-arg",
+            "constraints=guided",
+        )
         assert first.returncode == 0, first.stderr
         for done in ("results", "checkpoints"):  # as if killed before the instance began
             for path in (tmp_path / "run" / done).glob("0.*"):
                 path.unlink()
         sent = len(srv.requests)
-        resumed = lits_cmd("search", "--resume", "--save-dir", "run", "--no-cache",
-                           "--policy-model-arg", "constraints=structured_outputs")
+        resumed = lits_cmd(
+            "search",
+            "--resume",
+            "--save-dir",
+            "run",
+            "--no-cache",
+            "--policy-model-arg",
+            "constraints=structured_outputs",
+        )
         assert resumed.returncode == 0, resumed.stderr
     assert any("guided_choice" in r for r in srv.requests[:sent])
     again = srv.requests[sent:]

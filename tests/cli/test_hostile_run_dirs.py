@@ -96,8 +96,15 @@ class Case:
 
 def _tool_run(config: dict, ctx: Ctx, **resource_args: object) -> dict:
     """A tool-use run whose MCP server command is the sentinel (the embedded scripted model calls nothing)."""
-    return {**config, "dataset": "mapeval-sql", "dataset_args": {}, "model": "scripted", "base_url": None,
-            "resource": "mcp", "resource_args": {"command": ctx.command, **resource_args}}
+    return {
+        **config,
+        "dataset": "mapeval-sql",
+        "dataset_args": {},
+        "model": "scripted",
+        "base_url": None,
+        "resource": "mcp",
+        "resource_args": {"command": ctx.command, **resource_args},
+    }
 
 
 def _command(config: dict, ctx: Ctx) -> dict:
@@ -122,8 +129,11 @@ def _eval_url(config: dict, ctx: Ctx) -> dict:
 
 def _key_env(variable: str) -> Tamper:
     def tamper(config: dict, ctx: Ctx) -> dict:
-        return {**config, "component_models": {"policy": {"model": "m", "base_url": None,
-                                                          "args": {"key_env": variable}}}}
+        return {
+            **config,
+            "component_models": {"policy": {"model": "m", "base_url": None, "args": {"key_env": variable}}},
+        }
+
     return tamper
 
 
@@ -140,8 +150,7 @@ def _ray_cluster(config: dict, ctx: Ctx) -> dict:
 
 
 def _cache_on_a_file(config: dict, ctx: Ctx) -> dict:
-    return {**config, "model": "scripted", "base_url": None, "cache": str(ctx.tmp / "precious.txt"),
-            "no_cache": False}
+    return {**config, "model": "scripted", "base_url": None, "cache": str(ctx.tmp / "precious.txt"), "no_cache": False}
 
 
 def _gguf_path(config: dict, ctx: Ctx) -> dict:
@@ -157,6 +166,7 @@ def _scripted(**changes: object) -> Tamper:
             else:
                 out[key] = value
         return out
+
     return tamper
 
 
@@ -171,8 +181,9 @@ CASES = {
     "command_api_from_config": Case("api-run", _command),
     "command_api_resume": Case("api-resume", _command),
     "command_given_but_env_from_the_file": Case("config-run", _command_env, ["--resource-arg", "command={command}"]),
-    "command_given_again_but_cwd_from_config_json": Case("resume", _command_cwd,
-                                                         ["--resource-arg", "command={command}"]),
+    "command_given_again_but_cwd_from_config_json": Case(
+        "resume", _command_cwd, ["--resource-arg", "command={command}"]
+    ),
     # where the key goes
     "url_rerun": Case("rerun", _url),
     "url_rerun_dry_run": Case("rerun-dry", _url),
@@ -198,7 +209,7 @@ CASES = {
     "infinite_iterations_rerun": Case("rerun", _scripted(**{"search_args.n_iterations": INF})),
     "nan_depth_rerun_dry_run": Case("rerun-dry", _scripted(**{"search_args.max_depth": NAN})),
     "huge_concurrency_resume": Case("resume", _scripted(concurrency=1e300)),
-    "huge_offset_resume": Case("resume", _scripted(offset=10 ** 30)),
+    "huge_offset_resume": Case("resume", _scripted(offset=10**30)),
     "minus_infinite_call_budget_api_from_config": Case("api-run", _scripted(call_budget=-INF)),
     "nan_call_budget_rerun": Case("rerun", _scripted(call_budget=NAN)),
     "nan_price_resume": Case("resume", _scripted(price_in=NAN)),
@@ -206,8 +217,22 @@ CASES = {
 }
 
 #: The fields a config file may hold (config.json records more: the environment, the models, ...).
-SPEC_FIELDS = ("command", "dataset", "dataset_args", "limit", "resource", "resource_args", "model", "base_url",
-               "component_models", "search_args", "cache", "concurrency", "call_budget", "price_in")
+SPEC_FIELDS = (
+    "command",
+    "dataset",
+    "dataset_args",
+    "limit",
+    "resource",
+    "resource_args",
+    "model",
+    "base_url",
+    "component_models",
+    "search_args",
+    "cache",
+    "concurrency",
+    "call_budget",
+    "price_in",
+)
 
 API = """
 import json, sys
@@ -237,10 +262,32 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> P
     root = tmp_path_factory.mktemp("finished")
     env = {**os.environ, "OPENAI_API_KEY": KEY, "LITS_CACHE_DIR": str(cache_dir), "LITS_STATE_DIR": str(root / "state")}
     with FakeOpenAIServer(responder=first_listed_action) as server:
-        done = subprocess.run([sys.executable, "-m", "lits", "search", "--model", "m", "--base-url", server.base_url,
-                               "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "1", "--search-arg",
-                               "n_iterations=1", "--save-dir", str(root / "run")],
-                              capture_output=True, text=True, env=env, timeout=300)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                "search",
+                "--model",
+                "m",
+                "--base-url",
+                server.base_url,
+                "--dataset",
+                "blocksworld",
+                "--dataset-arg",
+                "steps=2",
+                "--limit",
+                "1",
+                "--search-arg",
+                "n_iterations=1",
+                "--save-dir",
+                str(root / "run"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr
     return root / "run"
 
@@ -268,10 +315,26 @@ def _invoke(case: Case, run: Path, ctx: Ctx, env: dict[str, str]) -> subprocess.
     if case.entry.startswith("api-"):
         argv = ["-c", API, case.entry, str(run), out, *given]
     elif case.entry.startswith("rerun"):
-        argv = ["-m", "lits", "rerun", str(run), "--save-dir", out, *(["--dry-run"] if case.entry == "rerun-dry" else [])]
+        argv = [
+            "-m",
+            "lits",
+            "rerun",
+            str(run),
+            "--save-dir",
+            out,
+            *(["--dry-run"] if case.entry == "rerun-dry" else []),
+        ]
     elif case.entry.startswith("resume"):
-        argv = ["-m", "lits", "search", "--resume", "--save-dir", str(run), *given,
-                *(["--dry-run"] if case.entry == "resume-dry" else [])]
+        argv = [
+            "-m",
+            "lits",
+            "search",
+            "--resume",
+            "--save-dir",
+            str(run),
+            *given,
+            *(["--dry-run"] if case.entry == "resume-dry" else []),
+        ]
     else:
         config = json.loads((run / "config.json").read_text())
         spec = {key: config[key] for key in SPEC_FIELDS if config.get(key) is not None}
@@ -279,21 +342,45 @@ def _invoke(case: Case, run: Path, ctx: Ctx, env: dict[str, str]) -> subprocess.
             model["args"] = {("api_key_env" if k == "key_env" else k): v for k, v in model["args"].items()}
         file = ctx.tmp / "run.yaml"
         file.write_text(json.dumps(spec))  # JSON is YAML
-        argv = ["-m", "lits", "search", "--config", str(file), "--save-dir", out, *given,
-                *(["--dry-run"] if case.entry == "config-dry" else [])]
-    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, cwd=ctx.tmp,
-                          stdin=subprocess.DEVNULL, timeout=120)
+        argv = [
+            "-m",
+            "lits",
+            "search",
+            "--config",
+            str(file),
+            "--save-dir",
+            out,
+            *given,
+            *(["--dry-run"] if case.entry == "config-dry" else []),
+        ]
+    return subprocess.run(
+        [sys.executable, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ctx.tmp,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_tampered_run_dir_or_config_file_starts_nothing_sends_no_key_and_gets_one_line(
-        name: str, finished_run: Path, cache_dir: Path, collector: Collector, tmp_path: Path) -> None:
+    name: str, finished_run: Path, cache_dir: Path, collector: Collector, tmp_path: Path
+) -> None:
     case = CASES[name]
     ctx = Ctx(tmp_path, collector.url, tmp_path / "pwned")
     (tmp_path / "precious.txt").write_text("keep me")
     run = _tampered(finished_run, tmp_path, case, ctx)
-    env = {**os.environ, "OPENAI_API_KEY": KEY, "AWS_SECRET_ACCESS_KEY": AWS, "GITHUB_TOKEN": GITHUB,
-           "LITS_CACHE_DIR": str(cache_dir), "LITS_STATE_DIR": str(tmp_path / "state"), "LITS_HEDGE_SHARE": "0"}
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": KEY,
+        "AWS_SECRET_ACCESS_KEY": AWS,
+        "GITHUB_TOKEN": GITHUB,
+        "LITS_CACHE_DIR": str(cache_dir),
+        "LITS_STATE_DIR": str(tmp_path / "state"),
+        "LITS_HEDGE_SHARE": "0",
+    }
     env.pop("OPENAI_BASE_URL", None)
 
     done = _invoke(case, run, ctx, env)

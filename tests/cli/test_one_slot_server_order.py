@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator
 
 import pytest
 
@@ -17,9 +17,12 @@ from lits.testing.server import FakeOpenAIServer
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def _server(slots: Optional[int]) -> FakeOpenAIServer:
-    return FakeOpenAIServer(responder=lambda prompt, body, i: obedient_reply(prompt, GenerationParams(), i),
-                            slots=slots, prefix_cache=PagedPrefixCache(block_size=16))
+def _server(slots: int | None) -> FakeOpenAIServer:
+    return FakeOpenAIServer(
+        responder=lambda prompt, body, i: obedient_reply(prompt, GenerationParams(), i),
+        slots=slots,
+        prefix_cache=PagedPrefixCache(block_size=16),
+    )
 
 
 @pytest.fixture
@@ -29,9 +32,23 @@ def one_slot() -> Iterator[FakeOpenAIServer]:
 
 
 def _search(run_lits: Run, server: FakeOpenAIServer, save: str) -> subprocess.CompletedProcess[str]:
-    done = run_lits("search", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "3",
-                    "--search-arg", "n_iterations=3", "--model", "m", "--base-url", server.base_url,
-                    "--save-dir", save)
+    done = run_lits(
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2",
+        "--limit",
+        "3",
+        "--search-arg",
+        "n_iterations=3",
+        "--model",
+        "m",
+        "--base-url",
+        server.base_url,
+        "--save-dir",
+        save,
+    )
     assert done.returncode == 0, done.stderr
     return done
 

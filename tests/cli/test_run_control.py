@@ -28,8 +28,9 @@ def test_the_breaker_trips_at_three_failures_in_a_row(control: RunControl):
     assert not control.stopping
     control.failed("model server http://x answered 500")
     assert control.reason == BREAKER
-    assert control.message == ("stopped after 3 instances failed in a row (model server http://x answered 500); "
-                               "fix the server")
+    assert control.message == (
+        "stopped after 3 instances failed in a row (model server http://x answered 500); fix the server"
+    )
 
 
 def test_a_success_in_between_resets_the_breaker(control: RunControl):

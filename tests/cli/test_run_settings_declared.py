@@ -16,9 +16,18 @@ from lits.runs.spec import OPERATIONAL_FIELDS, UNRECORDED, RunSpec, Setting, set
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "run-settings.md"
 #: ``lits search``/``lits chain`` options that are no field's own.
-HAND_WRITTEN = {"-h", "--resume", "--config", "--set", "--dry-run",
-                *(f"--{role}-{what}" for role in ("policy", "eval", "transition", "bn")
-                  for what in ("model", "base-url", "model-arg"))}
+HAND_WRITTEN = {
+    "-h",
+    "--resume",
+    "--config",
+    "--set",
+    "--dry-run",
+    *(
+        f"--{role}-{what}"
+        for role in ("policy", "eval", "transition", "bn")
+        for what in ("model", "base-url", "model-arg")
+    ),
+}
 
 
 def _options(command: str) -> dict[str, argparse.Action]:
@@ -38,8 +47,11 @@ def test_every_run_setting_declares_its_flag_help_and_whether_it_changes_what_th
 @pytest.mark.parametrize("command", ["search", "chain"])
 def test_the_run_commands_have_one_option_per_declared_setting_with_its_help(command: str):
     options = _options(command)
-    made = {s.flag: s for s in settings_declared().values()
-            if s.group in ("data", "model", "run", command) and not s.hand_written}
+    made = {
+        s.flag: s
+        for s in settings_declared().values()
+        if s.group in ("data", "model", "run", command) and not s.hand_written
+    }
     assert set(options) == set(made) | HAND_WRITTEN
     for flag, setting in made.items():
         assert options[flag].help == setting.help and options[flag].dest == setting.dest

@@ -17,7 +17,8 @@ def _write_distribution(root: Path, dist: str, module: str, source: str, entry_n
     pkg = root / dist
     (pkg / module).mkdir(parents=True)
     (pkg / module / "__init__.py").write_text(textwrap.dedent(source))
-    (pkg / "pyproject.toml").write_text(textwrap.dedent(f"""
+    (pkg / "pyproject.toml").write_text(
+        textwrap.dedent(f"""
         [build-system]
         requires = ["hatchling"]
         build-backend = "hatchling.build"
@@ -31,7 +32,8 @@ def _write_distribution(root: Path, dist: str, module: str, source: str, entry_n
 
         [tool.hatch.build.targets.wheel]
         packages = ["{module}"]
-    """))
+    """)
+    )
     return pkg
 
 
@@ -48,9 +50,22 @@ def install_path(site_dir: Path) -> Callable[[Path], None]:
 
     def install(path: Path) -> None:
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-             "--no-build-isolation", "--target", str(site_dir), str(path)],
-            check=True, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--no-index",
+                "--no-build-isolation",
+                "--target",
+                str(site_dir),
+                str(path),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
         )
 
     return install
@@ -72,8 +87,7 @@ class ChildVenv:
     def run(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         """``python ARGS`` in the child venv (``-m pip ...``, ``-m pytest ...``, ``-m lits ...``)."""
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        return subprocess.run([str(self.python), *args], cwd=cwd, capture_output=True, text=True,
-                              env=env, timeout=300)
+        return subprocess.run([str(self.python), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
 
 
 @pytest.fixture
@@ -97,8 +111,14 @@ def run_lits(site_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
 
     def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         full_env = {**os.environ, "PYTHONPATH": str(site_dir), **(env or {})}
-        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True,
-                              text=True, env=full_env, timeout=120, cwd=site_dir.parent)
+        return subprocess.run(
+            [sys.executable, "-m", "lits", *args],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=120,
+            cwd=site_dir.parent,
+        )
 
     return run
 
@@ -107,8 +127,9 @@ def run_lits(site_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
 def run_python(site_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     def run(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         full_env = {**os.environ, "PYTHONPATH": str(site_dir), **(env or {})}
-        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                              text=True, env=full_env, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full_env, timeout=120
+        )
 
     return run
 
@@ -174,7 +195,6 @@ def register_commands(register):
 def register_augmentors(register):
     register("every_a", Thing, description="remembers nothing")
 """
-
 
 
 def plugins_json(result: subprocess.CompletedProcess[str]) -> dict[str, dict]:

@@ -29,8 +29,9 @@ SEARCH = {"early_stop": False, "seed": 7, "simulate": "sample", "max_depth": 6, 
 class SeededLegalMoves(Policy):  # type: ignore[type-arg]
     """A model-free policy: three legal BlocksWorld moves in an order drawn from the instance and depth."""
 
-    def _get_actions(self, state: Any, n_actions: int, temperature: float, query_idx: Any = None,
-                     **kwargs: Any) -> list[Any]:
+    def _get_actions(
+        self, state: Any, n_actions: int, temperature: float, query_idx: Any = None, **kwargs: Any
+    ) -> list[Any]:
         from lits_blocksworld.world import generate_actions
 
         moves = generate_actions(state.env_state)
@@ -41,8 +42,9 @@ class SeededLegalMoves(Policy):  # type: ignore[type-arg]
 class GuessingThoughts(ConcatPolicy):
     """A model-free language policy: a thought, then stated answers (4 is right) drawn from the path so far."""
 
-    def _get_actions(self, state: Any, n_actions: int, temperature: float, query_idx: Any = None,
-                     **kwargs: Any) -> list[Any]:
+    def _get_actions(
+        self, state: Any, n_actions: int, temperature: float, query_idx: Any = None, **kwargs: Any
+    ) -> list[Any]:
         rng = random.Random(f"{query_idx}:{len(state)}:{state[-1].action if len(state) else ''}")
         if not len(state):
             return [ThoughtStep(action=f"Consider part {rng.randint(1, 9)}") for _ in range(n_actions)]
@@ -50,8 +52,14 @@ class GuessingThoughts(ConcatPolicy):
 
 
 def _mcts(save_dir: Path, iterations: int) -> Path:
-    lits.search("blocksworld", policy=SeededLegalMoves(n_actions=3), model="scripted", limit=INSTANCES,
-                search_args={**SEARCH, "n_iterations": iterations}, save_dir=save_dir)
+    lits.search(
+        "blocksworld",
+        policy=SeededLegalMoves(n_actions=3),
+        model="scripted",
+        limit=INSTANCES,
+        search_args={**SEARCH, "n_iterations": iterations},
+        save_dir=save_dir,
+    )
     return save_dir
 
 
@@ -67,8 +75,11 @@ def _outcomes(run: Path, dataset: str = "blocksworld") -> dict[object, tuple[boo
     out = {}
     for path in sorted((run / "results").glob("*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
-        out[(dataset, str(record["id"]))] = (record["eval"]["solved"], record["eval"].get("answer"),
-                                                  record["eval"]["plan"])
+        out[(dataset, str(record["id"]))] = (
+            record["eval"]["solved"],
+            record["eval"].get("answer"),
+            record["eval"]["plan"],
+        )
     return out
 
 
@@ -99,9 +110,15 @@ def test_the_final_state_at_each_point_is_the_separate_runs_plan(runs: dict[int,
 
 def test_a_bfs_curve_by_depth_equals_separate_runs_with_that_max_depth(tmp_path: Path) -> None:
     def bfs(depth: int) -> Path:
-        lits.search("blocksworld", policy=SeededLegalMoves(n_actions=3), model="scripted", limit=INSTANCES,
-                    search="bfs", search_args={"early_stop": False, "beam_width": 2, "max_depth": depth},
-                    save_dir=tmp_path / f"bfs-{depth}")
+        lits.search(
+            "blocksworld",
+            policy=SeededLegalMoves(n_actions=3),
+            model="scripted",
+            limit=INSTANCES,
+            search="bfs",
+            search_args={"early_stop": False, "beam_width": 2, "max_depth": depth},
+            save_dir=tmp_path / f"bfs-{depth}",
+        )
         return tmp_path / f"bfs-{depth}"
 
     deep = bfs(6)
@@ -112,8 +129,9 @@ def test_a_bfs_curve_by_depth_equals_separate_runs_with_that_max_depth(tmp_path:
     assert sum(curve.solved[2].values()) > sum(curve.solved[0].values())
 
 
-def test_a_language_task_votes_over_the_terminal_nodes_a_separate_run_had(tmp_path: Path,
-                                                                        isolated_registry: None) -> None:
+def test_a_language_task_votes_over_the_terminal_nodes_a_separate_run_had(
+    tmp_path: Path, isolated_registry: None
+) -> None:
     from lits.registry import register_dataset
 
     @register_dataset("toy-guess", task_type="language_grounded")
@@ -122,15 +140,21 @@ def test_a_language_task_votes_over_the_terminal_nodes_a_separate_run_had(tmp_pa
 
     def run(iterations: int) -> Path:
         policy = GuessingThoughts(base_model=ScriptedModel(), task_name="toy", n_actions=3)
-        lits.search("toy-guess", model="scripted", policy=policy, save_dir=tmp_path / f"guess-{iterations}",
-                    search_args={"n_iterations": iterations, "early_stop": False, "seed": 2, "max_depth": 3})
+        lits.search(
+            "toy-guess",
+            model="scripted",
+            policy=policy,
+            save_dir=tmp_path / f"guess-{iterations}",
+            search_args={"n_iterations": iterations, "early_stop": False, "seed": 2, "max_depth": 3},
+        )
         return tmp_path / f"guess-{iterations}"
 
     longest = run(12)
     curve = run_curve(longest, "iterations", [2, 4, 12])
     for k, n in enumerate((2, 4, 12)):
-        separate = {key: answer for key, (_, answer, _) in _outcomes(run(n) if n < 12 else longest,
-                                                                     "toy-guess").items()}
+        separate = {
+            key: answer for key, (_, answer, _) in _outcomes(run(n) if n < 12 else longest, "toy-guess").items()
+        }
         assert curve.answers[k] == separate, f"at {n}"
     assert curve.answers[0] != curve.answers[2]  # more terminal nodes changed some vote
 
@@ -138,8 +162,14 @@ def test_a_language_task_votes_over_the_terminal_nodes_a_separate_run_had(tmp_pa
 def test_tree_parallel_mcts_equals_separate_runs_at_multiples_of_its_batch(tmp_path: Path) -> None:
     def run(iterations: int) -> Path:
         save_dir = tmp_path / f"parallel-{iterations}"
-        lits.search("blocksworld", policy=SeededLegalMoves(n_actions=3), model="scripted", limit=INSTANCES,
-                    search_args={**SEARCH, "n_iterations": iterations, "parallel_iterations": 4}, save_dir=save_dir)
+        lits.search(
+            "blocksworld",
+            policy=SeededLegalMoves(n_actions=3),
+            model="scripted",
+            limit=INSTANCES,
+            search_args={**SEARCH, "n_iterations": iterations, "parallel_iterations": 4},
+            save_dir=save_dir,
+        )
         return save_dir
 
     longest = run(16)
@@ -149,12 +179,17 @@ def test_tree_parallel_mcts_equals_separate_runs_at_multiples_of_its_batch(tmp_p
     assert curve.notes == ["parallel_iterations=4: a point equals a separate run only at multiples of 4"]
 
 
-def test_with_early_stop_a_point_after_the_solution_is_the_runs_answer_as_a_separate_run_finds(
-        tmp_path: Path) -> None:
+def test_with_early_stop_a_point_after_the_solution_is_the_runs_answer_as_a_separate_run_finds(tmp_path: Path) -> None:
     def early(iterations: int) -> Path:
         save_dir = tmp_path / f"early-{iterations}"
-        lits.search("blocksworld", policy=SeededLegalMoves(n_actions=3), model="scripted", limit=INSTANCES,
-                    search_args={**SEARCH, "early_stop": True, "n_iterations": iterations}, save_dir=save_dir)
+        lits.search(
+            "blocksworld",
+            policy=SeededLegalMoves(n_actions=3),
+            model="scripted",
+            limit=INSTANCES,
+            search_args={**SEARCH, "early_stop": True, "n_iterations": iterations},
+            save_dir=save_dir,
+        )
         return save_dir
 
     longest = early(50)
@@ -179,8 +214,9 @@ def test_a_calls_budget_maps_each_instance_to_the_last_iteration_it_pays_for(run
 
 
 @pytest.mark.parametrize("budget", ["calls", "tokens"])
-def test_what_the_curve_counts_by_iteration_b_is_what_a_separate_run_of_b_spent(runs: dict[int, Path],
-                                                                                 budget: str) -> None:
+def test_what_the_curve_counts_by_iteration_b_is_what_a_separate_run_of_b_spent(
+    runs: dict[int, Path], budget: str
+) -> None:
     from lits.runs.curve import SearchRun
 
     spent = SearchRun(runs[50]).spend_by_iteration(budget)
@@ -189,8 +225,9 @@ def test_what_the_curve_counts_by_iteration_b_is_what_a_separate_run_of_b_spent(
         assert {idx: s[n] for idx, s in spent.items()} == {idx: s[-1] for idx, s in separate.items()}, f"at {n}"
 
 
-def test_a_model_seconds_budget_counts_the_seconds_each_call_took_not_its_wait(runs: dict[int, Path],
-                                                                               tmp_path: Path) -> None:
+def test_a_model_seconds_budget_counts_the_seconds_each_call_took_not_its_wait(
+    runs: dict[int, Path], tmp_path: Path
+) -> None:
     from lits.runs.curve import SearchRun
 
     copy = tmp_path / "run"
@@ -212,8 +249,9 @@ def test_two_runs_get_the_paired_interval_at_each_point(runs: dict[int, Path]) -
 
 
 def _lits(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lits", *args], check=False, capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "lits", *args], check=False, capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def test_the_command_prints_accuracy_per_point_and_draws_the_png(runs: dict[int, Path], tmp_path: Path) -> None:
@@ -238,5 +276,6 @@ def test_a_chain_run_is_refused_in_one_line(tmp_path: Path) -> None:
     lits.chain("blocksworld", model="scripted", limit=1, save_dir=tmp_path / "chain")
     done = _lits("curve", str(tmp_path / "chain"), cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.strip() == (f"lits: error: {tmp_path / 'chain'} is a chain run; an anytime curve needs a "
-                                   "search run (lits search)")
+    assert done.stderr.strip() == (
+        f"lits: error: {tmp_path / 'chain'} is a chain run; an anytime curve needs a search run (lits search)"
+    )

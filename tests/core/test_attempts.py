@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import pytest
 
@@ -77,8 +76,13 @@ def test_a_reflection_lesson_is_shown_to_the_next_attempt(tmp_path):
 
 
 def test_search_runs_attempts_and_writes_the_final_attempt_s_tree(tmp_path):
-    result = lits.search(**BLOCKS, attempts=2, memory_args={"augmentors": "fact,critic"},
-                         search_args={"n_iterations": 2}, save_dir=tmp_path / "s")
+    result = lits.search(
+        **BLOCKS,
+        attempts=2,
+        memory_args={"augmentors": "fact,critic"},
+        search_args={"n_iterations": 2},
+        save_dir=tmp_path / "s",
+    )
     assert result.summary["pass_at"]["instances"] == 4
     for outcome in result.instances:
         last = len(outcome.record["attempts"]) - 1
@@ -134,9 +138,13 @@ class Counting(Augmentor):
 def test_a_registered_augmentor_runs_with_its_options_and_keeps_its_memory(tmp_path):
     with isolated_registry():
         register_augmentor("counting")(Counting)
-        result = lits.chain(**BLOCKS, attempts=3, memory_args={"augmentors": "counting", "label": "misses"},
-                            chain_args={"avoid_repeats": False},  # the scripted chains must fail to retry
-                            save_dir=tmp_path / "r")
+        result = lits.chain(
+            **BLOCKS,
+            attempts=3,
+            memory_args={"augmentors": "counting", "label": "misses"},
+            chain_args={"avoid_repeats": False},  # the scripted chains must fail to retry
+            save_dir=tmp_path / "r",
+        )
     unsolved = [i for i in result.instances if not i.solved]
     assert unsolved
     notes = [a["notes"] for a in unsolved[0].record["attempts"]]
@@ -146,8 +154,13 @@ def test_a_registered_augmentor_runs_with_its_options_and_keeps_its_memory(tmp_p
 
 
 def test_the_viewer_draws_the_last_attempt_s_tree(tmp_path):
-    result = lits.search(**BLOCKS, attempts=2, memory_args={"augmentors": "reflection"},
-                         search_args={"n_iterations": 2}, save_dir=tmp_path / "s")
+    result = lits.search(
+        **BLOCKS,
+        attempts=2,
+        memory_args={"augmentors": "reflection"},
+        search_args={"n_iterations": 2},
+        save_dir=tmp_path / "s",
+    )
     retried = next(i for i in result.instances if len(i.record["attempts"]) == 2)
     tree = result.tree(retried.idx)
     path = json.loads((tmp_path / "s" / "paths" / f"{retried.idx}.json").read_text())
@@ -158,14 +171,19 @@ def test_the_viewer_draws_the_last_attempt_s_tree(tmp_path):
 
 def test_ray_refuses_memory_over_the_run_in_one_line(tmp_path):
     with pytest.raises(UserError, match="scope=run passes memory from instance to instance in order"):
-        lits.chain(**BLOCKS, attempts=2, memory_args={"augmentors": "fact", "scope": "run"}, executor="ray",
-                   save_dir=tmp_path / "r")
+        lits.chain(
+            **BLOCKS,
+            attempts=2,
+            memory_args={"augmentors": "fact", "scope": "run"},
+            executor="ray",
+            save_dir=tmp_path / "r",
+        )
 
 
 class NoPickUp(Augmentor):
     """Refuses every pick-up, before it is executed."""
 
-    def check_step(self, state: object, step: Step, context: AugmentorContext) -> Optional[str]:
+    def check_step(self, state: object, step: Step, context: AugmentorContext) -> str | None:
         return "picking up is not allowed here" if str(step.get_action()).startswith("pick up") else None
 
 
@@ -213,8 +231,9 @@ def test_scope_run_carries_memory_from_each_instance_to_the_next(tmp_path):
     assert failed_before[-1] >= 1
     with isolated_registry():
         register_augmentor("counting")(Counting)
-        lits.chain(**BLOCKS, memory_args={"augmentors": "counting", "scope": "run"}, concurrency=4,
-                   save_dir=tmp_path / "c4")
+        lits.chain(
+            **BLOCKS, memory_args={"augmentors": "counting", "scope": "run"}, concurrency=4, save_dir=tmp_path / "c4"
+        )
     assert _records(tmp_path / "c4") == _records(tmp_path / "r")
 
 
@@ -233,7 +252,7 @@ def test_on_resume_the_interrupted_attempt_continues_from_its_checkpoints(tmp_pa
     resumed: list[tuple[str, bool]] = []
 
     class Agent:
-        checkpoint_dir: Optional[Path] = None
+        checkpoint_dir: Path | None = None
 
         def run(self, query, idx, example, *, resume=False):
             resumed.append((Path(str(self.checkpoint_dir)).name, resume))
@@ -252,8 +271,9 @@ def test_on_resume_the_interrupted_attempt_continues_from_its_checkpoints(tmp_pa
 def test_a_bad_option_value_is_one_line_before_any_call(tmp_path, option):
     key, value = option.split("=")
     with pytest.raises(UserError) as caught:
-        lits.chain(**BLOCKS, attempts=2, memory_args={"augmentors": "fact,reflection", key: value},
-                   save_dir=tmp_path / "run")
+        lits.chain(
+            **BLOCKS, attempts=2, memory_args={"augmentors": "fact,reflection", key: value}, save_dir=tmp_path / "run"
+        )
     assert f"--memory-arg {key} must be a whole number" in str(caught.value)
     assert not (tmp_path / "run" / "inference.jsonl").exists()
 
@@ -302,9 +322,12 @@ class EveryFailure(Augmentor):
 
 def test_over_a_run_reflection_keeps_only_its_latest_lessons(tmp_path):
     # With scope=run, reflection and critic notes grew to 412 lines over 200 instances (fact capped at 8).
-    result = lits.chain(**{**BLOCKS, "limit": 8}, attempts=2,
-                        memory_args={"augmentors": "reflection", "scope": "run", "max_lessons": 2},
-                        save_dir=tmp_path / "r")
+    result = lits.chain(
+        **{**BLOCKS, "limit": 8},
+        attempts=2,
+        memory_args={"augmentors": "reflection", "scope": "run", "max_lessons": 2},
+        save_dir=tmp_path / "r",
+    )
     shown = [str(a["notes"]).count("- Lesson: ") for i in result.instances for a in i.record["attempts"]]
     assert max(shown) == 2
     assert result.summary["memory"]["notes_dropped"] >= 1
@@ -313,9 +336,12 @@ def test_over_a_run_reflection_keeps_only_its_latest_lessons(tmp_path):
 def test_any_augmentor_shows_at_most_max_notes_lines_its_latest(tmp_path):
     with isolated_registry():
         register_augmentor("every_failure")(EveryFailure)
-        result = lits.chain(**{**BLOCKS, "limit": 8}, attempts=2,
-                            memory_args={"augmentors": "every_failure", "scope": "run", "max_notes": 3},
-                            save_dir=tmp_path / "r")
+        result = lits.chain(
+            **{**BLOCKS, "limit": 8},
+            attempts=2,
+            memory_args={"augmentors": "every_failure", "scope": "run", "max_notes": 3},
+            save_dir=tmp_path / "r",
+        )
     blocks = [str(a["notes"]).splitlines()[1:] for i in result.instances for a in i.record["attempts"] if a["notes"]]
     assert max(len(block) for block in blocks) == 3
     assert result.summary["memory"]["notes_left_out"] >= 1

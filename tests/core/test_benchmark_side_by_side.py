@@ -36,8 +36,10 @@ def test_runs_alternate_ours_then_the_original():
 
 
 def test_a_ratio_compares_the_two_runs_of_one_pair_per_iteration():
-    pairs = [({"search_cpu_s": 1.0, "iterations": 50}, {"search_cpu_s": 20.0, "iterations": 50}),
-             ({"search_cpu_s": 3.0, "iterations": 50}, {"search_cpu_s": 30.0, "iterations": 40})]
+    pairs = [
+        ({"search_cpu_s": 1.0, "iterations": 50}, {"search_cpu_s": 20.0, "iterations": 50}),
+        ({"search_cpu_s": 3.0, "iterations": 50}, {"search_cpu_s": 30.0, "iterations": 40}),
+    ]
     assert short_runs.pair_ratios(pairs, "search_cpu_s") == [pytest.approx(0.05), pytest.approx(0.08)]
 
 
@@ -53,11 +55,14 @@ def test_the_stub_judges_every_action_good():
 
 
 def test_the_stub_tells_the_world_model_what_the_action_changes():
-    prompt = ("[ACTION] Pick up the brown block.\n[CHANGE] ...\n[SCENARIO 3]\n[STATE 0] I have that, ...\n"
-              "    [ACTION] Unstack the red block from on top of the blue block.\n    [CHANGE]")
+    prompt = (
+        "[ACTION] Pick up the brown block.\n[CHANGE] ...\n[SCENARIO 3]\n[STATE 0] I have that, ...\n"
+        "    [ACTION] Unstack the red block from on top of the blue block.\n    [CHANGE]"
+    )
     assert original_lits.Replies()(prompt, "dynamics_0_expand") == (
         "The hand was empty and is now holding the red block, the red block was on top of the blue block and is "
-        "now in the hand, the red block is no longer clear, and the blue block is now clear.")
+        "now in the hand, the red block is no longer clear, and the blue block is now clear."
+    )
 
 
 def test_the_stub_refuses_a_role_it_has_no_answer_for():

@@ -1,4 +1,5 @@
-"""Every distribution's source type-checks (mypy) and lints clean (ruff), with the settings in pyproject.toml."""
+"""Every distribution's source type-checks (mypy), lints clean and is formatted (ruff), with the settings in
+pyproject.toml."""
 
 from __future__ import annotations
 
@@ -15,8 +16,13 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_sources_of_every_distribution_are_found():
-    assert {Path(s).name for s in SOURCES} >= {"lits", "lits_blocksworld", "lits_crosswords", "lits_mapeval",
-                                               "lits_math"}
+    assert {Path(s).name for s in SOURCES} >= {
+        "lits",
+        "lits_blocksworld",
+        "lits_crosswords",
+        "lits_mapeval",
+        "lits_math",
+    }
 
 
 def test_every_distribution_type_checks():
@@ -27,3 +33,8 @@ def test_every_distribution_type_checks():
 def test_source_tests_and_benchmarks_lint_clean():
     linted = _run("ruff", "check", *SOURCES, "tests", "benchmarks")
     assert linted.returncode == 0, linted.stdout + linted.stderr
+
+
+def test_source_tests_and_benchmarks_are_formatted():
+    formatted = _run("ruff", "format", "--check", *SOURCES, "tests", "benchmarks")
+    assert formatted.returncode == 0, formatted.stdout + formatted.stderr

@@ -43,12 +43,14 @@ def _fails(check: Any, *args: Any, **kwargs: Any) -> str:
 
 # -- domains that conform ---------------------------------------------------------------
 
+
 def test_a_good_domain_passes_every_example():
     _domain("kit-line", LineWorld)
     assert check_env_domain("kit-line") == 2 and check_env_domain("kit-line", limit=1) == 1
 
 
 # -- one broken domain per failure kind ----------------------------------------------------
+
 
 class ListsAJump(LineWorld):
     """generate_actions lists "jump", which _step does not know."""
@@ -113,11 +115,16 @@ class LossyStates(LineWorld):
         return KitLossyState(init_state=kwargs["init_state_str"], budget=5)
 
 
-@pytest.mark.parametrize("cls, why", [
-    (UnregisteredStates,
-     "does not survive a save/load round trip: KeyError: unknown serialized type 'UnregisteredState'"),
-    (LossyStates, "comes back from a save/load round trip as a different KitLossyState"),
-])
+@pytest.mark.parametrize(
+    "cls, why",
+    [
+        (
+            UnregisteredStates,
+            "does not survive a save/load round trip: KeyError: unknown serialized type 'UnregisteredState'",
+        ),
+        (LossyStates, "comes back from a save/load round trip as a different KitLossyState"),
+    ],
+)
 def test_a_state_that_does_not_round_trip_fails(cls, why):
     _domain("kit-state", cls)
     message = _fails(check_env_domain, "kit-state")
@@ -136,11 +143,16 @@ class ProgressOfTheNextState(LineWorld):
         return int(env_state) == int(query_or_goals), 1.5 if int(env_state) < 0 else 0.5
 
 
-@pytest.mark.parametrize("cls, what", [
-    (ProgressAsDistance, "example 0: goal_check() on the start state gives progress 2.0, outside [0, 1]"),
-    (ProgressOfTheNextState,
-     "example 0: goal_check() on the state after 'move left' gives progress 1.5, outside [0, 1]"),
-])
+@pytest.mark.parametrize(
+    "cls, what",
+    [
+        (ProgressAsDistance, "example 0: goal_check() on the start state gives progress 2.0, outside [0, 1]"),
+        (
+            ProgressOfTheNextState,
+            "example 0: goal_check() on the state after 'move left' gives progress 1.5, outside [0, 1]",
+        ),
+    ],
+)
 def test_goal_progress_outside_zero_to_one_fails(cls, what):
     _domain("kit-progress", cls)
     assert _fails(check_env_domain, "kit-progress") == f"check_env_domain('kit-progress'): {what}"
@@ -161,15 +173,18 @@ def test_a_prompt_with_an_unknown_field_fails():
     _domain("kit-field", LineWorld)
     register_user_prompt("policy", "env_grounded", "kit-field")(lambda: {"state": "Board: {board}\nNext:\n"})
     message = _fails(check_env_domain, "kit-field")
-    assert message.startswith("check_env_domain('kit-field'): example 0: the policy's prompt does not render "
-                              "(KeyError: 'board'); its fields are env_state, init_state, goals, plan, actions")
+    assert message.startswith(
+        "check_env_domain('kit-field'): example 0: the policy's prompt does not render "
+        "(KeyError: 'board'); its fields are env_state, init_state, goals, plan, actions"
+    )
 
 
 def test_a_prompt_that_gives_the_problem_after_the_state_fails():
     # The state changes by node: every prompt after it is re-read by a server whose prefix cache held the rest.
     _domain("kit-late-goal", LineWorld)
     register_user_prompt("policy", "env_grounded", "kit-late-goal")(
-        lambda: {"state": "Now: {env_state}\nGoal: {goals}\nMoves so far:\n{plan}Next move:\n"})
+        lambda: {"state": "Now: {env_state}\nGoal: {goals}\nMoves so far:\n{plan}Next move:\n"}
+    )
     message = _fails(check_env_domain, "kit-late-goal")
     assert message.startswith("check_env_domain('kit-late-goal'): example 0: the policy's prompt at the start state")
     assert "before the problem ('2') is given" in message and "what changes by node last" in message
@@ -188,7 +203,8 @@ class Stamped(str):
 def test_a_prompt_that_changes_each_time_it_is_rendered_fails():
     _domain("kit-stamped", LineWorld)
     register_user_prompt("policy", "env_grounded", "kit-stamped")(
-        lambda: {"state": Stamped("Goal: {goals}\nNow: {env_state}\nNext move:\n")})
+        lambda: {"state": Stamped("Goal: {goals}\nNow: {env_state}\nNext move:\n")}
+    )
     message = _fails(check_env_domain, "kit-stamped")
     assert "the policy's prompt at the start state differs when rendered twice" in message
     assert "nothing volatile" in message
@@ -246,30 +262,48 @@ def test_an_open_ended_domain_whose_step_raises_on_text_it_accepts_fails():
 
 def test_a_non_env_dataset_is_pointed_to_check_dataset():
     _dataset("kit-qa", [{"query": "1+1?", "answer": "2"}], task_type="language_grounded")
-    assert "is a language_grounded dataset, not an env_grounded one (use check_dataset)" in \
-        _fails(check_env_domain, "kit-qa")
+    assert "is a language_grounded dataset, not an env_grounded one (use check_dataset)" in _fails(
+        check_env_domain, "kit-qa"
+    )
 
 
 # -- datasets -----------------------------------------------------------------------------
 
+
 def test_a_good_language_grounded_dataset_passes():
-    _dataset("kit-qa", [{"query": "1+1?", "answer": "2"}], task_type="language_grounded",
-             equivalent=lambda a, b: a.strip() == b.strip(),
-             evaluate=lambda example, answer: {"solved": answer.strip() == example["answer"]})
+    _dataset(
+        "kit-qa",
+        [{"query": "1+1?", "answer": "2"}],
+        task_type="language_grounded",
+        equivalent=lambda a, b: a.strip() == b.strip(),
+        evaluate=lambda example, answer: {"solved": answer.strip() == example["answer"]},
+    )
     assert check_dataset("kit-qa") == 1
 
 
-@pytest.mark.parametrize("examples, meta, what", [
-    ([], {}, "the dataset loader returned no examples"),
-    ([{"question": "?"}, {"text": "no query"}], {},
-     "the dataset does not load: ValueError: dataset 'kit-bad': example 1 has no 'query' key"),
-    ([{"query": "  "}], {}, "example 0: its query is empty"),
-    ([{"id": "a", "query": "q"}, {"id": "a", "query": "r"}], {}, "example 1: has the same id 'a' as example 0"),
-    ([{"query": "q", "answer": "2"}], {"equivalent": lambda a, b: False},
-     "example 0: equivalent() does not find its answer '2' equal to itself"),
-    ([{"query": "q", "answer": "2"}], {"evaluate": lambda e, a: {"solved": False}},
-     "example 0: evaluate() given its own answer '2' does not say solved=True"),
-])
+@pytest.mark.parametrize(
+    "examples, meta, what",
+    [
+        ([], {}, "the dataset loader returned no examples"),
+        (
+            [{"question": "?"}, {"text": "no query"}],
+            {},
+            "the dataset does not load: ValueError: dataset 'kit-bad': example 1 has no 'query' key",
+        ),
+        ([{"query": "  "}], {}, "example 0: its query is empty"),
+        ([{"id": "a", "query": "q"}, {"id": "a", "query": "r"}], {}, "example 1: has the same id 'a' as example 0"),
+        (
+            [{"query": "q", "answer": "2"}],
+            {"equivalent": lambda a, b: False},
+            "example 0: equivalent() does not find its answer '2' equal to itself",
+        ),
+        (
+            [{"query": "q", "answer": "2"}],
+            {"evaluate": lambda e, a: {"solved": False}},
+            "example 0: evaluate() given its own answer '2' does not say solved=True",
+        ),
+    ],
+)
 def test_a_broken_dataset_fails(examples, meta, what):
     _dataset("kit-bad", examples, task_type="language_grounded", **meta)
     message = _fails(check_dataset, "kit-bad")
@@ -289,6 +323,7 @@ def test_a_tool_use_dataset_with_nameless_tools_fails():
 
 # -- searches -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["mcts", "bfs"])
 def test_the_built_in_searches_pass(name):
     result = check_search(name)
@@ -296,8 +331,11 @@ def test_the_built_in_searches_pass(name):
 
 
 def _frontier(search: BaseTreeSearch) -> list[Any]:
-    return [n for n in search.root.iter_tree() if n.state is not None and not n.children
-            and not n.is_terminal and n.depth < search.config.max_depth]
+    return [
+        n
+        for n in search.root.iter_tree()
+        if n.state is not None and not n.children and not n.is_terminal and n.depth < search.config.max_depth
+    ]
 
 
 class Forgetful(BaseTreeSearch):
@@ -341,14 +379,23 @@ class Clocked(BaseTreeSearch):
             self.save_checkpoint(self.iteration)
 
 
-@pytest.mark.parametrize("cls, what", [
-    (Forgetful, "resumed after a kill at policy call 2 of 8, the result is not an uninterrupted run's: "
-                "the tree differs at root."),
-    (NeverCheckpoints, "killed after 4 of 8 policy calls, it had journaled nothing: call "
-                       "self.save_checkpoint(self.iteration) after each iteration"),
-    (OddStopReason, "stop reason 'tired' is not one of solution, budget, time, exhausted"),
-    (Clocked, "two uninterrupted runs differ: the tree differs at root."),
-])
+@pytest.mark.parametrize(
+    "cls, what",
+    [
+        (
+            Forgetful,
+            "resumed after a kill at policy call 2 of 8, the result is not an uninterrupted run's: "
+            "the tree differs at root.",
+        ),
+        (
+            NeverCheckpoints,
+            "killed after 4 of 8 policy calls, it had journaled nothing: call "
+            "self.save_checkpoint(self.iteration) after each iteration",
+        ),
+        (OddStopReason, "stop reason 'tired' is not one of solution, budget, time, exhausted"),
+        (Clocked, "two uninterrupted runs differ: the tree differs at root."),
+    ],
+)
 def test_a_broken_search_fails(cls, what):
     register_search("kit-search")(cls)
     message = _fails(check_search, "kit-search")

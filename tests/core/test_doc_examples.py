@@ -31,14 +31,31 @@ def wrong_answers(install_path) -> None:
 def test_third_party_augmentor_is_listed_and_its_notes_reach_the_next_attempt(run_lits, site_dir):
     info = plugins_json(run_lits("plugins", "--json"))["lits-memory-wrong-answers"]
     assert info["registered"]["augmentor"] == ["wrong_answers"]
-    result = run_lits("chain", "--dataset", "blocksworld", "--model", "scripted", "--limit", "2", "--attempts", "3",
-                      "--memory-arg", "augmentors=wrong_answers", "--memory-arg", "max_wrong=1", "--save-dir", "run",
-                      "--chain-arg", "avoid_repeats=false")  # the scripted model's chain must fail for a 2nd try
+    result = run_lits(
+        "chain",
+        "--dataset",
+        "blocksworld",
+        "--model",
+        "scripted",
+        "--limit",
+        "2",
+        "--attempts",
+        "3",
+        "--memory-arg",
+        "augmentors=wrong_answers",
+        "--memory-arg",
+        "max_wrong=1",
+        "--save-dir",
+        "run",
+        "--chain-arg",
+        "avoid_repeats=false",
+    )  # the scripted model's chain must fail for a 2nd try
     assert result.returncode == 0, result.stderr
     record = json.loads((site_dir.parent / "run" / "results" / "0.json").read_text())
     first, second = record["attempts"][:2]
-    assert second["notes"] == ("Notes from earlier attempts:\n- This answer was judged wrong; do not give it again: "
-                               + first["answer"])
+    assert second["notes"] == (
+        "Notes from earlier attempts:\n- This answer was judged wrong; do not give it again: " + first["answer"]
+    )
 
 
 @pytest.mark.usefixtures("switches")
@@ -50,8 +67,7 @@ def test_domain_example_is_listed_with_its_registrations(run_lits):
 @pytest.mark.usefixtures("switches")
 @pytest.mark.parametrize("command", [["search"], ["search", "--search", "bfs"], ["chain"]])
 def test_domain_example_runs_under_every_agent_with_the_generic_components(run_lits, site_dir, command):
-    result = run_lits(*command, "--dataset", "switches", "--model", "scripted", "--limit", "2",
-                      "--save-dir", "run")
+    result = run_lits(*command, "--dataset", "switches", "--model", "scripted", "--limit", "2", "--save-dir", "run")
     assert result.returncode == 0, result.stderr
     summary = json.loads((site_dir.parent / "run" / "eval_results.json").read_text())
     assert summary["instances"] == 2
@@ -59,8 +75,21 @@ def test_domain_example_runs_under_every_agent_with_the_generic_components(run_l
 
 @pytest.mark.usefixtures("best_first")
 def test_third_party_search_is_usable_from_the_cli_without_core_changes(run_lits, site_dir):
-    result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
-                      "--limit", "1", "--search-arg", "n_expansions=6", "--save-dir", "run")
+    result = run_lits(
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--search",
+        "best_first",
+        "--model",
+        "scripted",
+        "--limit",
+        "1",
+        "--search-arg",
+        "n_expansions=6",
+        "--save-dir",
+        "run",
+    )
     assert result.returncode == 0, result.stderr
     config = json.loads((site_dir.parent / "run" / "config.json").read_text())
     assert config["search_args"]["n_expansions"] == 6
@@ -69,8 +98,21 @@ def test_third_party_search_is_usable_from_the_cli_without_core_changes(run_lits
 
 @pytest.mark.usefixtures("best_first")
 def test_a_third_party_search_s_tree_shows_in_the_viewer_with_its_iterations(run_lits, site_dir):
-    result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
-                      "--limit", "1", "--search-arg", "n_expansions=4", "--save-dir", "run")
+    result = run_lits(
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--search",
+        "best_first",
+        "--model",
+        "scripted",
+        "--limit",
+        "1",
+        "--search-arg",
+        "n_expansions=4",
+        "--save-dir",
+        "run",
+    )
     assert result.returncode == 0, result.stderr
     from lits.view.model import build_report
 
@@ -85,8 +127,21 @@ def test_a_third_party_search_s_tree_shows_in_the_viewer_with_its_iterations(run
 
 @pytest.mark.usefixtures("best_first")
 def test_the_inference_log_names_the_search_as_registered(run_lits, site_dir):
-    result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
-                      "--limit", "1", "--search-arg", "n_expansions=2", "--save-dir", "run")
+    result = run_lits(
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--search",
+        "best_first",
+        "--model",
+        "scripted",
+        "--limit",
+        "1",
+        "--search-arg",
+        "n_expansions=2",
+        "--save-dir",
+        "run",
+    )
     assert result.returncode == 0, result.stderr
     lines = (site_dir.parent / "run" / "inference.jsonl").read_text().splitlines()
     assert lines and {json.loads(line)["context"]["search"] for line in lines} == {"best_first"}
@@ -94,8 +149,17 @@ def test_the_inference_log_names_the_search_as_registered(run_lits, site_dir):
 
 @pytest.mark.usefixtures("best_first")
 def test_third_party_search_settings_are_validated(run_lits):
-    result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
-                      "--search-arg", "n_expansions=0")
+    result = run_lits(
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--search",
+        "best_first",
+        "--model",
+        "scripted",
+        "--search-arg",
+        "n_expansions=0",
+    )
     assert result.returncode == 2 and "n_expansions" in result.stderr and "Traceback" not in result.stderr
 
 
@@ -148,17 +212,34 @@ def test_self_refine_example_runs_as_a_script(tmp_path):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, str(EXAMPLES / "self_refine.py")], capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "self_refine.py")], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert "[Iteration 2]" in done.stdout and "solved=True" in done.stdout
 
 
 @pytest.mark.usefixtures("best_first")
 def test_a_third_party_search_gets_continuation_with_no_code_of_its_own(run_lits, site_dir):
-    result = run_lits("search", "--dataset", "blocksworld", "--search", "best_first", "--model", "scripted",
-                      "--limit", "1", "--search-arg", "n_expansions=4", "--search-arg", "add_continuation=true",
-                      "--search-arg", "bn_method=direct", "--save-dir", "run")
+    result = run_lits(
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--search",
+        "best_first",
+        "--model",
+        "scripted",
+        "--limit",
+        "1",
+        "--search-arg",
+        "n_expansions=4",
+        "--search-arg",
+        "add_continuation=true",
+        "--search-arg",
+        "bn_method=direct",
+        "--save-dir",
+        "run",
+    )
     assert result.returncode == 0, result.stderr
     stats = json.loads((site_dir.parent / "run" / "results" / "0.json").read_text())["search_stats"]
     assert stats["bn_decisions"] == stats["bn_continued"] == stats["expansions"] >= 2

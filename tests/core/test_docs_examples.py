@@ -33,8 +33,11 @@ def python_blocks(text: str) -> list[str]:
 
 
 def test_every_page_with_python_is_listed() -> None:
-    pages = [p for p in ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
-             if python_blocks((ROOT / p).read_text(encoding="utf-8"))]
+    pages = [
+        p
+        for p in ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+        if python_blocks((ROOT / p).read_text(encoding="utf-8"))
+    ]
     assert sorted(pages) == sorted(PAGES)
 
 

@@ -46,10 +46,29 @@ def test_an_instances_files_become_durable_in_one_group_the_result_last(tmp_path
 
     groups: list[list[str]] = []
     commit = durable._commit
-    monkeypatch.setattr(durable, "_commit", lambda staged: (groups.append([s.path.parent.name for s in staged]),
-                                                         commit(staged))[1])
-    assert main(["search", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted", "--search", "mcts",
-                 "--search-arg", "n_iterations=2", "--save-dir", str(tmp_path / "run")]) == 0
+    monkeypatch.setattr(
+        durable, "_commit", lambda staged: (groups.append([s.path.parent.name for s in staged]), commit(staged))[1]
+    )
+    assert (
+        main(
+            [
+                "search",
+                "--dataset",
+                "blocksworld",
+                "--limit",
+                "1",
+                "--model",
+                "scripted",
+                "--search",
+                "mcts",
+                "--search-arg",
+                "n_iterations=2",
+                "--save-dir",
+                str(tmp_path / "run"),
+            ]
+        )
+        == 0
+    )
     assert groups == [["checkpoints", "terminal_nodes", "paths", "timings", "results"]]
 
 
@@ -73,8 +92,10 @@ def test_a_failed_fsync_names_its_file_and_leaves_no_file_of_the_group(tmp_path:
     with pytest.raises(OSError) as caught, durable_together():
         atomic_write_text(tmp_path / "a.json", "A", grouped=True)
         atomic_write_text(tmp_path / "b.json", "B", grouped=True)
-    assert caught.value.errno == errno.ENOSPC and caught.value.filename in (str(tmp_path / "a.json"),
-                                                                           str(tmp_path / "b.json"))
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename in (
+        str(tmp_path / "a.json"),
+        str(tmp_path / "b.json"),
+    )
     assert not list(tmp_path.iterdir())
 
 

@@ -37,8 +37,9 @@ def test_ranking_policy_never_returns_duplicates(state):
 
 def test_generating_policy_drops_duplicate_samples_and_escalates_temperature(state):
     model = ScriptedModel(["move right", "move right", "Move Right.", "wait"])
-    policy = EnvGroundedPolicy(model, "line", generate_all_actions=LineWorld.generate_actions,
-                               strategy="generate", temperature=0.8)
+    policy = EnvGroundedPolicy(
+        model, "line", generate_all_actions=LineWorld.generate_actions, strategy="generate", temperature=0.8
+    )
     actions = [str(s.action) for s in policy.get_actions(state, n_actions=2, query="3")]
     assert actions == ["move right", "wait"]
     assert policy.stats.as_dict()["duplicates"] == 2
@@ -47,8 +48,9 @@ def test_generating_policy_drops_duplicate_samples_and_escalates_temperature(sta
 
 def test_generating_policy_falls_back_to_unselected_valid_actions(state):
     model = ScriptedModel(["wait"])
-    policy = EnvGroundedPolicy(model, "line", generate_all_actions=LineWorld.generate_actions,
-                               strategy="generate", max_attempts=2)
+    policy = EnvGroundedPolicy(
+        model, "line", generate_all_actions=LineWorld.generate_actions, strategy="generate", max_attempts=2
+    )
     actions = [str(s.action) for s in policy.get_actions(state, n_actions=3, query="3")]
     assert actions == ["wait", "move left", "move right"]
     assert policy.stats.as_dict()["fallbacks"] == 2
@@ -56,8 +58,13 @@ def test_generating_policy_falls_back_to_unselected_valid_actions(state):
 
 def test_generating_policy_rejects_invalid_open_ended_actions(state):
     model = ScriptedModel(["fly away", "jump 2"])
-    policy = EnvGroundedPolicy(model, "line", strategy="generate", max_attempts=1,
-                               validate_action=lambda s, a: (a.startswith("jump"), "only jumps"))
+    policy = EnvGroundedPolicy(
+        model,
+        "line",
+        strategy="generate",
+        max_attempts=1,
+        validate_action=lambda s, a: (a.startswith("jump"), "only jumps"),
+    )
     actions = [str(s.action) for s in policy.get_actions(state, n_actions=2, query="3")]
     assert actions == ["jump 2"]
     assert policy.stats.as_dict()["invalid"] == 1
@@ -152,16 +159,16 @@ def test_factory_names_the_registered_policies_when_an_explicit_one_is_missing()
 
 def test_generating_policy_asks_for_listed_actions_only_and_then_only_the_unproposed_ones(state):
     model = ScriptedModel(["wait", "wait", "move left"])
-    policy = EnvGroundedPolicy(model, "line", generate_all_actions=LineWorld.generate_actions,
-                               strategy="generate")
+    policy = EnvGroundedPolicy(model, "line", generate_all_actions=LineWorld.generate_actions, strategy="generate")
     policy.get_actions(state, n_actions=2, query="3")
     assert [p.reply_lines for _, p in model.calls] == [(tuple(ACTIONS),), (("move left", "move right"),)]
 
 
 def test_generating_policy_sends_free_text_requests_when_constraining_is_off(state):
     model = ScriptedModel(["wait", "move left"])
-    policy = EnvGroundedPolicy(model, "line", generate_all_actions=LineWorld.generate_actions,
-                               strategy="generate", constrain_replies=False)
+    policy = EnvGroundedPolicy(
+        model, "line", generate_all_actions=LineWorld.generate_actions, strategy="generate", constrain_replies=False
+    )
     policy.get_actions(state, n_actions=2, query="3")
     assert [p.reply_lines for _, p in model.calls] == [()]
 
@@ -182,10 +189,11 @@ def test_a_judge_of_one_action_asks_for_a_bare_yes_or_no(state):
 def test_a_server_answering_one_sample_per_request_is_asked_one_action_at_a_time_among_those_left(state):
     model = ScriptedModel(["wait", "move left"])
     model.batches_samples = False
-    policy = EnvGroundedPolicy(model, "line", generate_all_actions=LineWorld.generate_actions,
-                               strategy="generate")
+    policy = EnvGroundedPolicy(model, "line", generate_all_actions=LineWorld.generate_actions, strategy="generate")
     actions = [str(s.action) for s in policy.get_actions(state, n_actions=2, query="3")]
     assert actions == ["wait", "move left"]
-    assert [(p.n, p.reply_lines) for _, p in model.calls] == [(1, (tuple(ACTIONS),)),
-                                                            (1, (("move left", "move right"),))]
+    assert [(p.n, p.reply_lines) for _, p in model.calls] == [
+        (1, (tuple(ACTIONS),)),
+        (1, (("move left", "move right"),)),
+    ]
     assert policy.stats.as_dict()["duplicates"] == 0 and policy.stats.as_dict()["escalations"] == 0

@@ -32,9 +32,12 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def is_messages(value: object, role: str | None = None) -> bool:
-    return (isinstance(value, list) and bool(value)
-            and all(isinstance(m, dict) and set(m) == {"role", "content"} for m in value)
-            and (role is None or all(m["role"] == role for m in value)))
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and set(m) == {"role", "content"} for m in value)
+        and (role is None or all(m["role"] == role for m in value))
+    )
 
 
 def check_trl_columns(out: Path) -> None:
@@ -53,11 +56,14 @@ def check_trl_columns(out: Path) -> None:
 
 def load_with_datasets(out: Path) -> dict[str, Any]:
     datasets = pytest.importorskip("datasets")
-    return {kind: datasets.load_dataset("json", data_files=str(out / f"{kind}.jsonl"), split="train")
-            for kind in ("sft", "preference", "process")}
+    return {
+        kind: datasets.load_dataset("json", data_files=str(out / f"{kind}.jsonl"), split="train")
+        for kind in ("sft", "preference", "process")
+    }
 
 
 # -- a hand-built tree -------------------------------------------------------------------------------------
+
 
 def _node(node_id: int, parent: MCTSNode | None, text: str | None = None, answer: str | None = None) -> MCTSNode:
     state = ThoughtState() if parent is None else parent.state.copy()  # type: ignore[union-attr]
@@ -92,14 +98,28 @@ def hand_run(tmp_path: Path) -> Path:
     journal.append(5, 6, {}, [root, a, b, a1, a2, b1], [3, 3, 4, 5, 2])
     journal.compact()
     example = {"id": "q0", "query": "Tom has 2 apples and gets 3 more. How many?", "answer": GOLD}
-    record = {"idx": 0, "id": "q0", "query": example["query"], "example": {"answer": GOLD}, "mode": "search",
-              "solved_by_agent": True, "stopped": None, "iterations": 5, "final_state": a1.state.to_dict(),
-              "eval": {"solved": True, "answer": "5"}, "answer_selection": None, "search_stats": None,
-              "proposals": []}
+    record = {
+        "idx": 0,
+        "id": "q0",
+        "query": example["query"],
+        "example": {"answer": GOLD},
+        "mode": "search",
+        "solved_by_agent": True,
+        "stopped": None,
+        "iterations": 5,
+        "final_state": a1.state.to_dict(),
+        "eval": {"solved": True, "answer": "5"},
+        "answer_selection": None,
+        "search_stats": None,
+        "proposals": [],
+    }
     config = {"format": 2, "command": "search", "dataset": "gsm8k", "search": "mcts", "search_args": {}}
-    for relative, payload in (("config.json", config), ("results/0.json", record),
-                              ("paths/0.json", [n.to_flat_dict() for n in (root, a, a1)]),
-                              ("terminal_nodes/0.json", [n.to_flat_dict() for n in (a1, a2, b1)])):
+    for relative, payload in (
+        ("config.json", config),
+        ("results/0.json", record),
+        ("paths/0.json", [n.to_flat_dict() for n in (root, a, a1)]),
+        ("terminal_nodes/0.json", [n.to_flat_dict() for n in (a1, a2, b1)]),
+    ):
         (run / relative).parent.mkdir(parents=True, exist_ok=True)
         (run / relative).write_text(json.dumps(payload), encoding="utf-8")
     return run
@@ -132,8 +152,10 @@ def test_a_step_with_fewer_outcomes_than_min_visits_ends_its_row(hand_run, tmp_p
 
 def test_preference_pairs_are_siblings_one_reaching_a_correct_answer_the_other_none(hand_run, tmp_path):
     export_runs([hand_run], tmp_path / "out", kinds=["preference"])
-    pairs = {(r["chosen"][0]["content"], r["rejected"][0]["content"]): r["margin"]
-             for r in read_jsonl(tmp_path / "out" / "preference.jsonl")}
+    pairs = {
+        (r["chosen"][0]["content"], r["rejected"][0]["content"]): r["margin"]
+        for r in read_jsonl(tmp_path / "out" / "preference.jsonl")
+    }
     assert pairs == {("Add the apples.", "Subtract."): 0.666667, ("The answer is 5", "The answer is 6"): 1.0}
 
 
@@ -168,7 +190,8 @@ def test_no_examples_keeps_the_system_prompt_and_the_last_ask(hand_run, tmp_path
 
 
 def test_a_policy_that_cannot_render_its_prompt_gets_the_problem_and_steps_and_the_card_says_so(
-        hand_run, tmp_path, monkeypatch):
+    hand_run, tmp_path, monkeypatch
+):
     from lits.components.policy.concat import ConcatPolicy
 
     def broken(*args: Any, **kwargs: Any) -> Any:
@@ -178,7 +201,8 @@ def test_a_policy_that_cannot_render_its_prompt_gets_the_problem_and_steps_and_t
     report = export_runs([hand_run], tmp_path / "out", kinds=["preference"])
     prompts = {r["chosen"][0]["content"]: r["prompt"] for r in read_jsonl(tmp_path / "out" / "preference.jsonl")}
     assert prompts["The answer is 5"] == [
-        {"role": "user", "content": "Tom has 2 apples and gets 3 more. How many?\nStep 1: Add the apples."}]
+        {"role": "user", "content": "Tom has 2 apples and gets 3 more. How many?\nStep 1: Add the apples."}
+    ]
     assert "could not render 2 prompt(s)" in (tmp_path / "out" / "README.md").read_text()
     assert len(report.notes) == 1
 
@@ -195,15 +219,21 @@ def test_a_hash_of_the_instance_id_holds_the_same_instances_out_every_time(hand_
     first = export_runs([hand_run], tmp_path / "a", kinds=["process"], holdout_share=0.999)
     second = export_runs([hand_run], tmp_path / "b", kinds=["process"], holdout_share=0.999)
     assert first.counts == second.counts == {"process": {"rows": 0, "holdout": 4}}
-    assert (tmp_path / "a" / "process.holdout.jsonl").read_bytes() == (tmp_path / "b" / "process.holdout.jsonl").read_bytes()
+    assert (tmp_path / "a" / "process.holdout.jsonl").read_bytes() == (
+        tmp_path / "b" / "process.holdout.jsonl"
+    ).read_bytes()
 
 
 def test_listed_holdout_ids_go_to_the_holdout_file(hand_run, tmp_path, capsys):
     ids = tmp_path / "ids.txt"
     ids.write_text("# held out\nq0\n")
-    assert main(["export", str(hand_run), "--out", str(tmp_path / "out"), "--kind", "sft",
-                 "--holdout-ids", str(ids)]) == 0
-    assert read_jsonl(tmp_path / "out" / "sft.jsonl") == [] and len(read_jsonl(tmp_path / "out" / "sft.holdout.jsonl")) == 1
+    assert (
+        main(["export", str(hand_run), "--out", str(tmp_path / "out"), "--kind", "sft", "--holdout-ids", str(ids)]) == 0
+    )
+    assert (
+        read_jsonl(tmp_path / "out" / "sft.jsonl") == []
+        and len(read_jsonl(tmp_path / "out" / "sft.holdout.jsonl")) == 1
+    )
 
 
 def test_the_card_names_the_run_and_counts_rows_and_labels(hand_run, tmp_path):
@@ -230,6 +260,7 @@ def test_export_leaves_the_run_unchanged(hand_run, tmp_path):
 
 # -- bad input ------------------------------------------------------------------------------------------------
 
+
 def _one_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -255,6 +286,7 @@ def test_preference_pairs_from_a_chain_run_alone_are_refused_in_one_line(tmp_pat
 
 
 # -- real runs: BlocksWorld MCTS and GSM8K ToT-BFS ------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def blocksworld_mcts(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -288,8 +320,15 @@ def gsm8k_tot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
     save = tmp_path_factory.mktemp("gsm") / "gsm-tot"
     with FakeOpenAIServer(responder=two_minded_solver({e["query"]: e["answer"] for e in load_gsm8k()})) as server:
-        lits.search("gsm8k", model="m", base_url=server.base_url, limit=2, search_framework="tot_bfs",
-                    search_args={"beam_width": 2}, save_dir=str(save))
+        lits.search(
+            "gsm8k",
+            model="m",
+            base_url=server.base_url,
+            limit=2,
+            search_framework="tot_bfs",
+            search_args={"beam_width": 2},
+            save_dir=str(save),
+        )
     yield save
 
 
@@ -308,7 +347,10 @@ def test_a_search_run_exports_all_three_kinds_in_trl_columns(run, request, tmp_p
 
 def test_gsm8k_pairs_prefer_the_worked_step_over_the_guess(gsm8k_tot, tmp_path):
     export_runs([gsm8k_tot], tmp_path / "out", kinds=["preference"])
-    pairs = {(r["chosen"][0]["content"], r["rejected"][0]["content"]) for r in read_jsonl(tmp_path / "out" / "preference.jsonl")}
+    pairs = {
+        (r["chosen"][0]["content"], r["rejected"][0]["content"])
+        for r in read_jsonl(tmp_path / "out" / "preference.jsonl")
+    }
     assert ("Work it out step by step.", "Guess.") in pairs
 
 

@@ -11,8 +11,15 @@ from lits import fastjson
 
 
 def test_compact_text_reads_back_as_the_value_written():
-    value = {"id": 3, "text": "é \"q\" \\ \n\x00", "floats": [0.1, 1e-05, 1e22, -0.0, 5e-324], "flag": None,
-             "tuple": (1, "two"), "big": 2**70, "nested": [{"b": True}]}
+    value = {
+        "id": 3,
+        "text": 'é "q" \\ \n\x00',
+        "floats": [0.1, 1e-05, 1e22, -0.0, 5e-324],
+        "flag": None,
+        "tuple": (1, "two"),
+        "big": 2**70,
+        "nested": [{"b": True}],
+    }
     assert json.loads(fastjson.compact(value)) == json.loads(json.dumps(value))
 
 
@@ -38,7 +45,9 @@ def test_compact_or_str_writes_an_unknown_object_as_its_string():
 
 def test_a_request_body_never_carries_a_non_finite_number_but_may_say_nan_in_text():
     assert json.loads(fastjson.request_body({"prompt": "NaN and Infinity é", "t": 0.7})) == {
-        "prompt": "NaN and Infinity é", "t": 0.7}
+        "prompt": "NaN and Infinity é",
+        "t": 0.7,
+    }
     with pytest.raises(ValueError):
         fastjson.request_body({"t": float("nan")})
 

@@ -43,7 +43,9 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])])
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])]
+                )
             for alias in node.names:
                 found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
     return {name for name in found if name in MODULES}
@@ -97,14 +99,16 @@ def _folders() -> list[Path]:
 
 def test_no_two_modules_of_core_import_each_other():
     # A package's __init__ that only hands names on is its face, not a room of its own.
-    graph = {name: {t for t in targets if not _is_package(t)} for name, targets in GRAPH.items()
-             if not _is_package(name)}
+    graph = {
+        name: {t for t in targets if not _is_package(t)} for name, targets in GRAPH.items() if not _is_package(name)
+    }
     assert _cycles(graph) == []
 
 
 @pytest.mark.parametrize("folder", _folders(), ids=lambda f: str(f.relative_to(LITS)))
 def test_imports_between_the_rooms_of_a_folder_run_one_way(folder: Path):
     """A room is a module of the folder or one of its sub-folders, whole."""
+
     def room(name: str) -> str | None:
         path = MODULES[name]
         if folder not in path.parents:

@@ -56,6 +56,7 @@ def toy_dataset(isolated_registry) -> str:
 
 # -- structures ------------------------------------------------------------
 
+
 def test_a_thought_state_round_trips_with_its_answer():
     state = ThoughtState([ThoughtStep(action="2 plus 2 makes 4"), ThoughtStep(action="The answer is 4", answer="4")])
     again = deserialize(state.to_dict())
@@ -63,6 +64,7 @@ def test_a_thought_state_round_trips_with_its_answer():
 
 
 # -- policy ----------------------------------------------------------------
+
 
 def test_the_completion_prompt_numbers_the_steps_and_ends_with_the_next_cue(model):
     policy = ConcatPolicy(base_model=model, task_name="toy")
@@ -122,11 +124,13 @@ def test_the_last_step_allowed_is_cued_to_state_the_final_answer():
 
 def test_empty_replies_become_an_error_step():
     steps = ConcatPolicy(base_model=ScriptedModel(lambda *a: "  "), task_name="toy").get_actions(
-        ThoughtState(), n_actions=2, query=QUESTION)
+        ThoughtState(), n_actions=2, query=QUESTION
+    )
     assert len(steps) == 1 and steps[0].error and "no step" in steps[0].error
 
 
 # -- transition -------------------------------------------------------------
+
 
 def test_the_transition_records_the_answer_its_extractor_finds():
     transition = ConcatTransition(extract_answer=lambda text: "4" if "four" in text else None)
@@ -155,10 +159,12 @@ def test_a_bare_string_action_is_accepted():
 
 # -- reward ----------------------------------------------------------------
 
+
 def test_the_generative_prm_uses_log_likelihood_when_the_model_scores_text():
     scorer = ScriptedModel(scorer=lambda prompt, cont: -0.1 if cont == " Yes" else -2.3)
     p_yes, details = GenerativePRM(base_model=scorer, task_name="toy").fast_reward(
-        ThoughtState(), "2 plus 2 makes 4", QUESTION, 0)
+        ThoughtState(), "2 plus 2 makes 4", QUESTION, 0
+    )
     assert details["route"] == "loglikelihood" and p_yes == pytest.approx(0.900, abs=1e-3)
 
 
@@ -187,12 +193,16 @@ def test_judge_yes_reads_top_log_probabilities_from_a_reply():
 
 # -- answers ---------------------------------------------------------------
 
-@pytest.mark.parametrize("text, answer", [
-    ("2 and 2. The answer is 4.", "4"),
-    ("Final answer: $\\frac{1}{2}$", "\\frac{1}{2}"),
-    ("The answer is 3\nThen more text. The answer is 5", "5"),
-    ("no conclusion yet", None),
-])
+
+@pytest.mark.parametrize(
+    "text, answer",
+    [
+        ("2 and 2. The answer is 4.", "4"),
+        ("Final answer: $\\frac{1}{2}$", "\\frac{1}{2}"),
+        ("The answer is 3\nThen more text. The answer is 5", "5"),
+        ("no conclusion yet", None),
+    ],
+)
 def test_a_stated_answer_is_extracted(text, answer):
     assert extract_stated_answer(text) == answer
 
@@ -213,10 +223,14 @@ def test_majority_vote_of_no_answers_has_no_winner():
 
 # -- factory and search frameworks ------------------------------------------
 
+
 def test_a_language_grounded_dataset_gets_chain_of_thought_components_with_no_user_code(toy_dataset, model):
     components = create_components(toy_dataset, model)
     assert (type(components.policy), type(components.transition), type(components.reward_model)) == (
-        ConcatPolicy, ConcatTransition, GenerativePRM)
+        ConcatPolicy,
+        ConcatTransition,
+        GenerativePRM,
+    )
     assert components.transition.extract_answer is extract_stated_answer
 
 
@@ -230,12 +244,12 @@ def test_the_dataset_supplies_answer_extraction_equivalence_and_scoring(isolated
     def score(example, answer):
         return {"solved": True}
 
-    register_dataset("toy-meta", task_type="language_grounded", extract_answer=extract, equivalent=same,
-                     evaluate=score)(lambda **kw: [])
+    register_dataset(
+        "toy-meta", task_type="language_grounded", extract_answer=extract, equivalent=same, evaluate=score
+    )(lambda **kw: [])
     components = create_components("toy-meta", model)
     assert components.transition.extract_answer is extract
     assert (components.equivalent, components.evaluate) == (same, score)
-
 
 
 def test_answer_rules_are_the_datasets_own_and_the_defaults_for_a_name_nobody_registered(isolated_registry):
@@ -246,6 +260,7 @@ def test_answer_rules_are_the_datasets_own_and_the_defaults_for_a_name_nobody_re
     assert answer_rules("toy-rules") == (extract_stated_answer, same)
     assert answer_rules("nobody-registered") == (extract_stated_answer, same_text)
     assert answer_rules(None) == (extract_stated_answer, same_text)
+
 
 def test_core_registers_rest_and_tot_bfs_over_the_same_components():
     rest, tot = get_search_framework("rest"), get_search_framework("tot_bfs")
@@ -276,6 +291,7 @@ def test_two_owners_of_one_framework_name_are_an_error(isolated_registry):
 
 # -- search over thoughts ----------------------------------------------------
 
+
 def test_mcts_and_bfs_run_the_same_components_to_answers(toy_dataset, model):
     c = create_components(toy_dataset, model, n_actions=3)
     mcts = MCTS(MCTSConfig(n_iterations=4, n_actions=3, early_stop=False), c.policy, c.transition, c.reward_model)
@@ -286,8 +302,9 @@ def test_mcts_and_bfs_run_the_same_components_to_answers(toy_dataset, model):
 
 def test_the_functional_bfs_of_the_structures_doc_returns_a_search_result(toy_dataset, model):
     c = create_components(toy_dataset, model, n_actions=2)
-    result = bfs(query=QUESTION, policy=c.policy, transition=c.transition, reward_model=c.reward_model,
-                 n_actions=2, max_depth=3)
+    result = bfs(
+        query=QUESTION, policy=c.policy, transition=c.transition, reward_model=c.reward_model, n_actions=2, max_depth=3
+    )
     assert result.solved and result.terminal_nodes
 
 

@@ -22,10 +22,13 @@ def test_a_lazy_name_that_cannot_be_imported_is_one_clear_error(isolated_registr
 
 
 def test_listing_plugins_does_not_import_core_components(run_python):
-    result = run_python("""
+    result = run_python(
+        """
         import sys
         from lits.plugins import load_plugins
         load_plugins()
         print(any(m.startswith(("lits.components.policy", "lits.agents.tree", "lits.tools")) for m in sys.modules))
-    """, env={"LITS_PLUGINS": ""})
+    """,
+        env={"LITS_PLUGINS": ""},
+    )
     assert result.stdout.strip() == "False", result.stderr

@@ -13,21 +13,31 @@ import pytest
 def _pytest_in(project: Path, site_dir: Path) -> subprocess.CompletedProcess[str]:
     """The generated project's own test suite, in a fresh pytest that sees the installed distribution."""
     env = {**os.environ, "PYTHONPATH": str(site_dir)}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project,
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
-@pytest.mark.parametrize("kind, name, dist, tests", [
-    ("domain", "x", "lits-plugin-x", "3 passed"),
-    ("search", "y", "lits-search-y", "4 passed"),
-])
+@pytest.mark.parametrize(
+    "kind, name, dist, tests",
+    [
+        ("domain", "x", "lits-plugin-x", "3 passed"),
+        ("search", "y", "lits-search-y", "4 passed"),
+    ],
+)
 def test_new_then_pip_install_editable_then_pytest_passes(child_venv, tmp_path, kind, name, dist, tests):
     """The user's three commands, literally: ``lits new KIND NAME && pip install -e NAME && pytest NAME``."""
     made = child_venv.run("-m", "lits", "new", kind, name, cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     assert f"next: pip install -e {name} && pytest {name}" in made.stdout
-    installed = child_venv.run("-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                               "--no-build-isolation", "-e", name, cwd=tmp_path)
+    installed = child_venv.run(
+        "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--no-build-isolation", "-e", name, cwd=tmp_path
+    )
     assert installed.returncode == 0, installed.stderr
     listed = child_venv.run("-m", "lits", "plugins", "--json", cwd=tmp_path)
     assert f'"distribution": "{dist}"' in listed.stdout, listed.stdout + listed.stderr
@@ -38,8 +48,12 @@ def test_new_then_pip_install_editable_then_pytest_passes(child_venv, tmp_path, 
 
 def test_an_editable_install_sees_source_edits_without_reinstalling(child_venv, tmp_path):
     assert child_venv.run("-m", "lits", "new", "domain", "x", cwd=tmp_path).returncode == 0
-    assert child_venv.run("-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation",
-                          "-e", "x", cwd=tmp_path).returncode == 0
+    assert (
+        child_venv.run(
+            "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation", "-e", "x", cwd=tmp_path
+        ).returncode
+        == 0
+    )
     (tmp_path / "x" / "lits_x" / "__init__.py").write_text("raise RuntimeError('edited in place')\n")
     listed = child_venv.run("-m", "lits", "plugins", cwd=tmp_path)
     assert "edited in place" in listed.stdout + listed.stderr
@@ -48,8 +62,14 @@ def test_an_editable_install_sees_source_edits_without_reinstalling(child_venv, 
 def _pytest_in(project: Path, site_dir: Path) -> subprocess.CompletedProcess[str]:
     """The generated project's own test suite, in a fresh pytest that sees the installed distribution."""
     env = {**os.environ, "PYTHONPATH": str(site_dir)}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project,
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_a_new_distribution_installs_as_a_wheel_too(run_lits, install_path, site_dir, tmp_path):

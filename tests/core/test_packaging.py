@@ -16,8 +16,14 @@ from lits.cli.main import main
 from lits.cli.new import write_distribution
 
 ROOT = Path(__file__).resolve().parents[2]
-DISTRIBUTIONS = ["lits-core", "lits-plugin-blocksworld", "lits-plugin-crosswords", "lits-plugin-mapeval",
-                 "lits-plugin-math", "lits-plugin-hosted"]
+DISTRIBUTIONS = [
+    "lits-core",
+    "lits-plugin-blocksworld",
+    "lits-plugin-crosswords",
+    "lits-plugin-mapeval",
+    "lits-plugin-math",
+    "lits-plugin-hosted",
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +33,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
     made: dict[str, list[Path]] = {}
     for dist in DISTRIBUTIONS:
         target = out / dist
-        done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(target), str(ROOT / dist)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "build", "--no-isolation", "-o", str(target), str(ROOT / dist)],
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         made[dist] = sorted(target.iterdir())
     return made
@@ -47,8 +56,9 @@ def _wheel(files: list[Path]) -> Path:
 @pytest.mark.parametrize("dist", DISTRIBUTIONS)
 def test_every_distribution_passes_twine_check(built: dict[str, list[Path]], dist: str) -> None:
     assert len(built[dist]) == 2  # an sdist and a wheel
-    checked = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, built[dist])],
-                             capture_output=True, text=True)
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, built[dist])], capture_output=True, text=True
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 

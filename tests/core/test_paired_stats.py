@@ -7,13 +7,16 @@ import pytest
 from lits.runs.results.paired import bootstrap_interval, compare_paired, describe, mcnemar_exact
 
 
-@pytest.mark.parametrize(("b", "c", "p"), [
-    (1, 6, 0.125),        # 2 * (C(7,0) + C(7,1)) / 2**7 = 2 * 8/128
-    (2, 8, 0.109375),     # 2 * (1 + 10 + 45) / 2**10 = 112/1024
-    (0, 5, 0.0625),       # 2 / 2**5
-    (3, 3, 1.0),          # a two-sided tail past one is one
-    (0, 0, 1.0),          # no discordant pair: no evidence either way
-])
+@pytest.mark.parametrize(
+    ("b", "c", "p"),
+    [
+        (1, 6, 0.125),  # 2 * (C(7,0) + C(7,1)) / 2**7 = 2 * 8/128
+        (2, 8, 0.109375),  # 2 * (1 + 10 + 45) / 2**10 = 112/1024
+        (0, 5, 0.0625),  # 2 / 2**5
+        (3, 3, 1.0),  # a two-sided tail past one is one
+        (0, 0, 1.0),  # no discordant pair: no evidence either way
+    ],
+)
 def test_mcnemars_exact_test_matches_the_binomial_computed_by_hand(b, c, p):
     assert mcnemar_exact(b, c) == pytest.approx(p)
 
@@ -29,8 +32,8 @@ def test_the_bootstrap_interval_holds_the_observed_difference_and_is_the_same_ev
 
 
 def test_ten_problems_apart_by_one_are_inside_the_noise():
-    a = {i: i < 3 for i in range(10)}   # 3/10
-    b = {i: i < 4 for i in range(10)}   # 4/10, the same three and one more
+    a = {i: i < 3 for i in range(10)}  # 3/10
+    b = {i: i < 4 for i in range(10)}  # 4/10, the same three and one more
     paired = compare_paired(a, b)
     assert paired["difference"] == 0.1 and paired["p_value"] == 1.0
     low, high = paired["interval"]

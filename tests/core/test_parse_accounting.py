@@ -27,9 +27,16 @@ USER = {"state": "Now: {env_state}\nValid actions:\n{actions}\nNext action:"}
 
 
 def _policy(model: ScriptedModel) -> EnvGroundedPolicy:
-    return EnvGroundedPolicy(model, "line", usr_prompt_spec=USER, task_prompt_spec="Move on a line.",
-                             generate_all_actions=lambda state: list(VALID), n_actions=1, strategy="generate",
-                             max_attempts=1)
+    return EnvGroundedPolicy(
+        model,
+        "line",
+        usr_prompt_spec=USER,
+        task_prompt_spec="Move on a line.",
+        generate_all_actions=lambda state: list(VALID),
+        n_actions=1,
+        strategy="generate",
+        max_attempts=1,
+    )
 
 
 def _actions(policy: EnvGroundedPolicy, instance: int) -> list[str]:
@@ -55,9 +62,13 @@ def test_a_react_reply_with_broken_json_is_asked_again_once_with_its_error():
     from lits.structures.tool_use import ToolUseState
     from lits.tools import CalculatorTool
 
-    model = ScriptedModel(['Thought: add\nAction: {"tool": "calculator", "args": {"expression": "1+1"}',
-                           'Thought: add\nAction: {"tool": "calculator", "args": {"expression": "1+1"}}'],
-                          chat_native=True)
+    model = ScriptedModel(
+        [
+            'Thought: add\nAction: {"tool": "calculator", "args": {"expression": "1+1"}',
+            'Thought: add\nAction: {"tool": "calculator", "args": {"expression": "1+1"}}',
+        ],
+        chat_native=True,
+    )
     policy = ToolUsePolicy(base_model=model, tools=[CalculatorTool()], n_actions=1)
     with call_context(instance=106, component="policy"):
         [step] = policy.get_actions(ToolUseState(), query="1+1?")
@@ -112,10 +123,31 @@ def garbled_run(tmp_path: Path) -> Path:
     """A BlocksWorld chain whose model never writes a valid action."""
     with FakeOpenAIServer(responder=lambda prompt, body: "Sure! Here is my plan: first think.") as server:
         env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
-        done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "blocksworld", "--limit", "2",
-                               "--chain-arg", "max_steps=2", "--model", "m", "--base-url", server.base_url,
-                               "--save-dir", "run"], capture_output=True, text=True, env=env, cwd=tmp_path,
-                              timeout=300)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                "chain",
+                "--dataset",
+                "blocksworld",
+                "--limit",
+                "2",
+                "--chain-arg",
+                "max_steps=2",
+                "--model",
+                "m",
+                "--base-url",
+                server.base_url,
+                "--save-dir",
+                "run",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr
     (tmp_path / "run" / "stdout.txt").write_text(done.stdout)
     return tmp_path / "run"
@@ -133,8 +165,11 @@ def test_each_instances_timings_hold_its_parse_counts(garbled_run: Path):
 def test_the_summary_eval_log_and_console_show_invalid_replies(garbled_run: Path):
     parse = _summary(garbled_run)["parse"]
     assert parse["invalid_rate"] == 1.0 and parse["by_component"]["policy"]["reasks"] > 0
-    line = re.compile(rf"^invalid replies +100\.0% \({parse['unparseable']}/{parse['replies']}\), "
-                      rf"re-asks {parse['reasks']}", re.M)
+    line = re.compile(
+        rf"^invalid replies +100\.0% \({parse['unparseable']}/{parse['replies']}\), "
+        rf"re-asks {parse['reasks']}",
+        re.M,
+    )
     assert line.search((garbled_run / "eval.log").read_text())
     assert line.search((garbled_run / "stdout.txt").read_text())
 
@@ -145,8 +180,10 @@ def test_the_viewer_shows_invalid_replies_for_the_run_and_each_instance(garbled_
     report = build_report(garbled_run)
     parse = _summary(garbled_run)["parse"]
     assert report["run"]["invalid_replies"].startswith(f"100.0% ({parse['unparseable']}/{parse['replies']})")
-    assert all(row["invalid_replies"] and row["invalid_replies"].split("/")[0] == row["invalid_replies"].split("/")[1]
-               for row in report["instances"])
+    assert all(
+        row["invalid_replies"] and row["invalid_replies"].split("/")[0] == row["invalid_replies"].split("/")[1]
+        for row in report["instances"]
+    )
 
 
 def _first_listed(prompt: str, body: dict[str, Any]) -> str:
@@ -164,8 +201,9 @@ def test_invalid_replies_say_when_the_server_held_replies_to_the_legal_ones(tmp_
     with FakeOpenAIServer(responder=_first_listed, slots=2) as server:
         result = lits.chain("blocksworld", model="m", base_url=server.base_url, limit=1, save_dir=tmp_path / "r")
     assert result.summary["constrained_replies"] == "grammar (llama.cpp)"
-    row = next(line for line in (tmp_path / "r" / "eval.log").read_text().splitlines()
-               if line.startswith("invalid replies"))
+    row = next(
+        line for line in (tmp_path / "r" / "eval.log").read_text().splitlines() if line.startswith("invalid replies")
+    )
     assert "held to the legal ones by the server's grammar (llama.cpp)" in row and "--free-replies" in row
 
 
@@ -173,11 +211,15 @@ def test_a_rate_the_domain_cannot_measure_is_unknown_not_zero(tmp_path: Path):
     # BlocksWorld cannot judge a proposal on its own: proposals_correct showed 0.0.
     import lits
 
-    result = lits.search("blocksworld", model="scripted", limit=1, search_args={"n_iterations": 2},
-                         save_dir=tmp_path / "r")
+    result = lits.search(
+        "blocksworld", model="scripted", limit=1, search_args={"n_iterations": 2}, save_dir=tmp_path / "r"
+    )
     assert result.summary["metrics"]["proposals_correct"] is None
-    rows = dict(line.split(None, 1) for line in (tmp_path / "r" / "eval.log").read_text().splitlines()
-                if line.startswith("proposals_correct"))
+    rows = dict(
+        line.split(None, 1)
+        for line in (tmp_path / "r" / "eval.log").read_text().splitlines()
+        if line.startswith("proposals_correct")
+    )
     assert rows == {"proposals_correct": "unknown"}
 
 

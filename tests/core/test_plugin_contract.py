@@ -99,6 +99,7 @@ def register_models(register):
 
 # -- components --------------------------------------------------------------
 
+
 def test_a_misspelled_component_setting_is_an_error_naming_the_closest(isolated_registry):
     with pytest.raises(TypeError, match="unknown setting 'temprature'.*did you mean 'temperature'"):
         EnvGroundedPolicy(None, "blocksworld", temprature=0.5)
@@ -137,6 +138,7 @@ def test_an_env_domain_without_init_state_goal_check_or_action_functions_is_repo
 
 # -- datasets ----------------------------------------------------------------
 
+
 def test_the_original_lits_query_keys_are_accepted(isolated_registry):
     register_dataset("old_style", task_type="env_grounded")(lambda **kw: [{"query_or_goals": "g"}, {"question": "q"}])
     assert [e["query"] for e in load_dataset("old_style")] == ["g", "q"]
@@ -149,6 +151,7 @@ def test_an_example_without_a_query_is_one_line_naming_dataset_index_and_key(iso
 
 
 # -- through the CLI, with really installed distributions --------------------
+
 
 def _one_error_line(result) -> str:
     lines = [line for line in result.stderr.splitlines() if line.startswith("lits: error:")]
@@ -204,10 +207,13 @@ def test_registrations_are_credited_to_the_plugin_that_ships_them(install_plugin
 def test_selecting_the_importer_does_not_bring_in_the_other_plugins_names(install_plugin, run_python):
     install_plugin("lits-plugin-owner", "owner_mod", OWNER_PLUGIN)
     install_plugin("lits-plugin-aimporter", "aimporter_mod", IMPORTER_PLUGIN)
-    result = run_python("""
+    result = run_python(
+        """
         from lits.registry import list_names
         print(" ".join(list_names("dataset")))
-    """, env={"LITS_PLUGINS": "lits-plugin-aimporter"})
+    """,
+        env={"LITS_PLUGINS": "lits-plugin-aimporter"},
+    )
     assert "importer_own" in result.stdout.split() and "owned_here" not in result.stdout.split(), result.stderr
 
 
@@ -223,8 +229,9 @@ def test_an_unknown_search_setting_suggests_the_closest(run_lits):
 
 
 def test_an_unknown_plugin_selection_is_a_warning_with_the_closest(run_lits):
-    result = run_lits("chain", "--dataset", "nope", "--model", "scripted",
-                      env={"LITS_PLUGINS": "lits-plugin-blockworld"})
+    result = run_lits(
+        "chain", "--dataset", "nope", "--model", "scripted", env={"LITS_PLUGINS": "lits-plugin-blockworld"}
+    )
     assert "(did you mean 'lits-plugin-blocksworld'?)" in result.stderr
 
 

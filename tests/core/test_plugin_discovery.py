@@ -86,10 +86,18 @@ def test_every_hook_registers_its_kind(install_plugin, run_lits, run_python):
     info = plugins_json(run_lits("plugins", "--json"))["lits-plugin-every"]
     assert info["error"] is None
     assert info["registered"] == {
-        "chain": ["every_c"], "dataset": ["every_d"], "policy": ["every_p"],
-        "prompt": ["policy/every/every_d/user"], "resource": ["every_d"], "reward_model": ["every_r"],
-        "search": ["every_s"], "search_framework": ["every_f"], "transition": ["every_t"], "model": ["every_m"],
-        "command": ["every-cmd"], "augmentor": ["every_a"],
+        "chain": ["every_c"],
+        "dataset": ["every_d"],
+        "policy": ["every_p"],
+        "prompt": ["policy/every/every_d/user"],
+        "resource": ["every_d"],
+        "reward_model": ["every_r"],
+        "search": ["every_s"],
+        "search_framework": ["every_f"],
+        "transition": ["every_t"],
+        "model": ["every_m"],
+        "command": ["every-cmd"],
+        "augmentor": ["every_a"],
     }
     hello = run_lits("every-cmd", "--who", "lits")
     assert (hello.returncode, hello.stdout) == (0, "hello lits\n"), hello.stderr
@@ -178,8 +186,18 @@ def test_duplicate_name_is_reported_against_the_second_plugin(install_plugin, ru
 
 
 def test_same_entry_point_name_in_two_distributions_loads_both(install_plugin, run_lits):
-    install_plugin("lits-plugin-one", "one_mod", HOOKIMPL_PLUGIN.replace("toy_greedy", "g1").replace("toy_hook", "h1"), entry_name="plugin")
-    install_plugin("lits-plugin-two", "two_mod", HOOKIMPL_PLUGIN.replace("toy_greedy", "g2").replace("toy_hook", "h2"), entry_name="plugin")
+    install_plugin(
+        "lits-plugin-one",
+        "one_mod",
+        HOOKIMPL_PLUGIN.replace("toy_greedy", "g1").replace("toy_hook", "h1"),
+        entry_name="plugin",
+    )
+    install_plugin(
+        "lits-plugin-two",
+        "two_mod",
+        HOOKIMPL_PLUGIN.replace("toy_greedy", "g2").replace("toy_hook", "h2"),
+        entry_name="plugin",
+    )
     infos = plugins_json(run_lits("plugins", "--json"))
     assert infos["lits-plugin-one"]["registered"]["search"] == ["g1"]
     assert infos["lits-plugin-two"]["registered"]["search"] == ["g2"]

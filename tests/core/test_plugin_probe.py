@@ -28,29 +28,40 @@ if os.path.exists(os.environ["HANG_FIFO"]):
 
 @pytest.fixture
 def probe_env(tmp_path: Path) -> dict[str, str]:
-    return {"LITS_PLUGIN_PROBE_CACHE": str(tmp_path / "probe-cache"), "LITS_PLUGIN_PROBE_TIMEOUT": "3",
-            "COUNT_FILE": str(tmp_path / "count"), "HANG_FIFO": str(tmp_path / "hang.fifo")}
+    return {
+        "LITS_PLUGIN_PROBE_CACHE": str(tmp_path / "probe-cache"),
+        "LITS_PLUGIN_PROBE_TIMEOUT": "3",
+        "COUNT_FILE": str(tmp_path / "count"),
+        "HANG_FIFO": str(tmp_path / "hang.fifo"),
+    }
 
 
 def test_a_plugin_that_exits_the_process_at_import_is_named_and_skipped(install_plugin, run_lits, probe_env):
     install_plugin("lits-plugin-exits", "toy_exits", EXITING_PLUGIN)
     listed = run_lits("plugins", "--json", env=probe_env)
-    assert plugins_json(listed)["lits-plugin-exits"]["error"] == \
-        "exited the process while importing (status 4); skipped"
-    done = run_lits("search", "--dataset", "blocksworld", "--model", "scripted", "--limit", "1", "--save-dir", "run",
-                    env=probe_env)
+    assert (
+        plugins_json(listed)["lits-plugin-exits"]["error"] == "exited the process while importing (status 4); skipped"
+    )
+    done = run_lits(
+        "search", "--dataset", "blocksworld", "--model", "scripted", "--limit", "1", "--save-dir", "run", env=probe_env
+    )
     assert done.returncode == 0, done.stderr
-    assert ("lits: warning: plugin 'lits-plugin-exits' (lits-plugin-exits) failed to load: exited the process "
-            "while importing (status 4); skipped") in done.stderr
+    assert (
+        "lits: warning: plugin 'lits-plugin-exits' (lits-plugin-exits) failed to load: exited the process "
+        "while importing (status 4); skipped"
+    ) in done.stderr
 
 
 def test_a_plugin_that_never_finishes_importing_is_named_and_skipped(install_plugin, run_lits, probe_env):
     install_plugin("lits-plugin-loops", "toy_loops", LOOPING_PLUGIN)
-    done = run_lits("search", "--dataset", "blocksworld", "--model", "scripted", "--limit", "1", "--save-dir", "run",
-                    env=probe_env)
+    done = run_lits(
+        "search", "--dataset", "blocksworld", "--model", "scripted", "--limit", "1", "--save-dir", "run", env=probe_env
+    )
     assert done.returncode == 0, done.stderr
-    assert "plugin 'lits-plugin-loops' (lits-plugin-loops) failed to load: did not finish importing within 3 s" \
+    assert (
+        "plugin 'lits-plugin-loops' (lits-plugin-loops) failed to load: did not finish importing within 3 s"
         in done.stderr
+    )
     listing = run_lits("plugins", env=probe_env)
     assert "lits-plugin-loops" in listing.stdout and "ERROR did not finish importing within 3 s" in listing.stdout
 
@@ -78,15 +89,18 @@ def test_disable_plugin_skips_a_plugin_without_importing_it(install_plugin, run_
     assert plugins_json(by_env)["lits-plugin-exits"]["disabled"] is True
 
 
-def test_a_plugin_whose_import_hangs_after_its_verdict_was_cached_is_named_and_skipped(install_plugin, run_lits,
-                                                                                       probe_env):
+def test_a_plugin_whose_import_hangs_after_its_verdict_was_cached_is_named_and_skipped(
+    install_plugin, run_lits, probe_env
+):
     install_plugin("lits-plugin-hangs", "toy_hangs", HANGS_LATER_PLUGIN)
     env = {**probe_env, "LITS_PLUGINS": "lits-plugin-hangs"}
     assert plugins_json(run_lits("plugins", "--json", env=env))["lits-plugin-hangs"]["error"] is None  # cached ok
     os.mkfifo(probe_env["HANG_FIFO"])  # from now on its import blocks
     listed = run_lits("plugins", "--json", env=env)
-    assert plugins_json(listed)["lits-plugin-hangs"]["error"] == \
-        "did not finish importing within 3 s (set LITS_PLUGIN_PROBE_TIMEOUT to wait longer); skipped"
+    assert (
+        plugins_json(listed)["lits-plugin-hangs"]["error"]
+        == "did not finish importing within 3 s (set LITS_PLUGIN_PROBE_TIMEOUT to wait longer); skipped"
+    )
     again = run_lits("plugins", "--json", env=env)  # the wrong verdict was dropped: the probe finds it now
     assert plugins_json(again)["lits-plugin-hangs"]["error"].startswith("did not finish importing within 3 s")
 
@@ -95,8 +109,11 @@ def test_a_search_goes_on_without_a_plugin_that_started_hanging(install_plugin, 
     install_plugin("lits-plugin-hangs", "toy_hangs", HANGS_LATER_PLUGIN)
     assert run_lits("plugins", env=probe_env).returncode == 0
     os.mkfifo(probe_env["HANG_FIFO"])
-    done = run_lits("search", "--dataset", "blocksworld", "--model", "scripted", "--limit", "1", "--save-dir", "run",
-                    env=probe_env)
+    done = run_lits(
+        "search", "--dataset", "blocksworld", "--model", "scripted", "--limit", "1", "--save-dir", "run", env=probe_env
+    )
     assert done.returncode == 0, done.stderr
-    assert ("lits: warning: plugin 'lits-plugin-hangs' (lits-plugin-hangs) failed to load: did not finish importing "
-            "within 3 s") in done.stderr
+    assert (
+        "lits: warning: plugin 'lits-plugin-hangs' (lits-plugin-hangs) failed to load: did not finish importing "
+        "within 3 s"
+    ) in done.stderr

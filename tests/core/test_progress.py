@@ -27,8 +27,9 @@ def test_progress_counts_finished_solved_and_failed_instances():
 def test_the_run_totals_equal_a_recount_of_every_record_however_records_arrive():
     log = InferenceLog()
     for i in range(40):
-        record = InferenceRecord("m", "chat", tokens_in=10 + i, tokens_out=i, seconds=0.1 * i, cost=0.001 * i,
-                                 cached=i % 5 == 0)
+        record = InferenceRecord(
+            "m", "chat", tokens_in=10 + i, tokens_out=i, seconds=0.1 * i, cost=0.001 * i, cached=i % 5 == 0
+        )
         if i % 2:
             log.add(record)
         else:  # as InferenceLog.read fills a log
@@ -42,10 +43,12 @@ def test_the_run_totals_equal_a_recount_of_every_record_however_records_arrive()
 def test_an_instances_totals_count_only_its_own_records():
     log = InferenceLog()
     for i in range(30):
-        log.add(InferenceRecord("m", "chat", tokens_in=i, tokens_out=1, seconds=0.5,
-                                context={"instance": i % 3, "attempt": i % 2}))
-    log.records.append(InferenceRecord("m", "chat", tokens_in=100, tokens_out=1, seconds=0.5,
-                                       context={"instance": 1}))
+        log.add(
+            InferenceRecord(
+                "m", "chat", tokens_in=i, tokens_out=1, seconds=0.5, context={"instance": i % 3, "attempt": i % 2}
+            )
+        )
+    log.records.append(InferenceRecord("m", "chat", tokens_in=100, tokens_out=1, seconds=0.5, context={"instance": 1}))
     assert log.summary(instance=1) == _totals([r for r in log.records if r.context.get("instance") == 1])
     assert log.summary(instance=1, attempt=0)["calls"] == 5
     assert log.summary(instance=7)["calls"] == 0

@@ -21,8 +21,10 @@ def _python(code: str) -> list[str]:
 
 
 def test_lits_api_is_reachable_right_after_import_lits_and_loads_only_then() -> None:
-    code = ("import sys, lits; before = 'lits.api' in sys.modules; spec = lits.api.RunSpec; "
-            "print(before, 'lits.api' in sys.modules, spec is lits.RunSpec)")
+    code = (
+        "import sys, lits; before = 'lits.api' in sys.modules; spec = lits.api.RunSpec; "
+        "print(before, 'lits.api' in sys.modules, spec is lits.RunSpec)"
+    )
     assert _python(code) == ["False", "True", "True"]
 
 
@@ -63,15 +65,22 @@ def test_a_bad_value_in_a_spec_file_is_one_line_naming_the_file(tmp_path: Path) 
 
 
 def test_a_library_run_with_progress_off_prints_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    result = lits.search("blocksworld", model="scripted", limit=2, search_args={"n_iterations": 3},
-                         save_dir=tmp_path / "run", progress=False)
+    result = lits.search(
+        "blocksworld",
+        model="scripted",
+        limit=2,
+        search_args={"n_iterations": 3},
+        save_dir=tmp_path / "run",
+        progress=False,
+    )
     assert len(result.instances) == 2
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", "")
 
 
-def test_a_resumed_library_run_with_progress_off_prints_nothing(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_resumed_library_run_with_progress_off_prints_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     lits.chain("blocksworld", model="scripted", limit=1, save_dir=tmp_path / "run", progress=False)
     lits.resume(tmp_path / "run", progress=False)
     assert capsys.readouterr().err == ""
@@ -83,8 +92,14 @@ def test_progress_is_not_recorded_in_the_runs_config(tmp_path: Path) -> None:
 
 
 def test_each_row_of_a_result_tree_carries_its_action(tmp_path: Path) -> None:
-    result = lits.search("blocksworld", model="scripted", limit=1, search_args={"n_iterations": 3},
-                         save_dir=tmp_path / "run", progress=False)
+    result = lits.search(
+        "blocksworld",
+        model="scripted",
+        limit=1,
+        search_args={"n_iterations": 3},
+        save_dir=tmp_path / "run",
+        progress=False,
+    )
     tree = result.tree(0)
     assert tree is not None
     root, *children = tree["nodes"]

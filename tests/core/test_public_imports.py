@@ -16,8 +16,13 @@ KIT = "lits.testing"
 
 
 def _shipped() -> list[Path]:
-    return sorted([*ROOT.glob("lits-plugin-*/src/**/*.py"), *ROOT.glob("lits-core/src/lits/cli/templates/**/*.py.tmpl"),
-                   *ROOT.glob("docs/examples/**/*.py")])
+    return sorted(
+        [
+            *ROOT.glob("lits-plugin-*/src/**/*.py"),
+            *ROOT.glob("lits-core/src/lits/cli/templates/**/*.py.tmpl"),
+            *ROOT.glob("docs/examples/**/*.py"),
+        ]
+    )
 
 
 def _doc_pages() -> list[Path]:
@@ -42,9 +47,11 @@ def test_the_scan_sees_what_we_ship() -> None:
 
 
 def test_the_scan_catches_a_deep_import() -> None:
-    code = ("import lits\nfrom lits.api import Policy\nfrom lits.structures.base import Step\n"
-            "from lits.components.base import Policy\n    from lits.registry import register_dataset\n"
-            "import lits.lm.base\nfrom lits.testing import check_search\n")
+    code = (
+        "import lits\nfrom lits.api import Policy\nfrom lits.structures.base import Step\n"
+        "from lits.components.base import Policy\n    from lits.registry import register_dataset\n"
+        "import lits.lm.base\nfrom lits.testing import check_search\n"
+    )
     assert private_imports(code) == ["lits.components.base", "lits.registry", "lits.lm.base", "lits.testing"]
     assert private_imports(code, in_tests=True) == ["lits.components.base", "lits.registry", "lits.lm.base"]
 
@@ -52,13 +59,16 @@ def test_the_scan_catches_a_deep_import() -> None:
 @pytest.mark.parametrize("path", _shipped() + _doc_pages(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_shipped_code_and_docs_import_only_the_public_face(path: Path) -> None:
     in_tests = "tests" in path.relative_to(ROOT).parts or path.suffix == ".md"  # the docs show the kit too
-    assert private_imports(_python_of(path), in_tests=in_tests) == [], \
+    assert private_imports(_python_of(path), in_tests=in_tests) == [], (
         f"{path.relative_to(ROOT)}: import these from lits.api"
+    )
 
 
 def test_the_shipped_plugins_register_with_the_decorators_alone() -> None:
     """One idiom, the seeds': ``@register_*`` decorators; pluggy's ``@hookimpl`` stays for third parties."""
-    hooked = [p.relative_to(ROOT).as_posix() for p in ROOT.glob("lits-plugin-*/src/**/*.py")
-              if re.search(r"^\s*@hookimpl|\bhookimpl\b.*import|import.*\bhookimpl\b", p.read_text(encoding="utf-8"),
-                           re.M)]
+    hooked = [
+        p.relative_to(ROOT).as_posix()
+        for p in ROOT.glob("lits-plugin-*/src/**/*.py")
+        if re.search(r"^\s*@hookimpl|\bhookimpl\b.*import|import.*\bhookimpl\b", p.read_text(encoding="utf-8"), re.M)
+    ]
     assert hooked == []

@@ -18,8 +18,9 @@ from lits.api import EnvAction, EnvStep, Policy
 class SeededLegalMoves(Policy):  # type: ignore[type-arg]
     """A model-free policy: legal BlocksWorld moves in an order drawn from the instance and depth."""
 
-    def _get_actions(self, state: Any, n_actions: int, temperature: float, query_idx: Any = None,
-                     **kwargs: Any) -> list[Any]:
+    def _get_actions(
+        self, state: Any, n_actions: int, temperature: float, query_idx: Any = None, **kwargs: Any
+    ) -> list[Any]:
         from lits_blocksworld.world import generate_actions
 
         moves = generate_actions(state.env_state)
@@ -32,19 +33,42 @@ def _files(root: Path, folder: str) -> dict[str, bytes]:
 
 
 def test_a_search_from_python_writes_what_the_command_line_writes(tmp_path: Path) -> None:
-    lits.search("blocksworld", model="scripted", limit=2, search_args={"n_iterations": 4},
-                save_dir=tmp_path / "api")
-    done = subprocess.run([sys.executable, "-m", "lits", "search", "--dataset", "blocksworld", "--model", "scripted",
-                           "--limit", "2", "--search-arg", "n_iterations=4", "--save-dir", str(tmp_path / "cli")],
-                          capture_output=True, text=True, timeout=300)
+    lits.search("blocksworld", model="scripted", limit=2, search_args={"n_iterations": 4}, save_dir=tmp_path / "api")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lits",
+            "search",
+            "--dataset",
+            "blocksworld",
+            "--model",
+            "scripted",
+            "--limit",
+            "2",
+            "--search-arg",
+            "n_iterations=4",
+            "--save-dir",
+            str(tmp_path / "cli"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     for folder in ("results", "paths", "terminal_nodes"):
         assert _files(tmp_path / "api", folder) == _files(tmp_path / "cli", folder)
 
 
 def test_a_policy_object_drives_mcts_on_blocksworld_and_is_recorded_by_class(tmp_path: Path) -> None:
-    result = lits.search("blocksworld", policy=SeededLegalMoves(n_actions=3), model="scripted", limit=3,
-                         search_args={"n_iterations": 20, "max_depth": 6}, save_dir=tmp_path / "run")
+    result = lits.search(
+        "blocksworld",
+        policy=SeededLegalMoves(n_actions=3),
+        model="scripted",
+        limit=3,
+        search_args={"n_iterations": 20, "max_depth": 6},
+        save_dir=tmp_path / "run",
+    )
     assert [i.idx for i in result.instances] == [0, 1, 2]
     assert result.solved >= 1 and all(i.finished for i in result.instances)
     solved = next(i for i in result.instances if i.solved)
@@ -86,8 +110,14 @@ def test_resume_finishes_only_what_is_missing_and_refuses_a_meaning_change(tmp_p
 
 
 def test_resume_of_a_run_with_an_object_needs_the_object_again(tmp_path: Path) -> None:
-    lits.search("blocksworld", policy=SeededLegalMoves(n_actions=2), model="scripted", limit=1,
-                search_args={"n_iterations": 3}, save_dir=tmp_path / "run")
+    lits.search(
+        "blocksworld",
+        policy=SeededLegalMoves(n_actions=2),
+        model="scripted",
+        limit=1,
+        search_args={"n_iterations": 3},
+        save_dir=tmp_path / "run",
+    )
     with pytest.raises(lits.SpecError, match="^policy was an object"):
         lits.resume(tmp_path / "run")
     assert lits.resume(tmp_path / "run", policy=SeededLegalMoves(n_actions=2)).instances[0].finished
@@ -108,8 +138,9 @@ def test_run_async_works_inside_a_running_event_loop(tmp_path: Path) -> None:
 
 
 def test_importing_lits_does_not_load_the_api_until_it_is_used() -> None:
-    code = ("import sys, lits; before = 'lits.api' in sys.modules; lits.RunSpec; "
-            "print(before, 'lits.api' in sys.modules)")
+    code = (
+        "import sys, lits; before = 'lits.api' in sys.modules; lits.RunSpec; print(before, 'lits.api' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["False", "True"], done.stderr
 
@@ -120,18 +151,22 @@ def test_the_result_shows_itself_as_a_table_in_jupyter(tmp_path: Path) -> None:
     assert page.count("<tr>") == 3 and "chain blocksworld" in page
 
 
-def test_runs_started_in_the_same_second_without_a_save_dir_get_their_own_dirs(tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_runs_started_in_the_same_second_without_a_save_dir_get_their_own_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("lits.runs.spec.time.strftime", lambda fmt: "20261125-120000")
     first = lits.chain("blocksworld", model="scripted", limit=1)
     second = lits.chain("blocksworld", model="scripted", limit=1)
-    assert (first.save_dir.name, second.save_dir.name) == ("blocksworld-chain-20261125-120000",
-                                                         "blocksworld-chain-20261125-120000-2")
+    assert (first.save_dir.name, second.save_dir.name) == (
+        "blocksworld-chain-20261125-120000",
+        "blocksworld-chain-20261125-120000-2",
+    )
 
 
 def test_a_new_runs_default_dir_is_claimed_when_chosen_so_a_run_started_meanwhile_gets_another(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Two processes started in the same second both saw the name free before either had written to it.
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("lits.runs.spec.time.strftime", lambda fmt: "20261126-120000")

@@ -9,15 +9,30 @@ from lits.runs.results.spend import spend
 
 #: An ``eval_results.json`` written before requests and cached tokens were counted.
 OLD_SUMMARY: dict[str, Any] = {
-    "instances": 5, "solved": 4, "accuracy": 0.8, "mean_progress": 0.9, "optimal_plans": 3,
-    "seconds_per_instance": 2.0, "metrics": {},
+    "instances": 5,
+    "solved": 4,
+    "accuracy": 0.8,
+    "mean_progress": 0.9,
+    "optimal_plans": 3,
+    "seconds_per_instance": 2.0,
+    "metrics": {},
     "inference": {"calls": 70, "cache_hits": 0, "tokens_in": 1000, "tokens_out": 50, "seconds": 12.0, "cost": 0.0},
 }
 
 
 def test_evaluated_prompt_tokens_are_those_the_server_did_not_serve_from_its_cache():
-    figures = spend({"calls": 3, "requests": 5, "tokens_in": 1000, "tokens_cached": 600, "tokens_out": 9,
-                     "seconds": 3.0, "queued_seconds": 1.5}, solved=2)
+    figures = spend(
+        {
+            "calls": 3,
+            "requests": 5,
+            "tokens_in": 1000,
+            "tokens_cached": 600,
+            "tokens_out": 9,
+            "seconds": 3.0,
+            "queued_seconds": 1.5,
+        },
+        solved=2,
+    )
     assert figures["evaluated_prompt_tokens"] == 400 and figures["cached_share"] == 0.6
     assert figures["evaluated_prompt_tokens_per_solved"] == 200 and figures["model_seconds_per_solved"] == 1.5
     assert figures["requests"] == 5 and figures["queued_seconds"] == 1.5

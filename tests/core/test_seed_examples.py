@@ -12,8 +12,11 @@ from pathlib import Path
 
 
 SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
-IMPORT = re.compile(r"^[ \t]*(from [\w.]+ import \([^)]*\)|from [\w.]+ import [\w, \t]+|import [\w., \t]+)"
-                    r"[ \t]*(?:#.*)?$", re.M)
+IMPORT = re.compile(
+    r"^[ \t]*(from [\w.]+ import \([^)]*\)|from [\w.]+ import [\w, \t]+|import [\w., \t]+)"
+    r"[ \t]*(?:#.*)?$",
+    re.M,
+)
 #: What a reader of the documents has in scope: the public API, the standard library's usual names, a model.
 PRELUDE = """
 import json
@@ -25,12 +28,19 @@ model = ScriptedModel()
 """
 #: Complete examples that name a placeholder the documents never define (an object of the reader's own).
 PLACEHOLDERS = {
-    "000#10": "db_client", "000#17": "action", "000#27": "BlocksWorldTransition (the plugin's, not imported)",
-    "000#28": "RAPPolicy (imported only in a later example)", "000#29": "RAPPolicy (see 000#28)",
-    "001#00": "tools", "001#01": "BlocksWorldTransition (not imported)",
+    "000#10": "db_client",
+    "000#17": "action",
+    "000#27": "BlocksWorldTransition (the plugin's, not imported)",
+    "000#28": "RAPPolicy (imported only in a later example)",
+    "000#29": "RAPPolicy (see 000#28)",
+    "001#00": "tools",
+    "001#01": "BlocksWorldTransition (not imported)",
     "001#04": "BlocksWorldTransition as defined there has no _step (a prompt-lookup illustration)",
-    "001#09": "a relative import: an excerpt of a module inside a package", "001#14": "action",
-    "002#00": "BlocksWorldTransition (not imported)", "002#13": "RefineRewardModel", "002#16": "step",
+    "001#09": "a relative import: an excerpt of a module inside a package",
+    "001#14": "action",
+    "002#00": "BlocksWorldTransition (not imported)",
+    "002#13": "RefineRewardModel",
+    "002#16": "step",
     "004#08": "action1",
 }
 
@@ -38,8 +48,11 @@ PLACEHOLDERS = {
 def _blocks() -> list[tuple[str, int, str]]:
     if not SEEDS.is_dir():
         raise FileNotFoundError(f"the design documents are missing: expected them at {SEEDS}")
-    return [(path.name[:3], i, block) for path in sorted(SEEDS.glob("*.txt"))
-            for i, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.S))]
+    return [
+        (path.name[:3], i, block)
+        for path in sorted(SEEDS.glob("*.txt"))
+        for i, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.S))
+    ]
 
 
 def test_every_import_the_design_documents_show_works() -> None:

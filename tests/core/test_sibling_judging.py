@@ -15,8 +15,12 @@ ACTIONS = [EnvAction("move left"), EnvAction("move right"), EnvAction("wait")]
 
 
 def _prm(model) -> EnvGroundedPRM:
-    return EnvGroundedPRM(model, "line", usr_prompt_spec={"evaluate": "Now {env_state}; {action}? Yes or No.\nAnswer:"},
-                          generate_all_actions=LineWorld.generate_actions)
+    return EnvGroundedPRM(
+        model,
+        "line",
+        usr_prompt_spec={"evaluate": "Now {env_state}; {action}? Yes or No.\nAnswer:"},
+        generate_all_actions=LineWorld.generate_actions,
+    )
 
 
 def test_numbered_answers_are_read_by_number():
@@ -28,10 +32,14 @@ def test_an_unanswered_item_is_none():
 
 
 def test_yes_no_tokens_give_soft_values_when_they_line_up():
-    tokens = [TokenLogprob("1", 0.0), TokenLogprob(":", 0.0),
-              TokenLogprob(" Yes", -0.2, {" Yes": -0.2, " No": -1.7}),
-              TokenLogprob("\n2", 0.0), TokenLogprob(":", 0.0),
-              TokenLogprob(" No", -0.1, {" No": -0.1, " Yes": -2.4})]
+    tokens = [
+        TokenLogprob("1", 0.0),
+        TokenLogprob(":", 0.0),
+        TokenLogprob(" Yes", -0.2, {" Yes": -0.2, " No": -1.7}),
+        TokenLogprob("\n2", 0.0),
+        TokenLogprob(":", 0.0),
+        TokenLogprob(" No", -0.1, {" No": -0.1, " Yes": -2.4}),
+    ]
     values = numbered_yes_probabilities(Completion("1: Yes\n2: No", logprobs=tokens), 2)
     assert 0.75 < values[0] < 0.85 and 0.05 < values[1] < 0.1
 

@@ -15,6 +15,7 @@ STRICT = ["lits-core/src/lits/agents"]
 
 @pytest.mark.parametrize("source", STRICT)
 def test_the_package_type_checks_under_mypy_strict(source: str) -> None:
-    checked = subprocess.run([sys.executable, "-m", "mypy", "--strict", source], cwd=ROOT, capture_output=True,
-                             text=True, timeout=600)
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", source], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr

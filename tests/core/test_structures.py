@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Optional
 
 from lits.lm.base import Completion
 from lits.structures.base import Step
@@ -69,7 +68,7 @@ def test_mcts_tree_round_trips_exactly():
 @dataclass
 class MyCustomStep(Step):
     field1: str = ""
-    field2: Optional[str] = None
+    field2: str | None = None
 
     def to_dict(self) -> dict:
         return {"__type__": self.__class__.__name__, "field1": self.field1, "field2": self.field2}

@@ -72,18 +72,22 @@ def test_arguments_are_validated_against_the_schema_before_running():
     assert observation.startswith("Invalid arguments for calculator: expression: Field required")
 
 
-@pytest.mark.parametrize("action, expected", [
-    ("not json", "Invalid tool call: tool call is not JSON"),
-    ('{"args": {}}', "Invalid tool call: tool call has no 'tool' name"),
-    ('{"tool": "weather", "args": {}}', "Unknown tool 'weather'; available tools: calculator"),
-])
+@pytest.mark.parametrize(
+    "action, expected",
+    [
+        ("not json", "Invalid tool call: tool call is not JSON"),
+        ('{"args": {}}', "Invalid tool call: tool call has no 'tool' name"),
+        ('{"tool": "weather", "args": {}}', "Unknown tool 'weather'; available tools: calculator"),
+    ],
+)
 def test_bad_tool_calls_become_observations(action, expected):
     assert execute_tool_action(action, [CalculatorTool()]).startswith(expected)
 
 
 def test_a_failing_tool_becomes_an_observation_not_an_exception():
-    observation = execute_tool_action('{"tool": "calculator", "args": {"expression": "__import__(1)"}}',
-                                      [CalculatorTool()])
+    observation = execute_tool_action(
+        '{"tool": "calculator", "args": {"expression": "__import__(1)"}}', [CalculatorTool()]
+    )
     assert observation.startswith("Tool calculator failed: ValueError: only numbers")
 
 
@@ -149,8 +153,12 @@ def test_search_tool_finds_documents_by_words():
 
 
 def test_tool_use_state_round_trips_with_exact_types():
-    state = ToolUseState([ToolUseStep(think="t", action=ToolUseAction(CALC), observation="4"),
-                          ToolUseStep(answer="4", assistant_message="Answer: 4")])
+    state = ToolUseState(
+        [
+            ToolUseStep(think="t", action=ToolUseAction(CALC), observation="4"),
+            ToolUseStep(answer="4", assistant_message="Answer: 4"),
+        ]
+    )
     back = deserialize(json.loads(json.dumps(state.to_dict())))
     assert type(back) is ToolUseState and back == state and type(back[0].action) is ToolUseAction
 

@@ -50,7 +50,8 @@ def test_an_empty_answer_becomes_an_error_step():
 def test_a_base_model_gets_a_text_prompt_ending_with_the_thought_cue_and_its_reply_parses_into_an_action():
     model = ScriptedModel([f" multiply the numbers\nAction: {CALL}\n"])  # continues after the cue
     steps = ToolUsePolicy(base_model=model, tools=[CalculatorTool()]).get_actions(
-        ToolUseState(), n_actions=1, query="What is 6 times 7?")
+        ToolUseState(), n_actions=1, query="What is 6 times 7?"
+    )
     prompt, params = model.calls[0]
     assert prompt.endswith("Question: What is 6 times 7?\nThought:")
     assert str(steps[0].action) == CALL and steps[0].think == "multiply the numbers"
@@ -87,7 +88,8 @@ def _yes_leaning_judge() -> ScriptedModel:
 def test_the_prm_judges_an_answer_step_although_it_has_no_action():
     judge = _yes_leaning_judge()
     score, details = ToolUsePRM(base_model=judge).fast_reward(
-        ToolUseState(), None, "What is 6 times 7?", 0, step=ToolUseStep(think="done", answer="42"))
+        ToolUseState(), None, "What is 6 times 7?", 0, step=ToolUseStep(think="done", answer="42")
+    )
     assert 0.5 < score < 1 and details["route"] == "loglikelihood"
     assert "Answer: 42" in judge.calls[0][0] and "correct final answer" in judge.calls[0][0]
 
@@ -113,13 +115,15 @@ def test_the_prm_reward_scales_the_judge_by_the_transition_confidence():
 def _two_step_model() -> ScriptedModel:
     def reply(prompt: str, params, index: int) -> str:
         return "Thought: done\nAnswer: 42" if "Observation: 42" in prompt else f"Thought: multiply\nAction: {CALL}"
+
     return ScriptedModel(reply)
 
 
 def test_react_chat_calls_the_tool_then_answers():
     tools = [CalculatorTool()]
-    agent = ReActChat(policy=ToolUsePolicy(base_model=_two_step_model(), tools=tools),
-                      transition=ToolUseTransition(tools=tools))
+    agent = ReActChat(
+        policy=ToolUsePolicy(base_model=_two_step_model(), tools=tools), transition=ToolUseTransition(tools=tools)
+    )
     result = agent.run("What is 6 times 7?", 0, {"query": "What is 6 times 7?"})
     assert result.solved and result.state.get_final_answer() == "42"
     assert result.state[0].observation == "42"
@@ -145,14 +149,15 @@ def resource(**kwargs):
 """
 
 
-
 @pytest.fixture
 def toy_calc(install_plugin) -> None:
     install_plugin("lits-plugin-toycalc", "toy_calc", TOY_PLUGIN)
 
 
 @pytest.mark.usefixtures("toy_calc")
-@pytest.mark.parametrize("command", [["chain"], ["search", "--search-arg", "n_iterations=2", "--search-arg", "n_actions=1"]])
+@pytest.mark.parametrize(
+    "command", [["chain"], ["search", "--search-arg", "n_iterations=2", "--search-arg", "n_actions=1"]]
+)
 def test_a_tool_use_dataset_runs_by_name_with_no_component_flags(run_lits, site_dir, command):
     from lits.testing.servers.openai_compat import FakeOpenAIServer
 
@@ -164,8 +169,9 @@ def test_a_tool_use_dataset_runs_by_name_with_no_component_flags(run_lits, site_
         return f"Thought: multiply\nAction: {CALL}"
 
     with FakeOpenAIServer(responder=reply) as srv:
-        result = run_lits(*command, "--dataset", "toy_calc", "--model", "m", "--base-url", srv.base_url,
-                          "--save-dir", "run")
+        result = run_lits(
+            *command, "--dataset", "toy_calc", "--model", "m", "--base-url", srv.base_url, "--save-dir", "run"
+        )
     assert result.returncode == 0, result.stderr
     summary = json.loads((site_dir.parent / "run" / "eval_results.json").read_text())
     assert summary["instances"] == 2 and summary["solved"] == 1  # the second gold answer is 41

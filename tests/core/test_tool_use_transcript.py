@@ -8,14 +8,16 @@ from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
 
 
 def called(observation: str) -> ToolUseStep:
-    return ToolUseStep(think="look it up", action=ToolUseAction('{"tool": "search", "args": {}}'),
-                       observation=observation)
+    return ToolUseStep(
+        think="look it up", action=ToolUseAction('{"tool": "search", "args": {}}'), observation=observation
+    )
 
 
 def test_a_step_reads_in_the_order_it_happened_thought_action_answer_observation_error() -> None:
     refused = ToolUseStep(think="done", answer="42", observation="refused: seen before", error="refused: seen before")
-    assert refused.verb_step() == ("Thought: done\nAnswer: 42\nObservation: refused: seen before\n"
-                                   "Error: refused: seen before")
+    assert refused.verb_step() == (
+        "Thought: done\nAnswer: 42\nObservation: refused: seen before\nError: refused: seen before"
+    )
 
 
 def test_the_judge_sees_the_policys_transcript_with_long_observations_clipped() -> None:

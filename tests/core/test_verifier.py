@@ -21,7 +21,6 @@ from lits.export.verifier import auroc, calibration, position_preference
 from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 
-
 def proposed_first(step: str, gold: str) -> bool:
     """Whether the policy proposes ``step`` first (as sample 0) among its siblings."""
     return step in ("Guess.", "The answer is 999999.", f"The answer is {gold}.")
@@ -32,6 +31,7 @@ def on_the_correct_path(step: str, gold: str) -> bool:
 
 
 # -- the statistics on hand-made lists ------------------------------------------------------------------------
+
 
 def test_a_perfect_ranking_has_auroc_one():
     assert auroc([0.1, 0.2, 0.8, 0.9], [False, False, True, True]) == 1.0
@@ -70,6 +70,7 @@ def test_position_preference_counts_the_first_candidate_topping_its_group_agains
 
 # -- end to end: GSM8K ToT-BFS against a loopback server ------------------------------------------------------
 
+
 def _golds() -> dict[str, str]:
     from lits_math.data import load_gsm8k
 
@@ -99,8 +100,15 @@ def solver(judge: Callable[[str, str], bool]) -> Any:
 
 def run_tot(save: Path, judge: Callable[[str, str], bool]) -> Path:
     with FakeOpenAIServer(responder=solver(judge)) as server:
-        lits.search("gsm8k", model="m", base_url=server.base_url, limit=2, search_framework="tot_bfs",
-                    search_args={"beam_width": 2, "n_actions": 2, "score_last_depth": True}, save_dir=str(save))
+        lits.search(
+            "gsm8k",
+            model="m",
+            base_url=server.base_url,
+            limit=2,
+            search_framework="tot_bfs",
+            search_args={"beam_width": 2, "n_actions": 2, "score_last_depth": True},
+            save_dir=str(save),
+        )
     return save
 
 
@@ -177,14 +185,21 @@ def first_listed_judge(prompt: str, body: dict[str, Any], index: int) -> str:
 def test_a_judge_that_prefers_the_first_shown_of_siblings_judged_together_shows_the_bias(tmp_path, capsys):
     # The env-grounded judge sees siblings in a shuffled order; the report reads where each was shown.
     with FakeOpenAIServer(responder=first_listed_judge) as server:
-        lits.search("blocksworld", model="m", base_url=server.base_url, limit=2,
-                    search_args={"n_iterations": 4, "n_actions": 3}, save_dir=str(tmp_path / "bw"))
+        lits.search(
+            "blocksworld",
+            model="m",
+            base_url=server.base_url,
+            limit=2,
+            search_args={"n_iterations": 4, "n_actions": 3},
+            save_dir=str(tmp_path / "bw"),
+        )
     pref = verifier_of(tmp_path / "bw", capsys)[0]["position"]
     assert pref["groups"] >= 4 and pref["judged_together"] == pref["groups"]
     assert pref["first_top"] == 1.0 and pref["interval"][0] > pref["chance"] == round(1 / 3, 4)
 
 
 # -- bad input: one line, non-zero ----------------------------------------------------------------------------
+
 
 def _one_error(capsys: pytest.CaptureFixture[str], save: Path) -> str:
     capsys.readouterr()

@@ -38,12 +38,15 @@ def test_state_text_shows_the_board_and_the_filled_and_changed_slots(transition)
     assert parse_board(state.env_state).unfilled() == ["h2", "h3", "h4", "h5", "v1", "v3", "v4", "v5"]
 
 
-@pytest.mark.parametrize("action, reason", [
-    ("HEART", "expected an action like 'h1. APPLE'"),
-    ("h1. HEARTS", "has 6 letters; h1 needs 5"),
-    ("h6. HEART", "unknown slot 'h6'"),
-    ("x1. HEART", "unknown slot 'x1'"),
-])
+@pytest.mark.parametrize(
+    "action, reason",
+    [
+        ("HEART", "expected an action like 'h1. APPLE'"),
+        ("h1. HEARTS", "has 6 letters; h1 needs 5"),
+        ("h6. HEART", "unknown slot 'h6'"),
+        ("x1. HEART", "unknown slot 'x1'"),
+    ],
+)
 def test_malformed_actions_are_rejected_with_a_reason(transition, action, reason):
     ok, why = transition.validate_action(Board().render(), action)
     assert not ok and reason in why
@@ -99,7 +102,7 @@ def test_eval_metrics_report_letter_word_and_game_accuracy(transition, puzzle):
 def test_own_puzzles_are_consistent_word_squares():
     for example in load_crosswords():
         answer = example["eval_goals"].rsplit("Answer: ", 1)[1]
-        rows = [answer[i * 5:(i + 1) * 5] for i in range(5)]
+        rows = [answer[i * 5 : (i + 1) * 5] for i in range(5)]
         assert rows == ["".join(r[j] for r in rows) for j in range(5)], example["id"]
         assert example["query"].count("\n") == 9 and "Answer" not in example["query"]
 

@@ -11,8 +11,9 @@ from lits_crosswords.transition import CrosswordsTransition
 
 def test_duplicate_statistics_count_repeated_and_invalid_proposals():
     model = ScriptedModel(["h1. HEART", "h1. HEART", "h1. HEARTS", "v1. HEART"])
-    policy = EnvGroundedPolicy(model, "crosswords", validate_action=CrosswordsTransition.validate_action,
-                               strategy="generate", max_attempts=3)
+    policy = EnvGroundedPolicy(
+        model, "crosswords", validate_action=CrosswordsTransition.validate_action, strategy="generate", max_attempts=3
+    )
     steps = policy.get_actions(CrosswordsTransition().init_state(), n_actions=2, query="clues")
     assert [str(s.action) for s in steps] == ["h1. HEART", "v1. HEART"]
     stats = policy.stats.as_dict()
@@ -35,9 +36,26 @@ def test_search_and_chain_run_on_crosswords_by_dataset_name(tmp_path):
         for command in (["search", "--search-arg", "n_iterations=3"], ["chain"]):
             run = tmp_path / command[0]
             result = subprocess.run(
-                [sys.executable, "-m", "lits", *command, "--dataset", "crosswords", "--limit", "2",
-                 "--model", "m", "--base-url", srv.base_url, "--save-dir", str(run)],
-                capture_output=True, text=True, timeout=300)
+                [
+                    sys.executable,
+                    "-m",
+                    "lits",
+                    *command,
+                    "--dataset",
+                    "crosswords",
+                    "--limit",
+                    "2",
+                    "--model",
+                    "m",
+                    "--base-url",
+                    srv.base_url,
+                    "--save-dir",
+                    str(run),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert result.returncode == 0, result.stderr
             summary = json.loads((run / "eval_results.json").read_text())
             assert summary["instances"] == 2

@@ -23,10 +23,17 @@ SPECS = {"bedrock": f"bedrock/{CLAUDE}", "anthropic": "anthropic/claude-3-5-sonn
 
 def vendor_env(tmp: Path) -> dict[str, str]:
     """Dummy credentials from the vendors' usual variables; no AWS profile file of this machine is read."""
-    return {"ANTHROPIC_API_KEY": ANTHROPIC_KEY, "AWS_ACCESS_KEY_ID": "AKIDLOOPBACKTEST", "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
-            "AWS_SESSION_TOKEN": AWS_TOKEN, "AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": str(tmp / "aws-config"),
-            "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "aws-credentials"), "AWS_EC2_METADATA_DISABLED": "true",
-            "LITS_RETRY_BASE_WAIT": "0.01"}
+    return {
+        "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
+        "AWS_ACCESS_KEY_ID": "AKIDLOOPBACKTEST",
+        "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
+        "AWS_SESSION_TOKEN": AWS_TOKEN,
+        "AWS_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(tmp / "aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "LITS_RETRY_BASE_WAIT": "0.01",
+    }
 
 
 @pytest.fixture
@@ -73,8 +80,9 @@ def lits_hosted_cmd(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess
     def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         full = {k: v for k, v in os.environ.items() if k != "AWS_PROFILE"}
         full.update(vendor_env(tmp_path), LITS_CACHE_DIR=str(tmp_path / "cache"), **(env or {}))
-        return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True, env=full,
-                              cwd=tmp_path, timeout=600)
+        return subprocess.run(
+            [sys.executable, "-m", "lits", *args], capture_output=True, text=True, env=full, cwd=tmp_path, timeout=600
+        )
 
     return run
 

@@ -16,13 +16,17 @@ import json
 import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 from urllib.parse import unquote
 
 #: ``(prompt_text, body) -> reply text``; prompt_text is the system text and every turn, one per line.
 Responder = Callable[[str, dict[str, Any]], str]
-BEDROCK_ERRORS = {429: "ThrottlingException", 500: "InternalServerException", 503: "ServiceUnavailableException",
-                  400: "ValidationException"}
+BEDROCK_ERRORS = {
+    429: "ThrottlingException",
+    500: "InternalServerException",
+    503: "ServiceUnavailableException",
+    400: "ValidationException",
+}
 ANTHROPIC_ERRORS = {429: "rate_limit_error", 500: "api_error", 529: "overloaded_error", 400: "invalid_request_error"}
 
 
@@ -31,7 +35,7 @@ def words(text: str) -> int:
 
 
 class FakeHostedServer:
-    def __init__(self, responder: Optional[Responder] = None, *, cache_min_tokens: int = 0) -> None:
+    def __init__(self, responder: Responder | None = None, *, cache_min_tokens: int = 0) -> None:
         self.responder: Responder = responder or (lambda prompt, body: "ok")
         self.cache_min_tokens = cache_min_tokens
         self.faults: deque[int | str] = deque()
@@ -78,7 +82,7 @@ class FakeHostedServer:
         if not marks:
             return total, 0, 0
         with self._lock:
-            read = max((t for key, t, _ in prefixes[:marks[-1] + 1] if key in self._cache), default=0)
+            read = max((t for key, t, _ in prefixes[: marks[-1] + 1] if key in self._cache), default=0)
             self._cache.update(prefixes[i][0] for i in marks)
         write = prefixes[marks[-1]][1] - read
         return total - read - write, write, read
@@ -88,7 +92,7 @@ class FakeHostedServer:
         text = self.responder(prompt, body)
         for stop in stops:
             if stop in text:
-                return text[:text.index(stop)], "stop_sequence"
+                return text[: text.index(stop)], "stop_sequence"
         kept = text.split(" ")
         if words(text) > max_tokens:
             return " ".join(kept[:max_tokens]), "max_tokens"
@@ -103,14 +107,26 @@ class FakeHostedServer:
             content = [{"type": "text", "text": content}] if isinstance(content, str) else content
             blocks += [(message["role"], b["text"], "cache_control" in b) for b in content]
         plain, write, read = self._billed(blocks)
-        text, stop = self._reply("\n".join(t for _, t, _ in blocks), body, body.get("stop_sequences") or [],
-                                 body["max_tokens"])
-        usage = {"input_tokens": plain, "output_tokens": words(text), "cache_creation_input_tokens": write,
-                 "cache_read_input_tokens": read}
+        text, stop = self._reply(
+            "\n".join(t for _, t, _ in blocks), body, body.get("stop_sequences") or [], body["max_tokens"]
+        )
+        usage = {
+            "input_tokens": plain,
+            "output_tokens": words(text),
+            "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read,
+        }
         self.usages.append(usage)
-        return {"id": f"msg_{len(self.bodies)}", "type": "message", "role": "assistant", "model": body["model"],
-                "content": [{"type": "text", "text": text}], "stop_reason": stop, "stop_sequence": None,
-                "usage": usage}
+        return {
+            "id": f"msg_{len(self.bodies)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage,
+        }
 
     def converse(self, body: dict[str, Any]) -> dict[str, Any]:
         blocks: list[tuple[str, str, bool]] = []
@@ -127,13 +143,23 @@ class FakeHostedServer:
             add(message["role"], message["content"])
         plain, write, read = self._billed(blocks)
         config = body.get("inferenceConfig") or {}
-        text, stop = self._reply("\n".join(t for _, t, _ in blocks), body, config.get("stopSequences") or [],
-                                 config.get("maxTokens") or 4096)
-        usage = {"inputTokens": plain, "outputTokens": words(text), "totalTokens": plain + read + write + words(text),
-                 "cacheReadInputTokens": read, "cacheWriteInputTokens": write}
+        text, stop = self._reply(
+            "\n".join(t for _, t, _ in blocks), body, config.get("stopSequences") or [], config.get("maxTokens") or 4096
+        )
+        usage = {
+            "inputTokens": plain,
+            "outputTokens": words(text),
+            "totalTokens": plain + read + write + words(text),
+            "cacheReadInputTokens": read,
+            "cacheWriteInputTokens": write,
+        }
         self.usages.append(usage)
-        return {"output": {"message": {"role": "assistant", "content": [{"text": text}]}}, "stopReason": stop,
-                "usage": usage, "metrics": {"latencyMs": 1}}
+        return {
+            "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+            "stopReason": stop,
+            "usage": usage,
+            "metrics": {"latencyMs": 1},
+        }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -171,8 +197,16 @@ class FakeHostedServer:
                         kind = BEDROCK_ERRORS.get(fault, "InternalServerException")
                         self._send(fault, {"message": f"injected {fault}"}, {"x-amzn-ErrorType": kind})
                     else:
-                        self._send(fault, {"type": "error", "error": {"type": ANTHROPIC_ERRORS.get(fault, "api_error"),
-                                                                      "message": f"injected {fault}"}})
+                        self._send(
+                            fault,
+                            {
+                                "type": "error",
+                                "error": {
+                                    "type": ANTHROPIC_ERRORS.get(fault, "api_error"),
+                                    "message": f"injected {fault}",
+                                },
+                            },
+                        )
                     return
                 if bedrock and path.endswith("/converse"):
                     self._send(200, server.converse(body))

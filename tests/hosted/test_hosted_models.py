@@ -21,19 +21,32 @@ def sent(server: FakeHostedServer, vendor: str) -> dict[str, Any]:
     """The last request's settings, read back from either wire format."""
     body = server.bodies[-1]
     if vendor == "anthropic":
-        return {"system": [b["text"] for b in body.get("system") or []], "stop": body.get("stop_sequences"),
-                "temperature": body.get("temperature"), "max_tokens": body["max_tokens"]}
+        return {
+            "system": [b["text"] for b in body.get("system") or []],
+            "stop": body.get("stop_sequences"),
+            "temperature": body.get("temperature"),
+            "max_tokens": body["max_tokens"],
+        }
     config = body["inferenceConfig"]
-    return {"system": [b["text"] for b in body.get("system") or [] if "text" in b], "stop": config.get("stopSequences"),
-            "temperature": config.get("temperature"), "max_tokens": config["maxTokens"]}
+    return {
+        "system": [b["text"] for b in body.get("system") or [] if "text" in b],
+        "stop": config.get("stopSequences"),
+        "temperature": config.get("temperature"),
+        "max_tokens": config["maxTokens"],
+    }
 
 
-def test_the_system_prompt_stops_temperature_and_max_tokens_reach_the_api(make_model: MakeModel,
-                                                                          server: FakeHostedServer, vendor: str):
+def test_the_system_prompt_stops_temperature_and_max_tokens_reach_the_api(
+    make_model: MakeModel, server: FakeHostedServer, vendor: str
+):
     server.responder = lambda prompt, body: "unstack a Observation: invented"
     reply = make_model().generate(CHAT, temperature=0.7, max_tokens=40, stop=["Observation:", "\n"])[0]
-    assert sent(server, vendor) == {"system": ["You plan moves of blocks."], "stop": ["Observation:"],
-                                    "temperature": 0.7, "max_tokens": 40}
+    assert sent(server, vendor) == {
+        "system": ["You plan moves of blocks."],
+        "stop": ["Observation:"],
+        "temperature": 0.7,
+        "max_tokens": 40,
+    }
     assert reply.text == "unstack a " and reply.finish_reason == "stop"
 
 
@@ -42,8 +55,7 @@ def test_a_whitespace_stop_the_apis_refuse_is_applied_to_the_reply(make_model: M
     assert make_model().generate(CHAT, stop=["\n"])[0].text == "pick up a"
 
 
-def test_throttling_and_server_errors_are_retried_by_lits_not_the_sdk(make_model: MakeModel,
-                                                                      server: FakeHostedServer):
+def test_throttling_and_server_errors_are_retried_by_lits_not_the_sdk(make_model: MakeModel, server: FakeHostedServer):
     model = make_model()
     server.faults.extend([429, 503, 500])
     assert model.generate(CHAT)[0].text == "ok"
@@ -68,8 +80,7 @@ def test_a_refused_request_fails_at_once_in_one_line(make_model: MakeModel, serv
     assert "answered 400" in str(refused.value) and "\n" not in str(refused.value)
 
 
-def test_the_attempt_cap_ends_a_call_to_a_server_that_keeps_throttling(make_model: MakeModel,
-                                                                       server: FakeHostedServer):
+def test_the_attempt_cap_ends_a_call_to_a_server_that_keeps_throttling(make_model: MakeModel, server: FakeHostedServer):
     server.faults.extend([429] * 5)
     with pytest.raises(ModelError) as failed:
         make_model(max_attempts=3).generate(CHAT)
@@ -77,9 +88,9 @@ def test_the_attempt_cap_ends_a_call_to_a_server_that_keeps_throttling(make_mode
     assert "answered 429 after 3 attempts" in str(failed.value)
 
 
-def test_the_system_text_is_marked_for_the_prompt_cache_and_a_lone_turn_is_not(make_model: MakeModel,
-                                                                                server: FakeHostedServer,
-                                                                                vendor: str):
+def test_the_system_text_is_marked_for_the_prompt_cache_and_a_lone_turn_is_not(
+    make_model: MakeModel, server: FakeHostedServer, vendor: str
+):
     make_model().generate(CHAT)
     body = server.bodies[-1]
     if vendor == "anthropic":
@@ -90,12 +101,15 @@ def test_the_system_text_is_marked_for_the_prompt_cache_and_a_lone_turn_is_not(m
         assert all("cachePoint" not in block for m in body["messages"] for block in m["content"])
 
 
-def test_a_growing_conversation_marks_its_last_reply_and_the_next_step_reads_it(make_model: MakeModel,
-                                                                                        server: FakeHostedServer):
+def test_a_growing_conversation_marks_its_last_reply_and_the_next_step_reads_it(
+    make_model: MakeModel, server: FakeHostedServer
+):
     model = make_model()
     steps = [*CHAT, {"role": "assistant", "content": "Action: look"}, {"role": "user", "content": "Observation: x y"}]
     model.generate(steps)
-    model.generate([*steps, {"role": "assistant", "content": "Action: act"}, {"role": "user", "content": "Observation: z"}])
+    model.generate(
+        [*steps, {"role": "assistant", "content": "Action: act"}, {"role": "user", "content": "Observation: z"}]
+    )
     first, second = server.usages
     assert cache_fields(first) == (0, 11)  # system (5 words) and the turns up to the reply "Action: look" (6)
     assert cache_fields(second) == (11, 5)  # that prefix read back; up to the new reply "Action: act" written
@@ -119,8 +133,10 @@ def test_cache_writes_and_reads_are_logged_and_priced_to_the_cent(make_model: Ma
     model = make_model()
     with collecting(InferenceLog()) as log:
         for question in ("a", "b"):
-            model.generate([{"role": "system", "content": system},
-                            {"role": "user", "content": " ".join([question] * 1000)}], max_tokens=600)
+            model.generate(
+                [{"role": "system", "content": system}, {"role": "user", "content": " ".join([question] * 1000)}],
+                max_tokens=600,
+            )
     first, second = log.records
     assert (first.tokens_in, first.tokens_cache_write, first.tokens_cached) == (21000, 20000, 0)
     assert (second.tokens_in, second.tokens_cache_write, second.tokens_cached) == (21000, 0, 20000)
@@ -145,8 +161,9 @@ def test_what_the_backend_cannot_do_is_declared_and_asks_nothing(make_model: Mak
     assert server.bodies == []
 
 
-def test_a_policy_that_must_rank_by_likelihood_refuses_the_model_before_any_call(make_model: MakeModel,
-                                                                                 server: FakeHostedServer):
+def test_a_policy_that_must_rank_by_likelihood_refuses_the_model_before_any_call(
+    make_model: MakeModel, server: FakeHostedServer
+):
     from lits.components.policy.env_grounded import EnvGroundedPolicy
 
     with pytest.raises(ValueError, match=r"^strategy=rank ranks actions by log-likelihood, which model .* cannot"):
@@ -158,8 +175,7 @@ def test_n_samples_are_n_requests(make_model: MakeModel, server: FakeHostedServe
     assert len(make_model().generate(CHAT, n=3, temperature=1.0)) == 3 and len(server.bodies) == 3
 
 
-def test_a_model_pickles_without_its_credentials_and_works_rebuilt(make_model: MakeModel,
-                                                                  server: FakeHostedServer):
+def test_a_model_pickles_without_its_credentials_and_works_rebuilt(make_model: MakeModel, server: FakeHostedServer):
     model = make_model()
     model.sampling = {"temperature": 0.2}
     data = pickle.dumps(model)

@@ -49,10 +49,27 @@ def test_lits_plugins_lists_the_hosted_backends(lits_hosted_cmd: Run):
 
 @pytest.mark.parametrize("vendor", ["bedrock", "anthropic"])
 def test_blocksworld_mcts_runs_through_the_hosted_backend_and_writes_no_secret(
-        lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer, tmp_path: Path, vendor: str):
-    result = lits_hosted_cmd("search", "--model", SPECS[vendor], "--base-url", blocksworld_server.base_url,
-                             "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "2",
-                             "--search-arg", "n_iterations=3", "--concurrency", "2", "--save-dir", "run")
+    lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer, tmp_path: Path, vendor: str
+):
+    result = lits_hosted_cmd(
+        "search",
+        "--model",
+        SPECS[vendor],
+        "--base-url",
+        blocksworld_server.base_url,
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2",
+        "--limit",
+        "2",
+        "--search-arg",
+        "n_iterations=3",
+        "--concurrency",
+        "2",
+        "--save-dir",
+        "run",
+    )
     assert result.returncode == 0, result.stderr
     run = tmp_path / "run"
     assert sorted(p.name for p in (run / "results").iterdir()) == ["0.json", "1.json"]
@@ -67,10 +84,25 @@ def test_blocksworld_mcts_runs_through_the_hosted_backend_and_writes_no_secret(
 
 
 def test_resuming_a_finished_run_rebuilds_the_model_from_its_config_and_pays_for_nothing(
-        lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer):
-    args = ["search", "--model", SPECS["bedrock"], "--base-url", blocksworld_server.base_url, "--dataset",
-            "blocksworld", "--dataset-arg", "steps=2", "--limit", "1", "--search-arg", "n_iterations=2",
-            "--save-dir", "run"]
+    lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer
+):
+    args = [
+        "search",
+        "--model",
+        SPECS["bedrock"],
+        "--base-url",
+        blocksworld_server.base_url,
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2",
+        "--limit",
+        "1",
+        "--search-arg",
+        "n_iterations=2",
+        "--save-dir",
+        "run",
+    ]
     assert lits_hosted_cmd(*args).returncode == 0
     paid = len(blocksworld_server.bodies)
     again = lits_hosted_cmd("search", "--save-dir", "run", "--resume")
@@ -80,10 +112,22 @@ def test_resuming_a_finished_run_rebuilds_the_model_from_its_config_and_pays_for
 
 @pytest.mark.parametrize("vendor", ["bedrock", "anthropic"])
 def test_a_mapeval_sql_react_chain_calls_tools_and_reads_its_history_from_the_cache(
-        lits_hosted_cmd: Run, tmp_path: Path, vendor: str):
+    lits_hosted_cmd: Run, tmp_path: Path, vendor: str
+):
     with FakeHostedServer(sql_agent) as server:
-        result = lits_hosted_cmd("chain", "--model", SPECS[vendor], "--base-url", server.base_url,
-                                 "--dataset", "mapeval-sql", "--limit", "1", "--save-dir", "run")
+        result = lits_hosted_cmd(
+            "chain",
+            "--model",
+            SPECS[vendor],
+            "--base-url",
+            server.base_url,
+            "--dataset",
+            "mapeval-sql",
+            "--limit",
+            "1",
+            "--save-dir",
+            "run",
+        )
     assert result.returncode == 0, result.stderr
     run = tmp_path / "run"
     steps = json.loads((run / "results" / "0.json").read_text())["final_state"]["steps"]
@@ -95,18 +139,37 @@ def test_a_mapeval_sql_react_chain_calls_tools_and_reads_its_history_from_the_ca
     assert not any(secret in run_files_text(run) for secret in SECRETS)
 
 
-def test_each_component_may_use_another_hosted_backend(lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer,
-                                                        tmp_path: Path):
-    result = lits_hosted_cmd("search", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "1",
-                             "--search-arg", "n_iterations=2", "--save-dir", "run",
-                             "--policy-model", SPECS["bedrock"], "--policy-base-url", blocksworld_server.base_url,
-                             "--eval-model", SPECS["anthropic"], "--eval-base-url", blocksworld_server.base_url,
-                             "--transition-model", SPECS["bedrock"],
-                             "--transition-base-url", blocksworld_server.base_url)
+def test_each_component_may_use_another_hosted_backend(
+    lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer, tmp_path: Path
+):
+    result = lits_hosted_cmd(
+        "search",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2",
+        "--limit",
+        "1",
+        "--search-arg",
+        "n_iterations=2",
+        "--save-dir",
+        "run",
+        "--policy-model",
+        SPECS["bedrock"],
+        "--policy-base-url",
+        blocksworld_server.base_url,
+        "--eval-model",
+        SPECS["anthropic"],
+        "--eval-base-url",
+        blocksworld_server.base_url,
+        "--transition-model",
+        SPECS["bedrock"],
+        "--transition-base-url",
+        blocksworld_server.base_url,
+    )
     assert result.returncode == 0, result.stderr
     paths = set(blocksworld_server.paths)
     assert "/v1/messages" in paths and any(p.endswith("/converse") for p in paths)
-
 
 
 @pytest.fixture(scope="module")
@@ -128,25 +191,59 @@ def ray_with_credentials(vendor_credentials_for_ray: None) -> Iterator[None]:
 
 
 def test_a_ray_run_builds_the_hosted_model_in_its_workers_and_writes_no_secret(
-        ray_with_credentials: None, blocksworld_server: FakeHostedServer, tmp_path: Path, capsys):
+    ray_with_credentials: None, blocksworld_server: FakeHostedServer, tmp_path: Path, capsys
+):
     from lits.cli.main import main
 
     save = tmp_path / "run"
-    code = main(["search", "--model", SPECS["bedrock"], "--base-url", blocksworld_server.base_url, "--dataset",
-                 "blocksworld", "--dataset-arg", "steps=2", "--limit", "2", "--search-arg", "n_iterations=2",
-                 "--executor", "ray", "--save-dir", str(save)])
+    code = main(
+        [
+            "search",
+            "--model",
+            SPECS["bedrock"],
+            "--base-url",
+            blocksworld_server.base_url,
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2",
+            "--limit",
+            "2",
+            "--search-arg",
+            "n_iterations=2",
+            "--executor",
+            "ray",
+            "--save-dir",
+            str(save),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     assert sorted(p.name for p in (save / "results").iterdir()) == ["0.json", "1.json"]
     assert blocksworld_server.bodies and all(p.endswith("/converse") for p in blocksworld_server.paths)
     assert not any(secret in run_files_text(save) for secret in SECRETS)
 
 
-def test_lits_compare_reports_the_cost_per_instance_of_a_priced_run(lits_hosted_cmd: Run,
-                                                                      blocksworld_server: FakeHostedServer,
-                                                                      tmp_path: Path):
-    assert lits_hosted_cmd("chain", "--model", SPECS["bedrock"], "--base-url", blocksworld_server.base_url,
-                           "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "2",
-                           "--save-dir", "run").returncode == 0
+def test_lits_compare_reports_the_cost_per_instance_of_a_priced_run(
+    lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer, tmp_path: Path
+):
+    assert (
+        lits_hosted_cmd(
+            "chain",
+            "--model",
+            SPECS["bedrock"],
+            "--base-url",
+            blocksworld_server.base_url,
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2",
+            "--limit",
+            "2",
+            "--save-dir",
+            "run",
+        ).returncode
+        == 0
+    )
     cost = json.loads((tmp_path / "run" / "eval_results.json").read_text())["inference"]["cost"]
     table = lits_hosted_cmd("compare", "run")
     assert table.returncode == 0, table.stderr

@@ -26,8 +26,15 @@ def completion_model(server: FakeOpenAIServer) -> OpenAICompatibleModel:
     return OpenAICompatibleModel("fake", server.base_url, api_key="k", api="completion", retry_base_wait=0.01)
 
 
-QUICK: dict[str, Any] = {"api_key": "test-key-123456", "retry_base_wait": 0.01, "retry_max_wait": 0.05,
-                         "connect_timeout": 1.0, "read_timeout": 0.4, "call_budget": 30.0, "hedge_share": 0.0}
+QUICK: dict[str, Any] = {
+    "api_key": "test-key-123456",
+    "retry_base_wait": 0.01,
+    "retry_max_wait": 0.05,
+    "connect_timeout": 1.0,
+    "read_timeout": 0.4,
+    "call_budget": 30.0,
+    "hedge_share": 0.0,
+}
 """Backoff and timeouts small enough for tests; the budget still bounds every call.  No hedged copies:
 these tests count a retry per fault (``test_hedging.py`` turns copies on)."""
 

@@ -32,21 +32,24 @@ def log() -> Iterator[InferenceLog]:
 
 
 def billed_cost(server: FakeOpenAIServer) -> float:
-    return (server.billed_prompt_tokens * PRICES["price_in"] + server.billed_completion_tokens * PRICES["price_out"]) / 1e6
+    return (
+        server.billed_prompt_tokens * PRICES["price_in"] + server.billed_completion_tokens * PRICES["price_out"]
+    ) / 1e6
 
 
-def assert_totals_are_what_the_server_billed(log: InferenceLog, model: OpenAICompatibleModel,
-                                             server: FakeOpenAIServer) -> None:
+def assert_totals_are_what_the_server_billed(
+    log: InferenceLog, model: OpenAICompatibleModel, server: FakeOpenAIServer
+) -> None:
     totals = log.summary()
-    assert (totals["tokens_in"], totals["tokens_out"]) == (server.billed_prompt_tokens,
-                                                           server.billed_completion_tokens)
+    assert (totals["tokens_in"], totals["tokens_out"]) == (server.billed_prompt_tokens, server.billed_completion_tokens)
     assert totals["cost"] == pytest.approx(billed_cost(server), abs=1e-6)
     assert model.fault_stats()["server_requests"] == server.answered
 
 
 def test_a_slow_reply_that_a_hedged_copy_beat_is_still_in_every_cost_figure(upstream, quick_model, log):
-    model = quick_model(upstream.base_url, hedge_share=1.0, read_timeout=30.0, patience_floor=10.0,
-                        concurrency=2, **PRICES)
+    model = quick_model(
+        upstream.base_url, hedge_share=1.0, read_timeout=30.0, patience_floor=10.0, concurrency=2, **PRICES
+    )
     for i in range(HEDGE_WARMUP + 4):
         model.complete(f"warm up {i}")
     upstream.hold_next()  # the next request is slow: its copy answers first and it is cut short
@@ -130,11 +133,25 @@ def test_a_copy_that_cannot_be_cut_short_is_counted_as_abandoned_when_the_call_r
 
 
 def test_the_summary_shows_the_server_requests_and_the_replies_no_call_used():
-    summary = {"instances": 1, "solved": 1, "accuracy": 1.0, "mean_progress": 1.0, "optimal_plans": 1,
-               "seconds_per_instance": 1.0,
-               "inference": {"calls": 10, "cache_hits": 0, "tokens_in": 120, "tokens_out": 30, "seconds": 1.0,
-                             "cost": 0.5, "unused_replies": 2, "estimated_replies": 1},
-               "faults": {"retries": 1, "seconds_lost": 0.1, "failed_calls": 0, "server_requests": 12}}
+    summary = {
+        "instances": 1,
+        "solved": 1,
+        "accuracy": 1.0,
+        "mean_progress": 1.0,
+        "optimal_plans": 1,
+        "seconds_per_instance": 1.0,
+        "inference": {
+            "calls": 10,
+            "cache_hits": 0,
+            "tokens_in": 120,
+            "tokens_out": 30,
+            "seconds": 1.0,
+            "cost": 0.5,
+            "unused_replies": 2,
+            "estimated_replies": 1,
+        },
+        "faults": {"retries": 1, "seconds_lost": 0.1, "failed_calls": 0, "server_requests": 12},
+    }
     table = format_table(summary)  # type: ignore[arg-type]
     assert re.search(r"^server requests +12 for 10 calls$", table, re.M)
     assert "120 / 30 (with 2 replies the server billed and no call used, 1 of them estimated)" in table
@@ -143,7 +160,17 @@ def test_the_summary_shows_the_server_requests_and_the_replies_no_call_used():
 def test_the_run_page_counts_an_unused_reply_in_tokens_and_cost_but_not_as_a_call():
     from lits.view.calls import totals
 
-    calls = [{"kind": "generate", "tokens_in": 3, "tokens_out": 1, "seconds": 0.5, "cost": 0.2},
-             {"kind": "unused", "tokens_in": 3, "tokens_out": 1, "seconds": 0.0, "cost": 0.2, "estimated": True}]
-    assert totals(calls) == {"calls": 1, "cache_hits": 0, "tokens_in": 6, "tokens_out": 2, "seconds": 0.5,
-                             "cost": 0.4, "requests": 1, "queued_seconds": 0.0}  # the unused reply is no request
+    calls = [
+        {"kind": "generate", "tokens_in": 3, "tokens_out": 1, "seconds": 0.5, "cost": 0.2},
+        {"kind": "unused", "tokens_in": 3, "tokens_out": 1, "seconds": 0.0, "cost": 0.2, "estimated": True},
+    ]
+    assert totals(calls) == {
+        "calls": 1,
+        "cache_hits": 0,
+        "tokens_in": 6,
+        "tokens_out": 2,
+        "seconds": 0.5,
+        "cost": 0.4,
+        "requests": 1,
+        "queued_seconds": 0.0,
+    }  # the unused reply is no request

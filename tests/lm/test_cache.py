@@ -77,9 +77,10 @@ def test_identical_requests_in_flight_together_are_paid_once(tmp_path):
 def test_the_keys_of_several_samples_are_those_of_each_sample_alone():
     from lits.lm.cache import generate_keys, request_key
 
-    payload = {"prompt": [{"role": "user", "content": "Ünïcode \"quoted\" text"}], "params": {"temperature": 0.7}}
+    payload = {"prompt": [{"role": "user", "content": 'Ünïcode "quoted" text'}], "params": {"temperature": 0.7}}
     assert generate_keys("m", payload["params"], payload["prompt"], 12) == [
-        request_key("m", "generate", {**payload, "sample": i}) for i in range(12)]
+        request_key("m", "generate", {**payload, "sample": i}) for i in range(12)
+    ]
 
 
 def test_many_answers_are_stored_at_once_and_read_back(tmp_path):
@@ -96,10 +97,12 @@ def test_answers_of_a_process_killed_before_its_commit_are_stored_by_the_next_op
     import sys
 
     path = tmp_path / "c.sqlite"
-    script = ("import os, signal, sys\nfrom lits.lm.cache import ResponseCache\n"
-              "cache = ResponseCache(sys.argv[1])\ncache.put('a', {'text': '1'})\n"
-              "cache.put_many([('b', {'text': '2'}), ('c', {'text': '3'})])\n"
-              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    script = (
+        "import os, signal, sys\nfrom lits.lm.cache import ResponseCache\n"
+        "cache = ResponseCache(sys.argv[1])\ncache.put('a', {'text': '1'})\n"
+        "cache.put_many([('b', {'text': '2'}), ('c', {'text': '3'})])\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
     killed = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True)
     assert killed.returncode == -9, killed.stderr
     assert list(tmp_path.glob("c.sqlite.pending-*"))  # the answers were never committed
@@ -133,45 +136,57 @@ def test_keys_are_those_of_sorted_key_json_so_existing_caches_still_hit():
 
     every_char = "".join(chr(c) for c in range(0x3000) if not 0xD800 <= c <= 0xDFFF) + "😀\U0010ffff"
     prompts: list[object] = [
-        "plain text\nwith \"quotes\", \\backslashes\\ and\ttabs\x00\x1f\x7f",
+        'plain text\nwith "quotes", \\backslashes\\ and\ttabs\x00\x1f\x7f',
         every_char,
         [{"role": "system", "content": every_char}, {"role": "user", "content": "é", "name": "x"}],
         [{"b": "two keys", "a": "not a message"}, {"content": "é", "role": 1}],
-        [], {}, [{}], ("a", 1, 2.5, None, True), {"b": [1.0, float("nan")], "a": {"z": "y"}},
-        {2: "int keys", 10: "sort as numbers"}, object.__new__(type("Opaque", (), {"__str__": lambda self: "opaque"})),
+        [],
+        {},
+        [{}],
+        ("a", 1, 2.5, None, True),
+        {"b": [1.0, float("nan")], "a": {"z": "y"}},
+        {2: "int keys", 10: "sort as numbers"},
+        object.__new__(type("Opaque", (), {"__str__": lambda self: "opaque"})),
     ]
     params = {"n": 3, "temperature": 0.8, "stop": ("\n",), "reply_lines": (("Yes", "No"),), "seed": None}
     for prompt in prompts:
         payload = {"prompt": prompt, "params": params}
         assert request_key("m", "generate", {**payload, "sample": 1}) == _reference_key(
-            "m", "generate", {**payload, "sample": 1})
+            "m", "generate", {**payload, "sample": 1}
+        )
         assert generate_keys("m", params, prompt, 3) == [
-            _reference_key("m", "generate", {**payload, "sample": i}) for i in range(3)]
-
+            _reference_key("m", "generate", {**payload, "sample": i}) for i in range(3)
+        ]
 
 
 def test_keys_of_requests_that_repeat_messages_stay_those_of_sorted_key_json(monkeypatch):
     from lits.lm import cache
 
     monkeypatch.setattr(cache, "MESSAGE_CACHE_BYTES", 160)  # holds one of the two repeated messages
-    system = {"role": "system", "content": "Blocks rest on a table. \"Quoted\", ünïcode, \n lines. " * 2}
+    system = {"role": "system", "content": 'Blocks rest on a table. "Quoted", ünïcode, \n lines. ' * 2}
     for turn in range(8):
         prompt = [system, {"role": "user", "content": "same example"}, {"role": "user", "content": f"state {turn}"}]
         payload = {"prompt": prompt, "params": {"n": 2}}
         assert cache.generate_keys("m", payload["params"], prompt, 2) == [
-            _reference_key("m", "generate", {**payload, "sample": i}) for i in range(2)]
+            _reference_key("m", "generate", {**payload, "sample": i}) for i in range(2)
+        ]
     assert 0 < cache._MESSAGE_BYTES <= 160
+
 
 def test_a_models_keys_encode_its_parameters_as_the_sorted_key_json_of_them():
     from lits.lm.base import GenerationParams, _key_body
 
     model = ScriptedModel()
-    every = [GenerationParams(n=2, temperature=0.7, stop=("\n",), reply_lines=(("Yes", "Nö"),)),
-             GenerationParams(n=2, temperature=1.0), GenerationParams(n=2, temperature=1)]  # equal, not the same JSON
+    every = [
+        GenerationParams(n=2, temperature=0.7, stop=("\n",), reply_lines=(("Yes", "Nö"),)),
+        GenerationParams(n=2, temperature=1.0),
+        GenerationParams(n=2, temperature=1),
+    ]  # equal, not the same JSON
     for params in every * 2:  # the second time from the encoded parameters kept by the first
-        assert model._sample_keys("prompt", params) == [_reference_key(
-            model.identity(), "generate", {"prompt": "prompt", "params": _key_body(params), "sample": i})
-            for i in range(2)]
+        assert model._sample_keys("prompt", params) == [
+            _reference_key(model.identity(), "generate", {"prompt": "prompt", "params": _key_body(params), "sample": i})
+            for i in range(2)
+        ]
 
 
 def test_several_keys_are_read_at_once_from_stored_and_pending_answers_in_their_order(tmp_path):

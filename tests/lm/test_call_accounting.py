@@ -89,14 +89,18 @@ def test_a_call_that_queues_for_a_slot_records_the_wait_apart_from_model_time(lo
 
 
 def test_llama_cpp_timings_give_the_cached_tokens_and_server_seconds():
-    body = {"usage": {"prompt_tokens": 300, "completion_tokens": 5},
-            "timings": {"cache_n": 256, "prompt_n": 44, "prompt_ms": 120.0, "predicted_ms": 80.0}}
+    body = {
+        "usage": {"prompt_tokens": 300, "completion_tokens": 5},
+        "timings": {"cache_n": 256, "prompt_n": 44, "prompt_ms": 120.0, "predicted_ms": 80.0},
+    }
     assert reported_usage(body) == (256, pytest.approx(0.2))
 
 
 def test_openai_usage_details_win_over_timings():
-    body = {"usage": {"prompt_tokens": 300, "prompt_tokens_details": {"cached_tokens": 288}},
-            "timings": {"cache_n": 256}}
+    body = {
+        "usage": {"prompt_tokens": 300, "prompt_tokens_details": {"cached_tokens": 288}},
+        "timings": {"cache_n": 256},
+    }
     assert reported_usage(body) == (288, None)
 
 
@@ -112,20 +116,50 @@ def test_a_server_that_reports_no_cache_leaves_the_cached_tokens_unknown(log):
 def test_the_log_line_holds_the_new_fields_only_when_known(tmp_path: Path):
     log = InferenceLog(tmp_path / "inference.jsonl")
     log.add(InferenceRecord("m", "generate", tokens_in=5, tokens_out=1, seconds=0.5))
-    log.add(InferenceRecord("m", "generate", tokens_in=5, tokens_out=1, seconds=0.5, requests=3, tokens_cached=0,
-                            server_seconds=0.25, queued_seconds=1.5))
+    log.add(
+        InferenceRecord(
+            "m",
+            "generate",
+            tokens_in=5,
+            tokens_out=1,
+            seconds=0.5,
+            requests=3,
+            tokens_cached=0,
+            server_seconds=0.25,
+            queued_seconds=1.5,
+        )
+    )
     log.close()
     plain, full = (json.loads(line) for line in (tmp_path / "inference.jsonl").read_text().splitlines())
     assert not {"requests", "tokens_cached", "server_seconds", "queued_seconds"} & set(plain)
-    assert (full["requests"], full["tokens_cached"], full["server_seconds"], full["queued_seconds"]) == (3, 0, 0.25, 1.5)
+    assert (full["requests"], full["tokens_cached"], full["server_seconds"], full["queued_seconds"]) == (
+        3,
+        0,
+        0.25,
+        1.5,
+    )
     again = InferenceLog.read(tmp_path / "inference.jsonl").summary()
     assert (again["requests"], again["tokens_cached"], again["queued_seconds"]) == (4, 0, 1.5)
 
 
 def test_an_old_log_line_reads_as_one_request_with_an_unreported_cache(tmp_path: Path):
     path = tmp_path / "inference.jsonl"
-    path.write_text(json.dumps({"model": "m", "kind": "generate", "tokens_in": 7, "tokens_out": 2, "seconds": 0.3,
-                                "cost": 0.0, "cached": False, "time": 1.0, "context": {}}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "model": "m",
+                "kind": "generate",
+                "tokens_in": 7,
+                "tokens_out": 2,
+                "seconds": 0.3,
+                "cost": 0.0,
+                "cached": False,
+                "time": 1.0,
+                "context": {},
+            }
+        )
+        + "\n"
+    )
     totals = InferenceLog.read(path).summary()
     assert totals["requests"] == 1 and totals["queued_seconds"] == 0 and "tokens_cached" not in totals
 

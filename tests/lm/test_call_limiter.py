@@ -18,11 +18,13 @@ def _queue_behind_a_held_slot(limiter: CallLimiter, instances: list, rounds: tup
     threads = []
     with limiter:  # hold the only slot while the others queue up
         for k, instance in enumerate(instances):
+
             def wait(tag=instance, made=rounds[k] if rounds else 0) -> None:
                 start_round_clock()[0] = made
                 with call_context(**({"instance": tag} if tag is not None else {})):
                     with limiter:
                         served.append(tag)
+
             thread = threading.Thread(target=wait)
             thread.start()
             threads.append(thread)

@@ -22,8 +22,10 @@ QuickModel = Callable[..., OpenAICompatibleModel]
 @pytest.fixture
 def fault_free(upstream: FakeOpenAIServer, quick_model: QuickModel) -> dict[str, list[str]]:
     """What each API answers to PROMPTS with no proxy in between."""
-    return {api: [quick_model(upstream.base_url, api=api).complete(p).text for p in PROMPTS]
-            for api in ("chat", "completion")}
+    return {
+        api: [quick_model(upstream.base_url, api=api).complete(p).text for p in PROMPTS]
+        for api in ("chat", "completion")
+    }
 
 
 @pytest.fixture
@@ -34,8 +36,7 @@ def chaos(upstream: FakeOpenAIServer, request: pytest.FixtureRequest) -> Iterato
 
 
 @pytest.mark.parametrize("api", ["chat", "completion"])
-@pytest.mark.parametrize("chaos", [{kind: 0.4} for kind in FAULT_KINDS], indirect=True,
-                         ids=list(FAULT_KINDS))
+@pytest.mark.parametrize("chaos", [{kind: 0.4} for kind in FAULT_KINDS], indirect=True, ids=list(FAULT_KINDS))
 def test_each_fault_kind_alone_loses_no_completion(chaos, api, quick_model, fault_free):
     model = quick_model(chaos.base_url, api=api)
     assert [model.complete(p).text for p in PROMPTS] == fault_free[api]
@@ -115,8 +116,16 @@ def test_an_empty_reply_that_finished_is_an_answer_not_a_fault(quick_model):
 def test_a_fault_free_run_reports_no_fault_cost(upstream, quick_model):
     model = quick_model(upstream.base_url)
     model.complete("x")
-    assert model.fault_stats() == {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0, "server_requests": 1,
-                                   "queued_calls": 0, "queued_seconds": 0.0, "hedged_calls": 0, "hedges_won": 0}
+    assert model.fault_stats() == {
+        "retries": 0,
+        "seconds_lost": 0.0,
+        "failed_calls": 0,
+        "server_requests": 1,
+        "queued_calls": 0,
+        "queued_seconds": 0.0,
+        "hedged_calls": 0,
+        "hedges_won": 0,
+    }
 
 
 @pytest.mark.parametrize("chaos", [{"hang": 1.0}], indirect=True, ids=["always-hang"])
@@ -185,11 +194,11 @@ def test_a_refused_connection_before_any_answer_fails_within_the_connect_budget(
 
 # -- the transport on its own (httpx.MockTransport) ------------------------------
 
-def _client(
-    handler: Callable[[httpx.Request], httpx.Response], **policy: Any
-) -> tuple[httpx.Client, RetryTransport]:
-    transport = RetryTransport(httpx.MockTransport(handler),
-                               policy=RetryPolicy(base_wait=0.01, max_wait=0.02, **policy))
+
+def _client(handler: Callable[[httpx.Request], httpx.Response], **policy: Any) -> tuple[httpx.Client, RetryTransport]:
+    transport = RetryTransport(
+        httpx.MockTransport(handler), policy=RetryPolicy(base_wait=0.01, max_wait=0.02, **policy)
+    )
     return httpx.Client(transport=transport, base_url="http://model.test"), transport
 
 

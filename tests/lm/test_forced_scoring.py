@@ -11,8 +11,16 @@ from lits.lm.forced_scoring import forced_body, forced_logprob
 
 def reply(*tokens: tuple[str, float, list[int]]) -> dict[str, Any]:
     text = b"".join(bytes(b) for _, _, b in tokens).decode("utf-8", "replace")
-    return {"choices": [{"text": text, "logprobs": {"content": [
-        {"token": t, "logprob": lp, "bytes": b, "top_logprobs": []} for t, lp, b in tokens]}}]}
+    return {
+        "choices": [
+            {
+                "text": text,
+                "logprobs": {
+                    "content": [{"token": t, "logprob": lp, "bytes": b, "top_logprobs": []} for t, lp, b in tokens]
+                },
+            }
+        ]
+    }
 
 
 def test_the_end_of_generation_token_the_grammar_forces_last_is_not_counted() -> None:

@@ -67,8 +67,11 @@ def test_hedge_off_sends_no_copies_even_to_this_machine(model):
 @pytest.mark.parametrize("value", ["yes", "1", "loopback"])
 def test_a_bad_hedge_setting_in_the_environment_is_a_one_line_error(monkeypatch, value):
     monkeypatch.setenv("LITS_HEDGE", value)
-    with pytest.raises(ValueError, match=r"^\$LITS_HEDGE must be auto \(copies only to a server on this "
-                                         r"machine\), on or off, got") as info:
+    with pytest.raises(
+        ValueError,
+        match=r"^\$LITS_HEDGE must be auto \(copies only to a server on this "
+        r"machine\), on or off, got",
+    ) as info:
         hedge_mode_from_env()
     assert "\n" not in str(info.value)
 
@@ -76,19 +79,25 @@ def test_a_bad_hedge_setting_in_the_environment_is_a_one_line_error(monkeypatch,
 class LegalMoves(Policy):  # type: ignore[type-arg]
     """A policy that never calls its model (so its hosted backend is only built, never reached)."""
 
-    def _get_actions(self, state: Any, n_actions: int, temperature: float, query_idx: Any = None,
-                     **kwargs: Any) -> list[Any]:
+    def _get_actions(
+        self, state: Any, n_actions: int, temperature: float, query_idx: Any = None, **kwargs: Any
+    ) -> list[Any]:
         from lits_blocksworld.world import generate_actions
 
         return [EnvStep(action=EnvAction(move)) for move in generate_actions(state.env_state)[:n_actions]]
 
 
-def test_the_console_says_before_the_run_that_copies_go_to_a_hosted_server(model, monkeypatch, tmp_path: Path,
-                                                                             capsys):
+def test_the_console_says_before_the_run_that_copies_go_to_a_hosted_server(model, monkeypatch, tmp_path: Path, capsys):
     monkeypatch.setenv("LITS_HEDGE", "on")
     policy = LegalMoves(base_model=model(HOSTED), n_actions=2)
-    lits.search("blocksworld", policy=policy, model="scripted", limit=1, search_args={"n_iterations": 2},
-                save_dir=tmp_path / "run")
+    lits.search(
+        "blocksworld",
+        policy=policy,
+        model="scripted",
+        limit=1,
+        search_args={"n_iterations": 2},
+        save_dir=tmp_path / "run",
+    )
     err = capsys.readouterr().err
     started = err.index("lits: search blocksworld with")
     assert err.index("lits: hedged copies are on for https://api.example.invalid/v1") > started

@@ -171,8 +171,9 @@ def test_a_call_sent_before_anything_was_learned_is_hedged_once_replies_come_bac
     budget = HedgeBudget(1.0)
     budget.count_call()
     started = time.monotonic()
-    response, _ = hedged_send(send, httpx.Request("POST", "http://x/", content=b"{}"),
-                              lambda: learned[0] if learned else None, budget)
+    response, _ = hedged_send(
+        send, httpx.Request("POST", "http://x/", content=b"{}"), lambda: learned[0] if learned else None, budget
+    )
     assert response.content == b"ok" and time.monotonic() - started < 1.0
     assert budget.snapshot() == {"hedged_calls": 1, "hedges_won": 1}
 

@@ -107,9 +107,22 @@ def _start_server(log_dir: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     log = (log_dir / f"server-{port}.log").open("w")  # a file, not a pipe: chatter must never block it
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()), "--host", "127.0.0.1",
-         "--port", str(port), "--n_threads", str(os.cpu_count() or 2), *extra],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            str(os.cpu_count() or 2),
+            *extra,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + 90
@@ -157,18 +170,45 @@ def test_real_llama_cpp_server_scores_text_with_echo(scoring_server):
 
 def test_blocksworld_search_runs_through_the_real_llama_cpp_server(llama_server, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "lits", "search", "--dataset", "blocksworld", "--dataset-arg", "steps=2",
-         "--limit", "1", "--model", "gemma", "--base-url", llama_server, "--api", "chat",
-         "--search-arg", "n_iterations=2", "--search-arg", "max_depth=3", "--save-dir", str(tmp_path / "run")],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "lits",
+            "search",
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2",
+            "--limit",
+            "1",
+            "--model",
+            "gemma",
+            "--base-url",
+            llama_server,
+            "--api",
+            "chat",
+            "--search-arg",
+            "n_iterations=2",
+            "--search-arg",
+            "max_depth=3",
+            "--save-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     assert (Path(tmp_path) / "run" / "results" / "0.json").exists()
 
 
 def test_loading_the_embedded_model_prints_nothing():
-    done = subprocess.run([sys.executable, "-c", "from lits.lm.local import LocalLlamaModel; LocalLlamaModel()"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", "from lits.lm.local import LocalLlamaModel; LocalLlamaModel()"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stdout == "" and done.stderr == "", done.stderr
 
 

@@ -64,7 +64,9 @@ def test_a_malformed_structured_outputs_is_answered_400(held: object) -> None:
         assert _ask(srv, structured_outputs=held).status_code == 400
 
 
-@pytest.mark.parametrize("pattern", [r"(ab|cd)\n(e|f)", r"[x-z]+ \d", r"a?b*c{2}", r"(pick up the red block|say \"hi\")"])
+@pytest.mark.parametrize(
+    "pattern", [r"(ab|cd)\n(e|f)", r"[x-z]+ \d", r"a?b*c{2}", r"(pick up the red block|say \"hi\")"]
+)
 def test_the_string_made_for_a_regex_matches_it(pattern: str) -> None:
     import re
 

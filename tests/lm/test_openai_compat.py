@@ -131,8 +131,11 @@ def test_final_error_names_the_server_the_status_and_the_attempts(server):
     server.fail_next(503, times=10_000, retry_after="0")
     with pytest.raises(ModelError) as info:
         model.complete("x")
-    assert re.fullmatch(rf"model server {re.escape(server.base_url)} answered 503 after \d+ attempts: "
-                        r"injected failure 503", str(info.value))
+    assert re.fullmatch(
+        rf"model server {re.escape(server.base_url)} answered 503 after \d+ attempts: "
+        r"injected failure 503",
+        str(info.value),
+    )
 
 
 def test_unreachable_server_gives_a_one_line_error():

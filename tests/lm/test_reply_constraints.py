@@ -17,8 +17,9 @@ ACTIONS = [["pick up the red block", 'say "hi"', "put down the blue block"]]
 VERDICTS = [["1: Yes", "1: No"], ["2: Yes", "2: No"]]
 
 
-def _first_body(server: FakeOpenAIServer, lines: list[list[str]] | None,
-                constraints: str | None = None) -> dict[str, object]:
+def _first_body(
+    server: FakeOpenAIServer, lines: list[list[str]] | None, constraints: str | None = None
+) -> dict[str, object]:
     model = OpenAICompatibleModel("m", server.base_url, retry_base_wait=0.01, constraints=constraints)
     try:
         model.generate([{"role": "user", "content": "next?"}], reply_lines=lines)
@@ -64,8 +65,10 @@ def test_a_vllm_before_0_10_2_is_sent_the_guided_fields_it_knows() -> None:
     assert body["guided_regex"] == regex(reply_lines(VERDICTS)) and "structured_outputs" not in body
 
 
-@pytest.mark.parametrize(("setting", "field"), [("structured_outputs", "structured_outputs"), ("guided", "guided_choice"),
-                                                ("gbnf", "grammar")])
+@pytest.mark.parametrize(
+    ("setting", "field"),
+    [("structured_outputs", "structured_outputs"), ("guided", "guided_choice"), ("gbnf", "grammar")],
+)
 def test_the_constraints_setting_wins_over_what_the_server_says(setting: str, field: str) -> None:
     with FakeOpenAIServer(slots=1) as srv:
         assert field in _first_body(srv, ACTIONS, constraints=setting)
@@ -82,11 +85,14 @@ def test_an_unknown_constraints_setting_is_one_line() -> None:
         OpenAICompatibleModel("m", "http://127.0.0.1:9/v1", constraints="xgrammar")
 
 
-@pytest.mark.parametrize(("version", "setting", "field", "instead"), [
-    ("0.10.1", "structured_outputs", "structured_outputs", "constraints=guided"),
-    ("0.12.0", "guided", "guided_choice", "constraints=structured_outputs")])
-def test_a_server_refusing_the_constraint_field_is_told_in_one_line_naming_it(version, setting, field,
-                                                                              instead) -> None:
+@pytest.mark.parametrize(
+    ("version", "setting", "field", "instead"),
+    [
+        ("0.10.1", "structured_outputs", "structured_outputs", "constraints=guided"),
+        ("0.12.0", "guided", "guided_choice", "constraints=structured_outputs"),
+    ],
+)
+def test_a_server_refusing_the_constraint_field_is_told_in_one_line_naming_it(version, setting, field, instead) -> None:
     with FakeOpenAIServer(vllm=version, refuse_unknown=True) as srv:
         with pytest.raises(ServerRefused) as refused:
             _first_body(srv, ACTIONS, constraints=setting)
@@ -117,8 +123,11 @@ def test_a_free_text_request_carries_no_constraint() -> None:
 
 def test_the_grammar_quotes_every_alternative_literally() -> None:
     grammar = gbnf(reply_lines([["1: Yes", "1: No"], ['a "b" \\ c']]))
-    assert grammar.splitlines() == ['root ::= line0 "\\n" line1', 'line0 ::= "1: Yes" | "1: No"',
-                                    'line1 ::= "a \\"b\\" \\\\ c"']
+    assert grammar.splitlines() == [
+        'root ::= line0 "\\n" line1',
+        'line0 ::= "1: Yes" | "1: No"',
+        'line1 ::= "a \\"b\\" \\\\ c"',
+    ]
 
 
 def test_the_regular_expression_matches_exactly_the_allowed_replies() -> None:
@@ -142,7 +151,8 @@ def test_free_text_requests_keep_the_cache_keys_they_had_before_constraints_exis
     params = GenerationParams(temperature=0.5, max_tokens=9, stop=("\n",))
     old_body = {"temperature": 0.5, "max_tokens": 9, "stop": ("\n",), "top_logprobs": 0, "seed": None}
     assert model._key("generate", "p", params, 0) == request_key(
-        model.identity(), "generate", {"prompt": "p", "params": old_body, "sample": 0})
+        model.identity(), "generate", {"prompt": "p", "params": old_body, "sample": 0}
+    )
 
 
 def test_a_constrained_request_is_cached_apart_from_the_free_one() -> None:
@@ -161,8 +171,7 @@ def test_config_names_how_the_server_constrains_replies() -> None:
             model.close()
 
 
-@pytest.mark.parametrize(("server_says", "batches"), [({"owned_by": "me"}, False), ({"slots": 2}, False),
-                                                      ({}, True)])
+@pytest.mark.parametrize(("server_says", "batches"), [({"owned_by": "me"}, False), ({"slots": 2}, False), ({}, True)])
 def test_a_server_with_fixed_slots_is_known_to_answer_one_sample_per_request(server_says, batches) -> None:
     with FakeOpenAIServer(**server_says) as srv:
         model = OpenAICompatibleModel("m", srv.base_url)

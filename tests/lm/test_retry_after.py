@@ -33,8 +33,9 @@ def slept() -> list[float]:
 
 def transport(server: Server, slept: list[float], *, reply_time: float | None) -> RetryTransport:
     """A retry transport whose waits go to ``slept``, having seen replies that took ``reply_time`` s."""
-    made = RetryTransport(httpx.MockTransport(server), policy=RetryPolicy(base_wait=0.1, hedge_share=0.0),
-                          sleep=slept.append)
+    made = RetryTransport(
+        httpx.MockTransport(server), policy=RetryPolicy(base_wait=0.1, hedge_share=0.0), sleep=slept.append
+    )
     if reply_time is not None:
         for _ in range(HEDGE_WARMUP):
             made.patience.observe(KIND, reply_time)
@@ -76,7 +77,6 @@ def test_a_retry_after_shorter_than_the_allowance_is_what_is_waited(slept):
     assert slept == [0.3]
 
 
-
 @pytest.fixture
 def longest_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
     """Full jitter draws its longest wait, so a backoff's bound is what is recorded."""
@@ -85,8 +85,7 @@ def longest_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(random, "uniform", lambda low, high: high)
 
 
-def test_a_fault_at_a_fast_server_is_retried_after_a_few_of_its_replies_not_the_first_backoff(slept,
-                                                                                          longest_jitter):
+def test_a_fault_at_a_fast_server_is_retried_after_a_few_of_its_replies_not_the_first_backoff(slept, longest_jitter):
     made = transport(Server([500, 500, 500]), slept, reply_time=0.001)
     assert post(made) == 200
     assert slept == [0.004, 0.008, 0.016]

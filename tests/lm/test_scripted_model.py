@@ -13,7 +13,8 @@ def test_a_token_count_is_the_number_of_whitespace_separated_words():
     rng = random.Random(7)
     alphabet = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u2028ab."
     texts = ["", " ", "one", " two  words ", "é and ü"] + [
-        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(3000)
+    ]
     for text in texts:
         assert word_count(text) == len(text.split()), repr(text)
 
@@ -30,8 +31,10 @@ def test_samples_of_a_request_take_listed_actions_in_a_fixed_shuffle_of_hashes()
 def test_temperatures_that_compare_equal_but_print_differently_shuffle_by_their_printed_form():
     prompt = "Valid actions:\n" + "\n".join(f"action {i}" for i in range(8)) + "\n"
     for temperature in (1.0, 1, 1.0):
-        order = sorted((f"action {i}" for i in range(8)),
-                       key=lambda a: hashlib.sha256(f"{prompt}|{temperature}|{a}".encode()).hexdigest()[:8])
+        order = sorted(
+            (f"action {i}" for i in range(8)),
+            key=lambda a: hashlib.sha256(f"{prompt}|{temperature}|{a}".encode()).hexdigest()[:8],
+        )
         assert obedient_reply(prompt, GenerationParams(temperature=temperature), 0) == order[0]
 
 

@@ -46,8 +46,7 @@ def test_an_unreachable_server_is_probed_without_an_error() -> None:
 
 def test_calls_beyond_the_slots_wait_in_the_client_and_are_no_faults(one_slot_server: FakeOpenAIServer) -> None:
     # A read timeout shorter than eight queued requests take: sent at once, the later ones would time out.
-    model = OpenAICompatibleModel("m", one_slot_server.base_url, concurrency=8, read_timeout=0.6,
-                                  retry_base_wait=0.01)
+    model = OpenAICompatibleModel("m", one_slot_server.base_url, concurrency=8, read_timeout=0.6, retry_base_wait=0.01)
     try:
         replies = _ask_at_once(model, 8)
         stats = model.fault_stats()
@@ -60,9 +59,29 @@ def test_calls_beyond_the_slots_wait_in_the_client_and_are_no_faults(one_slot_se
 
 def test_config_records_the_servers_slots_and_where_they_came_from(one_slot_server, tmp_path: Path) -> None:
     env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "blocksworld", "--limit", "2",
-                           "--model", "m", "--base-url", one_slot_server.base_url, "--save-dir", "run"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lits",
+            "chain",
+            "--dataset",
+            "blocksworld",
+            "--limit",
+            "2",
+            "--model",
+            "m",
+            "--base-url",
+            one_slot_server.base_url,
+            "--save-dir",
+            "run",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     info = json.loads((tmp_path / "run" / "config.json").read_text())["model_info"]
     assert (info["server_slots"], info["server_slots_from"]) == (1, "the server's /props (total_slots)")
@@ -79,8 +98,9 @@ def test_a_server_too_busy_to_answer_at_once_is_asked_again_with_more_patience()
 def _short_then_long(srv: FakeOpenAIServer, long_latency: float, **settings: float) -> dict[str, float | int]:
     """A 20-token reply (it shows the server's pace), then one of up to 200 tokens that takes ``long_latency``;
     the model's fault counts."""
-    model = OpenAICompatibleModel("m", srv.base_url, read_timeout=1.0, retry_base_wait=0.01, hedge_share=0.0,
-                                  **settings)
+    model = OpenAICompatibleModel(
+        "m", srv.base_url, read_timeout=1.0, retry_base_wait=0.01, hedge_share=0.0, **settings
+    )
     try:
         model.complete("short", max_tokens=20)
         srv.latency = long_latency
@@ -145,7 +165,8 @@ def quick_probe(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_server_busy_with_another_request_is_waited_for_while_it_takes_connections(
-        busy_one_request_server, quick_probe) -> None:
+    busy_one_request_server, quick_probe
+) -> None:
     # The probe gave up after three tries (~48 s): the run recorded no slots and sent 16 calls at once into a
     # server that serves one.  Here it is freed only after five tries.
     srv, free = busy_one_request_server
@@ -161,7 +182,8 @@ def test_a_server_busy_with_another_request_is_waited_for_while_it_takes_connect
 
 
 def test_a_server_that_never_answers_the_probe_gets_one_call_at_a_time_and_one_line(
-        busy_one_request_server, quick_probe, monkeypatch: pytest.MonkeyPatch) -> None:
+    busy_one_request_server, quick_probe, monkeypatch: pytest.MonkeyPatch
+) -> None:
     srv, _ = busy_one_request_server
     monkeypatch.setattr(server_slots, "PROBE_LIMIT", 0.5)
     model = OpenAICompatibleModel("m", srv.base_url)

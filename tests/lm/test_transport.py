@@ -12,7 +12,7 @@ import pytest
 
 from lits.lm.http.lean_transport import Interrupt, LeanHTTPTransport
 
-OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\": 1} \n"
+OK = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok": 1} \n'
 
 #: What the server does with one accepted connection (it reads the requests itself).
 Handler = Callable[[socket.socket], None]
@@ -51,8 +51,9 @@ def read_request(conn: socket.socket) -> bool:
             return False
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
-    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length:")), 0)
+    length = next(
+        (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
+    )
     while len(body) < length:
         body += conn.recv(65536)
     return True
@@ -84,8 +85,11 @@ def serve() -> Iterator[Callable[[Handler], RawServer]]:
 
 
 def client(base_url: str, read: float = 5.0) -> httpx.Client:
-    return httpx.Client(base_url=base_url, transport=LeanHTTPTransport(httpx.HTTPTransport),
-                        timeout=httpx.Timeout(connect=2.0, read=read, write=read, pool=None))
+    return httpx.Client(
+        base_url=base_url,
+        transport=LeanHTTPTransport(httpx.HTTPTransport),
+        timeout=httpx.Timeout(connect=2.0, read=read, write=read, pool=None),
+    )
 
 
 def test_sequential_calls_share_one_kept_alive_connection(serve):
@@ -183,6 +187,7 @@ def test_an_interrupt_cuts_a_waiting_request_short_and_its_connection_is_not_reu
 
 def replying(*replies: bytes) -> Handler:
     """Answers each request on the connection with the next reply (closing after the last one)."""
+
     def handle(conn: socket.socket) -> None:
         for reply in replies:
             if not read_request(conn):
@@ -194,8 +199,10 @@ def replying(*replies: bytes) -> Handler:
 
 
 def test_a_chunked_reply_is_joined_and_its_connection_kept(serve):
-    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
-               b"4;ext=1\r\n{\"ok\r\n5\r\n\": 2}\r\n0\r\nTrailer: x\r\n\r\n")
+    chunked = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
+        b'4;ext=1\r\n{"ok\r\n5\r\n": 2}\r\n0\r\nTrailer: x\r\n\r\n'
+    )
     server = serve(replying(chunked, OK))
     with client(server.url) as http:
         assert http.post("/x", json={}).json() == {"ok": 2}
@@ -204,7 +211,7 @@ def test_a_chunked_reply_is_joined_and_its_connection_kept(serve):
 
 
 def test_interim_replies_are_skipped_and_a_reply_without_length_runs_to_the_close(serve):
-    server = serve(replying(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\nX-A:  spaced  \r\n\r\n{\"ok\": 3}"))
+    server = serve(replying(b'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\nX-A:  spaced  \r\n\r\n{"ok": 3}'))
     with client(server.url) as http:
         response = http.post("/x", json={})
     assert response.json() == {"ok": 3} and response.headers["x-a"] == "spaced"
@@ -218,11 +225,17 @@ def test_a_reply_that_says_close_is_not_reused_and_no_content_has_no_body(serve)
     assert server.connections == 2
 
 
-@pytest.mark.parametrize("reply", [b"garbage\r\n\r\n", b"HTTP/1.1 2x0 OK\r\n\r\n",
-                                   b"HTTP/1.1 200 OK\r\nContent-Length: many\r\n\r\n",
-                                   b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-                                   b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 101 + b"\r\n"],
-                         ids=["no-status", "bad-code", "bad-length", "bad-chunk", "too-many-headers"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"garbage\r\n\r\n",
+        b"HTTP/1.1 2x0 OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: many\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 101 + b"\r\n",
+    ],
+    ids=["no-status", "bad-code", "bad-length", "bad-chunk", "too-many-headers"],
+)
 def test_a_malformed_reply_is_a_remote_protocol_error(serve, reply):
     server = serve(replying(reply))
     with client(server.url) as http, pytest.raises(httpx.RemoteProtocolError):

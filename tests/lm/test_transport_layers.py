@@ -45,8 +45,9 @@ def test_the_hedging_layer_alone_answers_a_hung_request_with_its_copy():
 def test_a_call_retried_over_the_hedging_layer_counts_once_toward_the_hedge_share():
     statuses = [500, 503, 200]
     budget = HedgeBudget(0.0)
-    hedging = HedgedTransport(httpx.MockTransport(lambda request: httpx.Response(statuses.pop(0), json={})),
-                              budget, Patience(1.0, 4.0))
+    hedging = HedgedTransport(
+        httpx.MockTransport(lambda request: httpx.Response(statuses.pop(0), json={})), budget, Patience(1.0, 4.0)
+    )
     retry = RetryTransport(hedging, policy=RetryPolicy(base_wait=0.0), sleep=lambda seconds: None)
     with httpx.Client(transport=retry, base_url="http://model.test") as client:
         assert client.post("/").status_code == 200
@@ -66,8 +67,13 @@ def test_the_retry_layer_learns_reply_times_from_the_copy_a_layer_below_reports(
 
 
 def test_a_hedge_share_of_zero_leaves_the_stack_without_copies_and_retries_still_on():
-    stack = server_transport(RetryPolicy(hedge_share=0.0), FaultStats(), concurrency=4,
-                             check=lambda request, response: None, gate=lambda: None)
+    stack = server_transport(
+        RetryPolicy(hedge_share=0.0),
+        FaultStats(),
+        concurrency=4,
+        check=lambda request, response: None,
+        gate=lambda: None,
+    )
     try:
         assert not stack.hedges.enabled
         assert stack.retry.inner is stack.hedging and stack.patience is stack.hedging.patience

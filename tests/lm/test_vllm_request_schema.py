@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Literal, Optional, Union
+from typing import Iterator, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -23,15 +23,15 @@ class StructuredOutputs(BaseModel):
     """StructuredOutputsParams: exactly one kind of constraint, and options."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    json_schema: Optional[Union[str, dict[str, object]]] = Field(None, alias="json")
-    regex: Optional[str] = None
-    choice: Optional[list[str]] = None
-    grammar: Optional[str] = None
-    json_object: Optional[bool] = None
-    structural_tag: Optional[str] = None
+    json_schema: str | dict[str, object] | None = Field(None, alias="json")
+    regex: str | None = None
+    choice: list[str] | None = None
+    grammar: str | None = None
+    json_object: bool | None = None
+    structural_tag: str | None = None
     disable_any_whitespace: bool = False
     disable_additional_properties: bool = False
-    whitespace_pattern: Optional[str] = None
+    whitespace_pattern: str | None = None
 
     @model_validator(mode="after")
     def one_kind(self) -> "StructuredOutputs":
@@ -45,13 +45,13 @@ class Sampling(BaseModel):
     """The fields both endpoints share, as LiTS fills them."""
 
     model_config = ConfigDict(extra="forbid")
-    model: Optional[str] = None
+    model: str | None = None
     n: int = Field(1, ge=1)
-    temperature: Optional[float] = None
-    max_tokens: Optional[int] = None
-    stop: Union[str, list[str]] = []
-    seed: Optional[int] = Field(None, ge=-INT64, lt=INT64)
-    structured_outputs: Optional[StructuredOutputs] = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: str | list[str] = []
+    seed: int | None = Field(None, ge=-INT64, lt=INT64)
+    structured_outputs: StructuredOutputs | None = None
 
 
 class Message(BaseModel):
@@ -62,14 +62,14 @@ class Message(BaseModel):
 
 class ChatCompletionRequest(Sampling):
     messages: list[Message]
-    logprobs: Optional[bool] = False
-    top_logprobs: Optional[int] = Field(0, ge=0)
+    logprobs: bool | None = False
+    top_logprobs: int | None = Field(0, ge=0)
 
 
 class CompletionRequest(Sampling):
-    prompt: Union[str, list[str]]
-    echo: Optional[bool] = False
-    logprobs: Optional[int] = Field(None, ge=0)
+    prompt: str | list[str]
+    echo: bool | None = False
+    logprobs: int | None = Field(None, ge=0)
 
 
 SCHEMAS: dict[str, type[Sampling]] = {"chat": ChatCompletionRequest, "completion": CompletionRequest}

@@ -117,7 +117,8 @@ def test_gold_answers_agree_with_an_independent_computation(city):
             (secs,) = conn.execute(
                 "SELECT d.duration_s FROM distances d JOIN places a ON a.place_id = d.origin_id "
                 "JOIN places b ON b.place_id = d.destination_id WHERE a.name = ? AND b.name = ? AND d.mode = ?",
-                (start, end, mode)).fetchone()
+                (start, end, mode),
+            ).fetchone()
             assert right == f"{round(secs / 60)} min"
         assert answer["options"].count(right) == 1
 

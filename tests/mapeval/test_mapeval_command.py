@@ -14,8 +14,12 @@ def _lits(*args: str) -> subprocess.CompletedProcess[str]:
 def test_lits_mapeval_build_db_writes_what_lits_mapeval_writes(tmp_path: Path) -> None:
     bin_dir = Path(sys.executable).parent
     assert _lits("mapeval", "build-db", "--to", str(tmp_path / "a.sqlite"), "--seed", "2").returncode == 0
-    old = subprocess.run([str(bin_dir / "lits-mapeval"), "build-db", "--to", str(tmp_path / "b.sqlite"),
-                          "--seed", "2"], capture_output=True, text=True, timeout=120)
+    old = subprocess.run(
+        [str(bin_dir / "lits-mapeval"), "build-db", "--to", str(tmp_path / "b.sqlite"), "--seed", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert old.returncode == 0, old.stderr
     assert (tmp_path / "a.sqlite").read_bytes() == (tmp_path / "b.sqlite").read_bytes()
 

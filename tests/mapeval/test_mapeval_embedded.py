@@ -23,8 +23,13 @@ pytestmark = pytest.mark.slow
 def _run(tmp_path: Path, *args: str) -> dict:
     env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
     save = tmp_path / "run"
-    done = subprocess.run([sys.executable, "-m", "lits", *args, "--dataset", "mapeval-sql", "--limit", "1",
-                           "--save-dir", str(save)], capture_output=True, text=True, env=env, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "lits", *args, "--dataset", "mapeval-sql", "--limit", "1", "--save-dir", str(save)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr
     record = json.loads((save / "results" / "0.json").read_text())
     record["inference"] = json.loads((save / "timings" / "0.json").read_text())["inference"]

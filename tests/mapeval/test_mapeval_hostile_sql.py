@@ -61,8 +61,11 @@ def _amplified(call: str, b: str, most: int = 1000, endless: bool = False) -> st
     """Up to ~300 costly calls (``most``) on 10 kB values in one row's straight-line code (no loop step in
     between to interrupt), for each place, or (``endless``) for each place again and again without end: then
     only the budget can stop it, however fast the machine."""
-    rows = "places, (WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i FROM r)" if endless \
+    rows = (
+        "places, (WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i FROM r)"
+        if endless
         else "places"
+    )
     head = f"WITH t(a, b) AS (SELECT printf('%.9990c', name), {b} FROM {rows}) SELECT "
     n = min(most, (3990 - len(head) - len(" FROM t")) // (len(call) + 3))
     return head + ", ".join(" + ".join([call] * min(90, n - i)) for i in range(0, n, 90)) + " FROM t"
@@ -86,13 +89,20 @@ HOSTILE: dict[str, tuple[str, str]] = {  # name: (sql, how the observation start
     "sum_of_1500_ones_under_the_length_cap": ("SELECT " + "+".join(["1"] * 1500), REFUSED),
     "like_pattern_of_100_kB": ("SELECT name FROM places WHERE name LIKE '" + "%a" * 50_000 + "'", REFUSED),
     "like_pattern_of_1_kB": ("SELECT name FROM places WHERE name LIKE '" + "%a" * 500 + "'", REFUSED),
-    "doubling_string_cte": ("WITH RECURSIVE d(s) AS (SELECT 'x' UNION ALL SELECT s || s FROM d) "
-                            "SELECT max(length(s)) FROM d", REFUSED),
-    "doubling_rows_cte": ("WITH RECURSIVE d(n) AS (SELECT 1 UNION ALL SELECT d.n FROM d, "
-                          "(SELECT 1 UNION ALL SELECT 2)) SELECT count(*) FROM d", STOPPED),
+    "doubling_string_cte": (
+        "WITH RECURSIVE d(s) AS (SELECT 'x' UNION ALL SELECT s || s FROM d) SELECT max(length(s)) FROM d",
+        REFUSED,
+    ),
+    "doubling_rows_cte": (
+        "WITH RECURSIVE d(n) AS (SELECT 1 UNION ALL SELECT d.n FROM d, "
+        "(SELECT 1 UNION ALL SELECT 2)) SELECT count(*) FROM d",
+        STOPPED,
+    ),
     "endless_cte": (ENDLESS, STOPPED),
-    "endless_distinct_cte": ("WITH RECURSIVE c(x) AS (SELECT 1 UNION SELECT x + 1 FROM c) SELECT count(*) FROM c",
-                             STOPPED),
+    "endless_distinct_cte": (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION SELECT x + 1 FROM c) SELECT count(*) FROM c",
+        STOPPED,
+    ),
     "three_way_cross_join": ("SELECT count(*) FROM distances a, distances b, distances c", STOPPED),
     "sort_of_a_cross_join": ("SELECT * FROM distances a, distances b ORDER BY random()", STOPPED),
     "sort_of_big_blobs": (REPEAT + "SELECT x, zeroblob(9000) FROM c ORDER BY random()", STOPPED),
@@ -103,8 +113,10 @@ HOSTILE: dict[str, tuple[str, str]] = {  # name: (sql, how the observation start
     # the budget stops it within one row's work.
     "instr_300_times_per_row": (_amplified("instr(a,b)", "printf('%.4990c', name) || 'z'", endless=True), STOPPED),
     # Bounded work that answers: 60 calls take ~0.1 s idle, so a machine 10x slower still answers in budget.
-    "glob_60_times_per_row": (_amplified("a GLOB b", "'*' || replace(printf('%.24c', 'x'), 'x', '[^z]') || 'z'", 60),
-                              ROWS),
+    "glob_60_times_per_row": (
+        _amplified("a GLOB b", "'*' || replace(printf('%.24c', 'x'), 'x', '[^z]') || 'z'", 60),
+        ROWS,
+    ),
     "fts3_tokenizer_pointer_leak": ("SELECT fts3_tokenizer('simple')", REFUSED),
     "begin_a_transaction": ("BEGIN IMMEDIATE", REFUSED),
     "savepoint": ("SAVEPOINT keep", REFUSED),
@@ -123,8 +135,15 @@ def test_hostile_sql_answers_within_the_budget_in_one_line_with_the_file_byte_id
     assert _sha(city) == before
 
 
-@pytest.mark.parametrize("sql", ["SELECT randomblob(1000000000)", "SELECT zeroblob(1000000000)",
-                                 "SELECT printf('%.*c', 1e9, 'x')", "SELECT '" + "x" * 10_000_000 + "'"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT randomblob(1000000000)",
+        "SELECT zeroblob(1000000000)",
+        "SELECT printf('%.*c', 1e9, 'x')",
+        "SELECT '" + "x" * 10_000_000 + "'",
+    ],
+)
 def test_oversized_values_and_statements_are_refused_with_the_limit_named(tools, sql):
     observation, elapsed = _timed(tools, sql)
     assert observation.startswith("SQL error: ") and "\n" not in observation
@@ -176,8 +195,16 @@ def test_a_query_waiting_behind_a_runaway_one_gives_up_with_its_callers_time_out
         database.close()
 
 
-@pytest.mark.parametrize("sql", ["DELETE FROM places", "UPDATE places SET rating = 0", "BEGIN", "SAVEPOINT keep",
-                                 "INSERT INTO places (place_id, name, types, lat, lng) VALUES ('x', 'x', 'x', 0, 0)"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM places",
+        "UPDATE places SET rating = 0",
+        "BEGIN",
+        "SAVEPOINT keep",
+        "INSERT INTO places (place_id, name, types, lat, lng) VALUES ('x', 'x', 'x', 0, 0)",
+    ],
+)
 def test_a_failed_write_leaves_no_transaction_and_another_process_can_write_at_once(city, db, tools, sql):
     assert _query(tools, sql).startswith("SQL error")
     assert not db._conn.in_transaction
@@ -213,9 +240,11 @@ def test_a_huge_row_is_read_one_row_at_a_time_and_capped(tools):
 
 
 def test_ordinary_printf_and_trim_still_give_sqlites_results(tools):
-    sql = ("SELECT printf('%.1f|%5s|%-3d|%.3c|%q', 4.25, 'ab', 7, 'z', 'it''s'), trim('xxhixx', 'x'), ltrim('  a'), "
-           "rtrim('a..', '.'), format('%d%%', 50), printf(NULL), trim(12300, 0), "
-           "printf('%%.*c|%.*s|%5c', 3, 'abcdef', 'q')")
+    sql = (
+        "SELECT printf('%.1f|%5s|%-3d|%.3c|%q', 4.25, 'ab', 7, 'z', 'it''s'), trim('xxhixx', 'x'), ltrim('  a'), "
+        "rtrim('a..', '.'), format('%d%%', 50), printf(NULL), trim(12300, 0), "
+        "printf('%%.*c|%.*s|%5c', 3, 'abcdef', 'q')"
+    )
     plain = sqlite3.connect(":memory:")
     expected = " | ".join(str(v) for v in plain.execute(sql).fetchone())
     plain.close()
@@ -240,8 +269,13 @@ def test_peak_memory_of_the_whole_catalogue_stays_small(tmp_path):
         "    execute_tool_action(json.dumps({'tool': 'query_sql', 'args': {'query': sql}}), tools)\n"
         "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "city.sqlite")], input=json.dumps(
-        [sql for sql, _ in HOSTILE.values()]), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "city.sqlite")],
+        input=json.dumps([sql for sql, _ in HOSTILE.values()]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     peak_mb = int(done.stdout.split()[-1]) / 1024
     assert peak_mb < 300, f"peak resident size {peak_mb:.0f} MB"

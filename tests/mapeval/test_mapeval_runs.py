@@ -22,14 +22,34 @@ def _agent(prompt: str, body: dict) -> str:
     return f"Thought: look at the data\nAction: {QUERY}"
 
 
-@pytest.mark.parametrize("command", [["chain"], ["search", "--search-arg", "n_iterations=2", "--search-arg", "n_actions=2"]])
+@pytest.mark.parametrize(
+    "command", [["chain"], ["search", "--search-arg", "n_iterations=2", "--search-arg", "n_actions=2"]]
+)
 def test_mapeval_sql_runs_end_to_end_on_a_real_database(tmp_path, command):
     env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
     with FakeOpenAIServer(responder=_agent) as srv:
         result = subprocess.run(
-            [sys.executable, "-m", "lits", *command, "--dataset", "mapeval-sql", "--limit", "3",
-             "--model", "m", "--base-url", srv.base_url, "--save-dir", str(tmp_path / "run")],
-            capture_output=True, text=True, env=env, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                *command,
+                "--dataset",
+                "mapeval-sql",
+                "--limit",
+                "3",
+                "--model",
+                "m",
+                "--base-url",
+                srv.base_url,
+                "--save-dir",
+                str(tmp_path / "run"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
     assert result.returncode == 0, result.stderr
     record = json.loads((tmp_path / "run" / "results" / "0.json").read_text())
     steps = record["final_state"]["steps"]
@@ -52,9 +72,29 @@ def test_mapeval_sql_runs_on_a_completion_endpoint_with_the_text_prompt(tmp_path
     env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
     with FakeOpenAIServer(responder=_base_model) as srv:
         result = subprocess.run(
-            [sys.executable, "-m", "lits", "chain", "--dataset", "mapeval-sql", "--limit", "1", "--model", "m",
-             "--base-url", srv.base_url, "--api", "completion", "--save-dir", str(tmp_path / "run")],
-            capture_output=True, text=True, env=env, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                "chain",
+                "--dataset",
+                "mapeval-sql",
+                "--limit",
+                "1",
+                "--model",
+                "m",
+                "--base-url",
+                srv.base_url,
+                "--api",
+                "completion",
+                "--save-dir",
+                str(tmp_path / "run"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
     assert result.returncode == 0, result.stderr
     steps = json.loads((tmp_path / "run" / "results" / "0.json").read_text())["final_state"]["steps"]
     assert steps[0]["think"] == "look at the data" and steps[0]["observation"] == "count(*)\n24"

@@ -34,31 +34,45 @@ def _query(tools: list[BaseTool], sql: str) -> str:
     return execute_tool_action(json.dumps({"tool": "query_sql", "args": {"query": sql}}), tools)
 
 
-@pytest.mark.parametrize("sql, name", [
-    ("SELECT sqlite_version()", "sqlite_version"),
-    ("SELECT Load_Extension ('/tmp/x.so')", "load_extension"),
-    ('SELECT "load_extension"(\'/tmp/x.so\')', "load_extension"),
-    ("SELECT fts3_tokenizer('simple')", "fts3_tokenizer"),
-    ("SELECT name FROM places WHERE sqlite_compileoption_used('ENABLE_FTS3')", "sqlite_compileoption_used"),
-], ids=["sqlite_version", "load_extension_mixed_case", "load_extension_quoted", "fts3_tokenizer",
-        "compile_options_in_a_where"])
+@pytest.mark.parametrize(
+    "sql, name",
+    [
+        ("SELECT sqlite_version()", "sqlite_version"),
+        ("SELECT Load_Extension ('/tmp/x.so')", "load_extension"),
+        ("SELECT \"load_extension\"('/tmp/x.so')", "load_extension"),
+        ("SELECT fts3_tokenizer('simple')", "fts3_tokenizer"),
+        ("SELECT name FROM places WHERE sqlite_compileoption_used('ENABLE_FTS3')", "sqlite_compileoption_used"),
+    ],
+    ids=[
+        "sqlite_version",
+        "load_extension_mixed_case",
+        "load_extension_quoted",
+        "fts3_tokenizer",
+        "compile_options_in_a_where",
+    ],
+)
 def test_a_sqlite_function_not_on_the_allow_list_is_refused_in_one_line_naming_it(tools, sql, name):
     observation = _query(tools, sql)
-    assert observation == (f"SQL error: {name}() is not on the allow-list of SQLite functions a query may call "
-                           "(aggregates, math, text, date/time and casts; see the mapeval plugin README)")
+    assert observation == (
+        f"SQL error: {name}() is not on the allow-list of SQLite functions a query may call "
+        "(aggregates, math, text, date/time and casts; see the mapeval plugin README)"
+    )
 
 
 def test_the_sql_validator_names_the_function_that_is_not_on_the_allow_list(city):
     assert compile_error(city, "SELECT sqlite_source_id()") == (
         "sqlite_source_id() is not on the allow-list of SQLite functions a query may call (aggregates, math, "
-        "text, date/time and casts; see the mapeval plugin README)")
+        "text, date/time and casts; see the mapeval plugin README)"
+    )
 
 
 def test_the_functions_a_map_question_needs_still_answer_on_sqlite(tools):
-    sql = ("SELECT types, count(*), round(avg(rating), 2), max(rating), group_concat(name, ', '), "
-           "sum(user_ratings_total), min(lower(substr(name, 1, 3))), length(max(address)), "
-           "max(rank) FROM (SELECT *, rank() OVER (PARTITION BY types ORDER BY rating DESC) AS rank FROM places) "
-           "WHERE name LIKE '%a%' AND coalesce(price_level, 0) >= 0 GROUP BY types")
+    sql = (
+        "SELECT types, count(*), round(avg(rating), 2), max(rating), group_concat(name, ', '), "
+        "sum(user_ratings_total), min(lower(substr(name, 1, 3))), length(max(address)), "
+        "max(rank) FROM (SELECT *, rank() OVER (PARTITION BY types ORDER BY rating DESC) AS rank FROM places) "
+        "WHERE name LIKE '%a%' AND coalesce(price_level, 0) >= 0 GROUP BY types"
+    )
     observation = _query(tools, sql)
     assert not observation.startswith(("SQL error", "Query stopped")), observation
 
@@ -109,7 +123,8 @@ def test_the_plugins_own_gold_sql_names_no_unlisted_postgresql_function(city):
 
 
 def test_every_name_written_as_a_call_or_an_attribute_is_found_however_it_is_spelled():
-    sql = ('SELECT TS_STAT(1), pg_catalog . "ts_stat" /* ( */ (2), (x).query_to_xml, "Mixed"(3), '
-           "lower(name), c.name FROM places AS c(name) WHERE x IN (1) AND EXISTS (SELECT 1)")
+    sql = (
+        'SELECT TS_STAT(1), pg_catalog . "ts_stat" /* ( */ (2), (x).query_to_xml, "Mixed"(3), '
+        "lower(name), c.name FROM places AS c(name) WHERE x IN (1) AND EXISTS (SELECT 1)"
+    )
     assert pg_guard.unlisted_names(sql) == (["Mixed", "c", "ts_stat"], ["query_to_xml"])
-

@@ -44,14 +44,14 @@ def test_two_statements_are_refused_as_the_tool_would():
 
 def _run(tmp_path, **memory):
     with FakeOpenAIServer(responder=_typo_then_fixed) as srv:
-        return lits.chain("mapeval-sql", limit=1, model="m", base_url=srv.base_url, save_dir=tmp_path / "run",
-                          **memory)
+        return lits.chain("mapeval-sql", limit=1, model="m", base_url=srv.base_url, save_dir=tmp_path / "run", **memory)
 
 
 def test_a_query_that_does_not_compile_becomes_the_observation_without_a_tool_call(tmp_path):
     steps = _run(tmp_path, memory_args={"augmentors": "sql_validator"}).instances[0].record["final_state"]["steps"]
-    assert steps[0]["observation"].startswith("SQL error (checked before running; query_sql was not called): "
-                                              "near \"SELEC\": syntax error")
+    assert steps[0]["observation"].startswith(
+        'SQL error (checked before running; query_sql was not called): near "SELEC": syntax error'
+    )
     assert steps[0]["error"] == steps[0]["observation"]
     assert steps[1]["observation"] == "count(*)\n24" and steps[2]["answer"] == "1"
 
@@ -69,8 +69,14 @@ def test_a_query_plan_the_tool_would_answer_is_not_refused():
 def test_a_missing_database_file_is_one_line_before_any_call(tmp_path):
     with FakeOpenAIServer(responder=_typo_then_fixed) as srv:
         with pytest.raises(UserError) as caught:
-            lits.chain("mapeval-sql", limit=1, model="m", base_url=srv.base_url, save_dir=tmp_path / "run",
-                       memory_args={"augmentors": "sql_validator", "sql_db": str(tmp_path / "none.sqlite")})
+            lits.chain(
+                "mapeval-sql",
+                limit=1,
+                model="m",
+                base_url=srv.base_url,
+                save_dir=tmp_path / "run",
+                memory_args={"augmentors": "sql_validator", "sql_db": str(tmp_path / "none.sqlite")},
+            )
         assert srv.requests == []
     assert "no such SQLite file" in str(caught.value) and "\n" not in str(caught.value)
 
@@ -116,7 +122,14 @@ def test_sql_is_checked_against_the_database_the_run_queries(tmp_path):
     with sqlite3.connect(own) as conn:
         conn.execute("CREATE TABLE extra (x INTEGER)")
     with FakeOpenAIServer(responder=_counts_extra) as srv:
-        run = lits.chain("mapeval-sql", limit=1, model="m", base_url=srv.base_url, save_dir=tmp_path / "run",
-                         dataset_args={"db": str(own)}, memory_args={"augmentors": "sql_validator"})
+        run = lits.chain(
+            "mapeval-sql",
+            limit=1,
+            model="m",
+            base_url=srv.base_url,
+            save_dir=tmp_path / "run",
+            dataset_args={"db": str(own)},
+            memory_args={"augmentors": "sql_validator"},
+        )
     steps = run.instances[0].record["final_state"]["steps"]
     assert steps[0]["error"] is None and steps[0]["observation"] == "count(*)\n0"

@@ -88,13 +88,12 @@ def fresh_cache() -> Iterator[None]:
 
 # -- extraction ---------------------------------------------------------------
 
+
 def test_extract_boxed_takes_the_last_box() -> None:
     assert extract_boxed(r"first \boxed{3}, then \boxed{4}.") == "4"
 
 
-@pytest.mark.parametrize(
-    "inner", [r"\frac{1}{2}", r"\{1,2\}", r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}"]
-)
+@pytest.mark.parametrize("inner", [r"\frac{1}{2}", r"\{1,2\}", r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}"])
 def test_extract_boxed_keeps_nested_and_escaped_braces(inner: str) -> None:
     assert extract_boxed(rf"so $\boxed{{{inner}}}$ holds") == inner
 
@@ -166,6 +165,7 @@ def test_gsm8k_gold_is_the_number_after_the_marks_without_commas() -> None:
 
 # -- equivalence --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("prediction, gold", EQUIVALENT)
 def test_is_equivalent_accepts_mathematically_equal_answers(prediction: str, gold: str) -> None:
     assert is_equivalent(prediction, gold)
@@ -185,9 +185,7 @@ def test_is_equivalent_gives_the_same_verdicts_in_worker_threads(fresh_cache: No
 
 def test_is_equivalent_works_in_a_plain_thread(fresh_cache: None) -> None:
     verdict: list[bool] = []
-    worker = threading.Thread(
-        target=lambda: verdict.append(is_equivalent(r"\sqrt{8}", r"2\sqrt{2}"))
-    )
+    worker = threading.Thread(target=lambda: verdict.append(is_equivalent(r"\sqrt{8}", r"2\sqrt{2}")))
     worker.start()
     worker.join(30)
     assert verdict == [True]
@@ -224,6 +222,7 @@ def test_a_comparison_past_the_deadline_counts_as_not_equivalent(
 
 
 # -- the real data sets -------------------------------------------------------
+
 
 def test_every_math500_answer_boxed_by_a_model_is_extracted_back_and_solved(
     math500_golds: list[str],
@@ -262,14 +261,12 @@ def test_last_number_recovers_the_gold_from_most_gsm8k_reference_solutions(
     gsm8k_solutions: list[str],
 ) -> None:
     """Measured: 1,283 of 1,319 (97.3%); the misses end on a number that restates the question."""
-    recovered = sum(
-        is_equivalent(read_gsm8k_answer(s.rsplit("####", 1)[0]), gsm8k_gold(s))
-        for s in gsm8k_solutions
-    )
+    recovered = sum(is_equivalent(read_gsm8k_answer(s.rsplit("####", 1)[0]), gsm8k_gold(s)) for s in gsm8k_solutions)
     assert recovered / len(gsm8k_solutions) >= 0.95
 
 
 # -- evaluation ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("answer, gold", [("12", "12"), (r"\frac{1}{2}", "0.5"), ("x = 12", "12")])
 def test_a_bare_final_answer_counts_for_gsm8k(answer: str, gold: str) -> None:

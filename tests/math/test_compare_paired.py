@@ -17,12 +17,14 @@ N = 20
 
 def _solver(known: set[int], problems: list[dict[str, Any]]) -> Callable[[str, dict[str, Any]], str]:
     """A chat model that answers right the problems whose positions are in ``known``, and 0 otherwise."""
+
     def reply(prompt: str, body: dict[str, Any]) -> str:
         last = str(body["messages"][-1]["content"]) if body.get("messages") else prompt
         for i, problem in enumerate(problems):
             if problem["query"] in last:
                 return f"The answer is {problem['answer'] if i in known else '-12345'}."
         return "The answer is 0."
+
     return reply
 
 
@@ -37,9 +39,23 @@ def two_runs(run_lits, tmp_path, shared_data, problems) -> tuple[Path, Path]:
     runs = []
     for name, known in (("a", set(range(10))), ("b", set(range(8)) | set(range(10, 16)))):
         with FakeOpenAIServer(responder=_solver(known, problems)) as srv:
-            done = run_lits("chain", "--dataset", "gsm8k", "--dataset-arg", f"path={shared_data / 'math'}",
-                            "--limit", str(N), "--chain-arg", "whole_solution=true", "--model", "m",
-                            "--base-url", srv.base_url, "--save-dir", name)
+            done = run_lits(
+                "chain",
+                "--dataset",
+                "gsm8k",
+                "--dataset-arg",
+                f"path={shared_data / 'math'}",
+                "--limit",
+                str(N),
+                "--chain-arg",
+                "whole_solution=true",
+                "--model",
+                "m",
+                "--base-url",
+                srv.base_url,
+                "--save-dir",
+                name,
+            )
         assert done.returncode == 0, done.stderr
         runs.append(tmp_path / name)
     return runs[0], runs[1]

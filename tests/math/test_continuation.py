@@ -48,10 +48,31 @@ def search(server: FakeOpenAIServer, run_lits) -> Callable[..., subprocess.Compl
     """One GSM8K instance under ToT-BFS (3 children per node, depth 2, beam 1)."""
 
     def run(*extra: str, save: str = "run") -> subprocess.CompletedProcess[str]:
-        return run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
-                        "--search-arg", "n_actions=3", "--search-arg", "max_depth=2", "--search-arg", "beam_width=1",
-                        "--search-arg", "early_stop=false", "--model", "m", "--base-url", server.base_url,
-                        "--no-cache", "--save-dir", save, *extra)
+        return run_lits(
+            "search",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            "--search-framework",
+            "tot_bfs",
+            "--search-arg",
+            "n_actions=3",
+            "--search-arg",
+            "max_depth=2",
+            "--search-arg",
+            "beam_width=1",
+            "--search-arg",
+            "early_stop=false",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--no-cache",
+            "--save-dir",
+            save,
+            *extra,
+        )
 
     return run
 
@@ -87,8 +108,12 @@ def test_without_it_every_node_gets_n_actions_children(result):
 def test_direct_continues_with_one_child_when_the_bn_model_calls_the_step_obvious(result):
     record = result(*continuation("direct"))
     assert record["search_stats"]["nodes"] == 3  # a chain: root, one step, the last step
-    assert root_verdict(record) == {"method": "direct", "branch": False, "score": 0.0,
-                                    "why": "the BN model called the next step obvious"}
+    assert root_verdict(record) == {
+        "method": "direct",
+        "branch": False,
+        "score": 0.0,
+        "why": "the BN model called the next step obvious",
+    }
 
 
 def test_continuation_saves_model_calls(result, server):
@@ -182,8 +207,12 @@ def test_the_viewer_shows_each_verdict(tmp_path, result):
     tree = instance_tree(run, 0, "search", json.loads((run / "config.json").read_text()), None)
     assert tree is not None
     verdicts = [n["detail"].get("branching") for n in tree["nodes"]]
-    assert verdicts[0] == {"method": "direct", "branch": False, "score": 0.0,
-                           "why": "the BN model called the next step obvious"}
+    assert verdicts[0] == {
+        "method": "direct",
+        "branch": False,
+        "score": 0.0,
+        "why": "the BN model called the next step obvious",
+    }
     assert verdicts[-1] is None  # the last step was never expanded
 
 

@@ -31,6 +31,7 @@ def _write_jsonl(path: Path, records: list[Any]) -> Path:
 
 # -- real files ---------------------------------------------------------------
 
+
 def test_gsm8k_loads_every_real_problem_with_its_gold_number(math_dir: Path) -> None:
     data = load_gsm8k(path=str(math_dir / "gsm8k_test.jsonl"))
     assert len(data) == 1319
@@ -59,14 +60,27 @@ def test_offset_and_limit_slice_a_real_file_and_keep_file_positions_as_ids(math_
 
 
 def test_math500_reads_prm800k_field_names_and_keeps_their_metadata(tmp_path: Path) -> None:
-    record = {"problem": "What is $1+1$?", "solution": "It is $\\boxed{2}$.", "answer": "2",
-              "subject": "Prealgebra", "level": 1, "unique_id": "test/prealgebra/1.json"}
+    record = {
+        "problem": "What is $1+1$?",
+        "solution": "It is $\\boxed{2}$.",
+        "answer": "2",
+        "subject": "Prealgebra",
+        "level": 1,
+        "unique_id": "test/prealgebra/1.json",
+    }
     (example,) = load_math500(path=str(_write_jsonl(tmp_path / "prm.jsonl", [record])))
-    assert example == {"id": "math500-0", "query": "What is $1+1$?", "answer": "2",
-                       "subject": "Prealgebra", "level": 1, "unique_id": "test/prealgebra/1.json"}
+    assert example == {
+        "id": "math500-0",
+        "query": "What is $1+1$?",
+        "answer": "2",
+        "subject": "Prealgebra",
+        "level": 1,
+        "unique_id": "test/prealgebra/1.json",
+    }
 
 
 # -- the plugin's own problems ------------------------------------------------
+
 
 def test_without_a_path_gsm8k_gives_the_plugins_word_problems() -> None:
     data = load_gsm8k()
@@ -109,6 +123,7 @@ def test_offset_and_limit_accept_strings_from_the_command_line(name: str) -> Non
 
 # -- errors -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["gsm8k", "math500"])
 def test_a_split_other_than_test_is_refused_naming_the_allowed_one(name: str) -> None:
     with pytest.raises(ValueError, match=rf"^{name} has only the split 'test', not 'train'$"):
@@ -117,9 +132,7 @@ def test_a_split_other_than_test_is_refused_naming_the_allowed_one(name: str) ->
 
 @pytest.mark.parametrize("name", ["gsm8k", "math500"])
 def test_unknown_arguments_are_refused_by_name(name: str) -> None:
-    expected = (
-        f"unknown {name} dataset argument(s): every, shuffle (known: path, split, offset, limit)"
-    )
+    expected = f"unknown {name} dataset argument(s): every, shuffle (known: path, split, offset, limit)"
     with pytest.raises(ValueError) as info:
         LOADERS[name](shuffle=True, every=2)
     assert str(info.value) == expected
@@ -147,9 +160,7 @@ def test_a_missing_file_is_reported_with_its_path(tmp_path: Path, name: str) -> 
         ("math500", json.dumps({"problem": "no answer field"})),
     ],
 )
-def test_a_malformed_line_is_reported_with_file_and_line_number(
-    tmp_path: Path, name: str, bad_line: str
-) -> None:
+def test_a_malformed_line_is_reported_with_file_and_line_number(tmp_path: Path, name: str, bad_line: str) -> None:
     good = {"question": "q", "answer": "#### 1"}
     if name == "math500":
         good = {"problem": "p", "answer": "1"}
@@ -160,6 +171,7 @@ def test_a_malformed_line_is_reported_with_file_and_line_number(
 
 
 # -- registration -------------------------------------------------------------
+
 
 def test_the_plugin_is_installed_as_a_lits_entry_point() -> None:
     values = {ep.value for ep in importlib.metadata.entry_points(group="lits.plugins")}

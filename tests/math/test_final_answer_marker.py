@@ -99,17 +99,32 @@ def server() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 def lits(run_lits, server: FakeOpenAIServer) -> Callable[..., subprocess.CompletedProcess[str]]:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_lits(*args, "--dataset", "gsm8k", "--limit", "1", "--model", "m", "--base-url", server.base_url,
-                        "--save-dir", "run")
+        return run_lits(
+            *args,
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--save-dir",
+            "run",
+        )
 
     return run
 
 
-@pytest.mark.parametrize("method", [
-    ["chain"],
-    ["search", "--search-framework", "tot_bfs", "--search-arg", "beam_width=1", "--search-arg", "n_actions=1"],
-    ["search", "--search-framework", "rest", "--search-arg", "n_iterations=2", "--search-arg", "n_actions=1"],
-], ids=["cot", "tot_bfs", "rest"])
+@pytest.mark.parametrize(
+    "method",
+    [
+        ["chain"],
+        ["search", "--search-framework", "tot_bfs", "--search-arg", "beam_width=1", "--search-arg", "n_actions=1"],
+        ["search", "--search-framework", "rest", "--search-arg", "n_iterations=2", "--search-arg", "n_actions=1"],
+    ],
+    ids=["cot", "tot_bfs", "rest"],
+)
 def test_gsm8k_chains_and_searches_run_until_the_marked_answer(lits, tmp_path: Path, method: list[str]) -> None:
     done = lits(*method)
     assert done.returncode == 0, done.stderr

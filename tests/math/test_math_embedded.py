@@ -29,8 +29,24 @@ METHODS = {
 
 def _run(tmp_path: Path, method: str, *model: str) -> dict:
     save = tmp_path / method
-    done = subprocess.run([sys.executable, "-m", "lits", *METHODS[method], "--dataset", "math500", "--limit", "1",
-                           *model, "--save-dir", str(save)], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lits",
+            *METHODS[method],
+            "--dataset",
+            "math500",
+            "--limit",
+            "1",
+            *model,
+            "--save-dir",
+            str(save),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr
     record = json.loads((save / "results" / "0.json").read_text())
     selected = (record.get("answer_selection") or {}).get("answer")

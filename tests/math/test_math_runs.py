@@ -65,17 +65,38 @@ def test_each_method_solves_what_an_obedient_model_answers(lits, server, tmp_pat
 
 
 def test_a_framework_brings_its_own_search_unless_one_is_given(lits, server, tmp_path):
-    assert lits(*METHODS["tot_bfs"], "--dataset", "gsm8k", "--limit", "1", *_server(server),
-                "--save-dir", "tot").returncode == 0
-    assert lits("search", "--search-framework", "tot_bfs", "--search", "mcts", "--dataset", "gsm8k", "--limit", "1",
-                *_server(server), "--save-dir", "tot-mcts").returncode == 0
+    assert (
+        lits(
+            *METHODS["tot_bfs"], "--dataset", "gsm8k", "--limit", "1", *_server(server), "--save-dir", "tot"
+        ).returncode
+        == 0
+    )
+    assert (
+        lits(
+            "search",
+            "--search-framework",
+            "tot_bfs",
+            "--search",
+            "mcts",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            *_server(server),
+            "--save-dir",
+            "tot-mcts",
+        ).returncode
+        == 0
+    )
     searches = [json.loads((tmp_path / d / "config.json").read_text())["search"] for d in ("tot", "tot-mcts")]
     assert searches == ["bfs", "mcts"]
 
 
 def test_search_keeps_the_majority_vote_and_eval_rescores_from_it(lits, server, tmp_path):
-    assert lits(*METHODS["rest"], "--dataset", "gsm8k", "--limit", "2", *_server(server),
-                "--save-dir", "rest").returncode == 0
+    assert (
+        lits(*METHODS["rest"], "--dataset", "gsm8k", "--limit", "2", *_server(server), "--save-dir", "rest").returncode
+        == 0
+    )
     record = json.loads((tmp_path / "rest" / "results" / "0.json").read_text())
     assert record["answer_selection"]["answer"] == record["eval"]["answer"] and record["eval"]["solved"]
     again = lits("eval", "--save-dir", "rest", "--json")
@@ -85,8 +106,12 @@ def test_search_keeps_the_majority_vote_and_eval_rescores_from_it(lits, server, 
 
 def test_compare_puts_every_method_in_one_table(lits, server, tmp_path):
     for method in ("cot", "rap"):
-        assert lits(*METHODS[method], "--dataset", "gsm8k", "--limit", "1", *_server(server),
-                    "--save-dir", method).returncode == 0
+        assert (
+            lits(
+                *METHODS[method], "--dataset", "gsm8k", "--limit", "1", *_server(server), "--save-dir", method
+            ).returncode
+            == 0
+        )
     table = lits("compare", "cot", "rap", "--markdown")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
@@ -101,8 +126,7 @@ def test_compare_of_a_directory_that_is_no_run_is_a_one_line_error(lits, tmp_pat
 
 
 def test_a_framework_for_another_task_type_is_a_one_line_error(lits, server):
-    result = lits("search", "--search-framework", "rest", "--dataset", "blocksworld", "--limit", "1",
-                  *_server(server))
+    result = lits("search", "--search-framework", "rest", "--dataset", "blocksworld", "--limit", "1", *_server(server))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "'rest' is for language_grounded datasets, not env_grounded ones" in result.stderr
 
@@ -114,18 +138,30 @@ def test_an_unknown_framework_lists_the_registered_ones(lits, server):
 
 def _counting(asked: list[str]) -> Callable[[str, dict[str, Any]], str]:
     """The obedient solver, noting in ``asked`` whether each request was the judge's or the policy's."""
+
     def solver(prompt: str, body: dict[str, Any]) -> str:
         reply = obedient_solver(prompt, body)
         asked.append("judge" if reply == "Yes" else "policy")
         return reply
+
     return solver
 
 
 def test_tot_bfs_at_depth_one_pays_no_judge_call_since_the_vote_reads_no_score(lits, tmp_path):
     asked: list[str] = []
     with FakeOpenAIServer(responder=_counting(asked)) as srv:
-        result = lits(*METHODS["tot_bfs"], "--search-arg", "max_depth=1", "--dataset", "gsm8k", "--limit", "1",
-                      *_server(srv), "--save-dir", "tot")
+        result = lits(
+            *METHODS["tot_bfs"],
+            "--search-arg",
+            "max_depth=1",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            *_server(srv),
+            "--save-dir",
+            "tot",
+        )
     assert result.returncode == 0, result.stderr
     record = json.loads((tmp_path / "tot" / "results" / "0.json").read_text())
     assert asked and "judge" not in asked
@@ -139,8 +175,20 @@ def test_tot_bfs_at_depth_one_pays_no_judge_call_since_the_vote_reads_no_score(l
 def test_tot_bfs_scores_its_last_depth_when_asked(lits, tmp_path):
     asked: list[str] = []
     with FakeOpenAIServer(responder=_counting(asked)) as srv:
-        result = lits(*METHODS["tot_bfs"], "--search-arg", "max_depth=1", "--search-arg", "score_last_depth=true",
-                      "--dataset", "gsm8k", "--limit", "1", *_server(srv), "--save-dir", "tot")
+        result = lits(
+            *METHODS["tot_bfs"],
+            "--search-arg",
+            "max_depth=1",
+            "--search-arg",
+            "score_last_depth=true",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            *_server(srv),
+            "--save-dir",
+            "tot",
+        )
     assert result.returncode == 0, result.stderr
     assert "judge" in asked
 

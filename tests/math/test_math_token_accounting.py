@@ -20,8 +20,23 @@ def vllm_like() -> Iterator[FakeOpenAIServer]:
 
 
 def test_a_tot_bfs_runs_cached_prompt_tokens_equal_the_servers(run_lits, vllm_like, tmp_path):
-    done = run_lits("search", "--search-framework", "tot_bfs", "--search-arg", "beam_width=2", "--dataset", "gsm8k",
-                    "--limit", "2", "--model", "m", "--base-url", vllm_like.base_url, "--save-dir", "tot")
+    done = run_lits(
+        "search",
+        "--search-framework",
+        "tot_bfs",
+        "--search-arg",
+        "beam_width=2",
+        "--dataset",
+        "gsm8k",
+        "--limit",
+        "2",
+        "--model",
+        "m",
+        "--base-url",
+        vllm_like.base_url,
+        "--save-dir",
+        "tot",
+    )
     assert done.returncode == 0, done.stderr
     inference = json.loads((tmp_path / "tot" / "eval_results.json").read_text())["inference"]
     assert inference["tokens_cached"] == vllm_like.usage_reported["cached_tokens"] > 0

@@ -38,15 +38,17 @@ def judge(server: FakeOpenAIServer) -> Iterator[OpenAICompatibleModel]:
     model.close()
 
 
-@pytest.mark.parametrize("name, cls", [("prm-logprob", LogprobPRM), ("prm-verifier", VerifierPRM),
-                                       ("prm-consistency", ConsistencyPRM)])
+@pytest.mark.parametrize(
+    "name, cls", [("prm-logprob", LogprobPRM), ("prm-verifier", VerifierPRM), ("prm-consistency", ConsistencyPRM)]
+)
 def test_each_reward_model_is_registered_by_name(name: str, cls: type) -> None:
     assert ComponentRegistry.get_reward_model(name) is cls
 
 
 def test_the_label_probability_is_read_from_the_first_tokens_top_logprobs() -> None:
-    reply = Completion("+", logprobs=[TokenLogprob("+", math.log(0.6), {"+": math.log(0.6), "-": math.log(0.2),
-                                                                         " +": math.log(0.1)})])
+    reply = Completion(
+        "+", logprobs=[TokenLogprob("+", math.log(0.6), {"+": math.log(0.6), "-": math.log(0.2), " +": math.log(0.1)})]
+    )
     assert label_probability(reply) == pytest.approx(0.7 / 0.9)
 
 
@@ -79,7 +81,8 @@ def _scored(reply: str) -> tuple[float, dict[str, object], dict[str, int]]:
         model = OpenAICompatibleModel("judge", srv.base_url)
         try:
             score, details = LogprobPRM(base_model=model, task_name="gsm8k").fast_reward(
-                state_of(), "3 + 4 = 7", QUESTION)
+                state_of(), "3 + 4 = 7", QUESTION
+            )
         finally:
             model.close()
     return score, details, parsing.total(parsing.take(None))
@@ -100,7 +103,8 @@ def test_a_logprob_reply_with_neither_label_is_counted_and_flagged_not_scored_ze
 def test_a_server_without_logprobs_is_a_one_line_error_naming_it() -> None:
     with pytest.raises(ModelError, match="prm-logprob needs token log-probabilities, but scripted returned none"):
         LogprobPRM(base_model=ScriptedModel(["+"], chat_native=True), task_name="gsm8k").fast_reward(
-            state_of(), "3 + 4 = 7", QUESTION)
+            state_of(), "3 + 4 = 7", QUESTION
+        )
 
 
 def test_step_verdicts_read_each_steps_last_verdict() -> None:
@@ -111,7 +115,8 @@ def test_step_verdicts_read_each_steps_last_verdict() -> None:
 def test_the_verifier_scores_the_new_steps_verdict() -> None:
     model = ScriptedModel(["The first step restates; the second adds wrongly.\nStep 1: correct\nStep 2: incorrect"])
     score, details = VerifierPRM(base_model=model, task_name="gsm8k").fast_reward(
-        state_of("Tom starts with 3 apples."), "3 + 4 = 8", QUESTION)
+        state_of("Tom starts with 3 apples."), "3 + 4 = 8", QUESTION
+    )
     assert (score, details["verdict"]) == (0.0, False)
 
 
@@ -129,9 +134,25 @@ def test_consistency_scores_the_share_of_finishes_that_agree_with_the_majority()
 
 
 def test_rest_with_the_logprob_prm_runs_from_the_cli(server: FakeOpenAIServer, tmp_path: Path, run_lits) -> None:
-    done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "rest", "--reward",
-                    "prm-logprob", "--search-arg", "n_iterations=2", "--model", "m", "--base-url", server.base_url,
-                    "--save-dir", "run")
+    done = run_lits(
+        "search",
+        "--dataset",
+        "gsm8k",
+        "--limit",
+        "1",
+        "--search-framework",
+        "rest",
+        "--reward",
+        "prm-logprob",
+        "--search-arg",
+        "n_iterations=2",
+        "--model",
+        "m",
+        "--base-url",
+        server.base_url,
+        "--save-dir",
+        "run",
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "run" / "config.json").read_text())["reward"] == "prm-logprob"
     records = [json.loads(line) for line in (tmp_path / "run" / "inference.jsonl").read_text().splitlines()]

@@ -46,7 +46,8 @@ def test_the_classifier_prm_is_registered_by_name() -> None:
 
 def test_the_request_is_the_problem_then_each_step_followed_by_the_separator(prm_model, pooling) -> None:
     ClassifierPRM(base_model=prm_model, task_name="gsm8k").fast_reward(
-        state_of("Tom starts with 3 apples."), "3 + 4 = 7", QUESTION)
+        state_of("Tom starts with 3 apples."), "3 + 4 = 7", QUESTION
+    )
     (body,) = pooling.requests
     assert request_problem(body) is None
     assert body["model"] == "qwen-prm" and body["task"] == "token_classify"
@@ -76,14 +77,17 @@ def test_the_text_form_sends_the_problem_and_steps_as_one_input_with_the_configu
     assert body["input"] == f"{QUESTION}\n\n3 + 4 = 7 ки" and score == pytest.approx(0.9)
 
 
-@pytest.mark.parametrize("body, problem", [
-    ({"model": "m"}, "give exactly one of input or messages"),
-    ({"model": "m", "input": "x", "messages": [{"role": "user", "content": "x"}]}, "exactly one"),
-    ({"model": "m", "input": "x", "prompt": "x"}, "unknown fields prompt"),
-    ({"model": "m", "input": "x", "task": "encode"}, "task 'encode' is not one of"),
-    ({"model": "m", "messages": [{"role": "user"}]}, "string role and content"),
-    ({"model": "m", "input": 3}, "input must be"),
-])
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        ({"model": "m"}, "give exactly one of input or messages"),
+        ({"model": "m", "input": "x", "messages": [{"role": "user", "content": "x"}]}, "exactly one"),
+        ({"model": "m", "input": "x", "prompt": "x"}, "unknown fields prompt"),
+        ({"model": "m", "input": "x", "task": "encode"}, "task 'encode' is not one of"),
+        ({"model": "m", "messages": [{"role": "user"}]}, "string role and content"),
+        ({"model": "m", "input": 3}, "input must be"),
+    ],
+)
 def test_the_pooling_server_refuses_a_malformed_request_with_400(pooling, body, problem) -> None:
     reply = httpx.post(pooling.base_url.removesuffix("/v1") + "/pooling", json=body)
     assert reply.status_code == 400 and problem in reply.json()["error"]["message"]
@@ -152,12 +156,32 @@ def answers(prompt: str, body: dict[str, object]) -> str:
 
 
 def test_rest_with_the_classifier_prm_runs_end_to_end_and_every_request_follows_the_schema(
-        pooling: FakePoolingServer, tmp_path: Path, run_lits) -> None:
+    pooling: FakePoolingServer, tmp_path: Path, run_lits
+) -> None:
     with FakeOpenAIServer(responder=answers) as chat:
-        done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "rest",
-                        "--reward", "prm-classifier", "--search-arg", "n_iterations=2",
-                        "--model", "policy", "--base-url", chat.base_url,
-                        "--eval-model", "qwen-prm", "--eval-base-url", pooling.base_url, "--save-dir", "run")
+        done = run_lits(
+            "search",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            "--search-framework",
+            "rest",
+            "--reward",
+            "prm-classifier",
+            "--search-arg",
+            "n_iterations=2",
+            "--model",
+            "policy",
+            "--base-url",
+            chat.base_url,
+            "--eval-model",
+            "qwen-prm",
+            "--eval-base-url",
+            pooling.base_url,
+            "--save-dir",
+            "run",
+        )
     assert done.returncode == 0, done.stderr
     assert pooling.requests and pooling.refused == []
     assert all(request_problem(body) is None for body in pooling.requests)
@@ -169,13 +193,33 @@ def test_rest_with_the_classifier_prm_runs_end_to_end_and_every_request_follows_
 
 
 def test_a_pooling_server_that_never_answers_with_data_stops_the_run_in_one_line_naming_it(
-        pooling: FakePoolingServer, tmp_path: Path, run_lits) -> None:
+    pooling: FakePoolingServer, tmp_path: Path, run_lits
+) -> None:
     pooling.garble_next(times=10**6)
     with FakeOpenAIServer(responder=answers) as chat:
-        done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "rest",
-                        "--reward", "prm-classifier", "--model", "policy", "--base-url", chat.base_url,
-                        "--eval-model", "qwen-prm", "--eval-base-url", pooling.base_url, "--call-budget", "1",
-                        "--save-dir", "run")
+        done = run_lits(
+            "search",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            "--search-framework",
+            "rest",
+            "--reward",
+            "prm-classifier",
+            "--model",
+            "policy",
+            "--base-url",
+            chat.base_url,
+            "--eval-model",
+            "qwen-prm",
+            "--eval-base-url",
+            pooling.base_url,
+            "--call-budget",
+            "1",
+            "--save-dir",
+            "run",
+        )
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("lits: error:") and "returned no pooling data" in last and "Traceback" not in done.stderr
@@ -184,11 +228,35 @@ def test_a_pooling_server_that_never_answers_with_data_stops_the_run_in_one_line
 
 def test_reward_args_set_the_classifiers_separator_and_form_from_the_command_line(tmp_path: Path, run_lits) -> None:
     with FakePoolingServer(right_sums, separator=" ки") as shepherd, FakeOpenAIServer(responder=answers) as chat:
-        done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "rest",
-                        "--reward", "prm-classifier", "--reward-arg", "separator= ки",
-                        "--reward-arg", "input_format=text", "--reward-arg", "task=",
-                        "--search-arg", "n_iterations=1", "--model", "policy", "--base-url", chat.base_url,
-                        "--eval-model", "shepherd", "--eval-base-url", shepherd.base_url, "--save-dir", "run")
+        done = run_lits(
+            "search",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            "--search-framework",
+            "rest",
+            "--reward",
+            "prm-classifier",
+            "--reward-arg",
+            "separator= ки",
+            "--reward-arg",
+            "input_format=text",
+            "--reward-arg",
+            "task=",
+            "--search-arg",
+            "n_iterations=1",
+            "--model",
+            "policy",
+            "--base-url",
+            chat.base_url,
+            "--eval-model",
+            "shepherd",
+            "--eval-base-url",
+            shepherd.base_url,
+            "--save-dir",
+            "run",
+        )
     assert done.returncode == 0, done.stderr
     assert shepherd.requests and shepherd.refused == []
     assert all(body["input"].endswith(" ки") and "task" not in body for body in shepherd.requests)
@@ -197,19 +265,37 @@ def test_reward_args_set_the_classifiers_separator_and_form_from_the_command_lin
 
 
 def test_an_unknown_reward_arg_is_one_line_naming_the_flag_and_the_close_setting(tmp_path: Path, run_lits) -> None:
-    done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "rest",
-                    "--reward", "prm-classifier", "--reward-arg", "seperator=x", "--model", "m",
-                    "--base-url", "http://127.0.0.1:9/v1", "--dry-run")
+    done = run_lits(
+        "search",
+        "--dataset",
+        "gsm8k",
+        "--limit",
+        "1",
+        "--search-framework",
+        "rest",
+        "--reward",
+        "prm-classifier",
+        "--reward-arg",
+        "seperator=x",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--dry-run",
+    )
     assert done.returncode != 0 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()[-1:]
     assert "--reward-arg seperator:" in line and "did you mean 'separator'" in line
 
 
-@pytest.mark.parametrize("setting, value, problem", [
-    ("input_format", "json", "input_format must be messages or text"),
-    ("separator", "", "separator must be the PRM's step token"),
-    ("positive_label", -1, "positive_label must be a label index"),
-])
+@pytest.mark.parametrize(
+    "setting, value, problem",
+    [
+        ("input_format", "json", "input_format must be messages or text"),
+        ("separator", "", "separator must be the PRM's step token"),
+        ("positive_label", -1, "positive_label must be a label index"),
+    ],
+)
 def test_a_bad_setting_is_refused_when_the_reward_model_is_built(setting, value, problem) -> None:
     with pytest.raises(ValueError, match=problem):
         ClassifierPRM(task_name="gsm8k", **{setting: value})

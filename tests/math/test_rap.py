@@ -33,9 +33,11 @@ def _asked(text: str) -> str:
     return text.rstrip().splitlines()[-2]
 
 
-def _model(policy: Callable[[str, int], str] = lambda text, i: BUY,
-           answer: Callable[[str, int], str] = lambda text, i: "She buys 4 apples.",
-           **kwargs: object) -> ScriptedModel:
+def _model(
+    policy: Callable[[str, int], str] = lambda text, i: BUY,
+    answer: Callable[[str, int], str] = lambda text, i: "She buys 4 apples.",
+    **kwargs: object,
+) -> ScriptedModel:
     def respond(text: str, params: GenerationParams, index: int) -> str:
         if re.fullmatch(r"Q\d+:", _cue(text)):
             return policy(text, index)
@@ -50,12 +52,15 @@ def _state(*pairs: tuple[str, str]) -> SubQAState:
 
 # -- structures ---------------------------------------------------------------
 
+
 def test_subqa_state_round_trips_through_polymorphic_json():
-    state = SubQAState([
-        SubQAStep(sub_question=BUY, sub_answer="She buys 4 apples.", confidence=0.6667),
-        SubQAStep(sub_question=FINAL, sub_answer="3 + 4 = 7. The answer is 7.", confidence=1.0, answer="7"),
-        SubQAStep(error="policy output unusable"),
-    ])
+    state = SubQAState(
+        [
+            SubQAStep(sub_question=BUY, sub_answer="She buys 4 apples.", confidence=0.6667),
+            SubQAStep(sub_question=FINAL, sub_answer="3 + 4 = 7. The answer is 7.", confidence=1.0, answer="7"),
+            SubQAStep(error="policy output unusable"),
+        ]
+    )
     back = deserialize(json.loads(json.dumps(serialize(state))))
     assert type(back) is SubQAState and back == state
     assert [type(s) for s in back] == [SubQAStep] * 3
@@ -70,6 +75,7 @@ def test_subqa_step_acts_by_its_sub_question_and_answers_only_when_final():
 
 
 # -- policy -------------------------------------------------------------------
+
 
 def test_policy_returns_deduplicated_sub_questions_without_labels():
     texts = [f" {BUY}\nA1: She buys 4.", f"Q1:  {BUY.lower()}", "How many apples did Ann have at first?"]
@@ -125,6 +131,7 @@ def test_a_dataset_can_override_one_rap_template(isolated_registry):
 
 # -- transition ---------------------------------------------------------------
 
+
 def test_transition_keeps_the_majority_answer_and_its_share_as_confidence():
     answers = ["She buys 4 apples.", "Ann buys 4.", "She buys 5 apples."]
     transition = RAPTransition(base_model=_model(answer=lambda text, i: answers[i]), n_samples=3)
@@ -165,8 +172,11 @@ def test_transition_votes_with_the_datasets_extractor_and_equivalence():
         found = re.findall(r"\\boxed\{([^}]*)\}", text)
         return found[-1] if found else None
 
-    transition = RAPTransition(base_model=_model(answer=lambda text, i: samples[i]), extract_answer=boxed,
-                               equivalent=lambda a, b: float(a) == float(b))
+    transition = RAPTransition(
+        base_model=_model(answer=lambda text, i: samples[i]),
+        extract_answer=boxed,
+        equivalent=lambda a, b: float(a) == float(b),
+    )
     state, aux = transition.step(_state(), FINAL, QUESTION)
     assert state.get_final_answer() == "7" and aux["confidence"] == pytest.approx(2 / 3, abs=1e-3)
 
@@ -193,6 +203,7 @@ def test_transition_appends_error_steps_unchanged_with_zero_confidence():
 
 # -- reward model -------------------------------------------------------------
 
+
 def _scorer(p_yes: float) -> Callable[[str, str], float]:
     return lambda prompt, continuation: math.log(p_yes if continuation == " Yes" else 1.0 - p_yes)
 
@@ -200,8 +211,13 @@ def _scorer(p_yes: float) -> Callable[[str, str], float]:
 def test_reward_usefulness_is_p_yes_by_log_likelihood_when_the_model_scores():
     model = _model(scorer=_scorer(0.8))
     reward = RapPRM(base_model=model)
-    value, details = reward.fast_reward(_state((BUY, "She buys 4 apples.")), "How many did she have?",
-                                        QUESTION, 0, step=SubQAStep(sub_question="How many did she have?"))
+    value, details = reward.fast_reward(
+        _state((BUY, "She buys 4 apples.")),
+        "How many did she have?",
+        QUESTION,
+        0,
+        step=SubQAStep(sub_question="How many did she have?"),
+    )
     assert value == pytest.approx(0.8) and details == {"usefulness": value, "route": "loglikelihood"}
     prompt = model.calls[0][0]
     assert QUESTION in prompt and "Proposed Q2: How many did she have?" in prompt
@@ -227,6 +243,7 @@ def test_reward_is_zero_on_error_and_clipped_to_the_unit_interval():
 
 
 # -- registration and search --------------------------------------------------
+
 
 def test_rap_registers_its_components_prompts_and_search_framework():
     assert ComponentRegistry.get_policy("rap") is RAPPolicy

@@ -42,10 +42,25 @@ def server() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 def lits(run_lits, server) -> Callable[..., subprocess.CompletedProcess[str]]:
     """``lits search`` of GSM8K ToT-BFS, three steps deep, against the counting server."""
+
     def run(*args: str, limit: int = 2) -> subprocess.CompletedProcess[str]:
-        return run_lits("search", "--search-framework", "tot_bfs", "--search-arg", "max_depth=3",
-                        "--dataset", "gsm8k", "--limit", str(limit), "--model", "m", "--base-url",
-                        server.base_url, *args)
+        return run_lits(
+            "search",
+            "--search-framework",
+            "tot_bfs",
+            "--search-arg",
+            "max_depth=3",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            str(limit),
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            *args,
+        )
+
     return run
 
 
@@ -83,8 +98,9 @@ def test_a_replay_with_fewer_samples_and_a_narrower_beam_sends_no_request(lits, 
 
 def test_a_replay_pays_only_for_the_samples_the_recorded_run_lacks(lits, server, recorded, tmp_path):
     before = len(server.requests)
-    result = lits("--search-arg", "n_actions=6", "--search-arg", "beam_width=3", "--replay-from", recorded,
-                  "--save-dir", "replay")
+    result = lits(
+        "--search-arg", "n_actions=6", "--search-arg", "beam_width=3", "--replay-from", recorded, "--save-dir", "replay"
+    )
     assert result.returncode == 0, result.stderr
     paid = [body for body in server.requests[before:]]
     replay = summary(tmp_path, "replay")["replay"]
@@ -94,8 +110,9 @@ def test_a_replay_pays_only_for_the_samples_the_recorded_run_lacks(lits, server,
 
 def test_an_offline_replay_pays_nothing_and_names_the_request_it_lacks(lits, server, recorded, tmp_path):
     before = len(server.requests)
-    result = lits("--search-arg", "n_actions=6", "--replay-from", recorded, "--offline", "--save-dir", "replay",
-                  limit=3)
+    result = lits(
+        "--search-arg", "n_actions=6", "--replay-from", recorded, "--offline", "--save-dir", "replay", limit=3
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert len(server.requests) == before
     # every instance was tried (a gap is no failing server: no breaker), each failure one line
@@ -119,27 +136,54 @@ def test_a_replay_resumed_without_offline_pays_for_what_the_offline_pass_lacked(
 def test_a_replay_of_a_replay_sends_no_request(lits, server, recorded, tmp_path):
     assert lits(*REPLAYED, "--replay-from", recorded, "--save-dir", "replay").returncode == 0
     before = len(server.requests)
-    again = lits("--search-arg", "n_actions=2", "--search-arg", "beam_width=1", "--replay-from", "replay",
-                 "--offline", "--save-dir", "replay-2")
+    again = lits(
+        "--search-arg",
+        "n_actions=2",
+        "--search-arg",
+        "beam_width=1",
+        "--replay-from",
+        "replay",
+        "--offline",
+        "--save-dir",
+        "replay-2",
+    )
     assert again.returncode == 0, again.stderr
     assert len(server.requests) == before
     assert summary(tmp_path, "replay-2")["replay"]["paid"] == 0
 
 
-@pytest.mark.parametrize("made, said", [
-    (lambda root: None, "no such run directory"),
-    (lambda root: root.mkdir(), "not a LiTS run (no config.json)"),
-])
+@pytest.mark.parametrize(
+    "made, said",
+    [
+        (lambda root: None, "no such run directory"),
+        (lambda root: root.mkdir(), "not a LiTS run (no config.json)"),
+    ],
+)
 def test_a_replay_from_a_folder_that_holds_no_run_is_a_one_line_error(lits, server, tmp_path, made, said):
     made(tmp_path / "nothing")
     line = one_line_error(lits("--replay-from", "nothing", "--save-dir", "replay"))
-    assert line == f"lits: error: --replay-from {tmp_path / 'nothing'}: {said}; pass the --save-dir of the run to replay"
+    assert (
+        line == f"lits: error: --replay-from {tmp_path / 'nothing'}: {said}; pass the --save-dir of the run to replay"
+    )
     assert not server.requests
 
 
 def test_a_replay_of_another_models_run_is_a_one_line_error(run_lits, server, recorded):
-    result = run_lits("search", "--search-framework", "tot_bfs", "--dataset", "gsm8k", "--limit", "1",
-                      "--model", "other", "--base-url", server.base_url, "--replay-from", recorded)
+    result = run_lits(
+        "search",
+        "--search-framework",
+        "tot_bfs",
+        "--dataset",
+        "gsm8k",
+        "--limit",
+        "1",
+        "--model",
+        "other",
+        "--base-url",
+        server.base_url,
+        "--replay-from",
+        recorded,
+    )
     assert "a replay answers the same model's requests only" in one_line_error(result)
 
 
@@ -153,8 +197,15 @@ def test_resume_from_python_takes_offline_for_a_replay_and_refuses_it_for_anothe
 
     bfs = {"max_depth": 2, "early_stop": False}
     api.search("blocksworld", model="scripted", limit=1, search="bfs", search_args=bfs, save_dir=tmp_path / "rec")
-    api.search("blocksworld", model="scripted", limit=1, search="bfs", search_args={**bfs, "beam_width": 1},
-               replay_from=str(tmp_path / "rec"), save_dir=tmp_path / "replay")
+    api.search(
+        "blocksworld",
+        model="scripted",
+        limit=1,
+        search="bfs",
+        search_args={**bfs, "beam_width": 1},
+        replay_from=str(tmp_path / "rec"),
+        save_dir=tmp_path / "replay",
+    )
     again = api.resume(tmp_path / "replay", offline=True)
     assert again.summary["replay"]["offline"] is True
     with pytest.raises(UserError, match="offline needs replay_from"):

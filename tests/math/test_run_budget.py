@@ -37,8 +37,16 @@ def budget_scripted(spec: Any, **options: Any) -> ScriptedModel:
 
 
 def run_sc(save_dir: Path, budget: str, **fields: Any) -> dict[str, Any]:
-    lits.chain("gsm8k", chain="sc", chain_args={"k": 8}, model="budget-scripted", limit=4,
-               budget=budget, save_dir=save_dir, **{"no_cache": True, **fields})
+    lits.chain(
+        "gsm8k",
+        chain="sc",
+        chain_args={"k": 8},
+        model="budget-scripted",
+        limit=4,
+        budget=budget,
+        save_dir=save_dir,
+        **{"no_cache": True, **fields},
+    )
     return dict(json.loads((save_dir / "eval_results.json").read_text()))
 
 
@@ -48,8 +56,10 @@ def chains_so_far(save_dir: Path) -> dict[int, int]:
 
 
 def chains(save_dir: Path) -> dict[int, int]:
-    return {idx: int(json.loads((save_dir / "results" / f"{idx}.json").read_text())["search_stats"]["chains"])
-            for idx in range(4)}
+    return {
+        idx: int(json.loads((save_dir / "results" / f"{idx}.json").read_text())["search_stats"]["chains"])
+        for idx in range(4)
+    }
 
 
 def test_settled_votes_stop_early_and_their_budget_goes_to_the_others(tmp_path):
@@ -64,16 +74,21 @@ def test_the_summary_says_how_the_budget_was_spent(tmp_path):
     run_sc(tmp_path / "run", "calls=24")
     lines = (tmp_path / "run" / "eval.log").read_text().splitlines()
     assert any(line.startswith("budget spent") and line.endswith("24 of 24 calls") for line in lines)
-    assert any(line.startswith("chains drawn") and "(5 chains: 2, 7 chains: 2); 2 settled early, 2 cut by the "
-               "budget" in line for line in lines)
+    assert any(
+        line.startswith("chains drawn") and "(5 chains: 2, 7 chains: 2); 2 settled early, 2 cut by the budget" in line
+        for line in lines
+    )
 
 
 @pytest.mark.parametrize("budget", ["tokens=700", "tokens=1500", "calls=9", "calls=30"])
 def test_a_run_never_spends_more_than_its_budget(tmp_path, budget):
     summary = run_sc(tmp_path / "run", budget)
     unit, total = budget.split("=")
-    spent = summary["inference"]["calls"] if unit == "calls" else \
-        summary["inference"]["tokens_in"] + summary["inference"]["tokens_out"]
+    spent = (
+        summary["inference"]["calls"]
+        if unit == "calls"
+        else summary["inference"]["tokens_in"] + summary["inference"]["tokens_out"]
+    )
     assert spent == summary["budget"]["spent"] <= float(total)
 
 
@@ -114,9 +129,30 @@ def test_a_bad_budget_is_one_line_naming_the_units(tmp_path, bad):
 
 
 def test_a_bad_budget_on_the_command_line_is_one_line_and_exit_2(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "gsm8k", "--chain", "sc", "--model",
-                           "scripted", "--limit", "1", "--save-dir", "run", "--budget", "tokens"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lits",
+            "chain",
+            "--dataset",
+            "gsm8k",
+            "--chain",
+            "sc",
+            "--model",
+            "scripted",
+            "--limit",
+            "1",
+            "--save-dir",
+            "run",
+            "--budget",
+            "tokens",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("lits: error: --budget must be UNIT=AMOUNT")
 

@@ -34,9 +34,26 @@ def server() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 def sc(tmp_path: Path, server: FakeOpenAIServer, run_lits) -> Callable[..., subprocess.CompletedProcess[str]]:
     def run(save_dir: str, *extra: str) -> subprocess.CompletedProcess[str]:
-        return run_lits("chain", "--dataset", "gsm8k", "--limit", "1", "--chain", "sc", "--chain-arg", "k=5",
-                        "--model", "m", "--base-url", server.base_url, "--cache", str(tmp_path / "cache.sqlite"),
-                        "--save-dir", save_dir, *extra)
+        return run_lits(
+            "chain",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            "--chain",
+            "sc",
+            "--chain-arg",
+            "k=5",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--cache",
+            str(tmp_path / "cache.sqlite"),
+            "--save-dir",
+            save_dir,
+            *extra,
+        )
 
     return run
 
@@ -73,12 +90,32 @@ def test_the_inference_log_tags_each_call_with_its_chain(sc, tmp_path):
 
 
 def test_self_consistency_on_an_env_grounded_dataset_is_a_one_line_error(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "lits", "chain", "--dataset", "blocksworld", "--chain", "sc",
-                           "--model", "scripted", "--limit", "1", "--save-dir", "run"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lits",
+            "chain",
+            "--dataset",
+            "blocksworld",
+            "--chain",
+            "sc",
+            "--model",
+            "scripted",
+            "--limit",
+            "1",
+            "--save-dir",
+            "run",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        "lits: error: --chain sc works on language_grounded and tool_use tasks, not on this env_grounded dataset")
+        "lits: error: --chain sc works on language_grounded and tool_use tasks, not on this env_grounded dataset"
+    )
 
 
 def test_a_sampling_stream_offsets_the_seed_of_every_call_inside():
@@ -99,9 +136,26 @@ def greedy_right_samples_apart(prompt: str, body: dict[str, Any]) -> str:
 
 def test_greedy_first_decodes_the_first_chain_greedily_and_a_vote_without_majority_goes_to_it(run_lits, tmp_path):
     with FakeOpenAIServer(responder=greedy_right_samples_apart) as srv:
-        done = run_lits("chain", "--dataset", "gsm8k", "--limit", "1", "--chain", "sc", "--chain-arg", "k=3",
-                        "--chain-arg", "greedy_first=true", "--model", "m", "--base-url", srv.base_url,
-                        "--no-cache", "--save-dir", "run")
+        done = run_lits(
+            "chain",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            "--chain",
+            "sc",
+            "--chain-arg",
+            "k=3",
+            "--chain-arg",
+            "greedy_first=true",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--no-cache",
+            "--save-dir",
+            "run",
+        )
         temperatures = [body["temperature"] for body in srv.requests]
     assert done.returncode == 0, done.stderr
     assert temperatures == [0.0, 0.7, 0.7]

@@ -31,9 +31,29 @@ def search(tmp_path: Path, server: FakeOpenAIServer, run_lits) -> Callable[..., 
     """One GSM8K instance under ToT-BFS (3 children per node, depth 1); returns its search stats."""
 
     def run(*extra: str) -> dict[str, Any]:
-        done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
-                        "--search-arg", "n_actions=3", "--search-arg", "max_depth=1", "--search-arg", "beam_width=3",
-                        "--model", "m", "--base-url", server.base_url, "--no-cache", "--save-dir", "run", *extra)
+        done = run_lits(
+            "search",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            "--search-framework",
+            "tot_bfs",
+            "--search-arg",
+            "n_actions=3",
+            "--search-arg",
+            "max_depth=1",
+            "--search-arg",
+            "beam_width=3",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--no-cache",
+            "--save-dir",
+            "run",
+            *extra,
+        )
         assert done.returncode == 0, done.stderr
         return json.loads((tmp_path / "run" / "results" / "0.json").read_text())["search_stats"]
 

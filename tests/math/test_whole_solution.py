@@ -38,8 +38,20 @@ def server() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 def chain(server: FakeOpenAIServer, run_lits) -> Callable[..., subprocess.CompletedProcess[str]]:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_lits("chain", "--dataset", "gsm8k", "--limit", "1", "--model", "m", "--base-url",
-                        server.base_url, "--save-dir", "run", *args)
+        return run_lits(
+            "chain",
+            "--dataset",
+            "gsm8k",
+            "--limit",
+            "1",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--save-dir",
+            "run",
+            *args,
+        )
 
     return run
 
@@ -73,8 +85,12 @@ def test_the_model_is_asked_the_question_alone_in_its_own_chat_frame(chain, serv
 def test_a_dataset_without_its_own_ask_gets_cores_which_asks_for_the_final_answer() -> None:
     policy = ConcatPolicy(ScriptedModel(chat_native=True), "math500")
     messages = policy.messages(ThoughtState(), "What is 2 + 2?", whole=True)
-    assert messages == [{"role": "user", "content": "What is 2 + 2?\nWork it out step by step, then give the final "
-                                                    "answer as \\boxed{answer}."}]
+    assert messages == [
+        {
+            "role": "user",
+            "content": "What is 2 + 2?\nWork it out step by step, then give the final answer as \\boxed{answer}.",
+        }
+    ]
 
 
 def test_without_it_the_chain_asks_for_one_step_at_a_time(chain, server) -> None:
@@ -89,9 +105,27 @@ def test_a_bad_value_is_one_line(chain) -> None:
 
 
 def test_a_search_with_it_chooses_among_whole_solutions(server, tmp_path: Path, run_lits) -> None:
-    done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
-                    "--search-arg", "whole_solution=true", "--search-arg", "n_actions=2", "--search-arg",
-                    "max_depth=3", "--model", "m", "--base-url", server.base_url, "--save-dir", "run")
+    done = run_lits(
+        "search",
+        "--dataset",
+        "gsm8k",
+        "--limit",
+        "1",
+        "--search-framework",
+        "tot_bfs",
+        "--search-arg",
+        "whole_solution=true",
+        "--search-arg",
+        "n_actions=2",
+        "--search-arg",
+        "max_depth=3",
+        "--model",
+        "m",
+        "--base-url",
+        server.base_url,
+        "--save-dir",
+        "run",
+    )
     assert done.returncode == 0, done.stderr
     policy_asks = [r for r in server.requests if "step by step" in str(r["messages"][-1]["content"])]
     assert policy_asks and policy_asks[0]["max_tokens"] == 640
@@ -113,10 +147,31 @@ def whole_search(tmp_path: Path, run_lits) -> Callable[..., tuple[dict[str, Any]
 
     def run(*extra: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         with FakeOpenAIServer(responder=greedy_right_samples_apart) as srv:
-            done = run_lits("search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "tot_bfs",
-                            "--search-arg", "whole_solution=true", "--search-arg", "n_actions=3", "--search-arg",
-                            "temperature=0.7", "--search-arg", "max_depth=1", "--model", "m", "--base-url",
-                            srv.base_url, "--no-cache", "--save-dir", "run", *extra)
+            done = run_lits(
+                "search",
+                "--dataset",
+                "gsm8k",
+                "--limit",
+                "1",
+                "--search-framework",
+                "tot_bfs",
+                "--search-arg",
+                "whole_solution=true",
+                "--search-arg",
+                "n_actions=3",
+                "--search-arg",
+                "temperature=0.7",
+                "--search-arg",
+                "max_depth=1",
+                "--model",
+                "m",
+                "--base-url",
+                srv.base_url,
+                "--no-cache",
+                "--save-dir",
+                "run",
+                *extra,
+            )
             assert done.returncode == 0, done.stderr
             asks = [r for r in srv.requests if "step by step" in str(r["messages"][-1]["content"])]
         return json.loads((tmp_path / "run" / "results" / "0.json").read_text()), asks

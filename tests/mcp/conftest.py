@@ -26,8 +26,12 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def env(cache_dir: Path, tmp_path: Path) -> dict[str, str]:
     """The environment of a `lits` run: this venv's commands first, the shared cache, the toy's marker file."""
-    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-            "LITS_CACHE_DIR": str(cache_dir), "TOY_MARKER": str(tmp_path / "toy-marker")}
+    return {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "LITS_CACHE_DIR": str(cache_dir),
+        "TOY_MARKER": str(tmp_path / "toy-marker"),
+    }
 
 
 @pytest.fixture
@@ -53,9 +57,12 @@ def _free_port() -> int:
 def serve_mapeval_http(cache_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`lits-mapeval serve-mcp --http` on a free loopback port; up within 20 s, killed at the end."""
     port = _free_port()
-    server = subprocess.Popen([str(BIN / "lits-mapeval"), "serve-mcp", "--http", "--port", str(port)],
-                              env={**os.environ, "LITS_CACHE_DIR": str(cache_dir)},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [str(BIN / "lits-mapeval"), "serve-mcp", "--http", "--port", str(port)],
+        env={**os.environ, "LITS_CACHE_DIR": str(cache_dir)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:

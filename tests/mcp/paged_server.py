@@ -19,8 +19,7 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[types.Tool(name="mid", input_schema=SCHEMA)])
     listings += 1
     first = ["zeta", "alpha"] if listings % 2 else ["alpha", "zeta"]
-    return types.ListToolsResult(tools=[types.Tool(name=n, input_schema=SCHEMA) for n in first],
-                                 next_cursor="page-2")
+    return types.ListToolsResult(tools=[types.Tool(name=n, input_schema=SCHEMA) for n in first], next_cursor="page-2")
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:

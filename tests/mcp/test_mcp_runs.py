@@ -13,8 +13,10 @@ import pytest
 
 from lits.testing.servers.openai_compat import FakeOpenAIServer
 
-STEPS = ('{"tool": "list_tables", "args": {}}',
-         '{"tool": "query_sql", "args": {"query": "SELECT name, rating FROM places ORDER BY name LIMIT 3"}}')
+STEPS = (
+    '{"tool": "list_tables", "args": {}}',
+    '{"tool": "query_sql", "args": {"query": "SELECT name, rating FROM places ORDER BY name LIMIT 3"}}',
+)
 MAPEVAL_MCP = ["--resource", "mcp", "--resource-arg", "command=lits-mapeval serve-mcp"]
 
 
@@ -35,13 +37,25 @@ def model_url() -> Iterator[str]:
 
 
 def lits(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "lits", *args], capture_output=True, text=True, env=env, timeout=120)
 
 
 def _chain(env: dict[str, str], url: str, save_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return lits(env, "chain", "--dataset", "mapeval-sql", "--limit", "2", "--model", "m", "--base-url", url,
-                "--save-dir", str(save_dir), *extra)
+    return lits(
+        env,
+        "chain",
+        "--dataset",
+        "mapeval-sql",
+        "--limit",
+        "2",
+        "--model",
+        "m",
+        "--base-url",
+        url,
+        "--save-dir",
+        str(save_dir),
+        *extra,
+    )
 
 
 def _results(save_dir: Path) -> dict[str, bytes]:
@@ -62,8 +76,11 @@ def in_process_run(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path, mo
 def stdio_run(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path, model_url: str) -> Path:
     """The same chain with the tools of `lits-mapeval serve-mcp` over stdio."""
     save_dir = tmp_path_factory.mktemp("stdio") / "run"
-    env = {**os.environ, "LITS_CACHE_DIR": str(cache_dir),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        "LITS_CACHE_DIR": str(cache_dir),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
     result = _chain(env, model_url, save_dir, *MAPEVAL_MCP, "--resource-arg", "timeout=5")
     assert result.returncode == 0, result.stderr
     return save_dir
@@ -74,21 +91,37 @@ def test_the_react_chain_over_stdio_mcp_gives_the_in_process_trajectories(stdio_
     steps = json.loads((stdio_run / "results" / "0.json").read_text())["final_state"]["steps"]
     assert steps[0]["observation"] == "directions, distances, nearby, places"
     config = json.loads((stdio_run / "config.json").read_text())
-    assert (config["resource"], config["resource_args"]) == ("mcp", {"command": "lits-mapeval serve-mcp",
-                                                                     "timeout": 5})
+    assert (config["resource"], config["resource_args"]) == ("mcp", {"command": "lits-mapeval serve-mcp", "timeout": 5})
 
 
 def test_the_react_chain_over_streamable_http_gives_the_in_process_trajectories(
-        env, tmp_path, model_url, in_process_run, mapeval_http_url):
+    env, tmp_path, model_url, in_process_run, mapeval_http_url
+):
     result = _chain(env, model_url, tmp_path / "run", "--resource", "mcp", "--resource-arg", f"url={mapeval_http_url}")
     assert result.returncode == 0, result.stderr
     assert _results(tmp_path / "run") == _results(in_process_run)
 
 
 def test_mcts_searches_over_mcp_tools(env, tmp_path, model_url):
-    result = lits(env, "search", "--dataset", "mapeval-sql", "--limit", "1", "--model", "m", "--base-url", model_url,
-                  "--search-arg", "n_iterations=2", "--search-arg", "n_actions=2", "--save-dir", str(tmp_path / "run"),
-                  *MAPEVAL_MCP)
+    result = lits(
+        env,
+        "search",
+        "--dataset",
+        "mapeval-sql",
+        "--limit",
+        "1",
+        "--model",
+        "m",
+        "--base-url",
+        model_url,
+        "--search-arg",
+        "n_iterations=2",
+        "--search-arg",
+        "n_actions=2",
+        "--save-dir",
+        str(tmp_path / "run"),
+        *MAPEVAL_MCP,
+    )
     assert result.returncode == 0, result.stderr
     record = json.loads((tmp_path / "run" / "results" / "0.json").read_text())
     assert "SELECT name, rating FROM places" in json.dumps(record)
@@ -103,7 +136,8 @@ def test_resume_takes_the_resource_from_the_run(env, stdio_run):
     assert changed.returncode == 2
     assert changed.stderr.strip().splitlines() == [
         "lits: error: --resource-arg timeout=9 cannot be used with --resume: it would change what the run computes "
-        "(the run has 5); start a new run with another --save-dir"]
+        "(the run has 5); start a new run with another --save-dir"
+    ]
 
 
 def _toy_caller(tool: str):
@@ -111,14 +145,30 @@ def _toy_caller(tool: str):
         if "user: Observation:" in prompt:
             return "Thought: done\nAnswer: 1"
         return f'Thought: use the tool\nAction: {{"tool": "{tool}", "args": {{"a": 40}}}}'
+
     return reply
 
 
 def test_any_mcp_servers_tools_serve_a_tool_use_dataset(env, tmp_path, toy_command):
     with FakeOpenAIServer(responder=_toy_caller("add")) as server:
-        result = lits(env, "chain", "--dataset", "mapeval-sql", "--limit", "1", "--model", "m", "--base-url",
-                      server.base_url, "--save-dir", str(tmp_path / "run"), "--resource", "mcp",
-                      "--resource-arg", f"command={toy_command}")
+        result = lits(
+            env,
+            "chain",
+            "--dataset",
+            "mapeval-sql",
+            "--limit",
+            "1",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--save-dir",
+            str(tmp_path / "run"),
+            "--resource",
+            "mcp",
+            "--resource-arg",
+            f"command={toy_command}",
+        )
         system = server.requests[0]["messages"][0]["content"]
     assert result.returncode == 0, result.stderr
     steps = json.loads((tmp_path / "run" / "results" / "0.json").read_text())["final_state"]["steps"]
@@ -129,9 +179,24 @@ def test_any_mcp_servers_tools_serve_a_tool_use_dataset(env, tmp_path, toy_comma
 
 def test_a_server_that_dies_again_after_its_restart_fails_the_instance_in_one_line(env, tmp_path, toy_command):
     with FakeOpenAIServer(responder=_toy_caller("crash")) as server:
-        result = lits(env, "chain", "--dataset", "mapeval-sql", "--limit", "1", "--model", "m", "--base-url",
-                      server.base_url, "--save-dir", str(tmp_path / "run"), "--resource", "mcp",
-                      "--resource-arg", f"command={toy_command}")
+        result = lits(
+            env,
+            "chain",
+            "--dataset",
+            "mapeval-sql",
+            "--limit",
+            "1",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--save-dir",
+            str(tmp_path / "run"),
+            "--resource",
+            "mcp",
+            "--resource-arg",
+            f"command={toy_command}",
+        )
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("lits: error: stopped after 3 instances failed in a row (MCP server `")
@@ -141,19 +206,46 @@ def test_a_server_that_dies_again_after_its_restart_fails_the_instance_in_one_li
 
 
 def test_a_server_command_that_does_not_start_is_one_line_and_exit_2(env, tmp_path):
-    result = lits(env, "chain", "--dataset", "mapeval-sql", "--limit", "1", "--model", "scripted", "--save-dir",
-                  str(tmp_path / "run"), "--resource", "mcp", "--resource-arg",
-                  f"command={sys.executable} -m no_such_mcp_server")
+    result = lits(
+        env,
+        "chain",
+        "--dataset",
+        "mapeval-sql",
+        "--limit",
+        "1",
+        "--model",
+        "scripted",
+        "--save-dir",
+        str(tmp_path / "run"),
+        "--resource",
+        "mcp",
+        "--resource-arg",
+        f"command={sys.executable} -m no_such_mcp_server",
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"lits: error: MCP server `{sys.executable} -m no_such_mcp_server` could not be started: "
-        f"{sys.executable}: No module named no_such_mcp_server"]
+        f"{sys.executable}: No module named no_such_mcp_server"
+    ]
 
 
 @pytest.mark.slow
 def test_the_react_chain_runs_over_mcp_on_the_embedded_model(env, tmp_path):
-    result = lits(env, "chain", "--dataset", "mapeval-sql", "--limit", "1", "--model", "local",
-                  "--chain-arg", "max_steps=1", "--save-dir", str(tmp_path / "run"), *MAPEVAL_MCP)
+    result = lits(
+        env,
+        "chain",
+        "--dataset",
+        "mapeval-sql",
+        "--limit",
+        "1",
+        "--model",
+        "local",
+        "--chain-arg",
+        "max_steps=1",
+        "--save-dir",
+        str(tmp_path / "run"),
+        *MAPEVAL_MCP,
+    )
     assert result.returncode == 0, result.stderr
     first = json.loads((tmp_path / "run" / "results" / "0.json").read_text())["final_state"]["steps"][0]
     assert json.loads(first["action"]["text"])["tool"] in ("list_tables", "describe_table", "query_sql")
@@ -161,27 +253,56 @@ def test_the_react_chain_runs_over_mcp_on_the_embedded_model(env, tmp_path):
 
 
 def test_resource_is_refused_for_a_dataset_that_is_not_tool_use(env, tmp_path):
-    result = lits(env, "chain", "--dataset", "blocksworld", "--limit", "1", "--model", "scripted", "--save-dir",
-                  str(tmp_path / "run"), *MAPEVAL_MCP)
+    result = lits(
+        env,
+        "chain",
+        "--dataset",
+        "blocksworld",
+        "--limit",
+        "1",
+        "--model",
+        "scripted",
+        "--save-dir",
+        str(tmp_path / "run"),
+        *MAPEVAL_MCP,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "lits: error: --resource gives tools to tool-use datasets; 'blocksworld' is env_grounded"]
+        "lits: error: --resource gives tools to tool-use datasets; 'blocksworld' is env_grounded"
+    ]
 
 
 def test_serve_mcp_refuses_to_listen_beyond_loopback():
-    result = subprocess.run([str(Path(sys.executable).parent / "lits-mapeval"), "serve-mcp", "--http", "--host",
-                             "0.0.0.0"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "lits-mapeval"), "serve-mcp", "--http", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "lits-mapeval: error: --host 0.0.0.0 is not a loopback address: the tools are served without "
-        "authentication, so only 127.0.0.1, localhost or ::1 are allowed"]
+        "authentication, so only 127.0.0.1, localhost or ::1 are allowed"
+    ]
 
 
 def test_a_resource_arg_without_a_resource_is_one_line(env, tmp_path):
-    result = lits(env, "chain", "--dataset", "mapeval-sql", "--model", "scripted", "--save-dir",
-                  str(tmp_path / "run"), "--resource-arg", "command=lits-mapeval serve-mcp")
+    result = lits(
+        env,
+        "chain",
+        "--dataset",
+        "mapeval-sql",
+        "--model",
+        "scripted",
+        "--save-dir",
+        str(tmp_path / "run"),
+        "--resource-arg",
+        "command=lits-mapeval serve-mcp",
+    )
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == ["lits: error: --resource-arg needs --resource NAME (e.g. --resource mcp)"]
+    assert result.stderr.strip().splitlines() == [
+        "lits: error: --resource-arg needs --resource NAME (e.g. --resource mcp)"
+    ]
 
 
 def _adder_that_takes_the_server_down(down: Path):
@@ -203,8 +324,20 @@ def _adder_that_takes_the_server_down(down: Path):
 def test_an_mcp_server_down_for_good_leaves_its_instances_to_resume(env, tmp_path, toy_command):
     down = tmp_path / "toy-down"
     env = {**env, "TOY_DOWN": str(down)}
-    args = ["--dataset", "mapeval-sql", "--limit", "4", "--model", "m", "--concurrency", "1", "--resource", "mcp",
-            "--resource-arg", f"command={toy_command}"]
+    args = [
+        "--dataset",
+        "mapeval-sql",
+        "--limit",
+        "4",
+        "--model",
+        "m",
+        "--concurrency",
+        "1",
+        "--resource",
+        "mcp",
+        "--resource-arg",
+        f"command={toy_command}",
+    ]
     with FakeOpenAIServer(responder=_toy_caller("add")) as server:
         reference = lits(env, "chain", *args, "--base-url", server.base_url, "--save-dir", str(tmp_path / "ref"))
     assert reference.returncode == 0, reference.stderr
@@ -230,9 +363,24 @@ def test_a_50_mb_tool_result_reaches_the_next_prompt_cut_to_4000_characters(env,
         return 'Thought: look\nAction: {"tool": "blob", "args": {"megabytes": 50}}'
 
     with FakeOpenAIServer(responder=blob_then_answer) as server:
-        result = lits(env, "chain", "--dataset", "mapeval-sql", "--limit", "1", "--model", "m", "--base-url",
-                      server.base_url, "--save-dir", str(tmp_path / "run"), "--resource", "mcp",
-                      "--resource-arg", f"command={toy_command}")
+        result = lits(
+            env,
+            "chain",
+            "--dataset",
+            "mapeval-sql",
+            "--limit",
+            "1",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--save-dir",
+            str(tmp_path / "run"),
+            "--resource",
+            "mcp",
+            "--resource-arg",
+            f"command={toy_command}",
+        )
         second = json.dumps(server.requests[1]["messages"])
     assert result.returncode == 0, result.stderr
     steps = json.loads((tmp_path / "run" / "results" / "0.json").read_text())["final_state"]["steps"]

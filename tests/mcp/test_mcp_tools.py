@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 import pytest
 from pydantic import ValidationError
@@ -15,7 +15,7 @@ from lits.tools.mcp import args_model, load_mcp_resource
 from tests.mcp.conftest import TOY, serve_mapeval_http
 
 
-def _call(tools: list[Any], name: str, timeout: Optional[float] = None, **args: Any) -> str:
+def _call(tools: list[Any], name: str, timeout: float | None = None, **args: Any) -> str:
     return execute_tool_action(json.dumps({"tool": name, "args": args}), tools, timeout)
 
 
@@ -50,9 +50,13 @@ def test_arguments_are_checked_against_the_schema_before_the_call(toy):
     tools = toy["tools"]
     assert _call(tools, "add", a=1) == "3"
     assert _call(tools, "paint", color="red", sizes=[1, 2]) == "red 3 none"
-    assert _call(tools, "add", a="x") == ("Invalid arguments for add: a: Input should be a valid integer, "
-                                          "unable to parse string as an integer")
-    assert _call(tools, "paint", color="green", sizes=[1]) == "Invalid arguments for paint: color: Input should be 'red' or 'blue'"
+    assert _call(tools, "add", a="x") == (
+        "Invalid arguments for add: a: Input should be a valid integer, unable to parse string as an integer"
+    )
+    assert (
+        _call(tools, "paint", color="green", sizes=[1])
+        == "Invalid arguments for paint: color: Input should be 'red' or 'blue'"
+    )
     assert _call(tools, "add", b=1) == "Invalid arguments for add: a: Field required"
 
 
@@ -78,8 +82,11 @@ def test_an_http_server_that_goes_away_is_reconnected_once_then_the_call_fails_i
         assert _call(resource["tools"], "list_tables") == "directions, distances, nearby, places"
         server.kill()
         server.wait(10)
-        with pytest.raises(ToolUnavailable, match=rf"^MCP server {url} stopped \(.*\), and then could not be "
-                                                   "reached: "):
+        with pytest.raises(
+            ToolUnavailable,
+            match=rf"^MCP server {url} stopped \(.*\), and then could not be "
+            "reached: ",
+        ):
             _call(resource["tools"], "list_tables")
         resource["connection"].close()
 
@@ -93,17 +100,24 @@ def test_the_mapeval_server_serves_the_in_process_tools_unchanged(in_env):
         assert [t.spec() for t in served["tools"]] == [t.spec() for t in local["tools"]]
         assert json.dumps([t.spec() for t in served["tools"]]) == json.dumps([t.spec() for t in local["tools"]])
         assert served["tool_context"] == local["tool_context"]
-        for name, args in (("list_tables", {}), ("describe_table", {"table": "places"}),
-                           ("query_sql", {"query": "SELECT name FROM places ORDER BY name LIMIT 3"}),
-                           ("query_sql", {"query": "DELETE FROM places"}), ("describe_table", {"tabel": "x"})):
+        for name, args in (
+            ("list_tables", {}),
+            ("describe_table", {"table": "places"}),
+            ("query_sql", {"query": "SELECT name FROM places ORDER BY name LIMIT 3"}),
+            ("query_sql", {"query": "DELETE FROM places"}),
+            ("describe_table", {"tabel": "x"}),
+        ):
             assert _call(served["tools"], name, **args) == _call(local["tools"], name, **args)
     finally:
         served["connection"].close()
 
 
 def test_a_server_that_cannot_start_is_one_line_naming_it(in_env):
-    with pytest.raises(ValueError, match=r"^MCP server `\S+ -m no_such_mcp_module` could not be started: .*"
-                                         r"No module named no_such_mcp_module$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^MCP server `\S+ -m no_such_mcp_module` could not be started: .*"
+        r"No module named no_such_mcp_module$",
+    ):
         load_mcp_resource(command=f"{sys.executable} -m no_such_mcp_module")
     with pytest.raises(ValueError, match="could not be started: .*No such file"):
         load_mcp_resource(command="/nonexistent/mcp-server")
@@ -116,11 +130,19 @@ def test_without_the_sdk_the_error_says_how_to_install_it(monkeypatch, toy_comma
 
 
 def test_a_json_schema_becomes_a_pydantic_model_keyed_by_the_json_names():
-    model = args_model("t", {"type": "object", "required": ["model_config", "kind"], "properties": {
-        "model_config": {"type": "string", "description": "a name pydantic reserves"},
-        "kind": {"enum": ["a", "b"]},
-        "limit": {"type": ["integer", "null"], "default": 5},
-        "tags": {"type": "array", "items": {"type": "string"}}}})
+    model = args_model(
+        "t",
+        {
+            "type": "object",
+            "required": ["model_config", "kind"],
+            "properties": {
+                "model_config": {"type": "string", "description": "a name pydantic reserves"},
+                "kind": {"enum": ["a", "b"]},
+                "limit": {"type": ["integer", "null"], "default": 5},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+    )
     value = model.model_validate({"model_config": "x", "kind": "b", "tags": ["t"]})
     assert value.model_dump(by_alias=True) == {"model_config": "x", "kind": "b", "limit": 5, "tags": ["t"]}
     assert model.model_fields["field_0"].description == "a name pydantic reserves"
@@ -167,7 +189,7 @@ def test_lines_split_in_any_chunking_come_out_the_same_and_a_long_one_keeps_its_
     data = b'{"a": 1}\n' + b"y" * 300 + b"\n" + b'{"b": 2}\n'
     for size in (1, 7, 64, len(data)):
         splitter = LineSplitter(limit=100, head=10)
-        lines = [line for start in range(0, len(data), size) for line in splitter.feed(data[start:start + size])]
+        lines = [line for start in range(0, len(data), size) for line in splitter.feed(data[start : start + size])]
         assert lines == [b'{"a": 1}', CutLine(b"y" * 10, 300), b'{"b": 2}']
 
 

@@ -22,9 +22,21 @@ from lits.testing.scripted import listed_actions
 OUTPUTS = ("results", "paths", "terminal_nodes")
 #: eval_results.json fields that are wall-clock measurements by design.
 #: Figures that measure time, not what the run computed (hedged copies go out when a reply is slow).
-TIMINGS = {"seconds_per_instance", "seconds", "run_seconds", "calls_in_flight_avg", "hedged_calls", "hedges_won",
-           "server_requests", "unused_replies", "estimated_replies", "queued_seconds", "server_seconds",
-           "model_seconds", "model_seconds_per_solved"}
+TIMINGS = {
+    "seconds_per_instance",
+    "seconds",
+    "run_seconds",
+    "calls_in_flight_avg",
+    "hedged_calls",
+    "hedges_won",
+    "server_requests",
+    "unused_replies",
+    "estimated_replies",
+    "queued_seconds",
+    "server_seconds",
+    "model_seconds",
+    "model_seconds_per_solved",
+}
 #: A test cluster on loopback needs no tokens; nothing of Ray's reports usage.  No hedged copies: the tokens
 #: they are billed for are in the cost figures compared here, and how many go out depends on timing.
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "LITS_HEDGE": "off"}
@@ -38,8 +50,13 @@ def first_listed_action(prompt: str, body: dict[str, Any]) -> str:
 
 def outputs(run: Path) -> dict[str, bytes]:
     """By file; a ``.NAME.tmp`` left by a kill mid-write is not an output (the atomic rename never ran)."""
-    return {f"{sub}/{p.name}": p.read_bytes() for sub in OUTPUTS if (run / sub).is_dir()
-            for p in sorted((run / sub).iterdir()) if not p.name.startswith(".")}
+    return {
+        f"{sub}/{p.name}": p.read_bytes()
+        for sub in OUTPUTS
+        if (run / sub).is_dir()
+        for p in sorted((run / sub).iterdir())
+        if not p.name.startswith(".")
+    }
 
 
 def _drop_timings(value: Any) -> Any:
@@ -73,8 +90,7 @@ def local_ray() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         for key, value in RAY_ENV.items():
             patch.setenv(key, value)
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-                 _temp_dir=temp)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, _temp_dir=temp)
         try:
             yield
         finally:
@@ -101,8 +117,14 @@ def lits_here(tmp_path: Path) -> Callable[..., int]:
 def lits_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """``python -m lits ARGS`` as its own process, output to files in ``cwd``."""
     full_env = {**os.environ, **RAY_ENV, **(env or {})}
-    return subprocess.Popen([sys.executable, "-m", "lits", *args], cwd=cwd, env=full_env, text=True,
-                            stdout=open(cwd / "stdout.txt", "w"), stderr=open(cwd / "stderr.txt", "w"))
+    return subprocess.Popen(
+        [sys.executable, "-m", "lits", *args],
+        cwd=cwd,
+        env=full_env,
+        text=True,
+        stdout=open(cwd / "stdout.txt", "w"),
+        stderr=open(cwd / "stderr.txt", "w"),
+    )
 
 
 def _parents() -> dict[int, list[int]]:

@@ -11,8 +11,18 @@ from tests.ray.conftest import eval_without_timings, outputs
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 
-ATTEMPTS = ["--model", "scripted", "--dataset", "blocksworld", "--limit", "4", "--attempts", "3",
-            "--memory-arg", "augmentors=fact,reflection"]
+ATTEMPTS = [
+    "--model",
+    "scripted",
+    "--dataset",
+    "blocksworld",
+    "--limit",
+    "4",
+    "--attempts",
+    "3",
+    "--memory-arg",
+    "augmentors=fact,reflection",
+]
 
 
 def _attempts(run: Path) -> dict[str, bytes]:
@@ -20,8 +30,9 @@ def _attempts(run: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("command", [["chain"], ["search", "--search-arg", "n_iterations=2"]])
-def test_attempts_with_memory_on_ray_equal_in_process(lits_here: Callable[..., int], tmp_path: Path,
-                                                      command: list[str]) -> None:
+def test_attempts_with_memory_on_ray_equal_in_process(
+    lits_here: Callable[..., int], tmp_path: Path, command: list[str]
+) -> None:
     assert lits_here(*command, *ATTEMPTS, "--save-dir", "here") == 0
     assert lits_here(*command, *ATTEMPTS, "--save-dir", "ray", "--executor", "ray") == 0
     here, ray = tmp_path / "here", tmp_path / "ray"
@@ -31,7 +42,8 @@ def test_attempts_with_memory_on_ray_equal_in_process(lits_here: Callable[..., i
     assert later and later == sorted(p.relative_to(ray) for p in (ray / "checkpoints").glob("attempt-*/*"))
 
 
-def test_memory_over_the_run_is_refused_on_ray_in_one_line(lits_here: Callable[..., int], tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_memory_over_the_run_is_refused_on_ray_in_one_line(
+    lits_here: Callable[..., int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert lits_here("chain", *ATTEMPTS, "--memory-arg", "scope=run", "--executor", "ray", "--save-dir", "r") == 2
     assert "scope=run passes memory from instance to instance in order" in capsys.readouterr().err

@@ -43,9 +43,13 @@ def _free_port() -> int:
 
 def _start_node(args: list[str], log: list[str]) -> subprocess.Popen[str]:
     ray = str(Path(sys.executable).parent / "ray")
-    proc = subprocess.Popen([ray, "start", "--block", "--num-cpus", "1", "--node-ip-address", "127.0.0.1",
-                             *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, **RAY_ENV})
+    proc = subprocess.Popen(
+        [ray, "start", "--block", "--num-cpus", "1", "--node-ip-address", "127.0.0.1", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **RAY_ENV},
+    )
 
     def read() -> None:
         assert proc.stdout is not None
@@ -64,8 +68,20 @@ def cluster() -> Iterator[str]:
     head_log: list[str] = []
     node_log: list[str] = []
     try:
-        started.append(_start_node(["--head", "--port", str(port), "--include-dashboard=false", "--temp-dir",
-                                    temp, "--disable-usage-stats"], head_log))
+        started.append(
+            _start_node(
+                [
+                    "--head",
+                    "--port",
+                    str(port),
+                    "--include-dashboard=false",
+                    "--temp-dir",
+                    temp,
+                    "--disable-usage-stats",
+                ],
+                head_log,
+            )
+        )
         wait_for(lambda: any(READY in line for line in head_log), 90, "the Ray head node")
         started.append(_start_node([f"--address=127.0.0.1:{port}"], node_log))
         wait_for(lambda: any(READY in line for line in node_log), 90, "the second Ray node")
@@ -85,8 +101,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def _on_cluster(address: str, tmp_path: Path, *args: str) -> Path:
-    proc = lits_process(*args, "--executor", "ray", "--ray-address", address, "--save-dir", "cluster",
-                        cwd=tmp_path)
+    proc = lits_process(*args, "--executor", "ray", "--ray-address", address, "--save-dir", "cluster", cwd=tmp_path)
     try:
         code = proc.wait(timeout=120)
     finally:
@@ -97,20 +112,36 @@ def _on_cluster(address: str, tmp_path: Path, *args: str) -> Path:
     return tmp_path / "cluster"
 
 
-def test_scripted_search_on_two_nodes_equals_one_process(cluster: str, lits_here: Callable[..., int],
-                                                         tmp_path: Path) -> None:
-    args = ["search", "--model", "scripted", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4",
-            "--limit", "4"]
+def test_scripted_search_on_two_nodes_equals_one_process(
+    cluster: str, lits_here: Callable[..., int], tmp_path: Path
+) -> None:
+    args = ["search", "--model", "scripted", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4", "--limit", "4"]
     assert lits_here(*args, "--save-dir", "here") == 0
     run = _on_cluster(cluster, tmp_path, *args)
     assert outputs(run) == outputs(tmp_path / "here")
     assert eval_without_timings(run) == eval_without_timings(tmp_path / "here")
 
 
-def test_server_search_on_two_nodes_equals_one_process(cluster: str, lits_here: Callable[..., int],
-                                                       tmp_path: Path, server: FakeOpenAIServer) -> None:
-    args = ["search", "--model", "m", "--base-url", server.base_url, "--dataset", "blocksworld",
-            "--dataset-arg", "steps=2,4", "--limit", "4", "--concurrency", "2", "--search-arg", "n_iterations=4"]
+def test_server_search_on_two_nodes_equals_one_process(
+    cluster: str, lits_here: Callable[..., int], tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    args = [
+        "search",
+        "--model",
+        "m",
+        "--base-url",
+        server.base_url,
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2,4",
+        "--limit",
+        "4",
+        "--concurrency",
+        "2",
+        "--search-arg",
+        "n_iterations=4",
+    ]
     assert lits_here(*args, "--save-dir", "here") == 0
     run = _on_cluster(cluster, tmp_path, *args)
     assert outputs(run) == outputs(tmp_path / "here")

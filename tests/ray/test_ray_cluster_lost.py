@@ -13,11 +13,32 @@ import pytest
 from lits.runs.ray.watch import SILENT_FOR
 from lits.testing.servers.openai_compat import FakeOpenAIServer
 
-from tests.ray.conftest import command_line, first_listed_action, kill_all, lits_process, outputs, process_tree, wait_for
+from tests.ray.conftest import (
+    command_line,
+    first_listed_action,
+    kill_all,
+    lits_process,
+    outputs,
+    process_tree,
+    wait_for,
+)
 from tests.ray.test_ray_faults import _results, _stop
 
-ARGS = ["search", "--model", "m", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4", "--limit", "6",
-        "--concurrency", "2", "--search-arg", "n_iterations=5"]
+ARGS = [
+    "search",
+    "--model",
+    "m",
+    "--dataset",
+    "blocksworld",
+    "--dataset-arg",
+    "steps=2,4",
+    "--limit",
+    "6",
+    "--concurrency",
+    "2",
+    "--search-arg",
+    "n_iterations=5",
+]
 INSTANCES = 6
 #: The promise: a lost cluster is noticed within a minute; then the summary is written and Ray shut down.
 LOST_BOUND = 60 + 2 * SILENT_FOR
@@ -46,11 +67,11 @@ def _ray_processes_of(pid: int) -> list[str]:
 
 
 def test_a_killed_raylet_stops_the_run_in_one_line_and_resume_completes_it(
-        server: FakeOpenAIServer, uninterrupted: Path, tmp_path: Path) -> None:
+    server: FakeOpenAIServer, uninterrupted: Path, tmp_path: Path
+) -> None:
     process = "raylet"
     run = tmp_path / "ray"
-    proc = lits_process(*ARGS, "--base-url", server.base_url, "--executor", "ray", "--save-dir", "ray",
-                        cwd=tmp_path)
+    proc = lits_process(*ARGS, "--base-url", server.base_url, "--executor", "ray", "--save-dir", "ray", cwd=tmp_path)
     tree: list[int] = []
     try:
         wait_for(lambda: _results(run) >= 1 or proc.poll() is not None, 120, "the first result")

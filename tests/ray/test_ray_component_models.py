@@ -25,12 +25,29 @@ def eval_server() -> Iterator[FakeOpenAIServer]:
         yield srv
 
 
-def test_per_component_models_on_ray_equal_in_process(lits_here: Callable[..., int], tmp_path: Path,
-                                                       policy_server: FakeOpenAIServer,
-                                                       eval_server: FakeOpenAIServer) -> None:
-    args = ["--dataset", "blocksworld", "--dataset-arg", "steps=2,4", "--limit", "2", "--concurrency", "2",
-            "--search-arg", "n_iterations=2", "--policy-model", "A", "--policy-base-url", policy_server.base_url,
-            "--eval-model", "B", "--eval-base-url", eval_server.base_url]
+def test_per_component_models_on_ray_equal_in_process(
+    lits_here: Callable[..., int], tmp_path: Path, policy_server: FakeOpenAIServer, eval_server: FakeOpenAIServer
+) -> None:
+    args = [
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2,4",
+        "--limit",
+        "2",
+        "--concurrency",
+        "2",
+        "--search-arg",
+        "n_iterations=2",
+        "--policy-model",
+        "A",
+        "--policy-base-url",
+        policy_server.base_url,
+        "--eval-model",
+        "B",
+        "--eval-base-url",
+        eval_server.base_url,
+    ]
     assert lits_here("search", *args, "--save-dir", "here") == 0
     calls_here = (len(policy_server.requests), len(eval_server.requests))
     policy_server.max_in_flight = eval_server.max_in_flight = 0

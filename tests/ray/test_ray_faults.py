@@ -23,8 +23,21 @@ from tests.ray.conftest import (
     wait_for,
 )
 
-ARGS = ["search", "--model", "m", "--dataset", "blocksworld", "--dataset-arg", "steps=2,4", "--limit", "5",
-        "--concurrency", "2", "--search-arg", "n_iterations=5"]
+ARGS = [
+    "search",
+    "--model",
+    "m",
+    "--dataset",
+    "blocksworld",
+    "--dataset-arg",
+    "steps=2,4",
+    "--limit",
+    "5",
+    "--concurrency",
+    "2",
+    "--search-arg",
+    "n_iterations=5",
+]
 INSTANCES = 5
 TIMEOUT = 120
 
@@ -71,10 +84,10 @@ def _stop(proc: subprocess.Popen[str], tree: list[int]) -> None:
 
 
 def test_killed_worker_loses_no_instance_and_counts_no_call_twice(
-        server: FakeOpenAIServer, uninterrupted: Path, tmp_path: Path) -> None:
+    server: FakeOpenAIServer, uninterrupted: Path, tmp_path: Path
+) -> None:
     run = tmp_path / "ray"
-    proc = lits_process(*ARGS, "--base-url", server.base_url, "--executor", "ray", "--save-dir", "ray",
-                        cwd=tmp_path)
+    proc = lits_process(*ARGS, "--base-url", server.base_url, "--executor", "ray", "--save-dir", "ray", cwd=tmp_path)
     tree: list[int] = []
     try:
         wait_for(lambda: _results(run) >= 1 or proc.poll() is not None, TIMEOUT, "the first result")
@@ -96,10 +109,10 @@ def test_killed_worker_loses_no_instance_and_counts_no_call_twice(
 
 
 def test_resume_after_the_driver_is_killed_equals_an_uninterrupted_run(
-        server: FakeOpenAIServer, uninterrupted: Path, tmp_path: Path) -> None:
+    server: FakeOpenAIServer, uninterrupted: Path, tmp_path: Path
+) -> None:
     run = tmp_path / "ray"
-    proc = lits_process(*ARGS, "--base-url", server.base_url, "--executor", "ray", "--save-dir", "ray",
-                        cwd=tmp_path)
+    proc = lits_process(*ARGS, "--base-url", server.base_url, "--executor", "ray", "--save-dir", "ray", cwd=tmp_path)
     tree: list[int] = []
     try:
         wait_for(lambda: _results(run) >= 1 or proc.poll() is not None, TIMEOUT, "the first result")

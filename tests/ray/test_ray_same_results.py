@@ -38,10 +38,25 @@ def test_scripted_search_on_ray_equals_in_process(lits_here: Callable[..., int],
 
 
 def test_server_search_on_ray_equals_in_process_within_one_bound_of_calls(
-        lits_here: Callable[..., int], tmp_path: Path, server: FakeOpenAIServer) -> None:
+    lits_here: Callable[..., int], tmp_path: Path, server: FakeOpenAIServer
+) -> None:
     """Two workers, each running instances at once, share the one bound of --concurrency."""
-    args = ["--model", "m", "--base-url", server.base_url, "--dataset", "blocksworld", "--dataset-arg",
-            "steps=2,4", "--limit", "4", "--concurrency", "3", "--search-arg", "n_iterations=3"]
+    args = [
+        "--model",
+        "m",
+        "--base-url",
+        server.base_url,
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2,4",
+        "--limit",
+        "4",
+        "--concurrency",
+        "3",
+        "--search-arg",
+        "n_iterations=3",
+    ]
     assert lits_here("search", *args, "--save-dir", "here") == 0
     server.max_in_flight = 0
     assert lits_here("search", *args, "--save-dir", "ray", "--executor", "ray") == 0
@@ -85,21 +100,22 @@ def test_resume_on_ray_redoes_only_unfinished_instances(lits_here: Callable[...,
     assert config["executor"] == "ray" and config["resumed"][-1]["changed"] == {"executor": "ray"}
 
 
-def test_ray_address_without_ray_executor_is_one_line(lits_here: Callable[..., int],
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_ray_address_without_ray_executor_is_one_line(
+    lits_here: Callable[..., int], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert lits_here("search", *SCRIPTED, "--ray-address", "auto") == 2
     assert capsys.readouterr().err.strip() == "lits: error: --ray-address needs --executor ray"
 
 
-def test_missing_ray_names_the_extra(lits_here: Callable[..., int], capsys: pytest.CaptureFixture[str],
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_ray_names_the_extra(
+    lits_here: Callable[..., int], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import importlib.util
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
     assert lits_here("search", *SCRIPTED, "--executor", "ray") == 2
-    assert capsys.readouterr().err.strip() == (
-        "lits: error: --executor ray needs Ray: pip install 'lits-core[ray]'")
+    assert capsys.readouterr().err.strip() == ("lits: error: --executor ray needs Ray: pip install 'lits-core[ray]'")
 
 
 def test_worker_without_the_plugin_says_install_it_on_every_node() -> None:
@@ -111,8 +127,16 @@ def test_worker_without_the_plugin_says_install_it_on_every_node() -> None:
 
     name = "test-coordinator-missing-plugin"
     coordinator = RunCoordinator.options(name=name).remote(1, None)  # type: ignore[attr-defined]
-    settings = {"dataset": "no-such-dataset", "search": "mcts", "search_args": {}, "concurrency": 1,
-                "model": "scripted", "base_url": None, "api": None, "no_cache": True}
+    settings = {
+        "dataset": "no-such-dataset",
+        "search": "mcts",
+        "search_args": {},
+        "concurrency": 1,
+        "model": "scripted",
+        "base_url": None,
+        "api": None,
+        "no_cache": True,
+    }
     worker = InstanceWorker.remote("w0", settings, "search", name)  # type: ignore[attr-defined]
     out = ray.get(worker.run.remote(0, {"query": "q"}, False, {}), timeout=60)
     assert out["status"] == "setup"

@@ -36,8 +36,9 @@ def instruct_server(instruct_gguf: Path, tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture
 def instruct_model(instruct_server: str) -> Iterator[OpenAICompatibleModel]:
-    model = OpenAICompatibleModel("qwen2.5-coder-0.5b-instruct", instruct_server, read_timeout=120.0,
-                                  adaptive_read_timeout=False)
+    model = OpenAICompatibleModel(
+        "qwen2.5-coder-0.5b-instruct", instruct_server, read_timeout=120.0, adaptive_read_timeout=False
+    )
     yield model
     model.close()
 
@@ -61,8 +62,9 @@ def upstream_server(instruct_gguf: Path, tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture
 def upstream_model(upstream_server: str) -> Iterator[OpenAICompatibleModel]:
-    model = OpenAICompatibleModel("qwen2.5-coder-0.5b-instruct", upstream_server, read_timeout=120.0,
-                                  adaptive_read_timeout=False, hedge="off")
+    model = OpenAICompatibleModel(
+        "qwen2.5-coder-0.5b-instruct", upstream_server, read_timeout=120.0, adaptive_read_timeout=False, hedge="off"
+    )
     yield model
     model.close()
 
@@ -70,7 +72,13 @@ def upstream_model(upstream_server: str) -> Iterator[OpenAICompatibleModel]:
 @pytest.fixture
 def upstream_scorer(upstream_server: str) -> Iterator[OpenAICompatibleModel]:
     """The same server through its completions endpoint, where LiTS scores continuations."""
-    model = OpenAICompatibleModel("qwen2.5-coder-0.5b-instruct", upstream_server, api="completion",
-                                  read_timeout=120.0, adaptive_read_timeout=False, hedge="off")
+    model = OpenAICompatibleModel(
+        "qwen2.5-coder-0.5b-instruct",
+        upstream_server,
+        api="completion",
+        read_timeout=120.0,
+        adaptive_read_timeout=False,
+        hedge="off",
+    )
     yield model
     model.close()

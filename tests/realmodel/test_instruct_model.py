@@ -34,19 +34,22 @@ def test_the_cached_model_file_is_the_pinned_one(instruct_gguf: Path) -> None:
 
 
 def test_a_chat_request_gets_a_counted_reply(instruct_model: OpenAICompatibleModel) -> None:
-    reply = instruct_model.chat([{"role": "user", "content": "What is 2 + 3? Reply with the number only."}],
-                                max_tokens=8)
+    reply = instruct_model.chat(
+        [{"role": "user", "content": "What is 2 + 3? Reply with the number only."}], max_tokens=8
+    )
     assert "5" in reply.text and reply.tokens_in > 0 and reply.tokens_out > 0
 
 
 def test_a_stop_sequence_ends_the_reply_before_it(instruct_model: OpenAICompatibleModel) -> None:
-    reply = instruct_model.chat([{"role": "user", "content": "Name three colours, one per line, nothing else."}],
-                                max_tokens=30, stop=["\n"])
+    reply = instruct_model.chat(
+        [{"role": "user", "content": "Name three colours, one per line, nothing else."}], max_tokens=30, stop=["\n"]
+    )
     assert reply.text.strip() and "\n" not in reply.text and reply.finish_reason == "stop"
 
 
 def test_the_logprob_prm_reads_the_same_score_from_log_probabilities_every_time(
-        instruct_model: OpenAICompatibleModel, step_pairs: list[dict[str, Any]]) -> None:
+    instruct_model: OpenAICompatibleModel, step_pairs: list[dict[str, Any]]
+) -> None:
     pair = step_pairs[0]
     prm = LogprobPRM(base_model=instruct_model, task_name="gsm8k")
     scores = [prm.fast_reward(_state(pair["steps"]), pair["correct"], pair["question"]) for _ in range(2)]
@@ -55,8 +58,10 @@ def test_the_logprob_prm_reads_the_same_score_from_log_probabilities_every_time(
 
 
 def test_the_logprob_prm_ranks_right_steps_first_at_least_as_often_as_the_generative_judge(
-        instruct_model: OpenAICompatibleModel, step_pairs: list[dict[str, Any]]) -> None:
+    instruct_model: OpenAICompatibleModel, step_pairs: list[dict[str, Any]]
+) -> None:
     """Measured on this model: logprob 8 of 12 pairs, the Yes/No judge 7 of 12."""
+
     def wins(prm: Any) -> int:
         won = 0
         for pair in step_pairs:
@@ -72,7 +77,8 @@ def test_the_logprob_prm_ranks_right_steps_first_at_least_as_often_as_the_genera
 
 
 def test_a_blocksworld_policy_held_to_the_legal_actions_never_replies_with_an_illegal_one(
-        instruct_model: OpenAICompatibleModel) -> None:
+    instruct_model: OpenAICompatibleModel,
+) -> None:
     parts = create_components("blocksworld", instruct_model, n_actions=2)
     example = load_dataset("blocksworld", steps="4", n=1)[0]
     state = parts.transition.init_state(**example)
@@ -83,8 +89,7 @@ def test_a_blocksworld_policy_held_to_the_legal_actions_never_replies_with_an_il
     assert stats["invalid"] == 0 and stats["fallbacks"] == 0
 
 
-def test_the_batched_judge_held_to_verdict_lines_answers_every_sibling(
-        instruct_model: OpenAICompatibleModel) -> None:
+def test_the_batched_judge_held_to_verdict_lines_answers_every_sibling(instruct_model: OpenAICompatibleModel) -> None:
     parts = create_components("blocksworld", instruct_model, n_actions=2)
     example = load_dataset("blocksworld", steps="4", n=1)[0]
     state = parts.transition.init_state(**example)

@@ -18,8 +18,14 @@ pytestmark = pytest.mark.realmodel
 
 def lits(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
-    return subprocess.run([sys.executable, "-m", "lits", *args, "--save-dir", "run"], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "lits", *args, "--save-dir", "run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=900,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +36,24 @@ def judge_server(instruct_gguf: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 
 def test_a_chain_at_default_concurrency_waits_for_the_one_slot_instead_of_faulting(
-        instruct_server: str, tmp_path: Path) -> None:
-    done = lits(tmp_path, "chain", "--dataset", "blocksworld", "--dataset-arg", "steps=2", "--limit", "2",
-                "--chain-arg", "max_steps=2", "--model", "qwen", "--base-url", instruct_server)
+    instruct_server: str, tmp_path: Path
+) -> None:
+    done = lits(
+        tmp_path,
+        "chain",
+        "--dataset",
+        "blocksworld",
+        "--dataset-arg",
+        "steps=2",
+        "--limit",
+        "2",
+        "--chain-arg",
+        "max_steps=2",
+        "--model",
+        "qwen",
+        "--base-url",
+        instruct_server,
+    )
     assert done.returncode == 0, done.stderr
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["concurrency"] == 16 and config["model_info"]["server_slots"] == 1
@@ -41,11 +62,34 @@ def test_a_chain_at_default_concurrency_waits_for_the_one_slot_instead_of_faulti
 
 
 def test_rest_with_a_separate_reward_model_sends_each_components_calls_to_its_server(
-        instruct_server: str, judge_server: str, tmp_path: Path) -> None:
-    done = lits(tmp_path, "search", "--dataset", "gsm8k", "--limit", "1", "--search-framework", "rest",
-                "--reward", "prm-logprob", "--search-arg", "n_iterations=1", "--search-arg", "n_actions=2",
-                "--search-arg", "max_depth=2", "--model", "qwen-policy", "--base-url", instruct_server,
-                "--eval-model", "qwen-prm", "--eval-base-url", judge_server)
+    instruct_server: str, judge_server: str, tmp_path: Path
+) -> None:
+    done = lits(
+        tmp_path,
+        "search",
+        "--dataset",
+        "gsm8k",
+        "--limit",
+        "1",
+        "--search-framework",
+        "rest",
+        "--reward",
+        "prm-logprob",
+        "--search-arg",
+        "n_iterations=1",
+        "--search-arg",
+        "n_actions=2",
+        "--search-arg",
+        "max_depth=2",
+        "--model",
+        "qwen-policy",
+        "--base-url",
+        instruct_server,
+        "--eval-model",
+        "qwen-prm",
+        "--eval-base-url",
+        judge_server,
+    )
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in (tmp_path / "run" / "inference.jsonl").read_text().splitlines()]
     by_component = {(r["context"].get("component"), r["model"]) for r in records if not r.get("cached")}

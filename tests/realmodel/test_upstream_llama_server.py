@@ -14,11 +14,13 @@ from lits.observability import InferenceLog, collecting
 pytestmark = pytest.mark.realmodel
 
 #: A shared head of about 100 tokens, most of each prompt it starts.
-HEAD = ("You are planning moves in a world of stacked blocks. The hand can hold one block at a time. A block can be "
-        "picked up only when it is clear and on the table; it can be unstacked only when it is clear. "
-        "Initial state: the red block is on the table, the blue block is on the red block, the yellow block is on "
-        "the table, the orange block is on the yellow block, and the hand is empty. Goal: the red block is on the "
-        "orange block. ")
+HEAD = (
+    "You are planning moves in a world of stacked blocks. The hand can hold one block at a time. A block can be "
+    "picked up only when it is clear and on the table; it can be unstacked only when it is clear. "
+    "Initial state: the red block is on the table, the blue block is on the red block, the yellow block is on "
+    "the table, the orange block is on the yellow block, and the hand is empty. Goal: the red block is on the "
+    "orange block. "
+)
 
 
 @pytest.fixture
@@ -48,9 +50,11 @@ def root(base_url: str) -> str:
 
 
 def test_upstream_llama_server_answers_a_chat_request_with_counted_tokens(
-        upstream_model: OpenAICompatibleModel) -> None:
-    reply = upstream_model.chat([{"role": "user", "content": "What is 2 + 3? Reply with the number only."}],
-                                max_tokens=8)
+    upstream_model: OpenAICompatibleModel,
+) -> None:
+    reply = upstream_model.chat(
+        [{"role": "user", "content": "What is 2 + 3? Reply with the number only."}], max_tokens=8
+    )
     assert "5" in reply.text and reply.tokens_in > 0 and reply.tokens_out > 0
 
 
@@ -62,14 +66,16 @@ def test_its_slots_and_grammar_dialect_are_learnt_from_its_props(upstream_model:
 
 def test_a_constrained_reply_is_one_of_the_offered_lines(upstream_model: OpenAICompatibleModel) -> None:
     offered = [["unstack the blue block from the red block", "pick up the yellow block"], ["1: Yes", "1: No"]]
-    (reply,) = upstream_model.generate(HEAD + "Write the next action, then whether it helps.", max_tokens=40,
-                                       reply_lines=offered)
+    (reply,) = upstream_model.generate(
+        HEAD + "Write the next action, then whether it helps.", max_tokens=40, reply_lines=offered
+    )
     action, verdict = reply.text.split("\n")
     assert action in offered[0] and verdict in offered[1]
 
 
 def test_prompt_tokens_served_from_its_cache_are_recorded_as_it_reports_them(
-        upstream_model: OpenAICompatibleModel, replies: list[dict[str, Any]], log: InferenceLog) -> None:
+    upstream_model: OpenAICompatibleModel, replies: list[dict[str, Any]], log: InferenceLog
+) -> None:
     for tail in ("What is the first action?", "What is the second action?"):
         upstream_model.generate(HEAD + tail, max_tokens=4)
     first, second = log.records
@@ -97,13 +103,15 @@ def test_it_refuses_echo_so_scoring_cannot_read_prompt_log_probabilities(upstrea
 
 
 def test_log_likelihood_without_echo_ranks_the_likely_continuation_first(
-        upstream_scorer: OpenAICompatibleModel) -> None:
+    upstream_scorer: OpenAICompatibleModel,
+) -> None:
     right, wrong = upstream_scorer.loglikelihood("The capital of France is", [" Paris", " a bicycle pump"])
     assert right > wrong and right <= 0.0
 
 
 def test_a_one_token_continuation_scores_the_log_probability_the_server_gives_that_token(
-        upstream_scorer: OpenAICompatibleModel) -> None:
+    upstream_scorer: OpenAICompatibleModel,
+) -> None:
     prompt = "The capital of France is"
     (score,) = upstream_scorer.loglikelihood(prompt, [" Paris"])
     (reply,) = upstream_scorer.generate(prompt, max_tokens=1, top_logprobs=5)

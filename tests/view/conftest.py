@@ -32,18 +32,31 @@ RUNS: dict[str, list[str]] = {
 
 
 def lits(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lits", *args], check=False, capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "lits", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
 
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Every run of RUNS, made once with the scripted model (in parallel: each is a process)."""
     root = tmp_path_factory.mktemp("view-runs")
-    procs = {name: subprocess.Popen([sys.executable, "-m", "lits", *args, "--model", "scripted",
-                                     "--save-dir", str(root / name)],
-                                    cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name, args in RUNS.items()}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "lits", *args, "--model", "scripted", "--save-dir", str(root / name)],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, args in RUNS.items()
+    }
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=180)
         assert proc.returncode in (0, 1), f"{name}: {err or out}"
@@ -98,7 +111,8 @@ class Page:
             self.page.wait_for_function(
                 "window.litsView && window.litsView.page === 'tree' && "
                 "document.querySelector('#tree-canvas') && document.querySelector('#tree-canvas').dataset.rendered === '1'",
-                timeout=15000)
+                timeout=15000,
+            )
         else:
             self.page.wait_for_function("window.litsView && window.litsView.rendered === true", timeout=15000)
         return self.page
@@ -149,8 +163,14 @@ def synthetic_run() -> Callable[..., Path]:
     return write_synthetic_run
 
 
-def write_synthetic_run(root: Path, nodes: int = 10_000, branching: int = 4, seed: int = 0,
-                        invalid: tuple[int, ...] = (), proposals: tuple[tuple[str, bool], ...] = ()) -> Path:
+def write_synthetic_run(
+    root: Path,
+    nodes: int = 10_000,
+    branching: int = 4,
+    seed: int = 0,
+    invalid: tuple[int, ...] = (),
+    proposals: tuple[tuple[str, bool], ...] = (),
+) -> Path:
     """A finished one-instance MCTS run dir whose tree has ``nodes`` nodes (no model calls).
 
     Nodes in ``invalid`` get a step with an error (an illegal move); ``proposals``
@@ -176,13 +196,31 @@ def write_synthetic_run(root: Path, nodes: int = 10_000, branching: int = 4, see
     journal = TreeJournal(root / "checkpoints" / "0.journal.jsonl")
     journal.append(len(paths), len(tree), {"nodes": len(tree)}, tree, paths, list(proposals))
     journal.close()
-    _json(root / "config.json", {"command": "search", "dataset": "synthetic", "search": "mcts", "model": "none",
-                                 "search_args": {"aggregate": "mean", "n_iterations": len(paths)}})
+    _json(
+        root / "config.json",
+        {
+            "command": "search",
+            "dataset": "synthetic",
+            "search": "mcts",
+            "model": "none",
+            "search_args": {"aggregate": "mean", "n_iterations": len(paths)},
+        },
+    )
     _json(root / "paths" / "0.json", [{"id": n.id} for n in best])
     _json(root / "terminal_nodes" / "0.json", [])
-    _json(root / "results" / "0.json", {"idx": 0, "id": "synthetic-0", "query": "a large tree", "mode": "search",
-                                        "final_state": None, "stopped": "budget", "iterations": len(paths),
-                                        "eval": {"solved": False}})
+    _json(
+        root / "results" / "0.json",
+        {
+            "idx": 0,
+            "id": "synthetic-0",
+            "query": "a large tree",
+            "mode": "search",
+            "final_state": None,
+            "stopped": "budget",
+            "iterations": len(paths),
+            "eval": {"solved": False},
+        },
+    )
     return root
 
 

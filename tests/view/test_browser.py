@@ -12,8 +12,9 @@ from typing import Any, Callable
 from tests.view.conftest import Page, journal_nodes
 
 
-def test_the_tree_page_draws_every_node_of_the_search_tree(page: Page, runs: dict[str, Path],
-                                                            written: Callable[[str], Path]) -> None:
+def test_the_tree_page_draws_every_node_of_the_search_tree(
+    page: Page, runs: dict[str, Path], written: Callable[[str], Path]
+) -> None:
     tab = page.open(written("blocksworld-mcts"), "#/tree/1")
     canvas = tab.locator("#tree-canvas")
     expected = len(journal_nodes(runs["blocksworld-mcts"], 1))
@@ -44,8 +45,9 @@ def test_the_selected_path_is_marked(page: Page, runs: dict[str, Path], written:
     assert "on the selected path" in tab.locator("#details").inner_text()
 
 
-def test_the_run_page_lists_the_instances_and_links_to_their_trees(page: Page, written: Callable[[str], Path],
-                                                                    reports: dict[str, dict[str, Any]]) -> None:
+def test_the_run_page_lists_the_instances_and_links_to_their_trees(
+    page: Page, written: Callable[[str], Path], reports: dict[str, dict[str, Any]]
+) -> None:
     tab = page.open(written("mapeval-mcts"))
     rows = tab.locator("#instances tr[data-idx]")
     assert rows.count() == len(reports["mapeval-mcts"]["instances"])
@@ -55,7 +57,8 @@ def test_the_run_page_lists_the_instances_and_links_to_their_trees(page: Page, w
     rows.first.locator("a").click()
     tab.wait_for_function("window.litsView.page === 'tree' && document.querySelector('#tree-canvas')")
     assert tab.locator("#tree-canvas").get_attribute("data-node-count") == str(
-        reports["mapeval-mcts"]["instances"][0]["nodes"])
+        reports["mapeval-mcts"]["instances"][0]["nodes"]
+    )
 
 
 def test_a_chain_run_is_drawn_as_a_path(page: Page, runs: dict[str, Path], written: Callable[[str], Path]) -> None:
@@ -71,8 +74,9 @@ def test_a_chain_run_is_drawn_as_a_path(page: Page, runs: dict[str, Path], writt
     page.screenshot("tree-math500-chain")
 
 
-def test_a_steps_prompt_and_reply_are_shown_when_the_run_logged_them(page: Page,
-                                                                     written: Callable[[str], Path]) -> None:
+def test_a_steps_prompt_and_reply_are_shown_when_the_run_logged_them(
+    page: Page, written: Callable[[str], Path]
+) -> None:
     tab = page.open(written("mapeval-react"), "#/tree/0")
     tab.evaluate("litsView.tree.select(1)")
     calls = tab.locator("#node-calls")
@@ -82,8 +86,9 @@ def test_a_steps_prompt_and_reply_are_shown_when_the_run_logged_them(page: Page,
     page.screenshot("tree-mapeval-prompt-and-reply")
 
 
-def test_stepping_back_through_iterations_shows_the_tree_as_it_was(page: Page, runs: dict[str, Path],
-                                                                   written: Callable[[str], Path]) -> None:
+def test_stepping_back_through_iterations_shows_the_tree_as_it_was(
+    page: Page, runs: dict[str, Path], written: Callable[[str], Path]
+) -> None:
     results = sorted((runs["blocksworld-mcts"] / "results").glob("*.json"))
     longest = max(results, key=lambda p: json.loads(p.read_text())["iterations"] or 0).stem  # the most to step through
     tab = page.open(written("blocksworld-mcts"), f"#/tree/{longest}")
@@ -113,19 +118,22 @@ def test_a_run_without_instances_yet_opens_without_errors(page: Page, runs: dict
     assert "no calls recorded" in tab.locator("main").inner_text()
 
 
-def test_every_domain_s_pages_open_without_errors(page: Page, written: Callable[[str], Path],
-                                                  reports: dict[str, dict[str, Any]]) -> None:
+def test_every_domain_s_pages_open_without_errors(
+    page: Page, written: Callable[[str], Path], reports: dict[str, dict[str, Any]]
+) -> None:
     for name in ("crosswords-mcts", "mapeval-react", "gsm8k-rap", "blocksworld-chain"):
         page.open(written(name))
         for idx in reports[name]["trees"]:
             tab = page.open(written(name), f"#/tree/{idx}")
             assert tab.locator("#tree-canvas").get_attribute("data-node-count") == str(
-                len(reports[name]["trees"][idx]["nodes"]))
+                len(reports[name]["trees"][idx]["nodes"])
+            )
             assert tab.evaluate("litsView.tree.nodes.every(n => litsView.tree.isShown(n.id))"), (name, idx)
 
 
-def test_a_large_tree_opens_collapsed_around_the_selected_path(page: Page, tmp_path: Path,
-                                                               synthetic_run: Callable[..., Path]) -> None:
+def test_a_large_tree_opens_collapsed_around_the_selected_path(
+    page: Page, tmp_path: Path, synthetic_run: Callable[..., Path]
+) -> None:
     from lits.view.html import write_report
 
     run = synthetic_run(tmp_path / "large", nodes=4000)
@@ -139,12 +147,14 @@ def test_a_large_tree_opens_collapsed_around_the_selected_path(page: Page, tmp_p
     assert canvas.get_attribute("data-visible-count") == "4000"
 
 
-def test_invalid_steps_and_duplicate_proposals_are_visible(page: Page, tmp_path: Path,
-                                                           synthetic_run: Callable[..., Path]) -> None:
+def test_invalid_steps_and_duplicate_proposals_are_visible(
+    page: Page, tmp_path: Path, synthetic_run: Callable[..., Path]
+) -> None:
     from lits.view.html import write_report
 
-    run = synthetic_run(tmp_path / "marks", nodes=30, invalid=(7,),
-                              proposals=(("step 1", False), ("step 1", True), ("step 2", False)))
+    run = synthetic_run(
+        tmp_path / "marks", nodes=30, invalid=(7,), proposals=(("step 1", False), ("step 1", True), ("step 2", False))
+    )
     tab = page.open(write_report(run), "#/tree/0")
     cards = tab.locator(".cards").inner_text()
     assert "1 / 3" in cards and "duplicate proposals" in cards and "invalid steps" in cards
@@ -175,8 +185,9 @@ def test_the_served_page_draws_the_run_and_offers_to_re_read_it(page: Page, runs
     try:
         tab = page.page
         tab.goto(f"http://127.0.0.1:{server.server_address[1]}/#/tree/0")
-        tab.wait_for_function("document.querySelector('#tree-canvas') && "
-                              "document.querySelector('#tree-canvas').dataset.rendered === '1'")
+        tab.wait_for_function(
+            "document.querySelector('#tree-canvas') && document.querySelector('#tree-canvas').dataset.rendered === '1'"
+        )
         assert tab.locator("#auto-refresh").count() == 1
         assert int(tab.locator("#tree-canvas").get_attribute("data-node-count") or 0) > 1
     finally:

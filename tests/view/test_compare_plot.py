@@ -16,21 +16,33 @@ SVG = "{http://www.w3.org/2000/svg}"
 COMPARED = ["blocksworld-mcts", "blocksworld-bfs", "blocksworld-chain"]
 
 
-def test_the_svg_has_one_point_per_run_in_each_panel_and_labelled_axes(runs: dict[str, Path],
-                                                                        tmp_path: Path) -> None:
+def test_the_svg_has_one_point_per_run_in_each_panel_and_labelled_axes(runs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "acc.svg"
     result = lits("compare", *(str(runs[n]) for n in COMPARED), "--plot", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "accuracy" in result.stdout and f"wrote {out}" in result.stdout  # the table is still printed
     root = ET.parse(out).getroot()
     panels = {str(g.get("id")): g for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("points-")}
-    assert sorted(panels) == ["points-calls", "points-cost", "points-evaluated_prompt_tokens_per_solved",
-                              "points-model_seconds_per_solved", "points-seconds", "points-tokens"]
+    assert sorted(panels) == [
+        "points-calls",
+        "points-cost",
+        "points-evaluated_prompt_tokens_per_solved",
+        "points-model_seconds_per_solved",
+        "points-seconds",
+        "points-tokens",
+    ]
     for group in panels.values():
         assert len(list(group.iter(f"{SVG}use"))) == len(COMPARED)
     texts = {"".join(t.itertext()).strip() for t in root.iter(f"{SVG}text")}
-    assert {"tokens (in + out)", "model calls", "seconds (all instances)", "cost ($)", "accuracy (%)",
-            "evaluated prompt tokens / solved", "model seconds / solved"} <= texts
+    assert {
+        "tokens (in + out)",
+        "model calls",
+        "seconds (all instances)",
+        "cost ($)",
+        "accuracy (%)",
+        "evaluated prompt tokens / solved",
+        "model seconds / solved",
+    } <= texts
     assert {"mcts", "bfs", "env_chain (chain)"} <= texts
 
 
@@ -53,16 +65,24 @@ def test_the_png_is_an_image_of_the_figure_with_one_point_per_run(runs: dict[str
 def test_another_format_is_refused_before_anything_is_drawn(runs: dict[str, Path], tmp_path: Path) -> None:
     result = lits("compare", str(runs["blocksworld-mcts"]), "--plot", str(tmp_path / "acc.pdf"), cwd=tmp_path)
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.strip() == "lits: error: --plot writes a .png or .svg file, not '" + str(tmp_path / "acc.pdf") + "'"
+    assert (
+        result.stderr.strip()
+        == "lits: error: --plot writes a .png or .svg file, not '" + str(tmp_path / "acc.pdf") + "'"
+    )
 
 
 def test_without_matplotlib_one_line_says_how_to_install_it(runs: dict[str, Path], tmp_path: Path) -> None:
-    code = ("import sys; sys.modules['matplotlib'] = None; from lits.cli.main import main; "
-            f"sys.exit(main(['compare', {str(runs['blocksworld-mcts'])!r}, '--plot', 'x.png']))")
-    result = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from lits.cli.main import main; "
+        f"sys.exit(main(['compare', {str(runs['blocksworld-mcts'])!r}, '--plot', 'x.png']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "lits: error: lits compare --plot needs matplotlib: pip install 'lits-core[plot]'"]
+        "lits: error: lits compare --plot needs matplotlib: pip install 'lits-core[plot]'"
+    ]
     assert not (tmp_path / "x.png").exists()
 
 

@@ -16,8 +16,9 @@ CHAIN_RUNS = [name for name, args in RUNS.items() if args[0] == "chain"]
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
-def test_every_finished_instance_has_a_row_and_a_tree(name: str, runs: dict[str, Path],
-                                                      reports: dict[str, dict[str, Any]]) -> None:
+def test_every_finished_instance_has_a_row_and_a_tree(
+    name: str, runs: dict[str, Path], reports: dict[str, dict[str, Any]]
+) -> None:
     report = reports[name]
     results = sorted(int(p.stem) for p in (runs[name] / "results").glob("*.json"))
     assert [r["idx"] for r in report["instances"]] == results
@@ -27,8 +28,9 @@ def test_every_finished_instance_has_a_row_and_a_tree(name: str, runs: dict[str,
 
 
 @pytest.mark.parametrize("name", SEARCH_RUNS)
-def test_a_search_tree_holds_the_journal_nodes_and_the_selected_path(name: str, runs: dict[str, Path],
-                                                                     reports: dict[str, dict[str, Any]]) -> None:
+def test_a_search_tree_holds_the_journal_nodes_and_the_selected_path(
+    name: str, runs: dict[str, Path], reports: dict[str, dict[str, Any]]
+) -> None:
     for idx, tree in reports[name]["trees"].items():
         flat = journal_nodes(runs[name], int(idx))
         assert [n["id"] for n in tree["nodes"]] == [n["id"] for n in flat]
@@ -39,8 +41,9 @@ def test_a_search_tree_holds_the_journal_nodes_and_the_selected_path(name: str, 
         assert terminal <= {n["id"] for n in tree["nodes"] if n["terminal"]}
 
 
-def test_mcts_visits_and_q_agree_with_the_search_s_own_replay(runs: dict[str, Path],
-                                                             reports: dict[str, dict[str, Any]]) -> None:
+def test_mcts_visits_and_q_agree_with_the_search_s_own_replay(
+    runs: dict[str, Path], reports: dict[str, dict[str, Any]]
+) -> None:
     from lits.agents.tree.journal import TreeJournal
     from lits.agents.tree.mcts import backpropagate
     from lits.structures.node import MCTSNode
@@ -59,8 +62,7 @@ def test_mcts_visits_and_q_agree_with_the_search_s_own_replay(runs: dict[str, Pa
         assert tree["nodes"][0]["visits"] == len(tree["paths"]) == replayed[1]["iteration"]
 
 
-def test_mcts_nodes_are_born_in_the_iteration_that_expanded_their_parent(
-        reports: dict[str, dict[str, Any]]) -> None:
+def test_mcts_nodes_are_born_in_the_iteration_that_expanded_their_parent(reports: dict[str, dict[str, Any]]) -> None:
     tree = reports["blocksworld-mcts"]["trees"]["1"]
     nodes = {n["id"]: n for n in tree["nodes"]}
     assert nodes[0]["born"] == 0
@@ -81,13 +83,15 @@ def test_bfs_nodes_carry_their_beam_score_and_no_visits(reports: dict[str, dict[
 
 
 @pytest.mark.parametrize("name", CHAIN_RUNS)
-def test_a_chain_is_drawn_as_one_path_of_its_steps(name: str, runs: dict[str, Path],
-                                                   reports: dict[str, dict[str, Any]]) -> None:
+def test_a_chain_is_drawn_as_one_path_of_its_steps(
+    name: str, runs: dict[str, Path], reports: dict[str, dict[str, Any]]
+) -> None:
     for idx, tree in reports[name]["trees"].items():
         steps = json.loads((runs[name] / "results" / f"{idx}.json").read_text())["final_state"]["steps"]
         assert tree["kind"] == "chain"
-        assert [(n["id"], n["parent"]) for n in tree["nodes"]] == [(i, i - 1 if i else None)
-                                                                   for i in range(len(steps) + 1)]
+        assert [(n["id"], n["parent"]) for n in tree["nodes"]] == [
+            (i, i - 1 if i else None) for i in range(len(steps) + 1)
+        ]
         assert all(n["on_path"] for n in tree["nodes"])
 
 
@@ -100,8 +104,7 @@ def test_every_call_of_an_instance_is_listed_on_some_node(name: str, reports: di
         assert row["calls"] == sum(1 for c in tree["calls"] if not c[8])
 
 
-def test_an_mcts_call_is_listed_on_exactly_one_node_on_its_iteration_s_path(
-        reports: dict[str, dict[str, Any]]) -> None:
+def test_an_mcts_call_is_listed_on_exactly_one_node_on_its_iteration_s_path(reports: dict[str, dict[str, Any]]) -> None:
     tree = reports["blocksworld-mcts"]["trees"]["0"]
     owners: dict[int, list[int]] = {}
     for node_id, calls in tree["node_calls"].items():
@@ -114,8 +117,9 @@ def test_an_mcts_call_is_listed_on_exactly_one_node_on_its_iteration_s_path(
 
 
 @pytest.mark.parametrize("name", ["blocksworld-mcts", "mapeval-react"])
-def test_cost_breakdowns_add_up_to_the_run_s_calls_and_tokens(name: str, runs: dict[str, Path],
-                                                              reports: dict[str, dict[str, Any]]) -> None:
+def test_cost_breakdowns_add_up_to_the_run_s_calls_and_tokens(
+    name: str, runs: dict[str, Path], reports: dict[str, dict[str, Any]]
+) -> None:
     report = reports[name]
     summary = json.loads((runs[name] / "eval_results.json").read_text())["inference"]
     assert report["run"]["inference"]["calls"] == summary["calls"]
@@ -132,8 +136,9 @@ def test_calls_in_flight_rise_and_fall_back_to_zero(reports: dict[str, dict[str,
     assert [t for t, _ in curve] == sorted(t for t, _ in curve)
 
 
-def test_a_running_instance_is_shown_from_its_journal_which_is_left_untouched(runs: dict[str, Path],
-                                                                              tmp_path: Path) -> None:
+def test_a_running_instance_is_shown_from_its_journal_which_is_left_untouched(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
     from lits.view.model import build_report
 
     run = tmp_path / "running"
@@ -151,8 +156,7 @@ def test_a_running_instance_is_shown_from_its_journal_which_is_left_untouched(ru
     assert journal.read_bytes() == before
 
 
-def test_without_its_journal_a_search_instance_shows_its_selected_path(runs: dict[str, Path],
-                                                                         tmp_path: Path) -> None:
+def test_without_its_journal_a_search_instance_shows_its_selected_path(runs: dict[str, Path], tmp_path: Path) -> None:
     from lits.view.model import build_report
 
     run = tmp_path / "no-journal"

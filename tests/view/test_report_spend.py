@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 
-def test_the_run_page_shows_the_summarys_per_solved_figures(runs: dict[str, Path],
-                                                             reports: dict[str, dict[str, Any]]) -> None:
+def test_the_run_page_shows_the_summarys_per_solved_figures(
+    runs: dict[str, Path], reports: dict[str, dict[str, Any]]
+) -> None:
     summary = json.loads((runs["blocksworld-mcts"] / "eval_results.json").read_text())
     shown = reports["blocksworld-mcts"]["run"]["spend"]
     assert shown == summary["spend"]

@@ -33,8 +33,9 @@ def test_the_page_is_one_file_that_fetches_nothing(written: Callable[[str], Path
     assert "https://" not in page
 
 
-def test_the_page_embeds_the_report_of_the_run(written: Callable[[str], Path],
-                                                reports: dict[str, dict[str, Any]]) -> None:
+def test_the_page_embeds_the_report_of_the_run(
+    written: Callable[[str], Path], reports: dict[str, dict[str, Any]]
+) -> None:
     data = embedded(written("mapeval-react").read_text(encoding="utf-8"))
     expected = reports["mapeval-react"]
     assert data["instances"] == expected["instances"]
@@ -58,8 +59,10 @@ def test_text_from_the_run_cannot_close_the_data_script(runs: dict[str, Path], t
 def test_nan_rewards_are_embedded_as_null() -> None:
     from lits.view.html import embed_json
 
-    assert json.loads(embed_json({"reward": float("nan"), "q": [float("inf"), 0.5]})) == {"reward": None,
-                                                                                           "q": [None, 0.5]}
+    assert json.loads(embed_json({"reward": float("nan"), "q": [float("inf"), 0.5]})) == {
+        "reward": None,
+        "q": [None, 0.5],
+    }
 
 
 def test_out_writes_the_page_elsewhere(runs: dict[str, Path], tmp_path: Path) -> None:
@@ -78,15 +81,19 @@ def test_a_bad_run_dir_is_one_line_and_exit_2(target: str, tmp_path: Path) -> No
     assert "Traceback" not in result.stderr
 
 
-def test_serve_answers_on_loopback_rereads_the_run_and_stops_on_ctrl_c(runs: dict[str, Path],
-                                                                        tmp_path: Path) -> None:
+def test_serve_answers_on_loopback_rereads_the_run_and_stops_on_ctrl_c(runs: dict[str, Path], tmp_path: Path) -> None:
     run = tmp_path / "live"
     shutil.copytree(runs["blocksworld-mcts"], run)
     # Ctrl-C as a terminal sends it: with SIGINT's default action (a test worker may run with it ignored,
     # which a child would inherit).
-    proc = subprocess.Popen([sys.executable, "-m", "lits", "view", str(run), "--serve", "--port", "0", "--no-open"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lits", "view", str(run), "--serve", "--port", "0", "--no-open"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         assert proc.stdout is not None
         proc.stdout.readline()  # wrote .../report.html
@@ -121,11 +128,33 @@ def test_a_search_that_is_still_running_can_be_viewed(tmp_path: Path) -> None:
     run = tmp_path / "live-search"
     with FakeOpenAIServer(responder=first_listed, latency=0.05) as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "lits", "search", "--dataset", "blocksworld", "--limit", "1", "--model", "fake",
-             "--base-url", server.base_url, "--no-cache", "--search-arg", "n_iterations=40",
-             "--search-arg", "early_stop=false", "--save-dir", str(run)],
-            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                "search",
+                "--dataset",
+                "blocksworld",
+                "--limit",
+                "1",
+                "--model",
+                "fake",
+                "--base-url",
+                server.base_url,
+                "--no-cache",
+                "--search-arg",
+                "n_iterations=40",
+                "--search-arg",
+                "early_stop=false",
+                "--save-dir",
+                str(run),
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "OPENAI_API_KEY": "sk-test"},
+        )
         try:
             journal = run / "checkpoints" / "0.journal.jsonl"
             deadline = time.monotonic() + 60
@@ -143,10 +172,13 @@ def test_a_search_that_is_still_running_can_be_viewed(tmp_path: Path) -> None:
     assert viewed.returncode == 0, viewed.stderr
 
 
-@pytest.mark.parametrize("host, status", [("evil.example", 421), ("127.0.0.1.evil.example", 421),
-                                          ("localhost", 200), ("127.0.0.1", 200), ("[::1]", 200)])
-def test_serve_answers_only_requests_that_name_it_by_a_loopback_name(runs: dict[str, Path], host: str,
-                                                                     status: int) -> None:
+@pytest.mark.parametrize(
+    "host, status",
+    [("evil.example", 421), ("127.0.0.1.evil.example", 421), ("localhost", 200), ("127.0.0.1", 200), ("[::1]", 200)],
+)
+def test_serve_answers_only_requests_that_name_it_by_a_loopback_name(
+    runs: dict[str, Path], host: str, status: int
+) -> None:
     """A page elsewhere that re-points its own name at 127.0.0.1 (DNS rebinding) gets no run data."""
     import http.client
     import threading

@@ -12,12 +12,38 @@ from typing import Any
 __version__ = "0.3.0"
 
 #: Names of :mod:`lits.api` reachable as ``lits.NAME`` (the running side; the rest via ``lits.api``).
-_API = frozenset({"run", "search", "chain", "resume", "run_async", "plan", "model", "RunSpec", "RunResult",
-                  "InstanceOutcome", "SpecError"})
+_API = frozenset(
+    {
+        "run",
+        "search",
+        "chain",
+        "resume",
+        "run_async",
+        "plan",
+        "model",
+        "RunSpec",
+        "RunResult",
+        "InstanceOutcome",
+        "SpecError",
+    }
+)
 
 #: The public face: what ``from lits import *`` gives and what tools list (each name loads on first use).
-__all__ = ["InstanceOutcome", "RunResult", "RunSpec", "SpecError", "__version__", "api", "chain", "model", "plan",
-           "resume", "run", "run_async", "search"]
+__all__ = [
+    "InstanceOutcome",
+    "RunResult",
+    "RunSpec",
+    "SpecError",
+    "__version__",
+    "api",
+    "chain",
+    "model",
+    "plan",
+    "resume",
+    "run",
+    "run_async",
+    "search",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional, Sequence, TypedDict
+from typing import Callable, Iterable, Sequence, TypedDict
 
-Extractor = Callable[[str], Optional[str]]
+Extractor = Callable[[str], str | None]
 Equivalence = Callable[[str, str], bool]
 
 #: The explicit final-answer markers: "The (final) answer is", "Final answer:", a line that starts
@@ -26,7 +26,7 @@ _STATED = re.compile(
 )
 
 
-def extract_stated_answer(text: str) -> Optional[str]:
+def extract_stated_answer(text: str) -> str | None:
     """The answer after the last final-answer marker ("The answer is", "Final answer:", "#### "...), else None."""
     found = _STATED.findall(str(text or ""))
     if not found:
@@ -44,7 +44,7 @@ def same_text(a: object, b: object) -> bool:
     return normalize_text(a) == normalize_text(b)
 
 
-def answer_rules(dataset: Optional[str]) -> tuple[Extractor, Equivalence]:
+def answer_rules(dataset: str | None) -> tuple[Extractor, Equivalence]:
     """How ``dataset`` reads and compares final answers: what it registered, else the defaults above.
 
     One lookup for every reader (transitions, reward models, continuation), so they never disagree;
@@ -57,8 +57,7 @@ def answer_rules(dataset: Optional[str]) -> tuple[Extractor, Equivalence]:
     except KeyError:
         meta = {}
     extract, equivalent = meta.get("extract_answer"), meta.get("equivalent")
-    return (extract if callable(extract) else extract_stated_answer,
-            equivalent if callable(equivalent) else same_text)
+    return (extract if callable(extract) else extract_stated_answer, equivalent if callable(equivalent) else same_text)
 
 
 class Cluster(TypedDict):
@@ -73,7 +72,7 @@ class Cluster(TypedDict):
 class Vote:
     """The outcome of a vote: the winner and how the weight split."""
 
-    answer: Optional[str]
+    answer: str | None
     share: float
     clusters: list[Cluster] = field(default_factory=list)
 
@@ -82,7 +81,7 @@ class Vote:
 
 
 def majority_vote(
-    answers: Iterable[tuple[Optional[str], float]] | Sequence[Optional[str]],
+    answers: Iterable[tuple[str | None, float]] | Sequence[str | None],
     equivalent: Equivalence = same_text,
 ) -> Vote:
     """Self-consistency: group equivalent answers, pick the group with the most weight.

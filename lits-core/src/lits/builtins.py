@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable
 
 from lits.hookspecs import hookimpl
 
@@ -12,11 +12,25 @@ if TYPE_CHECKING:
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Options passed through to :class:`~lits.lm.openai_compat.OpenAICompatibleModel`.
-SERVER_OPTIONS = ("api_key", "price_in", "price_out", "timeout", "call_budget", "connect_timeout", "read_timeout",
-                  "max_attempts", "adaptive_read_timeout", "patience_floor", "hedge_share", "hedge", "constraints")
+SERVER_OPTIONS = (
+    "api_key",
+    "price_in",
+    "price_out",
+    "timeout",
+    "call_budget",
+    "connect_timeout",
+    "read_timeout",
+    "max_attempts",
+    "adaptive_read_timeout",
+    "patience_floor",
+    "hedge_share",
+    "hedge",
+    "constraints",
+)
 
 
 # Registered as "module:attribute": imported when a run uses them, not at start-up.
+
 
 @hookimpl
 def register_policies(register: Callable[..., object]) -> None:
@@ -79,42 +93,71 @@ def register_chains(register: Callable[..., object]) -> None:
     register("env_chain", "lits.agents.chain.env_chain:EnvChain", config_class="lits.agents.config:ChainConfig")
     register("react", "lits.agents.chain.react:ReActChat", config_class="lits.agents.config:ChainConfig")
     register("cot", "lits.agents.chain.cot:CoTChain", config_class="lits.agents.config:CoTConfig")
-    register("sc", "lits.agents.chain.self_consistency:SelfConsistencyChain",
-             config_class="lits.agents.config:SelfConsistencyConfig")
+    register(
+        "sc",
+        "lits.agents.chain.self_consistency:SelfConsistencyChain",
+        config_class="lits.agents.config:SelfConsistencyConfig",
+    )
 
 
 @hookimpl
 def register_augmentors(register: Callable[..., object]) -> None:
-    register("fact", "lits.memory.builtin:FactMemory",
-             description="facts a failed attempt established (observations, refusals), shown to the next")
-    register("reflection", "lits.memory.builtin:Reflection",
-             description="after a failed attempt, a model-written lesson shown to the next")
-    register("critic", "lits.memory.builtin:Critic",
-             description="after a failed attempt, the model names its first wrong step, shown to the next")
+    register(
+        "fact",
+        "lits.memory.builtin:FactMemory",
+        description="facts a failed attempt established (observations, refusals), shown to the next",
+    )
+    register(
+        "reflection",
+        "lits.memory.builtin:Reflection",
+        description="after a failed attempt, a model-written lesson shown to the next",
+    )
+    register(
+        "critic",
+        "lits.memory.builtin:Critic",
+        description="after a failed attempt, the model names its first wrong step, shown to the next",
+    )
 
 
 @hookimpl
 def register_search_frameworks(register: Callable[..., object]) -> None:
     # Chain-of-thought components under two algorithms: the paper's component-reuse demonstration.
-    register("rest", policy="concat", transition="concat", reward_model="generative", search="mcts",
-             search_args={"early_stop": False},
-             description="ReST-MCTS*: step-by-step thoughts, a generative process reward, MCTS")
+    register(
+        "rest",
+        policy="concat",
+        transition="concat",
+        reward_model="generative",
+        search="mcts",
+        search_args={"early_stop": False},
+        description="ReST-MCTS*: step-by-step thoughts, a generative process reward, MCTS",
+    )
     # The answer is a vote over terminal nodes, so the last depth's scores would be paid for nothing.
-    register("tot_bfs", policy="concat", transition="concat", reward_model="generative", search="bfs",
-             search_args={"early_stop": False, "score_last_depth": False},
-             description="Tree of Thoughts: the same components under breadth-first beam search")
+    register(
+        "tot_bfs",
+        policy="concat",
+        transition="concat",
+        reward_model="generative",
+        search="bfs",
+        search_args={"early_stop": False, "score_last_depth": False},
+        description="Tree of Thoughts: the same components under breadth-first beam search",
+    )
 
 
 @hookimpl
 def register_models(register: Callable[..., object]) -> None:
-    register("local", "lits.builtins:local_model", description="embedded Gemma 3 270M on llama.cpp, in-process (the default)")
+    register(
+        "local", "lits.builtins:local_model", description="embedded Gemma 3 270M on llama.cpp, in-process (the default)"
+    )
     register("scripted", scripted_model, description="deterministic offline stand-in, for smoke tests")
-    register("openai", server_model, description="a model served by an OpenAI-compatible server at --base-url "
-                                                 "(vLLM, llama.cpp, Ollama, OpenAI); any unregistered name")
+    register(
+        "openai",
+        server_model,
+        description="a model served by an OpenAI-compatible server at --base-url "
+        "(vLLM, llama.cpp, Ollama, OpenAI); any unregistered name",
+    )
 
 
-def local_model(spec: str, *, base_url: Optional[str] = None, concurrency: int = 1,
-                **options: object) -> LanguageModel:
+def local_model(spec: str, *, base_url: str | None = None, concurrency: int = 1, **options: object) -> LanguageModel:
     if base_url:
         raise ValueError("--base-url is for server models; give --model NAME too (not 'local')")
     from lits.lm.local import LocalLlamaModel
@@ -128,8 +171,9 @@ def scripted_model(spec: str, *, concurrency: int = 1, **options: object) -> Lan
     return ScriptedModel(concurrency=concurrency, chat_native=True)
 
 
-def server_model(spec: str, *, base_url: Optional[str] = None, api: Optional[str] = None, concurrency: int = 1,
-                 **options: Any) -> LanguageModel:
+def server_model(
+    spec: str, *, base_url: str | None = None, api: str | None = None, concurrency: int = 1, **options: Any
+) -> LanguageModel:
     from lits.lm.openai_compat import OpenAICompatibleModel
 
     return OpenAICompatibleModel(

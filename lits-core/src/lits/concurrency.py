@@ -21,13 +21,13 @@ import contextlib
 import contextvars
 import queue
 import threading
-from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-_WIDTH: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("lits_width", default=None)
-_CLOCK: contextvars.ContextVar[Optional[list[int]]] = contextvars.ContextVar("lits_rounds", default=None)
+_WIDTH: contextvars.ContextVar[int | None] = contextvars.ContextVar("lits_width", default=None)
+_CLOCK: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("lits_rounds", default=None)
 #: Upper bound on idle-or-busy worker threads; past it callers run their own tasks.
 MAX_WORKERS = 256
 
@@ -73,7 +73,7 @@ class _Task:
         self.started = False
         self.done = threading.Event()
         self.result: Any = None
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
 
     def claim(self) -> bool:
         with _POOL.lock:
@@ -135,7 +135,7 @@ def parallel_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
     if len(items) <= 1 or width == 1:
         return [fn(x) for x in items]
     parent = _CLOCK.get()
-    cells: list[Optional[list[int]]] = [[parent[0]] if parent is not None else None for _ in items]
+    cells: list[list[int] | None] = [[parent[0]] if parent is not None else None for _ in items]
 
     def bind(i: int) -> Callable[[], R]:
         def call() -> R:
@@ -143,6 +143,7 @@ def parallel_map(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
             if cell is not None:
                 _CLOCK.set(cell)
             return fn(items[i])
+
         return call
 
     tasks = [_Task(bind(i), contextvars.copy_context()) for i in range(len(items))]

@@ -14,7 +14,7 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Iterator, Optional, TextIO
+from typing import Iterator, TextIO
 
 
 def atomic_write_text(path: Path, text: str, *, grouped: bool = False, durable: bool = True) -> None:
@@ -34,7 +34,7 @@ class _Staged:
 
 
 #: The files staged by the innermost :func:`durable_together` block (None outside one).
-_GROUP: contextvars.ContextVar[Optional[list[_Staged]]] = contextvars.ContextVar("lits_durable_group", default=None)
+_GROUP: contextvars.ContextVar[list[_Staged] | None] = contextvars.ContextVar("lits_durable_group", default=None)
 
 
 @contextlib.contextmanager

@@ -21,8 +21,7 @@ def require(module: str, *, install: str, what: str, package: str = "", note: st
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise MissingExtra(missing_message(module, install=install, what=what, package=package,
-                                           note=note)) from None
+        raise MissingExtra(missing_message(module, install=install, what=what, package=package, note=note)) from None
 
 
 def missing_message(module: str, *, install: str, what: str, package: str = "", note: str = "") -> str:

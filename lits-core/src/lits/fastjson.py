@@ -12,10 +12,10 @@ raises TypeError, and ``json`` does the work.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
-_TO_JSON: Optional[Callable[..., bytes]] = None
-_FROM_JSON: Optional[Callable[..., Any]] = None
+_TO_JSON: Callable[..., bytes] | None = None
+_FROM_JSON: Callable[..., Any] | None = None
 #: ``json.dumps(value, separators=(",", ":"))`` without an encoder built per call.
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
 
@@ -51,7 +51,7 @@ def request_body(value: Any) -> bytes:
     """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`` in UTF-8, in value: a
     request to a server, which must never carry NaN or an infinity (json's ValueError says so)."""
     try:
-        out: Optional[bytes] = (_TO_JSON or pydantic_to_json())(value, inf_nan_mode="constants")
+        out: bytes | None = (_TO_JSON or pydantic_to_json())(value, inf_nan_mode="constants")
     except (ValueError, TypeError):
         out = None  # json says what is wrong
     if out is None or b"NaN" in out or b"Infinity" in out:  # a non-finite number, or text that reads so

@@ -89,6 +89,8 @@ def newer_format(config: Mapping[str, object]) -> str | None:
     """One line when ``config`` was written in a format newer than this LiTS reads, else None."""
     found = config.get("format", FORMAT)
     if isinstance(found, int) and found > FORMAT:
-        return (f"this run was written in run-dir format {found} by a newer LiTS ({config.get('lits_version')}); "
-                f"this LiTS reads format {FORMAT}: upgrade lits-core")
+        return (
+            f"this run was written in run-dir format {found} by a newer LiTS ({config.get('lits_version')}); "
+            f"this LiTS reads format {FORMAT}: upgrade lits-core"
+        )
     return None

@@ -16,7 +16,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional, TextIO
+from typing import Iterator, TextIO
 
 from lits import fastjson
 
@@ -24,9 +24,7 @@ from lits import fastjson
 #: retry loop rejected): its tokens and cost count, it is no call (:mod:`lits.lm.http.billing`).
 UNUSED_REPLY = "unused"
 
-_CONTEXT: contextvars.ContextVar[dict[str, object]] = contextvars.ContextVar(
-    "lits_call_context", default={}
-)
+_CONTEXT: contextvars.ContextVar[dict[str, object]] = contextvars.ContextVar("lits_call_context", default={})
 
 
 class call_context:  # lower case: used like the function it replaced
@@ -79,19 +77,27 @@ class InferenceRecord:
     #: Server requests the call took (each sample on a one-slot server, each retry).
     requests: int = 1
     #: Prompt tokens (of ``tokens_in``) the server served from its prefix cache; None: it did not say.
-    tokens_cached: Optional[int] = None
+    tokens_cached: int | None = None
     #: Prompt tokens (of ``tokens_in``) the server wrote to its prompt cache (hosted APIs); None: it did not say.
-    tokens_cache_write: Optional[int] = None
+    tokens_cache_write: int | None = None
     #: Seconds the server says it worked on the call (llama.cpp's ``timings``); None: it did not say.
-    server_seconds: Optional[float] = None
+    server_seconds: float | None = None
     #: Seconds the call waited for a slot (``--concurrency``, a server's slots) before model time began.
     queued_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
         """The JSONL line's fields (``dataclasses.asdict`` deep-copies, which costs per call)."""
-        out: dict[str, object] = {"model": self.model, "kind": self.kind, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
-               "seconds": self.seconds, "cost": self.cost, "cached": self.cached, "time": self.time,
-               "context": self.context}
+        out: dict[str, object] = {
+            "model": self.model,
+            "kind": self.kind,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "seconds": self.seconds,
+            "cost": self.cost,
+            "cached": self.cached,
+            "time": self.time,
+            "context": self.context,
+        }
         if self.prompt is not None:
             out["prompt"], out["reply"] = self.prompt, self.reply
         if self.estimated:
@@ -116,7 +122,7 @@ class InferenceLog:
         self.path = path
         self.records: list[InferenceRecord] = []
         self._lock = threading.Lock()
-        self._fh: Optional[TextIO] = None
+        self._fh: TextIO | None = None
         #: Totals over ``records[:_counted]``, kept up to date so the progress line costs O(1), not O(run).
         self._running = _Running()
         self._by_instance: dict[object, list[InferenceRecord]] = {}
@@ -141,7 +147,7 @@ class InferenceLog:
     def summary(self, **filters: object) -> dict[str, float]:
         """Totals over the records whose context matches ``filters``."""
         with self._lock:
-            for record in self.records[self._counted:]:
+            for record in self.records[self._counted :]:
                 self._running.add(record)
                 self._by_instance.setdefault(record.context.get("instance"), []).append(record)
             self._counted = len(self.records)
@@ -151,10 +157,7 @@ class InferenceLog:
             candidates = self.records
             if "instance" in filters and getattr(instance, "__hash__", None) is not None:
                 candidates = self._by_instance.get(instance, [])  # an instance's own records, not the run's
-            recs = [
-                r for r in candidates
-                if all(r.context.get(k) == v for k, v in filters.items())
-            ]
+            recs = [r for r in candidates if all(r.context.get(k) == v for k, v in filters.items())]
         return _totals(recs)
 
     def take(self, instance: object) -> list[InferenceRecord]:
@@ -201,9 +204,9 @@ class _Running:
         self.seconds: float = 0
         self.cost: float = 0
         self.requests = 0
-        self.tokens_cached: Optional[int] = None
-        self.tokens_cache_write: Optional[int] = None
-        self.server_seconds: Optional[float] = None
+        self.tokens_cached: int | None = None
+        self.tokens_cache_write: int | None = None
+        self.server_seconds: float | None = None
         self.queued_seconds: float = 0
 
     def add(self, record: InferenceRecord) -> None:
@@ -232,9 +235,15 @@ class _Running:
         """The totals; ``tokens_cached`` and ``server_seconds`` only when some call's server reported them, and
         the unused replies only when there were some (a run without them keeps the figures it always had)."""
         out: dict[str, float] = {
-            "calls": self.calls, "cache_hits": self.hits, "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out, "seconds": round(self.seconds, 3), "cost": round(self.cost, 6),
-            "requests": self.requests, "queued_seconds": round(self.queued_seconds, 3)}
+            "calls": self.calls,
+            "cache_hits": self.hits,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "seconds": round(self.seconds, 3),
+            "cost": round(self.cost, 6),
+            "requests": self.requests,
+            "queued_seconds": round(self.queued_seconds, 3),
+        }
         if self.tokens_cached is not None:
             out["tokens_cached"] = self.tokens_cached
         if self.tokens_cache_write is not None:

@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 if TYPE_CHECKING:
     from importlib_metadata import EntryPoint
@@ -85,7 +85,7 @@ def import_within(load: Callable[[], T], seconds: float) -> T:
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         return _on_a_thread(load, seconds)
 
-    def expire(signum: int, frame: Optional[FrameType]) -> None:
+    def expire(signum: int, frame: FrameType | None) -> None:
         raise ImportTimedOut(hung_reason(seconds))
 
     previous = signal.signal(signal.SIGALRM, expire)
@@ -172,7 +172,7 @@ def environment_key(points: list[EntryPoint]) -> str:
     return digest.hexdigest()[:24]
 
 
-def _module_file(value: str) -> Optional[str]:
+def _module_file(value: str) -> str | None:
     """The file of the entry point's top-level package, found without importing anything."""
     top = value.split(":")[0].split(".")[0]
     with contextlib.suppress(ImportError, ValueError):
@@ -190,17 +190,22 @@ def probe(points: list[EntryPoint]) -> dict[str, str]:
         if culprit is None:
             break
         bad[entry_id(remaining[culprit])] = reason
-        remaining = remaining[culprit + 1:]
+        remaining = remaining[culprit + 1 :]
     return bad
 
 
-def _run_child(modules: list[str], seconds: float) -> tuple[Optional[int], str]:
+def _run_child(modules: list[str], seconds: float) -> tuple[int | None, str]:
     """(index of the module that exited or hung the child, why), or (None, "") when all imported."""
     token = f"lits-probe-{os.getpid()}-{time.monotonic_ns()}"
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, token, *modules], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
-                             start_new_session=True)
-    lines: "queue.Queue[Optional[str]]" = queue.Queue()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, token, *modules],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    lines: "queue.Queue[str | None]" = queue.Queue()
 
     def read() -> None:
         assert child.stdout is not None
@@ -209,7 +214,7 @@ def _run_child(modules: list[str], seconds: float) -> tuple[Optional[int], str]:
         lines.put(None)
 
     threading.Thread(target=read, name="lits-plugin-probe", daemon=True).start()
-    started: Optional[int] = None
+    started: int | None = None
     deadline = time.monotonic() + seconds
     try:
         while True:

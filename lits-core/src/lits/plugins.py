@@ -17,7 +17,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable
 
 import pluggy
 
@@ -58,7 +58,7 @@ class PluginInfo:
     version: str
     module: str
     builtin: bool = False
-    error: Optional[str] = None
+    error: str | None = None
     registered: dict[str, list[str]] = field(default_factory=dict)
     #: Registrations refused because LiTS has the name built in (one line each, with advice).
     refused: list[str] = field(default_factory=list)
@@ -110,7 +110,7 @@ def ensure_plugins_loaded() -> None:
     load_plugins()
 
 
-def load_plugins(*, strict: Optional[bool] = None) -> list[PluginInfo]:
+def load_plugins(*, strict: bool | None = None) -> list[PluginInfo]:
     """Load core's built-ins and every allowed entry point, once."""
     if strict is None:
         strict = os.environ.get(ENV_STRICT, "").lower() in ("1", "true", "yes")
@@ -183,7 +183,7 @@ def unknown_selections() -> list[str]:
     return list(_STATE.unknown)
 
 
-def _unknown_selections(allowed: Optional[set[str]], points: list[EntryPoint]) -> list[str]:
+def _unknown_selections(allowed: set[str] | None, points: list[EntryPoint]) -> list[str]:
     import difflib
 
     if not allowed:
@@ -193,22 +193,24 @@ def _unknown_selections(allowed: Optional[set[str]], points: list[EntryPoint]) -
     for wanted in sorted(allowed - set(installed)):
         close = difflib.get_close_matches(wanted, installed, n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        lines.append(f"{ENV_PLUGINS} names {wanted!r}, which is not installed{hint}; "
-                     f"installed: {', '.join(installed) or 'none'}")
+        lines.append(
+            f"{ENV_PLUGINS} names {wanted!r}, which is not installed{hint}; installed: {', '.join(installed) or 'none'}"
+        )
     return lines
 
 
 # -- internals ---------------------------------------------------------------
 
+
 def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _allowed_names() -> Optional[set[str]]:
+def _allowed_names() -> set[str] | None:
     return _names_in(ENV_PLUGINS)
 
 
-def _names_in(variable: str) -> Optional[set[str]]:
+def _names_in(variable: str) -> set[str] | None:
     raw = os.environ.get(variable)
     if raw is None:
         return None
@@ -230,7 +232,7 @@ def _owner_for(info: PluginInfo) -> str:
     return info.distribution if not info.builtin else CORE_NAME
 
 
-def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) -> Optional[BaseException]:
+def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) -> BaseException | None:
     """Import one plugin and call its hooks; what made it fail (recorded in ``info.error``), if anything."""
     owner = _owner_for(info)
     pm_name = f"{info.distribution}:{info.name}:{info.module}"
@@ -252,9 +254,7 @@ def _load_one(info: PluginInfo, load: Callable[[], ModuleType], strict: bool) ->
         info.registered = {}
         _STATE.infos.append(info)
         if strict or info.builtin:
-            raise PluginLoadError(
-                f"plugin {info.name!r} ({info.distribution}) failed to load: {info.error}"
-            ) from exc
+            raise PluginLoadError(f"plugin {info.name!r} ({info.distribution}) failed to load: {info.error}") from exc
         return exc
     registered: dict[str, list[str]] = {}
     for reg in registrations_of(owner):
@@ -286,19 +286,19 @@ def _call_hooks(pm_name: str, owner: str) -> None:
         return pm.subset_hook_caller(hook, remove_plugins=others)
 
     def component(kind: str) -> Callable[..., None]:
-        def register(name: str, cls: object, task_type: Optional[str] = None) -> None:
+        def register(name: str, cls: object, task_type: str | None = None) -> None:
             add_registration(kind, name, cls, task_type=task_type, owner=owner)
 
         return register
 
-    def dataset(name: str, loader: object, task_type: Optional[str] = None, **meta: Any) -> None:
+    def dataset(name: str, loader: object, task_type: str | None = None, **meta: Any) -> None:
         add_registration("dataset", name, loader, task_type=task_type, owner=owner, **meta)
 
     def resource(name: str, loader: object) -> None:
         add_registration("resource", name, loader, owner=owner)
 
     def algorithm(kind: str) -> Callable[..., None]:
-        def register(name: str, cls: object, config_class: Optional[type] = None) -> None:
+        def register(name: str, cls: object, config_class: type | None = None) -> None:
             add_registration(kind, name, cls, config_class=config_class, owner=owner)
 
         return register
@@ -354,4 +354,3 @@ def reset_plugins() -> None:
         _STATE.loaded = False
         _STATE.infos = []
         _STATE.pm = _new_manager()
-

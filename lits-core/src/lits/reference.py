@@ -58,8 +58,14 @@ PROSE_STOPS = """\
 def render() -> str:
     """The whole reference page as Markdown."""
     from lits import hookspecs, registry
-    from lits.agents.config import (BFSConfig, ChainConfig, CoTConfig, MCTSConfig, SelfConsistencyConfig,
-                                    TreeSearchConfig)
+    from lits.agents.config import (
+        BFSConfig,
+        ChainConfig,
+        CoTConfig,
+        MCTSConfig,
+        SelfConsistencyConfig,
+        TreeSearchConfig,
+    )
     from lits.agents.tree.base import BaseTreeSearch
     from lits.components.base import Policy, RewardModel, Transition
     from lits.components.transition.env_grounded import EnvGroundedTransition
@@ -75,17 +81,23 @@ def render() -> str:
         _routines((n, getattr(hookspecs, n)) for n in sorted(dir(hookspecs)) if n.startswith("register_")),
         "## Decorators (`lits.registry`)\n",
         "The other door into the same store.\n",
-        _routines((n, getattr(registry, n)) for n in sorted(registry.__all__)
-                  if n.startswith("register_") and n not in ("register_prompt",)),
+        _routines(
+            (n, getattr(registry, n))
+            for n in sorted(registry.__all__)
+            if n.startswith("register_") and n not in ("register_prompt",)
+        ),
         "## Components\n",
         "Subclass one base per component. *abstract* methods must be written; the others have the default "
         "described. Constructor keywords a class declares (a class attribute or method) may be passed to it; "
         "any other keyword is an error naming the closest setting.\n",
         _class_methods(Transition, "Transition"),
-        _class_methods(EnvGroundedTransition, "EnvGroundedTransition (env-grounded domains)",
-                       extra="An env-grounded domain must also implement `init_state`, `goal_check` and either "
-                             "`generate_actions` (enumerable) or `validate_action` (open-ended); `lits plugins "
-                             "--check` and every run check this.\n"),
+        _class_methods(
+            EnvGroundedTransition,
+            "EnvGroundedTransition (env-grounded domains)",
+            extra="An env-grounded domain must also implement `init_state`, `goal_check` and either "
+            "`generate_actions` (enumerable) or `validate_action` (open-ended); `lits plugins "
+            "--check` and every run check this.\n",
+        ),
         _class_methods(Policy, "Policy"),
         _class_methods(RewardModel, "RewardModel"),
         "## Augmentors (`--memory-arg augmentors=NAME`)\n",
@@ -98,12 +110,14 @@ def render() -> str:
         "`@register_search(name, config_class=...)`.\n",
         _class_methods(BaseTreeSearch, "BaseTreeSearch"),
         "### Node fields\n",
-        _dataclass_fields(SearchNode), _dataclass_fields(MCTSNode, only_own=True),
+        _dataclass_fields(SearchNode),
+        _dataclass_fields(MCTSNode, only_own=True),
         _dataclass_fields(BFSNode, only_own=True),
         "## Settings (`--search-arg` / `--chain-arg`)\n",
-        *(_config(c) for c in (TreeSearchConfig, MCTSConfig, BFSConfig, ChainConfig, CoTConfig,
-                               SelfConsistencyConfig)),
-        PROSE_DATASETS, PROSE_REWARDS, PROSE_STOPS,
+        *(_config(c) for c in (TreeSearchConfig, MCTSConfig, BFSConfig, ChainConfig, CoTConfig, SelfConsistencyConfig)),
+        PROSE_DATASETS,
+        PROSE_REWARDS,
+        PROSE_STOPS,
     ]
     return "\n".join(p.rstrip() + "\n" for p in parts if p)
 
@@ -136,8 +150,7 @@ def _class_methods(cls: type, title: str, extra: str = "") -> str:
     rows = [f"### {title}\n", extra, "| method | kind | default |", "|---|---|---|"]
     abstract: frozenset[str] = getattr(cls, "__abstractmethods__", frozenset())
     for name, member in sorted(vars(cls).items()):
-        if name.startswith("__") or not (inspect.isfunction(member) or isinstance(member, (staticmethod,
-                                                                                               classmethod))):
+        if name.startswith("__") or not (inspect.isfunction(member) or isinstance(member, (staticmethod, classmethod))):
             continue
         if name.startswith("_") and name not in abstract and name not in _HOOK_METHODS:
             continue
@@ -152,8 +165,11 @@ _HOOK_METHODS = ("_step", "_get_actions", "_fast_reward", "_fast_rewards")
 
 
 def _dataclass_fields(cls: type, only_own: bool = False) -> str:
-    inherited = {f.name for base in cls.__mro__[1:] if dataclasses.is_dataclass(base)
-                 for f in dataclasses.fields(base)} if only_own else set()
+    inherited = (
+        {f.name for base in cls.__mro__[1:] if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)}
+        if only_own
+        else set()
+    )
     rows = [f"`{cls.__name__}`" + (" adds" if only_own else "") + ":", "", "| field | default |", "|---|---|"]
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name in inherited or f.name in ("parent", "children"):
@@ -171,8 +187,11 @@ def _dataclass_fields(cls: type, only_own: bool = False) -> str:
 def _config(cls: type[BaseModel]) -> str:
     own = set(cls.__annotations__)
     own_doc = " ".join((cls.__dict__.get("__doc__") or "").split())
-    rows = [f"### `{cls.__name__}`" + (f" ({own_doc})" if own_doc else "") + "\n",
-            "| setting | default | what |", "|---|---|---|"]
+    rows = [
+        f"### `{cls.__name__}`" + (f" ({own_doc})" if own_doc else "") + "\n",
+        "| setting | default | what |",
+        "|---|---|---|",
+    ]
     for name, field in cls.model_fields.items():
         if name not in own and cls.__name__ != "TreeSearchConfig" and cls.__name__ != "ChainConfig":
             continue

@@ -9,7 +9,7 @@ name is missing and a plugin failed to load, the error says which and why.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from lits import plugins
 from lits.store import (
@@ -29,13 +29,38 @@ from lits.store import (
 )
 
 __all__ = [
-    "KINDS", "TASK_TYPES", "ComponentRegistry", "DuplicateNameError", "Registration", "RegistryError",
-    "SearchFramework", "add_registration", "get_registration", "get_search_framework", "infer_task_type",
-    "isolated_registry", "list_names", "load_dataset", "load_resource", "owner_scope", "register_augmentor",
-    "register_chain", "register_command",
-    "register_dataset", "register_model", "register_policy", "register_prompt", "register_resource",
-    "register_reward_model", "register_search", "register_search_framework", "register_system_prompt",
-    "register_transition", "register_user_prompt", "registrations_of", "remove_registrations_of",
+    "KINDS",
+    "TASK_TYPES",
+    "ComponentRegistry",
+    "DuplicateNameError",
+    "Registration",
+    "RegistryError",
+    "SearchFramework",
+    "add_registration",
+    "get_registration",
+    "get_search_framework",
+    "infer_task_type",
+    "isolated_registry",
+    "list_names",
+    "load_dataset",
+    "load_resource",
+    "owner_scope",
+    "register_augmentor",
+    "register_chain",
+    "register_command",
+    "register_dataset",
+    "register_model",
+    "register_policy",
+    "register_prompt",
+    "register_resource",
+    "register_reward_model",
+    "register_search",
+    "register_search_framework",
+    "register_system_prompt",
+    "register_transition",
+    "register_user_prompt",
+    "registrations_of",
+    "remove_registrations_of",
 ]
 
 T = TypeVar("T")
@@ -76,7 +101,8 @@ def isolated_registry() -> Iterator[None]:
 
 # -- decorators (the seeds' public API) -----------------------------------
 
-def _class_decorator(kind: str, name: str, task_type: Optional[str], **meta: Any) -> Callable[[T], T]:
+
+def _class_decorator(kind: str, name: str, task_type: str | None, **meta: Any) -> Callable[[T], T]:
     def deco(obj: T) -> T:
         add_registration(kind, name, obj, task_type=task_type, **meta)
         return obj
@@ -84,22 +110,22 @@ def _class_decorator(kind: str, name: str, task_type: Optional[str], **meta: Any
     return deco
 
 
-def register_transition(name: str, task_type: Optional[str] = None) -> Callable[[T], T]:
+def register_transition(name: str, task_type: str | None = None) -> Callable[[T], T]:
     """Register a Transition class under ``name`` (usually the dataset's name)."""
     return _class_decorator("transition", name, task_type)
 
 
-def register_policy(name: str, task_type: Optional[str] = None) -> Callable[[T], T]:
+def register_policy(name: str, task_type: str | None = None) -> Callable[[T], T]:
     """Register a Policy class under ``name``."""
     return _class_decorator("policy", name, task_type)
 
 
-def register_reward_model(name: str, task_type: Optional[str] = None) -> Callable[[T], T]:
+def register_reward_model(name: str, task_type: str | None = None) -> Callable[[T], T]:
     """Register a RewardModel class under ``name``."""
     return _class_decorator("reward_model", name, task_type)
 
 
-def register_dataset(name: str, task_type: Optional[str] = None, **meta: Any) -> Callable[[T], T]:
+def register_dataset(name: str, task_type: str | None = None, **meta: Any) -> Callable[[T], T]:
     """Register a dataset loader; it returns a list of example dicts."""
     return _class_decorator("dataset", name, task_type, **meta)
 
@@ -109,12 +135,12 @@ def register_resource(name: str) -> Callable[[T], T]:
     return _class_decorator("resource", name, None)
 
 
-def register_search(name: str, config_class: Optional[type] = None) -> Callable[[T], T]:
+def register_search(name: str, config_class: type | None = None) -> Callable[[T], T]:
     """Register a tree-search algorithm (a ``BaseTreeSearch`` subclass)."""
     return _class_decorator("search", name, None, config_class=config_class)
 
 
-def register_chain(name: str, config_class: Optional[type] = None) -> Callable[[T], T]:
+def register_chain(name: str, config_class: type | None = None) -> Callable[[T], T]:
     """Register a chain agent (e.g. ``EnvChain``)."""
     return _class_decorator("chain", name, None, config_class=config_class)
 
@@ -154,6 +180,7 @@ def _prompt_decorator(component: str, agent: str, key: str, *, user: bool) -> Ca
 
 # -- lookups ----------------------------------------------------------------
 
+
 class ComponentRegistry:
     """Look up registered classes by name; ``KeyError`` (naming the closest match) when absent."""
 
@@ -178,7 +205,7 @@ class ComponentRegistry:
         return get_registration("chain", name).obj
 
 
-def get_search_framework(name: str, task_type: Optional[str] = None) -> SearchFramework:
+def get_search_framework(name: str, task_type: str | None = None) -> SearchFramework:
     """The bundle named ``name``; ``ValueError`` when it is for another task type than ``task_type``."""
     reg = get_registration("search_framework", name)
     if task_type and reg.task_type and reg.task_type != task_type:
@@ -206,8 +233,10 @@ def load_dataset(name: str, **kwargs: Any) -> list[dict[str, Any]]:
             alias = next((k for k in QUERY_ALIASES if k in example), None)
             if alias is None:
                 keys = ", ".join(sorted(map(str, example))) or "none"
-                raise ValueError(f"dataset {name!r}: example {index} has no 'query' key "
-                                 f"(nor {' or '.join(repr(k) for k in QUERY_ALIASES)}); its keys: {keys}")
+                raise ValueError(
+                    f"dataset {name!r}: example {index} has no 'query' key "
+                    f"(nor {' or '.join(repr(k) for k in QUERY_ALIASES)}); its keys: {keys}"
+                )
             example["query"] = example[alias]
     return examples
 
@@ -228,6 +257,5 @@ def infer_task_type(name: str) -> str:
         if task_type:
             return task_type  # type: ignore[no-any-return]
     raise KeyError(
-        f"cannot infer the task type of {name!r}: register its dataset with "
-        f"@register_dataset({name!r}, task_type=...)"
+        f"cannot infer the task type of {name!r}: register its dataset with @register_dataset({name!r}, task_type=...)"
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Optional
+from typing import Iterable
 from urllib.parse import unquote, urlsplit
 
 #: Where LiTS reads API keys from; their current values are always redacted.
@@ -32,7 +32,9 @@ _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#'\"
 # A query parameter whose name says it is a credential (api-key=, key=, token=, sig=, ...): its value.
 _QUERY_SECRET = re.compile(
     r"(?P<name>[?&;](?:[\w.\-]*(?:key|token|secret|password|passwd|pwd|auth|credential|signature)[\w.\-]*"
-    r"|sig|code|access_token))=(?P<value>[^&#\s'\"<>]+)", re.IGNORECASE)
+    r"|sig|code|access_token))=(?P<value>[^&#\s'\"<>]+)",
+    re.IGNORECASE,
+)
 
 
 def query_secrets(url: str) -> list[str]:
@@ -40,7 +42,7 @@ def query_secrets(url: str) -> list[str]:
     return [m.group("value") for m in _QUERY_SECRET.finditer(url) if m.group("value") != MASK]
 
 
-def secret_values(extra: Iterable[Optional[str]] = ()) -> list[str]:
+def secret_values(extra: Iterable[str | None] = ()) -> list[str]:
     """The key values to hide: the environment's keys plus ``extra``, longest first."""
     found = {os.environ.get(name) for name in (*KEY_ENV_VARS, *SDK_KEY_ENV_VARS)} | set(extra)
     return sorted((v for v in found if v and len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True)
@@ -98,7 +100,7 @@ def has_userinfo(url: str) -> bool:
     return _URL_USERINFO.search(url) is not None
 
 
-def redact_text(text: str, extra: Iterable[Optional[str]] = ()) -> str:
+def redact_text(text: str, extra: Iterable[str | None] = ()) -> str:
     """``text`` without the API keys (environment and ``extra``) or URL credentials."""
     for value in secret_values(extra):
         text = text.replace(value, MASK)

@@ -18,7 +18,7 @@ import importlib
 import inspect
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping
 
 KINDS = (
     "transition",
@@ -48,8 +48,18 @@ class DuplicateNameError(RegistryError):
 
 
 #: Kinds whose objects may be registered lazily as ``"package.module:attribute"``.
-LAZY_KINDS = ("transition", "policy", "reward_model", "dataset", "resource", "search", "chain", "model", "command",
-              "augmentor")
+LAZY_KINDS = (
+    "transition",
+    "policy",
+    "reward_model",
+    "dataset",
+    "resource",
+    "search",
+    "chain",
+    "model",
+    "command",
+    "augmentor",
+)
 
 
 class Registration:
@@ -59,8 +69,15 @@ class Registration:
     component a plugin offers.
     """
 
-    def __init__(self, kind: str, name: str, obj: object, owner: str, task_type: Optional[str] = None,
-                 meta: Optional[Mapping[str, object]] = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        obj: object,
+        owner: str,
+        task_type: str | None = None,
+        meta: Mapping[str, object] | None = None,
+    ) -> None:
         self.kind, self.name, self.owner, self.task_type = kind, name, owner, task_type
         self._meta = dict(meta or {})
         self._obj = obj
@@ -88,8 +105,10 @@ class Registration:
         try:
             return getattr(importlib.import_module(module_name), attribute)
         except (ImportError, AttributeError) as exc:
-            raise RegistryError(f"{self.kind.replace('_', ' ')} {self.name!r} (from {self.owner}) "
-                                f"points at {path!r}, which cannot be imported: {exc}") from None
+            raise RegistryError(
+                f"{self.kind.replace('_', ' ')} {self.name!r} (from {self.owner}) "
+                f"points at {path!r}, which cannot be imported: {exc}"
+            ) from None
 
     def __repr__(self) -> str:
         return f"Registration({self.kind!r}, {self.name!r}, owner={self.owner!r})"
@@ -97,7 +116,7 @@ class Registration:
 
 # -- owners --------------------------------------------------------------------
 
-_OWNER: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("lits_owner", default=None)
+_OWNER: contextvars.ContextVar[str | None] = contextvars.ContextVar("lits_owner", default=None)
 #: Top-level package -> the plugin distribution whose entry point ships it (set by the loader).
 _PACKAGE_OWNERS: dict[str, str] = {}
 
@@ -139,8 +158,10 @@ def owner_of(obj: object) -> str:
 # -- the store -------------------------------------------------------------------
 
 #: What :meth:`RegistryStore.snapshot` returns: entries by kind, conflicts, refused names by owner.
-StoreSnapshot = tuple[dict[str, dict[str, Registration]], dict[tuple[str, str], list[str]],
-                      dict[str, list[tuple[str, str]]]]
+StoreSnapshot = tuple[
+    dict[str, dict[str, Registration]], dict[tuple[str, str], list[str]], dict[str, list[tuple[str, str]]]
+]
+
 
 class RegistryStore:
     """Registrations by kind and name; thread-safe; nothing else."""
@@ -176,7 +197,7 @@ class RegistryStore:
                 raise DuplicateNameError(_duplicate_message(reg.kind, reg.name, owners))
             self.entries[reg.kind][reg.name] = reg
 
-    def find(self, kind: str, name: str) -> Optional[Registration]:
+    def find(self, kind: str, name: str) -> Registration | None:
         """The registration, or None; a name two owners claim is an error."""
         with self.lock:
             owners = self.conflicts.get((kind, name))
@@ -206,8 +227,11 @@ class RegistryStore:
 
     def snapshot(self) -> StoreSnapshot:
         with self.lock:
-            return (copy.copy({k: dict(v) for k, v in self.entries.items()}), dict(self.conflicts),
-                    {k: list(v) for k, v in self.refused.items()})
+            return (
+                copy.copy({k: dict(v) for k, v in self.entries.items()}),
+                dict(self.conflicts),
+                {k: list(v) for k, v in self.refused.items()},
+            )
 
     def restore(self, snap: StoreSnapshot) -> None:
         with self.lock:
@@ -234,8 +258,14 @@ STORE = RegistryStore()
 
 
 def add_registration(
-    kind: str, name: str, obj: object, *, task_type: Optional[str] = None, replace: bool = False,
-    owner: Optional[str] = None, **meta: object
+    kind: str,
+    name: str,
+    obj: object,
+    *,
+    task_type: str | None = None,
+    replace: bool = False,
+    owner: str | None = None,
+    **meta: object,
 ) -> Registration:
     """The one way in: decorators and plugin hooks both end here.
 
@@ -249,7 +279,7 @@ def add_registration(
     return reg
 
 
-def plugin_of_module(module: str) -> Optional[str]:
+def plugin_of_module(module: str) -> str | None:
     """The plugin whose code ``module`` is: the distribution shipping its package, or the owner of a
     component defined in it (a domain registered from a script or a test); None for LiTS's own code."""
     if not module or module.split(".")[0] in ("lits", "builtins"):
@@ -278,30 +308,44 @@ def refused_names(owner: str) -> list[str]:
     with STORE.lock:
         refused = list(STORE.refused.get(owner, []))
     prefix = owner.removeprefix("lits-plugin-").removeprefix("lits-")
-    return [f"registers a {kind.replace('_', ' ')} named {name!r}, which LiTS has built in: the built-in is kept "
-            f"and so are the plugin's other registrations; register it under its own name, e.g. "
-            f"'{prefix}-{name}'" for kind, name in refused]
+    return [
+        f"registers a {kind.replace('_', ' ')} named {name!r}, which LiTS has built in: the built-in is kept "
+        f"and so are the plugin's other registrations; register it under its own name, e.g. "
+        f"'{prefix}-{name}'"
+        for kind, name in refused
+    ]
 
 
 # -- prompts: stored like everything else, under component/agent/key/{system,user} ----
+
 
 def prompt_name(component: str, agent: str, key: str, *, user: bool) -> str:
     return f"{component}/{agent}/{key}/{'user' if user else 'system'}"
 
 
-def register_prompt(component: str, agent: str, key: str, value: object, *, user: bool = False,
-                    replace: bool = False, owner: Optional[str] = None) -> Registration:
+def register_prompt(
+    component: str,
+    agent: str,
+    key: str,
+    value: object,
+    *,
+    user: bool = False,
+    replace: bool = False,
+    owner: str | None = None,
+) -> Registration:
     """Register a prompt value (or a zero-argument function returning it)."""
     if user and isinstance(value, str):
         raise TypeError(
             f"user prompt for ({component}, {agent}, {key}) must be a dict or template, "
             "not a str (put a plain instruction in the system prompt)"
         )
-    return add_registration("prompt", prompt_name(component, agent, key, user=user), value, replace=replace,
-                            owner=owner)
+    return add_registration(
+        "prompt", prompt_name(component, agent, key, user=user), value, replace=replace, owner=owner
+    )
 
 
 # -- search frameworks ------------------------------------------------------------
+
 
 @dataclass
 class SearchFramework:
@@ -323,8 +367,8 @@ def register_search_framework(
     transition: str,
     reward_model: str,
     search: str = "mcts",
-    search_args: Optional[dict[str, Any]] = None,
-    task_type: Optional[str] = "language_grounded",
+    search_args: dict[str, Any] | None = None,
+    task_type: str | None = "language_grounded",
     description: str = "",
 ) -> None:
     """Bundle registered component names under ``--search-framework NAME``.

@@ -16,10 +16,15 @@ TYPE_REGISTRY: dict[str, type] = {}
 def register_type(cls: T) -> T:
     """Class decorator: make ``cls`` loadable from its ``__type__`` name."""
     existing = TYPE_REGISTRY.get(cls.__name__)
-    if existing is not None and existing is not cls and (
-        existing.__module__,
-        existing.__qualname__,
-    ) != (cls.__module__, cls.__qualname__):
+    if (
+        existing is not None
+        and existing is not cls
+        and (
+            existing.__module__,
+            existing.__qualname__,
+        )
+        != (cls.__module__, cls.__qualname__)
+    ):
         raise ValueError(
             f"type name {cls.__name__!r} is already registered by "
             f"{existing.__module__}.{existing.__qualname__}; rename one of them"
@@ -38,9 +43,7 @@ def get_type(name: str) -> type:
         return TYPE_REGISTRY[name]
     except KeyError:
         known = ", ".join(sorted(TYPE_REGISTRY)) or "none"
-        raise KeyError(
-            f"unknown serialized type {name!r} (is its plugin installed?); known: {known}"
-        ) from None
+        raise KeyError(f"unknown serialized type {name!r} (is its plugin installed?); known: {known}") from None
 
 
 #: Values :func:`serialize` returns as they are (callers on hot paths test this before calling it).

@@ -8,7 +8,7 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 from lits.api import register_dataset
 from lits_blocksworld.pddl import parse_plan, parse_problem_file
@@ -17,7 +17,7 @@ from lits_blocksworld.world import COLOURS, apply_action, generate_actions, goal
 RAP_STEPS = (2, 4, 6, 8, 10, 12)
 
 
-def parse_steps(steps: Any) -> Optional[list[int]]:
+def parse_steps(steps: Any) -> list[int] | None:
     """``None``, an int, a list or a comma string like "2,4" -> sorted step counts."""
     if steps is None:
         return None
@@ -31,7 +31,7 @@ def parse_steps(steps: Any) -> Optional[list[int]]:
     return values
 
 
-def optimal_plan(init: str, goals: str, limit: int = 20) -> Optional[list[str]]:
+def optimal_plan(init: str, goals: str, limit: int = 20) -> list[str] | None:
     """Breadth-first search for a shortest plan (None if none within ``limit`` steps)."""
     if goal_check(goals, init)[0]:
         return []
@@ -80,15 +80,23 @@ def generate_instances(steps: list[int], per_step: int = 5, seed: int = 0) -> li
             blocks = colours[: rng.choice((3, 4, 5))]
             init = render(make_world(_random_towers(rng, blocks)))
             target = _random_towers(rng, blocks)
-            goals = join_facts([f"the {b} block is on top of the {u} block"
-                                for b, u in sorted(target.items()) if u != "table"])
+            goals = join_facts(
+                [f"the {b} block is on top of the {u} block" for b, u in sorted(target.items()) if u != "table"]
+            )
             if not goals:
                 continue
             plan = optimal_plan(init, goals, limit=n_steps)
             if plan is None or len(plan) != n_steps:
                 continue
-            out.append({"id": f"gen-s{seed}-step{n_steps}-{found}", "query": goals, "init_state_str": init,
-                        "optimal_plan": plan, "n_steps": n_steps})
+            out.append(
+                {
+                    "id": f"gen-s{seed}-step{n_steps}-{found}",
+                    "query": goals,
+                    "init_state_str": init,
+                    "optimal_plan": plan,
+                    "n_steps": n_steps,
+                }
+            )
             found += 1
     return out
 
@@ -114,8 +122,9 @@ class RapCase(dict[str, Any]):
     """
 
     def __init__(self, root: Path, relative: str, plan: str, n_steps: int, ident: str) -> None:
-        super().__init__(id=ident, query=_NOT_READ, init_state_str=_NOT_READ, optimal_plan=_NOT_READ,
-                         n_steps=n_steps, pddl=relative)
+        super().__init__(
+            id=ident, query=_NOT_READ, init_state_str=_NOT_READ, optimal_plan=_NOT_READ, n_steps=n_steps, pddl=relative
+        )
         self._source = (root, plan)
         self._lock = threading.Lock()
 
@@ -203,7 +212,7 @@ def read_split(split: Path) -> list[tuple[str, str, int]]:
     return out
 
 
-def load_rap_split(root: Path, steps: Optional[list[int]] = None) -> list[dict[str, Any]]:
+def load_rap_split(root: Path, steps: list[int] | None = None) -> list[dict[str, Any]]:
     """The RAP split v1 (``split_v1/split_v1_step_N_data.json`` + PDDL under ``instances/``).
 
     Each case reads its PDDL problem only when used (:class:`RapCase`).
@@ -217,18 +226,20 @@ def load_rap_split(root: Path, steps: Optional[list[int]] = None) -> list[dict[s
         if not split.exists():
             raise FileNotFoundError(f"no RAP split file for {n} steps: {split}")
         for i, (pddl, plan, n_steps) in enumerate(read_split(split)):
-            relative = pddl[pddl.index("instances/"):] if "instances/" in pddl else pddl
+            relative = pddl[pddl.index("instances/") :] if "instances/" in pddl else pddl
             out.append(RapCase(root, relative, plan, n_steps, f"rap-step{n}-{i}"))
     return out
 
 
 @register_dataset("blocksworld", task_type="env_grounded")
-def load_blocksworld(path: Optional[str] = None, steps: Any = None, seed: int = 0, n: Optional[int] = None,
-                     **kwargs: Any) -> list[dict[str, Any]]:
+def load_blocksworld(
+    path: str | None = None, steps: Any = None, seed: int = 0, n: int | None = None, **kwargs: Any
+) -> list[dict[str, Any]]:
     """Generated instances (default: 2- and 4-step) or, with ``path``, the RAP split."""
     if kwargs:
-        raise ValueError(f"unknown blocksworld dataset argument(s): {', '.join(sorted(kwargs))} "
-                         "(known: path, steps, seed, n)")
+        raise ValueError(
+            f"unknown blocksworld dataset argument(s): {', '.join(sorted(kwargs))} (known: path, steps, seed, n)"
+        )
     chosen = parse_steps(steps)
     if path is not None:
         data = load_rap_split(Path(path).expanduser(), chosen)

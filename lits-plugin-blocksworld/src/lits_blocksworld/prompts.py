@@ -46,23 +46,29 @@ def policy_system() -> str:
     return f"{RULES}\n\n{EXAMPLES}"
 
 
-INSTRUCTION = "Now: {env_state}\nLegal actions:\n{actions}\n\nWrite the next action of a shortest plan, exactly as listed."
+INSTRUCTION = (
+    "Now: {env_state}\nLegal actions:\n{actions}\n\nWrite the next action of a shortest plan, exactly as listed."
+)
 
 #: For chat models: the same worked example as turns already answered, one action per turn.
 CHAT_EXAMPLES = [
-    {"user": "### Problem\nStart: the red block is clear, the blue block is clear, the hand is empty, the red block is "
-             "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
-             "### Plan\n\nNow: the red block is clear, the blue block is clear, the hand is empty, the red block is "
-             "on the table and the blue block is on the table\nLegal actions:\npick up the red block\n"
-             "pick up the blue block\n\nWrite the next action of a shortest plan, exactly as listed.",
-     "assistant": "pick up the red block"},
-    {"user": "### Problem\nStart: the red block is clear, the blue block is clear, the hand is empty, the red block is "
-             "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
-             "### Plan\npick up the red block\n\nNow: the blue block is clear, the hand is holding the red block "
-             "and the blue block is on the table\nLegal actions:\nput down the red block\n"
-             "stack the red block on top of the blue block\n\n"
-             "Write the next action of a shortest plan, exactly as listed.",
-     "assistant": "stack the red block on top of the blue block"},
+    {
+        "user": "### Problem\nStart: the red block is clear, the blue block is clear, the hand is empty, the red block is "
+        "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
+        "### Plan\n\nNow: the red block is clear, the blue block is clear, the hand is empty, the red block is "
+        "on the table and the blue block is on the table\nLegal actions:\npick up the red block\n"
+        "pick up the blue block\n\nWrite the next action of a shortest plan, exactly as listed.",
+        "assistant": "pick up the red block",
+    },
+    {
+        "user": "### Problem\nStart: the red block is clear, the blue block is clear, the hand is empty, the red block is "
+        "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
+        "### Plan\npick up the red block\n\nNow: the blue block is clear, the hand is holding the red block "
+        "and the blue block is on the table\nLegal actions:\nput down the red block\n"
+        "stack the red block on top of the blue block\n\n"
+        "Write the next action of a shortest plan, exactly as listed.",
+        "assistant": "stack the red block on top of the blue block",
+    },
 ]
 
 
@@ -87,8 +93,8 @@ def reward_user() -> dict[str, str]:
     return {
         # Asked after the policy's head and problem (the goal and the plan so far are there already).
         "evaluate": "Now: {env_state}\nProposed next action: {action}\n"
-                    "Does this action move the plan towards the goal? Answer Yes or No.\nAnswer:",
+        "Does this action move the plan towards the goal? Answer Yes or No.\nAnswer:",
         "evaluate_many": "Now: {env_state}\nProposed next actions (numbered):\n{candidates}\n\n"
-                         "For each proposed action, does it move the plan towards the goal? Write one line per "
-                         "action: its number, a colon, then Yes or No.\n",
+        "For each proposed action, does it move the plan towards the goal? Write one line per "
+        "action: its number, a colon, then Yes or No.\n",
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from lits.api import EnvGroundedTransition, register_transition
 from lits.structures.env_grounded import EnvState, EnvStep
@@ -12,7 +12,7 @@ from lits_blocksworld import world
 @register_transition("blocksworld", task_type="env_grounded")
 class BlocksWorldTransition(EnvGroundedTransition):
     # Task-specific: prompts must be registered under 'blocksworld' (no generic fallback).
-    TASK_TYPE: ClassVar[Optional[str]] = None
+    TASK_TYPE: ClassVar[str | None] = None
 
     @staticmethod
     def goal_check(query_or_goals: str, env_state: str) -> tuple[bool, float]:

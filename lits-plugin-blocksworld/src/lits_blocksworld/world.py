@@ -14,13 +14,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
 
 #: PlanBench's object-to-colour map (blocks a..l).
-COLOURS = dict(zip("abcdefghijkl", [
-    "red", "blue", "orange", "yellow", "white", "magenta",
-    "black", "cyan", "green", "violet", "silver", "gold",
-]))
+COLOURS = dict(
+    zip(
+        "abcdefghijkl",
+        [
+            "red",
+            "blue",
+            "orange",
+            "yellow",
+            "white",
+            "magenta",
+            "black",
+            "cyan",
+            "green",
+            "violet",
+            "silver",
+            "gold",
+        ],
+    )
+)
 _ORDER = {colour: i for i, colour in enumerate(COLOURS.values())}
 
 _FACT = [
@@ -43,7 +57,7 @@ class World:
     """``below[b]`` is the block under ``b`` or "table"; a held block has no entry."""
 
     below: tuple[tuple[str, str], ...]
-    holding: Optional[str] = None
+    holding: str | None = None
 
     @property
     def support(self) -> dict[str, str]:
@@ -62,7 +76,7 @@ def _rank(colour: str) -> tuple[int, str]:
     return (_ORDER.get(colour, len(_ORDER)), colour)
 
 
-def make_world(support: dict[str, str], holding: Optional[str] = None) -> World:
+def make_world(support: dict[str, str], holding: str | None = None) -> World:
     return World(tuple(sorted(support.items(), key=lambda kv: _rank(kv[0]))), holding)
 
 
@@ -100,7 +114,7 @@ def render(world: World) -> str:
 def parse_state(text: str) -> World:
     """The world a state text describes; ``ValueError`` names an unreadable fact."""
     support: dict[str, str] = {}
-    holding: Optional[str] = None
+    holding: str | None = None
     for fact in split_facts(text):
         for kind, pattern in _FACT:
             m = pattern.match(fact)
@@ -135,8 +149,10 @@ def _legal_actions(env_state: str) -> tuple[str, ...]:
                 actions.append(f"unstack the {b} block from on top of the {support[b]} block")
         return tuple(actions)
     held = world.holding
-    return (f"put down the {held} block", *(
-        f"stack the {held} block on top of the {b} block" for b in sorted(world.clear(), key=_rank)))
+    return (
+        f"put down the {held} block",
+        *(f"stack the {held} block on top of the {b} block" for b in sorted(world.clear(), key=_rank)),
+    )
 
 
 def apply(world: World, action: str) -> World:

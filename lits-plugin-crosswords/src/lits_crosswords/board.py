@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 SIZE = 5
 SLOTS = [f"h{i}" for i in range(1, SIZE + 1)] + [f"v{i}" for i in range(1, SIZE + 1)]
@@ -45,9 +44,10 @@ class Board:
         return "".join(self.grid[i] for i in cells(slot))
 
     def render(self) -> str:
-        rows = [" ".join(self.grid[r * SIZE:(r + 1) * SIZE]) for r in range(SIZE)]
-        return "\n".join(rows + [f"Filled: {', '.join(self.filled) or 'none'}",
-                                 f"Changed: {', '.join(self.changed) or 'none'}"])
+        rows = [" ".join(self.grid[r * SIZE : (r + 1) * SIZE]) for r in range(SIZE)]
+        return "\n".join(
+            rows + [f"Filled: {', '.join(self.filled) or 'none'}", f"Changed: {', '.join(self.changed) or 'none'}"]
+        )
 
     def unfilled(self) -> list[str]:
         return [s for s in SLOTS if s not in self.filled]
@@ -86,16 +86,18 @@ def parse_action(action: str) -> tuple[str, str]:
     return slot, word
 
 
-def clash(board: Board, slot: str, word: str) -> Optional[str]:
+def clash(board: Board, slot: str, word: str) -> str | None:
     """Why ``word`` may not go into ``slot`` (None when it may)."""
     for other, index in zip(crossing(slot), cells(slot)):
         if other in board.filled and board.grid[index] != word[cells(slot).index(index)]:
-            return (f"{word!r} would change the {board.grid[index]!r} that {other} "
-                    f"({board.word(other)}) put at {slot} letter {cells(slot).index(index) + 1}")
+            return (
+                f"{word!r} would change the {board.grid[index]!r} that {other} "
+                f"({board.word(other)}) put at {slot} letter {cells(slot).index(index) + 1}"
+            )
     return None
 
 
-def repeats(board: Board, slot: str, word: str) -> Optional[str]:
+def repeats(board: Board, slot: str, word: str) -> str | None:
     """Why writing ``word`` into ``slot`` would be a no-op (None when it changes the board).
 
     Re-writing a filled slot with the word it holds changes nothing, so a chain

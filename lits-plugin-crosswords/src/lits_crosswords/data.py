@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from lits.api import register_dataset
 from lits_crosswords.board import SLOTS
@@ -14,7 +14,7 @@ from lits_crosswords.puzzles import PUZZLES
 class Clues(str):
     """The clues shown to every component; ``answer`` is set only for the oracle reward."""
 
-    answer: Optional[str] = None
+    answer: str | None = None
 
 
 def make_example(idx: str, clues: list[str], letters: str, oracle: bool) -> dict[str, Any]:
@@ -33,23 +33,26 @@ def load_tot_file(path: Path, oracle: bool = False) -> list[dict[str, Any]]:
         raise FileNotFoundError(f"crosswords file not found: {path}")
     try:
         games = json.loads(path.read_text(encoding="utf-8"))
-        return [make_example(f"tot-{i}", list(clues), "".join(letters), oracle)
-                for i, (clues, letters) in enumerate(games)]
+        return [
+            make_example(f"tot-{i}", list(clues), "".join(letters), oracle) for i, (clues, letters) in enumerate(games)
+        ]
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{path} is not in the Tree of Thoughts crosswords format: {exc}") from None
 
 
 @register_dataset("crosswords", task_type="env_grounded")
-def load_crosswords(path: Optional[str] = None, every: int = 1, oracle: bool = False, **kwargs: Any) -> list[dict[str, Any]]:
+def load_crosswords(
+    path: str | None = None, every: int = 1, oracle: bool = False, **kwargs: Any
+) -> list[dict[str, Any]]:
     """Own puzzles by default; ``path`` reads a ToT file (``every=5`` gives the usual test set)."""
     if kwargs:
-        raise ValueError(f"unknown crosswords dataset argument(s): {', '.join(sorted(kwargs))} "
-                         "(known: path, every, oracle)")
+        raise ValueError(
+            f"unknown crosswords dataset argument(s): {', '.join(sorted(kwargs))} (known: path, every, oracle)"
+        )
     if int(every) < 1:
         raise ValueError("every must be at least 1")
     if path is not None:
         data = load_tot_file(Path(path).expanduser(), bool(oracle))
     else:
-        data = [make_example(f"own-{i}", h + v, "".join(rows), bool(oracle))
-                for i, (rows, h, v) in enumerate(PUZZLES)]
+        data = [make_example(f"own-{i}", h + v, "".join(rows), bool(oracle)) for i, (rows, h, v) in enumerate(PUZZLES)]
     return data[:: int(every)]

@@ -32,8 +32,12 @@ Changed: none"""
 EXAMPLE_ANSWER = "h1. ASSET"
 EXAMPLE = f"{STATE.format(goals=EXAMPLE_CLUES, env_state=EXAMPLE_BOARD)}{EXAMPLE_ANSWER}\n"
 #: The same example for chat models: a turn they already answered, not text in the system prompt to copy.
-CHAT_EXAMPLES = [{"user": f"{STATE.format(goals=EXAMPLE_CLUES, env_state=EXAMPLE_BOARD)}\n{INSTRUCTION}",
-                  "assistant": EXAMPLE_ANSWER}]
+CHAT_EXAMPLES = [
+    {
+        "user": f"{STATE.format(goals=EXAMPLE_CLUES, env_state=EXAMPLE_BOARD)}\n{INSTRUCTION}",
+        "assistant": EXAMPLE_ANSWER,
+    }
+]
 
 
 @register_system_prompt("policy", "env_grounded", "crosswords")

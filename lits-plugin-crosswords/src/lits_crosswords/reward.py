@@ -9,7 +9,7 @@ perfect reward; results say which reward was used (``config.json``).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from lits.api import EnvGroundedPRM, RewardModel, register_reward_model, score_else_ask
 from lits.structures.env_grounded import EnvState
@@ -33,20 +33,26 @@ def filled_fraction(state: EnvState, action: object) -> float:
 class CrosswordsPRM(EnvGroundedPRM):
     """Clue fit judged by the model plus board coverage; no ground truth."""
 
-    def _fast_reward(self, state: EnvState, action: object, query: object, query_idx: Optional[int],
-                     from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, object]]:
+    def _fast_reward(
+        self, state: EnvState, action: object, query: object, query_idx: int | None, from_phase: str = "", **kwargs: Any
+    ) -> tuple[float, dict[str, object]]:
         if self.base_model is None or action is None:
             return 0.0, {}
         slot, word = parse_action(str(action))
         clue = clue_for(query, slot)
+
         def question() -> str:
             template = (self.usr_prompt_spec or {}).get("fit", "Clue: {clue}\nAnswer: {word}\nCorrect? Yes or No:")
             return str(template.format(clue=clue, word=word))
 
         verdict = score_else_ask(
-            self.base_model, question, system=str(self.task_prompt_spec or ""),
-            answer=(f"Crossword clue: {clue}\nFive-letter answer:", f" {word}"), per=len(word),
-            scoring=self.use_scoring)
+            self.base_model,
+            question,
+            system=str(self.task_prompt_spec or ""),
+            answer=(f"Crossword clue: {clue}\nFive-letter answer:", f" {word}"),
+            per=len(word),
+            scoring=self.use_scoring,
+        )
         if verdict.unsupported:
             self.use_scoring = False
         if verdict.route == "loglikelihood":
@@ -74,8 +80,9 @@ class CrosswordsOracleRM(RewardModel[EnvState, object]):
             raise ValueError("the crosswords-oracle reward reads the answers: add --dataset-arg oracle=true")
         return str(answer)
 
-    def _fast_reward(self, state: EnvState, action: object, query: object, query_idx: Optional[int],
-                     from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, object]]:
+    def _fast_reward(
+        self, state: EnvState, action: object, query: object, query_idx: int | None, from_phase: str = "", **kwargs: Any
+    ) -> tuple[float, dict[str, object]]:
         answer = self._answer(query)
         slot, word = parse_action(str(action))
         return float(word == "".join(answer[i] for i in cells(slot))), {"oracle": True}
@@ -84,4 +91,3 @@ class CrosswordsOracleRM(RewardModel[EnvState, object]):
         if kwargs.get("error") or action is None:
             return 0.0, {"oracle": True}
         return float(kwargs.get("fast_reward", 0.0)), {"oracle": True}
-

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 from lits.api import EnvGroundedTransition, register_transition
 from lits.structures.env_grounded import EnvState, EnvStep
@@ -12,7 +12,7 @@ from lits_crosswords.board import SLOTS, Board, cells, clash, parse_action, pars
 _ANSWER = re.compile(r"^Answer:\s*([A-Za-z]{25})\s*$", re.M)
 
 
-def answer_in(goals: object) -> Optional[str]:
+def answer_in(goals: object) -> str | None:
     """The 25-letter solution when the goals carry it (evaluation only), else None."""
     m = _ANSWER.search(str(goals or ""))
     return m.group(1).upper() if m else None
@@ -52,7 +52,7 @@ class CrosswordsTransition(EnvGroundedTransition):
         return {"letter_acc": letters / 25, "word_acc": words / 10, "game_acc": float(words == 10)}
 
     @staticmethod
-    def action_correct(query_or_goals: str, action: str) -> Optional[bool]:
+    def action_correct(query_or_goals: str, action: str) -> bool | None:
         answer = answer_in(query_or_goals)
         if answer is None:
             return None

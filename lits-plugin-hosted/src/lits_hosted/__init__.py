@@ -7,36 +7,62 @@ resolve here through ``register_model``; see :mod:`lits_hosted.anthropic_api` an
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from lits.api import LanguageModel, register_model
 
 #: Options of ``create_model`` the hosted backends use (the rest are a server model's).
-OPTIONS = ("price_in", "price_out", "call_budget", "connect_timeout", "read_timeout", "max_attempts",
-           "retry_base_wait", "retry_max_wait", "patience_floor", "cache_prompts")
+OPTIONS = (
+    "price_in",
+    "price_out",
+    "call_budget",
+    "connect_timeout",
+    "read_timeout",
+    "max_attempts",
+    "retry_base_wait",
+    "retry_max_wait",
+    "patience_floor",
+    "cache_prompts",
+)
 
 
-@register_model("anthropic",
-                description="Claude through Anthropic's Messages API ($ANTHROPIC_API_KEY): --model anthropic/MODEL")
-def anthropic_model(spec: str, *, base_url: Optional[str] = None, api: Optional[str] = None, concurrency: int = 1,
-                    **options: Any) -> LanguageModel:
+@register_model(
+    "anthropic", description="Claude through Anthropic's Messages API ($ANTHROPIC_API_KEY): --model anthropic/MODEL"
+)
+def anthropic_model(
+    spec: str, *, base_url: str | None = None, api: str | None = None, concurrency: int = 1, **options: Any
+) -> LanguageModel:
     from lits_hosted.anthropic_api import AnthropicModel
 
-    return AnthropicModel(_model_id(spec, "anthropic", api), base_url=base_url, concurrency=concurrency,
-                          api_key=options.get("api_key"), **_options(options))
+    return AnthropicModel(
+        _model_id(spec, "anthropic", api),
+        base_url=base_url,
+        concurrency=concurrency,
+        api_key=options.get("api_key"),
+        **_options(options),
+    )
 
 
-@register_model("bedrock", description="a model on AWS Bedrock through the Converse API (AWS profile or "
-                                       "environment): --model bedrock/MODEL_ID")
-def bedrock_model(spec: str, *, base_url: Optional[str] = None, api: Optional[str] = None, concurrency: int = 1,
-                  **options: Any) -> LanguageModel:
+@register_model(
+    "bedrock",
+    description="a model on AWS Bedrock through the Converse API (AWS profile or "
+    "environment): --model bedrock/MODEL_ID",
+)
+def bedrock_model(
+    spec: str, *, base_url: str | None = None, api: str | None = None, concurrency: int = 1, **options: Any
+) -> LanguageModel:
     from lits_hosted.bedrock import BedrockModel
 
-    return BedrockModel(_model_id(spec, "bedrock", api), base_url=base_url, concurrency=concurrency,
-                        region=options.get("region"), **_options(options))
+    return BedrockModel(
+        _model_id(spec, "bedrock", api),
+        base_url=base_url,
+        concurrency=concurrency,
+        region=options.get("region"),
+        **_options(options),
+    )
 
 
-def _model_id(spec: str, backend: str, api: Optional[str]) -> str:
+def _model_id(spec: str, backend: str, api: str | None) -> str:
     if api == "completion":
         raise ValueError(f"--api completion: {backend} models are chat models (leave --api out)")
     model_id = spec.split("/", 1)[1] if spec.startswith(f"{backend}/") else ""

@@ -7,7 +7,7 @@ is never written anywhere.  ``--base-url`` points the SDK elsewhere (a gateway, 
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any
 
 import anthropic
 import httpx
@@ -28,16 +28,22 @@ class AnthropicModel(HostedModel):
     vendor = "anthropic"
     default_endpoint = "https://api.anthropic.com"
 
-    def __init__(self, model_id: str, *, api_key: Optional[str] = None, **options: Any) -> None:
+    def __init__(self, model_id: str, *, api_key: str | None = None, **options: Any) -> None:
         super().__init__(model_id, **options)
         self._init["api_key"] = None  # a rebuilt copy reads the environment again: the key is never pickled
         key = api_key or os.environ.get(KEY_VARIABLE)
         if not key:
-            raise ValueError(f"no Anthropic API key: set ${KEY_VARIABLE} (or name another variable with "
-                             "--model-arg api_key_env=NAME)")
+            raise ValueError(
+                f"no Anthropic API key: set ${KEY_VARIABLE} (or name another variable with "
+                "--model-arg api_key_env=NAME)"
+            )
         self.client = anthropic.Anthropic(
-            api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout,
-            http_client=httpx.Client(transport=self.client_transport, timeout=self.timeout))
+            api_key=key,
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=self.timeout,
+            http_client=httpx.Client(transport=self.client_transport, timeout=self.timeout),
+        )
 
     def _request(self, prompt: Prompt, params: GenerationParams) -> dict[str, Any]:
         talk = conversation(prompt, cache=self.cache_prompts)
@@ -47,8 +53,12 @@ class AnthropicModel(HostedModel):
             if i in talk.marked:
                 block["cache_control"] = CACHE_MARK
             messages.append({"role": role, "content": [block]})
-        request: dict[str, Any] = {"model": self.name, "max_tokens": params.max_tokens, "messages": messages,
-                                   "temperature": self.temperature(params)}
+        request: dict[str, Any] = {
+            "model": self.name,
+            "max_tokens": params.max_tokens,
+            "messages": messages,
+            "temperature": self.temperature(params),
+        }
         if talk.system:
             system: dict[str, Any] = {"type": "text", "text": talk.system}
             if self.cache_prompts:
@@ -63,8 +73,9 @@ class AnthropicModel(HostedModel):
         try:
             raw = self.client.messages.with_raw_response.create(**self._request(prompt, params))
         except anthropic.APIStatusError as exc:
-            raise self.status_error(exc.status_code, error_message(exc.response.content),
-                                    attempts_of(exc.response) or 1) from None
+            raise self.status_error(
+                exc.status_code, error_message(exc.response.content), attempts_of(exc.response) or 1
+            ) from None
         except anthropic.APIConnectionError as exc:  # the SDK's wrapper of a transport error
             cause = exc.__cause__
             if isinstance(cause, httpx.TransportError):
@@ -79,13 +90,17 @@ class AnthropicModel(HostedModel):
         text, stopped = cut_at_stops(text, params.stop)
         finish = "stop" if stopped else FINISH.get(str(data.get("stop_reason")), data.get("stop_reason"))
         # The API's input_tokens leaves out the cached part: the prompt is all three.
-        return Completion(text, tokens_in=int(usage.get("input_tokens") or 0) + read + write,
-                          tokens_out=int(usage.get("output_tokens") or 0), finish_reason=finish)
+        return Completion(
+            text,
+            tokens_in=int(usage.get("input_tokens") or 0) + read + write,
+            tokens_out=int(usage.get("output_tokens") or 0),
+            finish_reason=finish,
+        )
 
     def _max_tokens(self, body: dict[str, Any]) -> int:
         return int(body.get("max_tokens") or 1)
 
-    def _body_fault(self, data: dict[str, Any]) -> Optional[str]:
+    def _body_fault(self, data: dict[str, Any]) -> str | None:
         content = data.get("content")
         if not isinstance(content, list):
             return "no content"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 import boto3
 import botocore.awsrequest
@@ -43,7 +43,7 @@ class _Body:
 class BedrockModel(HostedModel):
     vendor = "bedrock"
 
-    def __init__(self, model_id: str, *, region: Optional[str] = None, **options: Any) -> None:
+    def __init__(self, model_id: str, *, region: str | None = None, **options: Any) -> None:
         super().__init__(model_id, **options)
         self._init["region"] = region
         # botocore reads $AWS_DEFAULT_REGION and profiles; $AWS_REGION is what the other AWS SDKs read.
@@ -55,12 +55,17 @@ class BedrockModel(HostedModel):
         except botocore.exceptions.BotoCoreError as exc:  # a broken profile
             raise ValueError(f"AWS credentials for Bedrock: {exc}") from None
         if credentials is None:
-            raise ValueError("no AWS credentials for Bedrock: set $AWS_PROFILE, or $AWS_ACCESS_KEY_ID and "
-                             "$AWS_SECRET_ACCESS_KEY (or run `aws configure`)")
+            raise ValueError(
+                "no AWS credentials for Bedrock: set $AWS_PROFILE, or $AWS_ACCESS_KEY_ID and "
+                "$AWS_SECRET_ACCESS_KEY (or run `aws configure`)"
+            )
         self.region = session.region_name
         self.default_endpoint = f"https://bedrock-runtime.{self.region}.amazonaws.com"
-        config = botocore.config.Config(retries={"total_max_attempts": 1, "mode": "standard"},
-                                        connect_timeout=self.timeout.connect, read_timeout=self.timeout.read)
+        config = botocore.config.Config(
+            retries={"total_max_attempts": 1, "mode": "standard"},
+            connect_timeout=self.timeout.connect,
+            read_timeout=self.timeout.read,
+        )
         self.client = session.client("bedrock-runtime", endpoint_url=self.base_url, config=config)
         self.client.meta.events.register("before-send.bedrock-runtime.Converse", self._send)
         self._http = httpx.Client(transport=self.client_transport, timeout=self.timeout)
@@ -73,13 +78,18 @@ class BedrockModel(HostedModel):
         content = body.read() if hasattr(body, "read") else (body or b"")
         if isinstance(content, str):
             content = content.encode()
-        sent = self._http.build_request(request.method or "POST", request.url or "", content=content,
-                                        headers={k: v for k, v in request.headers.items()})
+        sent = self._http.build_request(
+            request.method or "POST",
+            request.url or "",
+            content=content,
+            headers={k: v for k, v in request.headers.items()},
+        )
         response = self._http.send(sent)
         self._attempts.last = attempts_of(response) or 1
         note_request(requests=self._attempts.last)
-        return botocore.awsrequest.AWSResponse(request.url, response.status_code, dict(response.headers),
-                                               _Body(response.content))
+        return botocore.awsrequest.AWSResponse(
+            request.url, response.status_code, dict(response.headers), _Body(response.content)
+        )
 
     def _request(self, prompt: Prompt, params: GenerationParams) -> dict[str, Any]:
         talk = conversation(prompt, cache=self.cache_prompts)
@@ -107,8 +117,9 @@ class BedrockModel(HostedModel):
             meta = exc.response.get("ResponseMetadata") or {}
             error = exc.response.get("Error") or {}
             message = f"{error.get('Code', '')}: {error.get('Message', '')}".strip(": ")
-            raise self.status_error(int(meta.get("HTTPStatusCode") or 0), message or error_message(b""),
-                                    getattr(self._attempts, "last", 1)) from None
+            raise self.status_error(
+                int(meta.get("HTTPStatusCode") or 0), message or error_message(b""), getattr(self._attempts, "last", 1)
+            ) from None
         except botocore.exceptions.BotoCoreError as exc:  # e.g. a request botocore refuses to build
             raise self.status_error(400, str(exc), 1) from None
         usage = data.get("usage") or {}
@@ -120,8 +131,12 @@ class BedrockModel(HostedModel):
         text, stopped = cut_at_stops(text, params.stop)
         finish = "stop" if stopped else FINISH.get(str(data.get("stopReason")), data.get("stopReason"))
         # Converse's inputTokens leaves out the cached part: the prompt is all three.
-        return Completion(text, tokens_in=int(usage.get("inputTokens") or 0) + read + write,
-                          tokens_out=int(usage.get("outputTokens") or 0), finish_reason=finish)
+        return Completion(
+            text,
+            tokens_in=int(usage.get("inputTokens") or 0) + read + write,
+            tokens_out=int(usage.get("outputTokens") or 0),
+            finish_reason=finish,
+        )
 
     def describe(self) -> dict[str, object]:
         return {**super().describe(), "region": self.region}
@@ -130,7 +145,7 @@ class BedrockModel(HostedModel):
         config = body.get("inferenceConfig")
         return int(config.get("maxTokens") or 1) if isinstance(config, dict) else 1
 
-    def _body_fault(self, data: dict[str, Any]) -> Optional[str]:
+    def _body_fault(self, data: dict[str, Any]) -> str | None:
         message = (data.get("output") or {}).get("message") if isinstance(data.get("output"), dict) else None
         if not isinstance(message, dict) or not isinstance(message.get("content"), list):
             return "no output message"

@@ -11,14 +11,32 @@ from __future__ import annotations
 import json
 import os
 from abc import abstractmethod
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import httpx
 
-from lits.api import (DEFAULT_RETRY_BASE_WAIT, ENV_RETRY_BASE_WAIT, RETRY_STATUS, CallUsage, Completion, FaultStats,
-                      GenerationParams, LanguageModel, LoglikelihoodUnsupported, ModelError, Prompt, RetryPolicy,
-                      ServerRefused, ServerTransport, ServerUnreachable, attempts_of, check_calls_allowed, redact_text,
-                      safe_url, server_transport)
+from lits.api import (
+    DEFAULT_RETRY_BASE_WAIT,
+    ENV_RETRY_BASE_WAIT,
+    RETRY_STATUS,
+    CallUsage,
+    Completion,
+    FaultStats,
+    GenerationParams,
+    LanguageModel,
+    LoglikelihoodUnsupported,
+    ModelError,
+    Prompt,
+    RetryPolicy,
+    ServerRefused,
+    ServerTransport,
+    ServerUnreachable,
+    attempts_of,
+    check_calls_allowed,
+    redact_text,
+    safe_url,
+    server_transport,
+)
 
 from lits_hosted.prices import prices_for
 
@@ -32,7 +50,7 @@ CANNOT = {
 }
 
 #: ``check(request, response)``: why a 2xx body is unusable (retried), or None.
-BodyCheck = Callable[[dict[str, Any]], Optional[str]]
+BodyCheck = Callable[[dict[str, Any]], str | None]
 
 
 class HostedModel(LanguageModel):
@@ -52,15 +70,15 @@ class HostedModel(LanguageModel):
         self,
         model_id: str,
         *,
-        base_url: Optional[str] = None,
+        base_url: str | None = None,
         concurrency: int = 1,
         price_in: float = 0.0,
         price_out: float = 0.0,
         call_budget: float = 300.0,
         connect_timeout: float = 10.0,
         read_timeout: float = 120.0,
-        max_attempts: Optional[int] = None,
-        retry_base_wait: Optional[float] = None,
+        max_attempts: int | None = None,
+        retry_base_wait: float | None = None,
         retry_max_wait: float = 20.0,
         patience_floor: float = HOSTED_PATIENCE_FLOOR,
         cache_prompts: bool = True,
@@ -72,10 +90,21 @@ class HostedModel(LanguageModel):
             raise ValueError("call_budget must be positive (seconds)")
         if base_url is not None and not base_url.startswith(("http://", "https://")):
             raise ValueError(f"--base-url must start with http:// or https://, got {redact_text(base_url)!r}")
-        self._init = dict(model_id=model_id, base_url=base_url, concurrency=concurrency, price_in=price_in,
-                          price_out=price_out, call_budget=call_budget, connect_timeout=connect_timeout,
-                          read_timeout=read_timeout, max_attempts=max_attempts, retry_base_wait=retry_base_wait,
-                          retry_max_wait=retry_max_wait, patience_floor=patience_floor, cache_prompts=cache_prompts)
+        self._init = dict(
+            model_id=model_id,
+            base_url=base_url,
+            concurrency=concurrency,
+            price_in=price_in,
+            price_out=price_out,
+            call_budget=call_budget,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_attempts=max_attempts,
+            retry_base_wait=retry_base_wait,
+            retry_max_wait=retry_max_wait,
+            patience_floor=patience_floor,
+            cache_prompts=cache_prompts,
+        )
         self.name = model_id
         self.base_url = base_url
         self.cache_prompts = cache_prompts
@@ -83,12 +112,19 @@ class HostedModel(LanguageModel):
         self.price_in, self.price_out = self.prices.input, self.prices.output
         if retry_base_wait is None:
             retry_base_wait = float(os.environ.get(ENV_RETRY_BASE_WAIT) or DEFAULT_RETRY_BASE_WAIT)
-        self.policy = RetryPolicy(budget=call_budget, base_wait=retry_base_wait, max_wait=retry_max_wait,
-                                  max_attempts=max_attempts, patience_floor=patience_floor, hedge_share=0.0)
+        self.policy = RetryPolicy(
+            budget=call_budget,
+            base_wait=retry_base_wait,
+            max_wait=retry_max_wait,
+            max_attempts=max_attempts,
+            patience_floor=patience_floor,
+            hedge_share=0.0,
+        )
         self.timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout, pool=None)
         self._faults = FaultStats()
-        self.transport: ServerTransport = server_transport(self.policy, self._faults, concurrency=concurrency,
-                                                          check=self._reply_fault, gate=check_calls_allowed)
+        self.transport: ServerTransport = server_transport(
+            self.policy, self._faults, concurrency=concurrency, check=self._reply_fault, gate=check_calls_allowed
+        )
         #: What the SDK's HTTP client sends through: each request sized for the learned patience.
         self.client_transport = SizedTransport(self.transport, self._max_tokens)
 
@@ -114,26 +150,32 @@ class HostedModel(LanguageModel):
         return f"{self.vendor}:{self.name}"
 
     def describe(self) -> dict[str, object]:
-        return {**super().describe(), "vendor": self.vendor, "endpoint": self.display_url,
-                "call_budget": self.policy.budget, "read_timeout": self.timeout.read,
-                "prompt_caching": "system text and the turns up to the last reply" if self.cache_prompts
-                else "off",
-                "prices": {"input": self.prices.input, "output": self.prices.output,
-                           "cache_write_ratio": self.prices.cache_write_ratio,
-                           "cache_read_ratio": self.prices.cache_read_ratio,
-                           "from": "list price" if self.listed_prices else "given"},
-                "cannot": sorted(CANNOT)}
+        return {
+            **super().describe(),
+            "vendor": self.vendor,
+            "endpoint": self.display_url,
+            "call_budget": self.policy.budget,
+            "read_timeout": self.timeout.read,
+            "prompt_caching": "system text and the turns up to the last reply" if self.cache_prompts else "off",
+            "prices": {
+                "input": self.prices.input,
+                "output": self.prices.output,
+                "cache_write_ratio": self.prices.cache_write_ratio,
+                "cache_read_ratio": self.prices.cache_read_ratio,
+                "from": "list price" if self.listed_prices else "given",
+            },
+            "cannot": sorted(CANNOT),
+        }
 
     def notices(self) -> list[str]:
         if self.prices.input or self.prices.output:
             return []
-        return [f"no price known for {self.name}: costs show as 0 (give --price-in and --price-out, USD per "
-                "1M tokens)"]
+        return [f"no price known for {self.name}: costs show as 0 (give --price-in and --price-out, USD per 1M tokens)"]
 
     def fault_stats(self) -> dict[str, float | int]:
         return self._faults.snapshot()
 
-    def call_cost(self, tokens_in: int, tokens_out: int, usage: Optional[CallUsage]) -> float:
+    def call_cost(self, tokens_in: int, tokens_out: int, usage: CallUsage | None) -> float:
         """Cache writes at 1.25x and reads at 0.1x the input price (the vendor's ratios)."""
         if usage is None:
             return self.prices.cost(tokens_in, tokens_out)
@@ -158,10 +200,10 @@ class HostedModel(LanguageModel):
         """The tokens a request body may generate."""
 
     @abstractmethod
-    def _body_fault(self, data: dict[str, Any]) -> Optional[str]:
+    def _body_fault(self, data: dict[str, Any]) -> str | None:
         """Why a parsed 2xx body holds no usable reply (retried), or None."""
 
-    def _reply_fault(self, request: Optional[httpx.Request], response: httpx.Response) -> Optional[str]:
+    def _reply_fault(self, request: httpx.Request | None, response: httpx.Response) -> str | None:
         try:
             data = json.loads(response.content)
         except ValueError:
@@ -179,15 +221,17 @@ class HostedModel(LanguageModel):
         if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)) and not self.transport.server_answered:
             return ServerUnreachable(redact_text(f"cannot reach {where}: {str(exc) or type(exc).__name__} ({tries})"))
         if isinstance(exc, httpx.TimeoutException):
-            return ModelError(redact_text(f"{where} did not answer in time ({tries} within a "
-                                          f"{self.policy.budget:g}s budget)"))
+            return ModelError(
+                redact_text(f"{where} did not answer in time ({tries} within a {self.policy.budget:g}s budget)")
+            )
         return ModelError(redact_text(f"{where} failed: {str(exc) or type(exc).__name__} ({tries})"))
 
     def status_error(self, status: int, message: str, attempts: int) -> ModelError:
         """An error status after our retries: permanent (4xx but 408/409/425/429) or given up on."""
         after = f" after {attempts} attempts" if attempts > 1 else ""
-        text = redact_text(" ".join(f"{self.vendor} endpoint {self.display_url} answered {status}{after}: "
-                                    f"{message}".split()))
+        text = redact_text(
+            " ".join(f"{self.vendor} endpoint {self.display_url} answered {status}{after}: {message}".split())
+        )
         permanent = 400 <= status < 500 and status not in RETRY_STATUS
         return ServerRefused(text) if permanent else ModelError(text)
 
@@ -219,8 +263,7 @@ class SizedTransport(httpx.BaseTransport):
         self.inner.close()
 
 
-def _rebuild(cls: type[HostedModel], init: dict[str, Any], log_prompts: bool,
-             sampling: dict[str, Any]) -> HostedModel:
+def _rebuild(cls: type[HostedModel], init: dict[str, Any], log_prompts: bool, sampling: dict[str, Any]) -> HostedModel:
     model = cls(**init)
     model.log_prompts, model.sampling = log_prompts, sampling
     return model

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
 
 #: Cache writes (5-minute cache) and reads, as multiples of the input price (Anthropic's published ratios,
 #: the same for Claude on Bedrock).
@@ -46,7 +45,7 @@ class Prices:
         return (prompt * self.input + tokens_out * self.output) / 1e6
 
 
-def list_price(model_id: str) -> Optional[tuple[float, float]]:
+def list_price(model_id: str) -> tuple[float, float] | None:
     """The list price of the family a model id names (``anthropic.claude-3-5-sonnet-20240620-v1:0``,
     ``us.anthropic.claude-3-5-sonnet-...``, ``claude-3-5-sonnet-latest``); None when not listed."""
     for family, prices in LIST_PRICES.items():

@@ -17,6 +17,7 @@ from typing import Sequence
 
 from lits.api import Prompt
 
+
 @dataclass(frozen=True)
 class Conversation:
     system: str

@@ -8,14 +8,22 @@ from lits_mapeval.pg_url import is_postgres_url
 
 
 def add_build_db_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("build-db", help="build the synthetic city database",
-                       description="Build the synthetic city (same seed, same rows) into a SQLite file or a "
-                                   "PostgreSQL database (the password from PGPASSWORD or ~/.pgpass, never the URL).")
-    p.add_argument("--to", required=True, metavar="FILE|URL",
-                   help="a SQLite file path, or postgresql://user@host:port/name (its city tables are replaced)")
+    p = sub.add_parser(
+        "build-db",
+        help="build the synthetic city database",
+        description="Build the synthetic city (same seed, same rows) into a SQLite file or a "
+        "PostgreSQL database (the password from PGPASSWORD or ~/.pgpass, never the URL).",
+    )
+    p.add_argument(
+        "--to",
+        required=True,
+        metavar="FILE|URL",
+        help="a SQLite file path, or postgresql://user@host:port/name (its city tables are replaced)",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--grant-select-to", metavar="ROLE",
-                   help="PostgreSQL: give this (read-only) role SELECT on the city's tables")
+    p.add_argument(
+        "--grant-select-to", metavar="ROLE", help="PostgreSQL: give this (read-only) role SELECT on the city's tables"
+    )
     p.set_defaults(func=run_build_db)
 
 

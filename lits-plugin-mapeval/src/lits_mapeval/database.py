@@ -36,12 +36,31 @@ CREATE TABLE directions (
 );
 """
 
-PG_SCHEMA = SCHEMA.replace("TEXT", 'text COLLATE "C"').replace("REAL", "double precision").replace(
-    "INTEGER", "integer")
+PG_SCHEMA = SCHEMA.replace("TEXT", 'text COLLATE "C"').replace("REAL", "double precision").replace("INTEGER", "integer")
 
 TYPES = ["restaurant", "cafe", "museum", "park", "hotel", "pharmacy", "library", "bakery"]
-NAMES = ["Amber", "Birch", "Cedar", "Delta", "Elm", "Fern", "Granite", "Harbor", "Iris", "Juniper",
-         "Kestrel", "Linden", "Maple", "Nova", "Oak", "Pine", "Quill", "Rowan", "Sage", "Tide"]
+NAMES = [
+    "Amber",
+    "Birch",
+    "Cedar",
+    "Delta",
+    "Elm",
+    "Fern",
+    "Granite",
+    "Harbor",
+    "Iris",
+    "Juniper",
+    "Kestrel",
+    "Linden",
+    "Maple",
+    "Nova",
+    "Oak",
+    "Pine",
+    "Quill",
+    "Rowan",
+    "Sage",
+    "Tide",
+]
 STREETS = ["Mill Road", "River Street", "Station Avenue", "Hill Lane", "Market Square"]
 SPEED_MPS = {"walking": 1.4, "driving": 8.0, "transit": 5.0}
 
@@ -61,9 +80,20 @@ def city_rows(seed: int = 0, n_places: int = 24) -> dict[str, list[tuple[object,
         name = f"{NAMES[i % len(NAMES)]} {kind.title()}" + (f" {i // len(NAMES) + 1}" if i >= len(NAMES) else "")
         lat, lng = 40.0 + rng.uniform(0, 0.05), -3.7 + rng.uniform(0, 0.05)
         opens, closes = rng.choice([7, 8, 9, 10]), rng.choice([17, 18, 20, 22])
-        places.append((f"P{i:03d}", name, kind, round(lat, 6), round(lng, 6), round(rng.uniform(2.5, 5.0), 1),
-                       rng.randint(5, 2000), rng.randint(0, 4), f"{opens:02d}:00-{closes:02d}:00",
-                       f"{rng.randint(1, 200)} {rng.choice(STREETS)}"))
+        places.append(
+            (
+                f"P{i:03d}",
+                name,
+                kind,
+                round(lat, 6),
+                round(lng, 6),
+                round(rng.uniform(2.5, 5.0), 1),
+                rng.randint(5, 2000),
+                rng.randint(0, 4),
+                f"{opens:02d}:00-{closes:02d}:00",
+                f"{rng.randint(1, 200)} {rng.choice(STREETS)}",
+            )
+        )
     coords = {p[0]: (p[3], p[4]) for p in places}
     nearby: list[tuple[object, ...]] = []
     distances: list[tuple[object, ...]] = []
@@ -125,8 +155,11 @@ def build_postgres(url: str, seed: int = 0, n_places: int = 24, grant_select_to:
                         marks = ",".join(["%s"] * len(rows[0]))
                         cur.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
             if grant_select_to:
-                conn.execute(sql.SQL("GRANT SELECT ON places, nearby, distances, directions TO {}").format(
-                    sql.Identifier(grant_select_to)))
+                conn.execute(
+                    sql.SQL("GRANT SELECT ON places, nearby, distances, directions TO {}").format(
+                        sql.Identifier(grant_select_to)
+                    )
+                )
     except psycopg.Error as exc:
         reason = " ".join(str(exc).strip().splitlines()[0].removeprefix("connection failed: ").split())
         raise ValueError(f"cannot build the city into PostgreSQL at {shown}: {reason}") from None

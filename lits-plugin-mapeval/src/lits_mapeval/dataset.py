@@ -7,7 +7,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from lits.api import register_dataset, register_resource
 from lits_mapeval.database import build_database
@@ -56,11 +56,16 @@ def to_example(item: dict[str, Any]) -> dict[str, object]:
     if not item.get("question") or not options:
         raise ValueError(f"MapEval item {item.get('id')!r} needs a question and answer.options")
     listed = "\n".join(f"{i}. {o}" for i, o in enumerate(options, 1))
-    return {"id": str(item.get("id")), "query": f"{item['question']}\nOptions:\n{listed}",
-            "answer": answer, "classification": item.get("classification"), "context": item.get("context")}
+    return {
+        "id": str(item.get("id")),
+        "query": f"{item['question']}\nOptions:\n{listed}",
+        "answer": answer,
+        "classification": item.get("classification"),
+        "context": item.get("context"),
+    }
 
 
-def chosen_option(final_answer: object) -> Optional[int]:
+def chosen_option(final_answer: object) -> int | None:
     """0-based option index from an answer like "2" or "Option 2"; -1 for unanswerable; None if unreadable."""
     text = str(final_answer or "").strip().lower()
     if not text:
@@ -82,14 +87,22 @@ def evaluate(example: dict[str, Any], final_answer: object) -> dict[str, object]
 
 
 @register_dataset("mapeval-sql", task_type="tool_use", evaluate=evaluate)
-def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed: int = 0, per_class: int = 2,
-                     allow_privileged_role: object = False, **kwargs: object) -> list[dict[str, object]]:
+def load_mapeval_sql(
+    path: str | None = None,
+    db: str | None = None,
+    seed: int = 0,
+    per_class: int = 2,
+    allow_privileged_role: object = False,
+    **kwargs: object,
+) -> list[dict[str, object]]:
     """Questions generated from the plugin's city, or a MapEval JSON file (``path``) with its ``db`` (a SQLite
     file or a ``postgresql://user@host:port/name`` URL; ``allow_privileged_role``: run the tools even as a role
     that may do more than read)."""
     if kwargs:
-        raise ValueError(f"unknown mapeval-sql dataset argument(s): {', '.join(sorted(kwargs))} "
-                         "(known: path, db, seed, per_class, allow_privileged_role)")
+        raise ValueError(
+            f"unknown mapeval-sql dataset argument(s): {', '.join(sorted(kwargs))} "
+            "(known: path, db, seed, per_class, allow_privileged_role)"
+        )
     if path is not None:
         file = Path(path).expanduser()
         if not file.exists():
@@ -108,9 +121,10 @@ def load_mapeval_sql(path: Optional[str] = None, db: Optional[str] = None, seed:
         try:
             items = generate_questions_from(database.question_rows(), seed=int(seed), per_class=int(per_class))
         except Exception as exc:  # e.g. a database without the city's tables
-            raise ValueError(f"cannot generate questions from {database.url}: {' '.join(str(exc).split())[:200]} "
-                             "(build the city with `lits-mapeval build-db --to URL`, or pass path=QUESTIONS.json)"
-                             ) from None
+            raise ValueError(
+                f"cannot generate questions from {database.url}: {' '.join(str(exc).split())[:200]} "
+                "(build the city with `lits-mapeval build-db --to URL`, or pass path=QUESTIONS.json)"
+            ) from None
         finally:
             database.close()
         check_items(items, f"the questions generated for seed {seed} from {database.url}")
@@ -129,7 +143,7 @@ def _flag(value: object) -> bool:
     raise ValueError(f"allow_privileged_role must be true or false, not {value!r}")
 
 
-def _database(db: Optional[str], seed: int) -> Path:
+def _database(db: str | None, seed: int) -> Path:
     """The user's SQLite file (which must exist), or the plugin's own city for ``seed``."""
     if db is None:
         return default_db(int(seed))
@@ -141,13 +155,15 @@ def _database(db: Optional[str], seed: int) -> Path:
 
 class SqlResource(TypedDict):
     """What ``--resource mapeval-sql`` gives the run."""
+
     tools: list[BaseTool]
     tool_context: str
 
 
 @register_resource("mapeval-sql")
-def load_mapeval_sql_resource(db: Optional[str] = None, seed: int = 0, allow_privileged_role: object = False,
-                              **kwargs: object) -> SqlResource:
+def load_mapeval_sql_resource(
+    db: str | None = None, seed: int = 0, allow_privileged_role: object = False, **kwargs: object
+) -> SqlResource:
     from lits_mapeval.sql_tools import ReadOnlyDatabase, make_tools
 
     if is_postgres_url(db):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from lits.api import BaseTool, failure_reason
 
@@ -21,8 +21,12 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 def add_serve_mcp_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve-mcp", help="serve the MapEval-SQL tools as an MCP server (stdio, or --http)")
-    p.add_argument("--db", default=None, metavar="PATH",
-                   help="the database the tools read (default: the plugin's own city for --seed)")
+    p.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help="the database the tools read (default: the plugin's own city for --seed)",
+    )
     p.add_argument("--seed", type=int, default=0, help="which synthetic city when --db is not given (default 0)")
     p.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="address for --http (loopback only; default 127.0.0.1)")
@@ -79,8 +83,10 @@ def run_serve_mcp(args: argparse.Namespace) -> int:
 
     require("mcp", install="lits-core[mcp]", what="serve-mcp", package="the MCP SDK")
     if args.http and args.host not in LOOPBACK:
-        raise ValueError(f"--host {args.host} is not a loopback address: the tools are served without "
-                         "authentication, so only 127.0.0.1, localhost or ::1 are allowed")
+        raise ValueError(
+            f"--host {args.host} is not a loopback address: the tools are served without "
+            "authentication, so only 127.0.0.1, localhost or ::1 are allowed"
+        )
     from lits_mapeval.dataset import load_mapeval_sql_resource
 
     resource = load_mapeval_sql_resource(db=args.db, seed=args.seed)
@@ -103,10 +109,11 @@ def _serve_stdio(server: Any) -> None:
     anyio.run(main)
 
 
-def _serve_http(server: Any, host: str, port: int, log: Optional[Any] = None) -> None:
+def _serve_http(server: Any, host: str, port: int, log: Any | None = None) -> None:
     import uvicorn
 
     app = server.streamable_http_app(host=host)
-    print(f"lits-mapeval: serving the MapEval-SQL tools at http://{host}:{port}/mcp", file=log or sys.stderr,
-          flush=True)
+    print(
+        f"lits-mapeval: serving the MapEval-SQL tools at http://{host}:{port}/mcp", file=log or sys.stderr, flush=True
+    )
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()

@@ -28,7 +28,7 @@ import threading
 import time
 from decimal import Decimal
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from lits.api import ToolUnavailable
 from lits_mapeval import pg_guard
@@ -50,8 +50,17 @@ _SERVER_GONE = {"57P01", "57P02", "57P03", "53300"}
 SUPERUSER_TEMP_FILE_LIMIT = "256MB"
 # Result types kept as they are (bounded in size, rendered like SQLite's numbers); others are cut to text.
 _NUMERIC_TYPES = {"int2", "int4", "int8", "float4", "float8", "numeric", "bool", "oid"}
-SQLITE_TYPES = {"text": "TEXT", "character varying": "TEXT", "character": "TEXT", "double precision": "REAL",
-                "real": "REAL", "bigint": "INTEGER", "integer": "INTEGER", "smallint": "INTEGER", "bytea": "BLOB"}
+SQLITE_TYPES = {
+    "text": "TEXT",
+    "character varying": "TEXT",
+    "character": "TEXT",
+    "double precision": "REAL",
+    "real": "REAL",
+    "bigint": "INTEGER",
+    "integer": "INTEGER",
+    "smallint": "INTEGER",
+    "bytea": "BLOB",
+}
 _warned: set[str] = set()
 # Which of the query's unlisted names are functions: any written as a call; after a "." only when no table of
 # the database's own schemas has a column by that name (then PostgreSQL reads it as the column).
@@ -94,8 +103,15 @@ def show(value: object) -> str:
 
 
 #: Built-in roles whose members can write, read server files, run programs or signal other sessions.
-PRIVILEGED_ROLES = ("pg_write_all_data", "pg_read_server_files", "pg_write_server_files",
-                    "pg_execute_server_program", "pg_signal_backend", "pg_checkpoint", "pg_create_subscription")
+PRIVILEGED_ROLES = (
+    "pg_write_all_data",
+    "pg_read_server_files",
+    "pg_write_server_files",
+    "pg_execute_server_program",
+    "pg_signal_backend",
+    "pg_checkpoint",
+    "pg_create_subscription",
+)
 _ROLE_RIGHTS = """
 SELECT current_user, rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls,
        ARRAY(SELECT b.rolname::text FROM pg_roles b WHERE b.rolname = ANY(%s) AND pg_has_role(current_user, b.oid,
@@ -118,9 +134,17 @@ def privileges(conn: Any) -> tuple[str, str]:
     role, superuser, createrole, createdb, replication, bypassrls, members, writable = row
     if superuser:  # may do anything: the rest follows
         return str(role), "is a superuser"
-    found = [name for name, flag in (("is a superuser", superuser), ("may create roles", createrole),
-                                     ("may create databases", createdb), ("may replicate", replication),
-                                     ("bypasses row security", bypassrls)) if flag]
+    found = [
+        name
+        for name, flag in (
+            ("is a superuser", superuser),
+            ("may create roles", createrole),
+            ("may create databases", createdb),
+            ("may replicate", replication),
+            ("bypasses row security", bypassrls),
+        )
+        if flag
+    ]
     if members:
         found.append("is a member of " + ", ".join(members))
     if writable:
@@ -133,24 +157,38 @@ class ReadOnlyPostgres:
 
     dialect = "PostgreSQL"
 
-    def __init__(self, url: str, time_budget: float = 2.0, max_rows: int = 50, max_chars: int = 4000,
-                 max_value_bytes: int = MAX_VALUE_BYTES, max_wait: Optional[float] = None,
-                 pool_size: int = POOL_SIZE, allow_privileged_role: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        time_budget: float = 2.0,
+        max_rows: int = 50,
+        max_chars: int = 4000,
+        max_value_bytes: int = MAX_VALUE_BYTES,
+        max_wait: float | None = None,
+        pool_size: int = POOL_SIZE,
+        allow_privileged_role: bool = False,
+    ) -> None:
         self.url = safe_url(url)
         from lits.api import require
 
         install = "lits-plugin-mapeval[postgresql]"
         psycopg = require("psycopg", install=install, what="MapEval-SQL on PostgreSQL", package="psycopg 3")
-        ConnectionPool = require("psycopg_pool", install=install, what="MapEval-SQL on PostgreSQL",
-                                 package="psycopg-pool").ConnectionPool
+        ConnectionPool = require(
+            "psycopg_pool", install=install, what="MapEval-SQL on PostgreSQL", package="psycopg-pool"
+        ).ConnectionPool
         self.time_budget, self.max_rows, self.max_chars = time_budget, max_rows, max_chars
         self.max_value_bytes = max_value_bytes
         self.max_wait = 5 * time_budget if max_wait is None else max_wait
         # standard_conforming_strings: backslashes in '...' are literal, as pg_guard's lexer reads them
-        options = (f"-c default_transaction_read_only=on -c statement_timeout={int(time_budget * 1000)} "
-                   "-c standard_conforming_strings=on")
-        self._kwargs: dict[str, Any] = {"options": options, "connect_timeout": CONNECT_TIMEOUT_S,
-                                        "application_name": "lits-mapeval"}
+        options = (
+            f"-c default_transaction_read_only=on -c statement_timeout={int(time_budget * 1000)} "
+            "-c standard_conforming_strings=on"
+        )
+        self._kwargs: dict[str, Any] = {
+            "options": options,
+            "connect_timeout": CONNECT_TIMEOUT_S,
+            "application_name": "lits-mapeval",
+        }
         try:  # a plain connection first: a server that is down or refuses us is one line now, not a pool time-out
             with psycopg.connect(url, **self._kwargs) as probe:
                 self.superuser = probe.info.parameter_status("is_superuser") == "on"
@@ -158,20 +196,31 @@ class ReadOnlyPostgres:
         except psycopg.Error as exc:
             raise ValueError(f"cannot connect to PostgreSQL at {self.url}: {_reason(exc)}") from None
         if rights and not allow_privileged_role:
-            raise ValueError(f"MapEval-SQL will not run the model's SQL as role {role!r} at {self.url}: it "
-                             f"{rights}; connect as a role that may only read (see the plugin README), or pass "
-                             "--dataset-arg allow_privileged_role=true to take the risk")
+            raise ValueError(
+                f"MapEval-SQL will not run the model's SQL as role {role!r} at {self.url}: it "
+                f"{rights}; connect as a role that may only read (see the plugin README), or pass "
+                "--dataset-arg allow_privileged_role=true to take the risk"
+            )
         if self.superuser:  # a superuser may set what a role cannot: cap the temp files a sort or scan may write
             self._kwargs["options"] += f" -c temp_file_limit={SUPERUSER_TEMP_FILE_LIMIT}"
         if rights and self.url not in _warned:
             _warned.add(self.url)
-            print(f"lits: warning: MapEval-SQL runs the model's SQL as role {role!r}, which {rights} "
-                  "(allow_privileged_role=true); only the READ ONLY transaction, the statement checks and the "
-                  "function allow-list stand between that SQL and the server",
-                  file=sys.stderr)
+            print(
+                f"lits: warning: MapEval-SQL runs the model's SQL as role {role!r}, which {rights} "
+                "(allow_privileged_role=true); only the READ ONLY transaction, the statement checks and the "
+                "function allow-list stand between that SQL and the server",
+                file=sys.stderr,
+            )
         self._dsn = url
-        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, kwargs=self._kwargs,
-                                    configure=self._configure, open=True, name="lits-mapeval")
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            kwargs=self._kwargs,
+            configure=self._configure,
+            open=True,
+            name="lits-mapeval",
+        )
         self._state = threading.Lock()
         self._running: dict[int, Connection] = {}  # thread id -> the connection running its query
         self._waiting: set[int] = set()
@@ -231,11 +280,14 @@ class ReadOnlyPostgres:
             # opens the READ ONLY transaction
             cur.execute(f"SET LOCAL statement_timeout = {left_ms}")
             aliases = f"({', '.join(f'c{k}' for k in range(len(columns)))})" if columns else ""
-            picks = ", ".join(f"c{k}" if t in _NUMERIC_TYPES else f"left(c{k}::text, {self.max_value_bytes + 1})"
-                              for k, t in enumerate(names))
+            picks = ", ".join(
+                f"c{k}" if t in _NUMERIC_TYPES else f"left(c{k}::text, {self.max_value_bytes + 1})"
+                for k, t in enumerate(names)
+            )
             # binary=True: the extended query protocol, which cannot carry a second statement
-            cur.execute(f"SELECT {picks} FROM (\n{body}\n) AS lits_query{aliases} LIMIT {self.max_rows + 1}",
-                        binary=True)
+            cur.execute(
+                f"SELECT {picks} FROM (\n{body}\n) AS lits_query{aliases} LIMIT {self.max_rows + 1}", binary=True
+            )
             return render_rows([name for name, _ in columns], cur, self.max_rows, self.max_chars, show)
 
     @staticmethod
@@ -321,7 +373,7 @@ class ReadOnlyPostgres:
             if conn is not None:
                 self._pool.putconn(conn)
 
-    def interrupt(self, thread_id: Optional[int]) -> bool:
+    def interrupt(self, thread_id: int | None) -> bool:
         """Cancel the query run by ``thread_id`` (or make it give up waiting); True when it will end promptly."""
         with self._state:  # held while cancelling, so the connection cannot go back to the pool meanwhile
             if thread_id is None:
@@ -353,21 +405,32 @@ class ReadOnlyPostgres:
                 self._end_transaction(conn)
 
     def tables(self) -> list[str]:
-        return [r[0] for r in self._rows(
-            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() "
-            "AND table_type = 'BASE TABLE' ORDER BY table_name COLLATE \"C\"")]
+        return [
+            r[0]
+            for r in self._rows(
+                "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_type = 'BASE TABLE' ORDER BY table_name COLLATE \"C\""
+            )
+        ]
 
     def columns(self, table: str) -> list[str]:
         """Column names of ``table`` in schema order (empty for an unknown table)."""
-        return [r[0] for r in self._rows(
-            "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = %s ORDER BY ordinal_position", (table,))]
+        return [
+            r[0]
+            for r in self._rows(
+                "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = %s ORDER BY ordinal_position",
+                (table,),
+            )
+        ]
 
     def describe(self, table: str) -> str:
         """Columns and types of ``table``, with SQLite's type names, as the SQLite tool shows them."""
-        rows = self._rows("SELECT column_name::text, data_type::text FROM information_schema.columns "
-                          "WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position",
-                          (table,))
+        rows = self._rows(
+            "SELECT column_name::text, data_type::text FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position",
+            (table,),
+        )
         typed = [(name, SQLITE_TYPES.get(kind, kind.upper())) for name, kind in rows]
         return render_rows(["name", "type"], typed, self.max_rows, self.max_chars)
 
@@ -397,7 +460,7 @@ class _Rows:
     def fetchall(self) -> list[tuple[Any, ...]]:
         return list(self._rows)
 
-    def fetchone(self) -> Optional[tuple[Any, ...]]:
+    def fetchone(self) -> tuple[Any, ...] | None:
         return self._rows[0] if self._rows else None
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:

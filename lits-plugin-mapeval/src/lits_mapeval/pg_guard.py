@@ -23,16 +23,53 @@ a second statement, is refused.
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from lits_mapeval.sql_functions import POSTGRES
 from lits_mapeval.sql_guard import MAX_SQL_CHARS
 
 READ_STATEMENTS = {"select", "with", "values", "table"}
-WRITES = {"insert", "update", "delete", "merge", "truncate", "drop", "alter", "create", "grant", "revoke", "vacuum",
-          "reindex", "cluster", "refresh", "comment", "lock", "import", "call", "do", "prepare", "execute",
-          "listen", "notify", "load", "discard", "reset", "begin", "start", "commit", "rollback", "end",
-          "savepoint", "release", "abort", "checkpoint", "security", "declare", "fetch", "move", "close"}
+WRITES = {
+    "insert",
+    "update",
+    "delete",
+    "merge",
+    "truncate",
+    "drop",
+    "alter",
+    "create",
+    "grant",
+    "revoke",
+    "vacuum",
+    "reindex",
+    "cluster",
+    "refresh",
+    "comment",
+    "lock",
+    "import",
+    "call",
+    "do",
+    "prepare",
+    "execute",
+    "listen",
+    "notify",
+    "load",
+    "discard",
+    "reset",
+    "begin",
+    "start",
+    "commit",
+    "rollback",
+    "end",
+    "savepoint",
+    "release",
+    "abort",
+    "checkpoint",
+    "security",
+    "declare",
+    "fetch",
+    "move",
+    "close",
+}
 DOLLAR_TAG = re.compile(r"\$((?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z_0-9]|[^\x00-\x7f])*)?\$")
 """PostgreSQL's dollar-quote delimiter: any non-ASCII character counts as a letter."""
 IDENTIFIER_START, IDENTIFIER_END = "\x00", "\x01"  # brackets a quoted identifier's text in the lexed statement
@@ -41,12 +78,56 @@ TOKEN = re.compile(
     r"\x00([^\x01]*)\x01"  # a quoted identifier (its exact text)
     r"|((?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z_0-9$]|[^\x00-\x7f])*)"  # a name (non-ASCII counts as a letter)
     r"|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"  # a number: a name right after it is a token of its own
-    r"|(::|\S)")
-NOT_FUNCTIONS = {"all", "and", "any", "array", "as", "between", "case", "cast", "cross", "distinct", "else", "end",
-                 "except", "exists", "from", "group", "having", "ilike", "in", "inner", "intersect", "is", "join",
-                 "lateral", "like", "limit", "not", "offset", "on", "only", "or", "order", "row", "select",
-                 "similar", "some", "table", "then", "to", "union", "using", "values", "when", "where", "window",
-                 "with"}
+    r"|(::|\S)"
+)
+NOT_FUNCTIONS = {
+    "all",
+    "and",
+    "any",
+    "array",
+    "as",
+    "between",
+    "case",
+    "cast",
+    "cross",
+    "distinct",
+    "else",
+    "end",
+    "except",
+    "exists",
+    "from",
+    "group",
+    "having",
+    "ilike",
+    "in",
+    "inner",
+    "intersect",
+    "is",
+    "join",
+    "lateral",
+    "like",
+    "limit",
+    "not",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "row",
+    "select",
+    "similar",
+    "some",
+    "table",
+    "then",
+    "to",
+    "union",
+    "using",
+    "values",
+    "when",
+    "where",
+    "window",
+    "with",
+}
 """Unquoted keywords that may stand before a parenthesis and can never name a function (reserved, or
 PostgreSQL's "column name" keywords)."""
 SYSTEM_NAMES = "the system catalogues (pg_*) and information_schema are not readable (the tools list the tables)"
@@ -58,11 +139,11 @@ def _identifier_char(ch: str) -> bool:
     return ch.isalnum() or ch in "_$" or ord(ch) > 127
 
 
-def _lex(sql: str) -> tuple[str, Optional[str], Optional[int]]:
+def _lex(sql: str) -> tuple[str, str | None, int | None]:
     """The statement with literals blanked and comments removed (quoted identifiers kept, unquoted), or a
     reason it cannot be checked; and where its first top-level semicolon is."""
     out: list[str] = []
-    semicolon: Optional[int] = None
+    semicolon: int | None = None
     i, n = 0, len(sql)
     while i < n:
         ch = sql[i]
@@ -107,7 +188,7 @@ def _lex(sql: str) -> tuple[str, Optional[str], Optional[int]]:
                 end = sql.find('"', end + 2)
             if end < 0:
                 return "", "a quoted identifier is not closed", None
-            out.append(IDENTIFIER_START + sql[i + 1:end].replace('""', '"') + IDENTIFIER_END)
+            out.append(IDENTIFIER_START + sql[i + 1 : end].replace('""', '"') + IDENTIFIER_END)
             i = end + 1
         elif ch == "$" and (i == 0 or not _identifier_char(sql[i - 1])):
             tag = DOLLAR_TAG.match(sql, i)
@@ -128,7 +209,7 @@ def _lex(sql: str) -> tuple[str, Optional[str], Optional[int]]:
     return "".join(out), None, semicolon
 
 
-def refusal(sql: str) -> Optional[str]:
+def refusal(sql: str) -> str | None:
     """Why ``sql`` may not be sent (one line), or None for a single read query."""
     if len(sql) > MAX_SQL_CHARS:
         return f"the statement is longer than {MAX_SQL_CHARS} characters"
@@ -171,8 +252,7 @@ def refusal(sql: str) -> Optional[str]:
         kind = "writes are refused" if first in WRITES else "only SELECT, WITH, VALUES or TABLE is accepted"
         return f"{first.upper()}: {kind} (the database is read-only)"
     # a pg_* name written as a call is a function: the allow-list's to refuse, with its own reason
-    system = next((name for name, _, _, call in names if _is_system(name) and not call and name not in POSTGRES),
-                  None)
+    system = next((name for name, _, _, call in names if _is_system(name) and not call and name not in POSTGRES), None)
     if system is not None:
         return f"{system}: {SYSTEM_NAMES}"
     if first == "with" and DATA_MODIFYING.search(code):
@@ -185,7 +265,7 @@ def refusal(sql: str) -> Optional[str]:
 def _names(lexed: str) -> list[tuple[str, bool, bool, bool]]:
     """Every name in a lexed statement as PostgreSQL reads it (unquoted: ASCII letters folded to lower case;
     quoted: exactly), with whether it was quoted, follows a ``.`` and stands before a ``(``."""
-    tokens: list[tuple[Optional[str], bool, str]] = []  # (name or None, quoted, the token's text)
+    tokens: list[tuple[str | None, bool, str]] = []  # (name or None, quoted, the token's text)
     for match in TOKEN.finditer(lexed):
         quoted, plain = match.group(1), match.group(2)
         if quoted is not None:

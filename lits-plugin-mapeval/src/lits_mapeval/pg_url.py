@@ -16,11 +16,15 @@ def safe_url(url: str) -> str:
     in one line, so a password never reaches ``config.json``, logs or messages."""
     parts = urlsplit(url)
     if parts.password is not None or any(k == "password" for k, _ in parse_qsl(parts.query)):
-        raise ValueError("the PostgreSQL URL holds a password: remove it and set PGPASSWORD or use a ~/.pgpass "
-                         "file (the URL is recorded in config.json)")
+        raise ValueError(
+            "the PostgreSQL URL holds a password: remove it and set PGPASSWORD or use a ~/.pgpass "
+            "file (the URL is recorded in config.json)"
+        )
     try:
         port = f":{parts.port}" if parts.port else ""
     except ValueError:
-        raise ValueError(f"the PostgreSQL URL has a bad port: postgresql://{parts.hostname or ''}{parts.path}") from None
+        raise ValueError(
+            f"the PostgreSQL URL has a bad port: postgresql://{parts.hostname or ''}{parts.path}"
+        ) from None
     user = f"{parts.username}@" if parts.username else ""
     return f"postgresql://{user}{parts.hostname or ''}{port}{parts.path}"

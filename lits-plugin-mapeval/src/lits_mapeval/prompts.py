@@ -29,8 +29,10 @@ Answer: 2"""
 
 @register_system_prompt("policy", "tool_use", "mapeval-sql")
 def policy_system() -> str:
-    return (f"{core.POLICY_SYSTEM}\n"
-            "Answer with the number of the right option, or 0 when the database cannot answer the question.")
+    return (
+        f"{core.POLICY_SYSTEM}\n"
+        "Answer with the number of the right option, or 0 when the database cannot answer the question."
+    )
 
 
 @register_user_prompt("policy", "tool_use", "mapeval-sql")

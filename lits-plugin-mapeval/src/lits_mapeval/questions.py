@@ -19,6 +19,7 @@ class QuestionSource(Protocol):
 
     def execute(self, sql: str, params: Sequence[Any] = ...) -> Rows: ...
 
+
 CLASSES = ("poi", "nearby", "routing", "trip", "unanswerable")
 
 
@@ -31,26 +32,43 @@ def _mcq(rng: random.Random, right: str, wrong: list[str]) -> tuple[list[str], i
 def _poi(conn: QuestionSource, rng: random.Random) -> tuple[str, str, list[str]]:
     pid, name = rng.choice(conn.execute("SELECT place_id, name FROM places ORDER BY place_id").fetchall())
     (rating,) = conn.execute("SELECT rating FROM places WHERE place_id = ?", (pid,)).fetchone()
-    wrong = [f"{r:.1f}" for (r,) in conn.execute("SELECT DISTINCT rating FROM places WHERE rating != ? ORDER BY rating",
-                                                  (rating,)).fetchall()]
+    wrong = [
+        f"{r:.1f}"
+        for (r,) in conn.execute(
+            "SELECT DISTINCT rating FROM places WHERE rating != ? ORDER BY rating", (rating,)
+        ).fetchall()
+    ]
     return f"What is the rating of {name}?", f"{rating:.1f}", rng.sample(wrong, min(3, len(wrong)))
 
 
 def _nearby(conn: QuestionSource, rng: random.Random) -> tuple[str, str, list[str]]:
-    rows = conn.execute("SELECT DISTINCT p.place_id, p.name, n.type FROM nearby n JOIN places p ON p.place_id = n.place_id "
-                        "ORDER BY p.place_id, n.type").fetchall()
+    rows = conn.execute(
+        "SELECT DISTINCT p.place_id, p.name, n.type FROM nearby n JOIN places p ON p.place_id = n.place_id "
+        "ORDER BY p.place_id, n.type"
+    ).fetchall()
     pid, name, kind = rng.choice(rows)
-    ranked = conn.execute("SELECT q.name FROM nearby n JOIN places q ON q.place_id = n.nearby_place_id "
-                          "WHERE n.place_id = ? AND n.type = ? ORDER BY n.distance_m, q.name", (pid, kind)).fetchall()
-    others = [r[0] for r in conn.execute("SELECT name FROM places WHERE types = ? AND place_id != ? ORDER BY name",
-                                         (kind, pid)).fetchall()]
-    return (f"Which {kind} is closest to {name}?", ranked[0][0],
-            [o for o in others if o != ranked[0][0]] or ["none of these"])
+    ranked = conn.execute(
+        "SELECT q.name FROM nearby n JOIN places q ON q.place_id = n.nearby_place_id "
+        "WHERE n.place_id = ? AND n.type = ? ORDER BY n.distance_m, q.name",
+        (pid, kind),
+    ).fetchall()
+    others = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM places WHERE types = ? AND place_id != ? ORDER BY name", (kind, pid)
+        ).fetchall()
+    ]
+    return (
+        f"Which {kind} is closest to {name}?",
+        ranked[0][0],
+        [o for o in others if o != ranked[0][0]] or ["none of these"],
+    )
 
 
 def _minutes(conn: QuestionSource, a: str, b: str, mode: str) -> int:
-    (secs,) = conn.execute("SELECT duration_s FROM distances WHERE origin_id = ? AND destination_id = ? AND mode = ?",
-                           (a, b, mode)).fetchone()
+    (secs,) = conn.execute(
+        "SELECT duration_s FROM distances WHERE origin_id = ? AND destination_id = ? AND mode = ?", (a, b, mode)
+    ).fetchone()
     return round(secs / 60)
 
 
@@ -58,15 +76,23 @@ def _routing(conn: QuestionSource, rng: random.Random) -> tuple[str, str, list[s
     (a, an), (b, bn) = rng.sample(conn.execute("SELECT place_id, name FROM places ORDER BY place_id").fetchall(), 2)
     mode = rng.choice(["walking", "driving", "transit"])
     right = _minutes(conn, a, b, mode)
-    return (f"How many minutes does it take to go from {an} to {bn} by {mode}?", f"{right} min",
-            [f"{right + d} min" for d in (-7, 5, 12) if right + d > 0] + [f"{right * 2 + 3} min"])
+    return (
+        f"How many minutes does it take to go from {an} to {bn} by {mode}?",
+        f"{right} min",
+        [f"{right + d} min" for d in (-7, 5, 12) if right + d > 0] + [f"{right * 2 + 3} min"],
+    )
 
 
 def _trip(conn: QuestionSource, rng: random.Random) -> tuple[str, str, list[str]]:
-    (a, an), (b, bn), (c, cn) = rng.sample(conn.execute("SELECT place_id, name FROM places ORDER BY place_id").fetchall(), 3)
+    (a, an), (b, bn), (c, cn) = rng.sample(
+        conn.execute("SELECT place_id, name FROM places ORDER BY place_id").fetchall(), 3
+    )
     right = _minutes(conn, a, b, "driving") + _minutes(conn, b, c, "driving")
-    return (f"Driving from {an} to {bn} and then on to {cn}, how many minutes does the trip take in total?",
-            f"{right} min", [f"{right + d} min" for d in (-4, 3, 9) if right + d > 0] + [f"{right + 15} min"])
+    return (
+        f"Driving from {an} to {bn} and then on to {cn}, how many minutes does the trip take in total?",
+        f"{right} min",
+        [f"{right + d} min" for d in (-4, 3, 9) if right + d > 0] + [f"{right + 15} min"],
+    )
 
 
 def _unanswerable(conn: QuestionSource, rng: random.Random) -> tuple[str, str, list[str]]:
@@ -76,7 +102,11 @@ def _unanswerable(conn: QuestionSource, rng: random.Random) -> tuple[str, str, l
 
 
 _MAKERS: dict[str, Callable[[QuestionSource, random.Random], tuple[str, str, list[str]]]] = {
-    "poi": _poi, "nearby": _nearby, "routing": _routing, "trip": _trip, "unanswerable": _unanswerable,
+    "poi": _poi,
+    "nearby": _nearby,
+    "routing": _routing,
+    "trip": _trip,
+    "unanswerable": _unanswerable,
 }
 
 
@@ -100,7 +130,13 @@ def generate_questions_from(conn: QuestionSource, seed: int = 0, per_class: int 
                 options, correct = wrong[:4], -1
             else:
                 options, correct = _mcq(rng, right, wrong)
-            out.append({"id": f"city-{seed}-{cls}-{k}", "question": question,
-                        "answer": {"type": "mcq", "options": options, "correct": correct},
-                        "classification": cls, "context": "Use the map database tools."})
+            out.append(
+                {
+                    "id": f"city-{seed}-{cls}-{k}",
+                    "question": question,
+                    "answer": {"type": "mcq", "options": options, "correct": correct},
+                    "classification": cls,
+                    "context": "Use the map database tools.",
+                }
+            )
     return out

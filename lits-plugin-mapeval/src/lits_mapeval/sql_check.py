@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Optional
 
 from lits.api import Augmentor, AugmentorContext, parse_tool_call, register_augmentor
 from lits.structures.base import Step
 from lits_mapeval.sql_guard import harden
 
 
-def compile_error(database: Path, sql: str) -> Optional[str]:
+def compile_error(database: Path, sql: str) -> str | None:
     """SQLite's reason ``sql`` does not compile against ``database``, or None when it does."""
     if sql.lstrip()[:7].upper() == "EXPLAIN":
         return None  # already only prepared when run: the tool answers it itself
@@ -39,9 +38,10 @@ def compile_error(database: Path, sql: str) -> Optional[str]:
         conn.close()
 
 
-@register_augmentor("sql_validator",
-                    description="compiles query_sql's SQL (SQLite EXPLAIN) before it runs; an error becomes the "
-                                "observation")
+@register_augmentor(
+    "sql_validator",
+    description="compiles query_sql's SQL (SQLite EXPLAIN) before it runs; an error becomes the observation",
+)
 class SqlValidator(Augmentor):
     """Refuses a ``query_sql`` call whose SQL does not compile; the reason is the step's observation."""
 
@@ -52,7 +52,7 @@ class SqlValidator(Augmentor):
         if given and not Path(given).expanduser().is_file():
             raise ValueError(f"--memory-arg sql_db={given}: no such SQLite file")
 
-    def _database(self, context: AugmentorContext) -> Optional[Path]:
+    def _database(self, context: AugmentorContext) -> Path | None:
         """``sql_db``, else the run's own database (None: a PostgreSQL one)."""
         given = str(self.options.get("sql_db") or "")
         if given:
@@ -67,7 +67,7 @@ class SqlValidator(Augmentor):
             return Path(str(db)).expanduser()
         return default_db(int(str(context.resource_args.get("seed") or 0)))
 
-    def check_step(self, state: object, step: Step, context: AugmentorContext) -> Optional[str]:
+    def check_step(self, state: object, step: Step, context: AugmentorContext) -> str | None:
         action = step.get_action()
         if action is None:
             return None

@@ -22,11 +22,11 @@ other call to SQLite's own function (results unchanged):
 from __future__ import annotations
 
 import sqlite3
-from typing import Callable, Optional, Union
+from typing import Callable
 
 from lits_mapeval.sql_functions import SQLITE, not_listed
 
-SqlValue = Union[None, int, float, str, bytes]
+SqlValue = None | int | float | str | bytes
 """What SQLite passes to and takes from a user function."""
 
 MAX_VALUE_BYTES = 10_000
@@ -59,7 +59,7 @@ _READ_PRAGMAS = {"table_info", "table_list", "index_list", "foreign_key_list"}
 _ENDING_TRANSACTION = {"COMMIT", "ROLLBACK", "RELEASE", "END"}
 
 
-def authorize(action: int, arg1: Optional[str], arg2: Optional[str], *_: object) -> int:
+def authorize(action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
     """No ATTACH/DETACH (also what ``VACUUM INTO`` needs), only read-only PRAGMAs, no transactions, only the
     allow-listed functions. Ending a transaction stays allowed so cleanup can always roll back."""
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
@@ -97,7 +97,7 @@ def repeats_too_much(fmt: str, cap: int) -> bool:
                 j = i + 1
                 while j < n and "0" <= fmt[j] <= "9":
                     j += 1
-                digits = fmt[i + 1:j]
+                digits = fmt[i + 1 : j]
                 star = j < n and fmt[j] == "*" and not digits
                 risky = risky or star or len(digits) > 9 or (digits != "" and int(digits) > cap)
                 i = j + 1 if star else j
@@ -115,11 +115,11 @@ class FunctionGuard:
 
     def __init__(self, max_value_bytes: int) -> None:
         self.cap = max_value_bytes
-        self.refusal: Optional[str] = None
+        self.refusal: str | None = None
         self._engine = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         _limit_connection(self._engine, max_value_bytes)
 
-    def authorize(self, action: int, arg1: Optional[str], arg2: Optional[str], *rest: object) -> int:
+    def authorize(self, action: int, arg1: str | None, arg2: str | None, *rest: object) -> int:
         """:func:`authorize`, remembering the function it refused so the reason can name it."""
         verdict = authorize(action, arg1, arg2, *rest)
         if verdict == sqlite3.SQLITE_DENY and action == sqlite3.SQLITE_FUNCTION:
@@ -145,10 +145,12 @@ class FunctionGuard:
 
     def trimmer(self, name: str) -> Callable[[SqlValue, SqlValue], SqlValue]:
         """Two-argument ``trim``/``ltrim``/``rtrim`` cost (text length x character-set length)."""
+
         def call(text: SqlValue, chars: SqlValue) -> SqlValue:
             if isinstance(chars, (str, bytes)) and len(chars) > MAX_TRIM_CHARS:
                 self._refuse(f"{name}() takes at most {MAX_TRIM_CHARS} characters to remove")
             return self._builtin(name, (text, chars))
+
         return call
 
     def install(self, conn: sqlite3.Connection) -> None:
@@ -161,8 +163,9 @@ class FunctionGuard:
         self._engine.close()
 
 
-def harden(conn: sqlite3.Connection, max_value_bytes: int = MAX_VALUE_BYTES,
-           max_memory_mb: int = MAX_MEMORY_MB) -> FunctionGuard:
+def harden(
+    conn: sqlite3.Connection, max_value_bytes: int = MAX_VALUE_BYTES, max_memory_mb: int = MAX_MEMORY_MB
+) -> FunctionGuard:
     """Apply limits, memory-only temp storage (so sorts and CTE queues count against the heap limit instead of
     filling the disk), the heap limit, ``query_only``, the printf guard and the authorizer (last: the set-up
     PRAGMAs would be refused). Returns the function guard so its refusals can be reported."""

@@ -20,7 +20,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, ClassVar, Iterable, Iterator, Optional, Protocol, Sequence
+from typing import Callable, ClassVar, Iterable, Iterator, Protocol, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -29,8 +29,13 @@ from lits_mapeval.sql_guard import MAX_MEMORY_MB, MAX_SQL_CHARS, MAX_VALUE_BYTES
 
 
 # SQLite messages of a file that cannot be read any more: the database's fault, never the model's
-_FILE_LOST = ("disk I/O error", "unable to open database file", "database disk image is malformed",
-              "file is not a database", "closed database")
+_FILE_LOST = (
+    "disk I/O error",
+    "unable to open database file",
+    "database disk image is malformed",
+    "file is not a database",
+    "closed database",
+)
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -38,8 +43,13 @@ def _one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def render_rows(columns: Sequence[str], rows: Iterable[Sequence[object]], max_rows: int, max_chars: int,
-                show: Callable[[object], str] = str) -> str:
+def render_rows(
+    columns: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    max_rows: int,
+    max_chars: int,
+    show: Callable[[object], str] = str,
+) -> str:
     """A header and rows read one at a time; only ``max_rows`` rows and about ``max_chars`` characters are kept
     (the same text whatever the backend)."""
     lines = [" | ".join(str(c) for c in columns)]
@@ -74,7 +84,7 @@ class Database(Protocol):
     def tables(self) -> list[str]: ...
     def columns(self, table: str) -> list[str]: ...
     def describe(self, table: str) -> str: ...
-    def interrupt(self, thread_id: Optional[int]) -> bool: ...
+    def interrupt(self, thread_id: int | None) -> bool: ...
     def close(self) -> None: ...
 
 
@@ -83,9 +93,16 @@ class ReadOnlyDatabase:
 
     dialect = "SQLite"
 
-    def __init__(self, path: str | Path, time_budget: float = 2.0, max_rows: int = 50, max_chars: int = 4000,
-                 max_value_bytes: int = MAX_VALUE_BYTES, max_memory_mb: int = MAX_MEMORY_MB,
-                 max_wait: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        time_budget: float = 2.0,
+        max_rows: int = 50,
+        max_chars: int = 4000,
+        max_value_bytes: int = MAX_VALUE_BYTES,
+        max_memory_mb: int = MAX_MEMORY_MB,
+        max_wait: float | None = None,
+    ) -> None:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"SQLite database not found: {path}")
@@ -95,12 +112,18 @@ class ReadOnlyDatabase:
         self.max_wait = 5 * time_budget if max_wait is None else max_wait
         # Autocommit (isolation_level=None): the driver never opens a transaction of its own. The busy timeout
         # is short because SQLite's busy wait cannot be interrupted.
-        self._conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True, check_same_thread=False,
-                                     isolation_level=None, timeout=min(1.0, time_budget / 2), cached_statements=16)
+        self._conn = sqlite3.connect(
+            f"file:{path.resolve()}?mode=ro",
+            uri=True,
+            check_same_thread=False,
+            isolation_level=None,
+            timeout=min(1.0, time_budget / 2),
+            cached_statements=16,
+        )
         self._guard = harden(self._conn, max_value_bytes, max_memory_mb)
         self._lock = threading.Lock()
         self._state = threading.Lock()  # guards the fields below against the timer and interrupt()
-        self._owner: Optional[int] = None  # thread running a query now
+        self._owner: int | None = None  # thread running a query now
         self._waiting: set[int] = set()  # threads waiting for the lock
         self._cancelled: set[int] = set()  # waiting threads whose caller gave up
 
@@ -122,8 +145,9 @@ class ReadOnlyDatabase:
                 return self._run(sql)
             except sqlite3.Error as exc:
                 if any(lost in str(exc) for lost in _FILE_LOST):
-                    raise ToolUnavailable(f"SQLite database {self.path} is unavailable: {_one_line(str(exc))}"
-                                          ) from None
+                    raise ToolUnavailable(
+                        f"SQLite database {self.path} is unavailable: {_one_line(str(exc))}"
+                    ) from None
                 return self._explain(exc, timed_out.is_set() or time.monotonic() > deadline)
             except MemoryError:
                 return f"Query stopped: it needed more than the {self.max_memory_mb} MB memory budget"
@@ -149,8 +173,11 @@ class ReadOnlyDatabase:
     def _explain(self, exc: sqlite3.Error, late: bool) -> str:
         message = str(exc)
         if "interrupted" in message:
-            return (f"Query stopped: it ran longer than the {self.time_budget:g} s budget" if late
-                    else "Query stopped: the tool call was cancelled")
+            return (
+                f"Query stopped: it ran longer than the {self.time_budget:g} s budget"
+                if late
+                else "Query stopped: the tool call was cancelled"
+            )
         if "user-defined function raised exception" in message and self._guard.refusal:
             return f"SQL error: {self._guard.refusal}"
         if "string or blob too big" in message:
@@ -162,8 +189,10 @@ class ReadOnlyDatabase:
         if message.startswith("not authorized") and self._guard.refusal:
             return f"SQL error: {self._guard.refusal}"
         if message == "not authorized":
-            return ("SQL error: not authorized (the database is read-only: ATTACH, transactions, most PRAGMAs "
-                    "and some functions are refused)")
+            return (
+                "SQL error: not authorized (the database is read-only: ATTACH, transactions, most PRAGMAs "
+                "and some functions are refused)"
+            )
         return f"SQL error: {_one_line(message)}"
 
     def _end_transaction(self) -> None:
@@ -223,7 +252,7 @@ class ReadOnlyDatabase:
                 late.set()
                 self._conn.interrupt()
 
-    def interrupt(self, thread_id: Optional[int]) -> bool:
+    def interrupt(self, thread_id: int | None) -> bool:
         """Stop the query run by ``thread_id`` (or make it give up waiting); True when it will end promptly."""
         with self._state:
             if thread_id is not None and self._owner == thread_id:
@@ -280,7 +309,7 @@ class DatabaseTool(BaseTool):
 class ListTablesTool(DatabaseTool):
     name: ClassVar[str] = "list_tables"
     description: ClassVar[str] = "List the tables of the map database."
-    args_schema: ClassVar[Optional[type[BaseModel]]] = NoArgs
+    args_schema: ClassVar[type[BaseModel] | None] = NoArgs
 
     def _run(self) -> str:
         return ", ".join(self.db.tables())
@@ -289,7 +318,7 @@ class ListTablesTool(DatabaseTool):
 class DescribeTableTool(DatabaseTool):
     name: ClassVar[str] = "describe_table"
     description: ClassVar[str] = "Show the columns of one table."
-    args_schema: ClassVar[Optional[type[BaseModel]]] = TableArg
+    args_schema: ClassVar[type[BaseModel] | None] = TableArg
 
     def _run(self, table: str) -> str:
         tables = self.db.tables()
@@ -301,7 +330,7 @@ class DescribeTableTool(DatabaseTool):
 class QuerySQLTool(DatabaseTool):
     name: ClassVar[str] = "query_sql"
     description: ClassVar[str] = "Run one read-only SQL query and return the rows."
-    args_schema: ClassVar[Optional[type[BaseModel]]] = QueryArg
+    args_schema: ClassVar[type[BaseModel] | None] = QueryArg
 
     def _run(self, query: str) -> str:
         return self.db.query(query)

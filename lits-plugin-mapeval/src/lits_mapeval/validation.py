@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 
 def _show(value: object, limit: int = 60) -> str:
@@ -10,7 +10,7 @@ def _show(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def item_problem(item: object) -> Optional[str]:
+def item_problem(item: object) -> str | None:
     """What is wrong with one MapEval item (missing fields, a gold answer that is not an option), or None."""
     if not isinstance(item, dict):
         return f"is not a JSON object but {type(item).__name__}"
@@ -34,8 +34,7 @@ def item_problem(item: object) -> Optional[str]:
     if not isinstance(correct, int) or isinstance(correct, bool):
         return f"gold answer.correct = {_show(correct)} is not an integer option index"
     if correct != -1 and not 0 <= correct < len(options):
-        return (f"gold answer.correct = {correct} is not an option index (0..{len(options) - 1}) "
-                "nor -1 (unanswerable)")
+        return f"gold answer.correct = {correct} is not an option index (0..{len(options) - 1}) nor -1 (unanswerable)"
     return None
 
 
@@ -44,6 +43,7 @@ def check_items(items: Sequence[object], source: str) -> None:
     for index, item in enumerate(items):
         problem = item_problem(item)
         if problem is not None:
-            where = f"example {index}" + (f" (id {_show(item.get('id'))})" if isinstance(item, dict)
-                                          and item.get("id") is not None else "")
+            where = f"example {index}" + (
+                f" (id {_show(item.get('id'))})" if isinstance(item, dict) and item.get("id") is not None else ""
+            )
             raise ValueError(f"{source}: {where}: {problem}")

@@ -15,7 +15,7 @@ import math
 import re
 import threading
 from decimal import Decimal
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable
 
 from lits.api import extract_stated_answer
 
@@ -34,7 +34,8 @@ _WORD = re.compile(r"(?<!\\)\b[A-Za-z]{2,}")
 
 # -- extraction ---------------------------------------------------------------
 
-def _braced(text: str, start: int) -> Optional[str]:
+
+def _braced(text: str, start: int) -> str | None:
     """The content of the ``{...}`` opening at ``start``, or None when it never closes."""
     depth, i = 0, start
     while i < len(text):
@@ -52,7 +53,7 @@ def _braced(text: str, start: int) -> Optional[str]:
     return None
 
 
-def extract_boxed(text: str) -> Optional[str]:
+def extract_boxed(text: str) -> str | None:
     """Content of the last complete ``\\boxed{...}`` / ``\\fbox{...}`` / ``\\boxed 5``.
 
     A box cut off by the token limit is skipped in favour of an earlier one.
@@ -73,12 +74,12 @@ def extract_boxed(text: str) -> Optional[str]:
     return None
 
 
-def extract_math_answer(text: str) -> Optional[str]:
+def extract_math_answer(text: str) -> str | None:
     """MATH style: the boxed answer, else "The answer is X" / "Final answer: X"."""
     return extract_boxed(text) or extract_stated_answer(str(text or ""))
 
 
-def _last_number(text: str) -> Optional[str]:
+def _last_number(text: str) -> str | None:
     found = _NUMBER.findall(str(text or ""))
     return found[-1].replace(",", "") if found else None
 
@@ -89,7 +90,7 @@ def _looks_bare(text: str) -> bool:
     return bool(text) and "\n" not in text and len(text) <= 100 and not _WORD.search(text)
 
 
-def extract_gsm8k_answer(text: str) -> Optional[str]:
+def extract_gsm8k_answer(text: str) -> str | None:
     """GSM8K style, only when the text marks its final answer: boxed, else stated ("The answer is").
 
     This decides when a chain or search ends, so a step that merely contains a
@@ -110,7 +111,7 @@ def extract_gsm8k_answer(text: str) -> Optional[str]:
     return None
 
 
-def read_gsm8k_answer(text: str) -> Optional[str]:
+def read_gsm8k_answer(text: str) -> str | None:
     """Scoring a finished solution's text: the marked answer, else its last number.
 
     Only for judging a final text after the fact (a reference solution, a
@@ -126,6 +127,7 @@ def gsm8k_gold(answer_field: str) -> str:
 
 # -- equivalence --------------------------------------------------------------
 
+
 def _normalize(text: str) -> str:
     text = str(text).strip().strip("$").strip().rstrip(".")
     text = re.sub(r"\\(?:left|right)(?![A-Za-z])|\\[!,;: ]", "", text)
@@ -133,7 +135,7 @@ def _normalize(text: str) -> str:
     return _SPACES.sub("", text)
 
 
-def _clean_number(text: str) -> Optional[str]:
+def _clean_number(text: str) -> str | None:
     """A plain decimal, dollar signs and thousands commas removed ("\\$1,000" -> "1000")."""
     text = _normalize(text).replace("\\$", "").replace("{,}", ",")
     if _THOUSANDS.fullmatch(text):
@@ -141,7 +143,7 @@ def _clean_number(text: str) -> Optional[str]:
     return text if _PLAIN.fullmatch(text) else None
 
 
-def _as_number(text: str) -> Optional[Decimal]:
+def _as_number(text: str) -> Decimal | None:
     clean = _clean_number(text)
     return None if clean is None else Decimal(clean)  # _PLAIN only lets valid decimals through
 
@@ -249,7 +251,7 @@ def _equivalent(prediction: str, gold: str) -> bool:
     return _with_deadline(lambda: _math_verify(prediction, gold), DEADLINE_SECONDS)
 
 
-def is_equivalent(prediction: Optional[str], gold: Optional[str]) -> bool:
+def is_equivalent(prediction: str | None, gold: str | None) -> bool:
     """Whether ``prediction`` states the same mathematical answer as ``gold``; never raises.
 
     Cheap checks first (normalized text, plain numbers), then math-verify with
@@ -264,11 +266,12 @@ def is_equivalent(prediction: Optional[str], gold: Optional[str]) -> bool:
 
 # -- evaluation ---------------------------------------------------------------
 
-def _judge(answer: Optional[str], example: dict[str, Any]) -> dict[str, Any]:
+
+def _judge(answer: str | None, example: dict[str, Any]) -> dict[str, Any]:
     return {"solved": is_equivalent(answer, example.get("answer")), "extracted": answer}
 
 
-def evaluate_math(example: dict[str, Any], final_answer: Optional[str]) -> dict[str, Any]:
+def evaluate_math(example: dict[str, Any], final_answer: str | None) -> dict[str, Any]:
     """Judge a MATH-style final answer: boxed/stated answer, or the text itself when short."""
     text = str(final_answer or "").strip()
     answer = extract_math_answer(text)
@@ -277,7 +280,7 @@ def evaluate_math(example: dict[str, Any], final_answer: Optional[str]) -> dict[
     return _judge(answer, example)
 
 
-def evaluate_gsm8k(example: dict[str, Any], final_answer: Optional[str]) -> dict[str, Any]:
+def evaluate_gsm8k(example: dict[str, Any], final_answer: str | None) -> dict[str, Any]:
     """Judge a GSM8K final answer: a bare formula as it is, else the GSM8K extractor."""
     text = str(final_answer or "").strip()
     answer = text if _looks_bare(text) else read_gsm8k_answer(text)

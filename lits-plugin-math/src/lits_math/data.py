@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from lits.api import register_dataset
 from lits_math.answers import (
@@ -39,9 +39,7 @@ def _count(name: str, value: Any) -> int:
     return number
 
 
-def _window(
-    dataset: str, split: str, offset: Any, limit: Any, extra: dict[str, Any]
-) -> tuple[int, Optional[int]]:
+def _window(dataset: str, split: str, offset: Any, limit: Any, extra: dict[str, Any]) -> tuple[int, int | None]:
     """Check the common arguments and return ``(offset, limit)`` as integers."""
     if extra:
         names = ", ".join(sorted(extra))
@@ -84,17 +82,13 @@ def _gsm8k_example(index: int, record: dict[str, Any]) -> Example:
     solution = str(record["answer"])
     if "####" not in solution:
         raise ValueError("the answer has no '#### <number>' line")
-    return {
-        "id": f"gsm8k-{index}", "query": str(record["question"]), "answer": gsm8k_gold(solution)
-    }
+    return {"id": f"gsm8k-{index}", "query": str(record["question"]), "answer": gsm8k_gold(solution)}
 
 
 def _math500_example(index: int, record: dict[str, Any]) -> Example:
     """OpenR's ``final_answer`` or PRM800K's ``answer`` field; extra metadata is kept."""
     gold = record["final_answer"] if "final_answer" in record else record["answer"]
-    example: Example = {
-        "id": f"math500-{index}", "query": str(record["problem"]), "answer": str(gold)
-    }
+    example: Example = {"id": f"math500-{index}", "query": str(record["problem"]), "answer": str(gold)}
     for key in ("subject", "level", "unique_id"):
         if key in record:
             example[key] = record[key]
@@ -105,7 +99,7 @@ def _load(
     dataset: str,
     own: list[Example],
     make: Callable[[int, dict[str, Any]], Example],
-    path: Optional[str],
+    path: str | None,
     split: str,
     offset: Any,
     limit: Any,
@@ -125,7 +119,7 @@ def _load(
     evaluate=evaluate_gsm8k,
 )
 def load_gsm8k(
-    path: Optional[str] = None,
+    path: str | None = None,
     split: str = "test",
     offset: Any = 0,
     limit: Any = None,
@@ -144,13 +138,12 @@ def load_gsm8k(
     evaluate=evaluate_math,
 )
 def load_math500(
-    path: Optional[str] = None,
+    path: str | None = None,
     split: str = "test",
     offset: Any = 0,
     limit: Any = None,
     **kwargs: Any,
 ) -> list[Example]:
     """MATH500 JSONL from ``path`` (file or folder), else the plugin's own LaTeX problems."""
-    own = [{"id": f"own-math-{i}", "query": q, "answer": a, "subject": s}
-           for i, (q, a, s) in enumerate(LATEX_PROBLEMS)]
+    own = [{"id": f"own-math-{i}", "query": q, "answer": a, "subject": s} for i, (q, a, s) in enumerate(LATEX_PROBLEMS)]
     return _load("math500", own, _math500_example, path, split, offset, limit, kwargs)

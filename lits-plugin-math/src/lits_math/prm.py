@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from lits.api import Prompt, RewardModel, majority_vote, register_reward_model, score_else_ask
 from lits.api import label_probability as core_label_probability
@@ -30,7 +30,7 @@ VERIFIER_SYSTEM = (
 )
 
 
-def _steps_text(state: Optional[Sequence[Step]]) -> list[str]:
+def _steps_text(state: Sequence[Step] | None) -> list[str]:
     return [s.verb_step() for s in state] if state else []
 
 
@@ -41,11 +41,12 @@ def _step_text(action: object, kwargs: dict[str, Any]) -> str:
 
 def grading_prompt(question: object, earlier: Sequence[str], step: str) -> str:
     shown = "\n".join(f"Step {i}: {s}" for i, s in enumerate(earlier, 1)) or "(no steps yet)"
-    return (f"Problem: {question}\n\nSteps so far:\n{shown}\n\n"
-            f"Step {len(earlier) + 1} to grade: {step}\n\nGrade (+ or -):")
+    return (
+        f"Problem: {question}\n\nSteps so far:\n{shown}\n\nStep {len(earlier) + 1} to grade: {step}\n\nGrade (+ or -):"
+    )
 
 
-def label_probability(reply: object, positive: str = "+", negative: str = "-") -> Optional[float]:
+def label_probability(reply: object, positive: str = "+", negative: str = "-") -> float | None:
     """P(positive) / (P(positive) + P(negative)) from a reply's first-token top log-probabilities; None when
     the reply has no log-probabilities or neither label is among its likely first tokens."""
     return core_label_probability(reply, (positive, negative))
@@ -59,22 +60,34 @@ class LogprobPRM(RewardModel[TrajectoryState[Step], object]):
     AGENT_NAME = "prm_logprob"
     top_logprobs: int = 10
 
-    def _fast_reward(self, state: TrajectoryState[Step], action: object, query: object, query_idx: Optional[int],
-                     from_phase: str = "",
-                     **kwargs: Any) -> tuple[float, dict[str, object]]:
+    def _fast_reward(
+        self,
+        state: TrajectoryState[Step],
+        action: object,
+        query: object,
+        query_idx: int | None,
+        from_phase: str = "",
+        **kwargs: Any,
+    ) -> tuple[float, dict[str, object]]:
         text = _step_text(action, kwargs)
         if self.base_model is None or not text:
             return 0.0, {}
         prompt = grading_prompt(query, _steps_text(state), text)
-        verdict = score_else_ask(self.base_model, prompt, system=LABEL_SYSTEM, labels=("+", "-"), system_in_text=True,
-                                 max_tokens=1, top_logprobs=self.top_logprobs, needs_logprobs="prm-logprob")
+        verdict = score_else_ask(
+            self.base_model,
+            prompt,
+            system=LABEL_SYSTEM,
+            labels=("+", "-"),
+            system_in_text=True,
+            max_tokens=1,
+            top_logprobs=self.top_logprobs,
+            needs_logprobs="prm-logprob",
+        )
         if not verdict.parsed:
             return 0.5, {"p_plus": None, "route": verdict.route, "parsed": False}
         return verdict.p_yes, {"p_plus": round(verdict.p_yes, 4), "route": verdict.route}
 
-    def reward(
-        self, state: TrajectoryState[Step], action: object, **kwargs: Any
-    ) -> tuple[float, dict[str, object]]:
+    def reward(self, state: TrajectoryState[Step], action: object, **kwargs: Any) -> tuple[float, dict[str, object]]:
         return float(kwargs.get("fast_reward", 0.0)), {}
 
 
@@ -94,17 +107,26 @@ class VerifierPRM(RewardModel[TrajectoryState[Step], object]):
     AGENT_NAME = "prm_verifier"
     max_tokens: int = 256
 
-    def _fast_reward(self, state: TrajectoryState[Step], action: object, query: object, query_idx: Optional[int],
-                     from_phase: str = "",
-                     **kwargs: Any) -> tuple[float, dict[str, object]]:
+    def _fast_reward(
+        self,
+        state: TrajectoryState[Step],
+        action: object,
+        query: object,
+        query_idx: int | None,
+        from_phase: str = "",
+        **kwargs: Any,
+    ) -> tuple[float, dict[str, object]]:
         text = _step_text(action, kwargs)
         if self.base_model is None or not text:
             return 0.0, {}
         steps = [*_steps_text(state), text]
         shown = "\n".join(f"Step {i}: {s}" for i, s in enumerate(steps, 1))
         prompt = f"Problem: {query}\n\nSolution so far:\n{shown}\n\nCheck every step."
-        messages: Prompt = ([{"role": "system", "content": VERIFIER_SYSTEM}, {"role": "user", "content": prompt}]
-                         if self.base_model.chat_native else f"{VERIFIER_SYSTEM}\n\n{prompt}\n")
+        messages: Prompt = (
+            [{"role": "system", "content": VERIFIER_SYSTEM}, {"role": "user", "content": prompt}]
+            if self.base_model.chat_native
+            else f"{VERIFIER_SYSTEM}\n\n{prompt}\n"
+        )
         critique = self._call_model(messages, temperature=0.0, max_tokens=self.max_tokens)
         verdicts = step_verdicts(critique)
         verdict = verdicts.get(len(steps))
@@ -112,9 +134,7 @@ class VerifierPRM(RewardModel[TrajectoryState[Step], object]):
             return 0.5, {"verdict": None, "parsed": False}  # no verdict for the step: no opinion
         return float(verdict), {"verdict": verdict, "parsed": True}
 
-    def reward(
-        self, state: TrajectoryState[Step], action: object, **kwargs: Any
-    ) -> tuple[float, dict[str, object]]:
+    def reward(self, state: TrajectoryState[Step], action: object, **kwargs: Any) -> tuple[float, dict[str, object]]:
         return float(kwargs.get("fast_reward", 0.0)), {}
 
 
@@ -128,9 +148,15 @@ class ConsistencyPRM(RewardModel[TrajectoryState[Step], object]):
     temperature: float = 0.8
     max_tokens: int = 200
 
-    def _fast_reward(self, state: TrajectoryState[Step], action: object, query: object, query_idx: Optional[int],
-                     from_phase: str = "",
-                     **kwargs: Any) -> tuple[float, dict[str, object]]:
+    def _fast_reward(
+        self,
+        state: TrajectoryState[Step],
+        action: object,
+        query: object,
+        query_idx: int | None,
+        from_phase: str = "",
+        **kwargs: Any,
+    ) -> tuple[float, dict[str, object]]:
         from lits.api import answer_rules
 
         text = _step_text(action, kwargs)
@@ -138,18 +164,19 @@ class ConsistencyPRM(RewardModel[TrajectoryState[Step], object]):
             return 0.0, {}
         extract, equivalent = answer_rules(self.task_name)
         shown = "\n".join([*_steps_text(state), text])
-        prompt = (f"Problem: {query}\n\nSolution so far:\n{shown}\n\n"
-                  "Finish the solution briefly and end with \"The answer is X\".")
+        prompt = (
+            f"Problem: {query}\n\nSolution so far:\n{shown}\n\n"
+            'Finish the solution briefly and end with "The answer is X".'
+        )
         messages: Prompt = [{"role": "user", "content": prompt}] if self.base_model.chat_native else prompt + "\n"
-        replies = self.base_model.generate(messages, n=self.samples, temperature=self.temperature,
-                                           max_tokens=self.max_tokens)
+        replies = self.base_model.generate(
+            messages, n=self.samples, temperature=self.temperature, max_tokens=self.max_tokens
+        )
         answers = [extract(str(r)) for r in replies]
         vote = majority_vote(answers, equivalent)
         agreeing = sum(1 for a in answers if a is not None and vote.answer is not None and equivalent(a, vote.answer))
         share = agreeing / len(answers) if answers else 0.0
         return share, {"answer": vote.answer, "agree": agreeing, "samples": len(answers)}
 
-    def reward(
-        self, state: TrajectoryState[Step], action: object, **kwargs: Any
-    ) -> tuple[float, dict[str, object]]:
+    def reward(self, state: TrajectoryState[Step], action: object, **kwargs: Any) -> tuple[float, dict[str, object]]:
         return float(kwargs.get("fast_reward", 0.0)), {}

@@ -9,7 +9,7 @@ the details.  One request per scored step; the same trajectory always gets the s
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from lits.api import POOLING_ENDPOINT, ModelError, RewardModel, register_reward_model, step_probabilities
 from lits.structures.base import Step, TrajectoryState
@@ -46,10 +46,10 @@ class ClassifierPRM(RewardModel[TrajectoryState[Step], object]):
             raise ValueError(f"prm-classifier input_format must be messages or text, not {self.input_format!r}")
         if not isinstance(self.separator, str) or not self.separator:
             raise ValueError(f"prm-classifier separator must be the PRM's step token, not {self.separator!r}")
-        if isinstance(self.positive_label, bool) or not isinstance(self.positive_label, int) \
-                or self.positive_label < 0:
-            raise ValueError(f"prm-classifier positive_label must be a label index (0, 1, ...), not "
-                             f"{self.positive_label!r}")
+        if isinstance(self.positive_label, bool) or not isinstance(self.positive_label, int) or self.positive_label < 0:
+            raise ValueError(
+                f"prm-classifier positive_label must be a label index (0, 1, ...), not {self.positive_label!r}"
+            )
         if self.task is None:  # ``task=null`` as ``task=``: send none
             self.task = ""
 
@@ -59,25 +59,36 @@ class ClassifierPRM(RewardModel[TrajectoryState[Step], object]):
         body: dict[str, object] = {"model": getattr(self.base_model, "name", "prm")}
         if self.input_format == "messages":
             turns = [{"role": "system", "content": self.system}] if self.system else []
-            body["messages"] = [*turns, {"role": "user", "content": str(question)},
-                                {"role": "assistant", "content": solution}]
+            body["messages"] = [
+                *turns,
+                {"role": "user", "content": str(question)},
+                {"role": "assistant", "content": solution},
+            ]
         else:
             body["input"] = f"{question}\n\n{solution}"
         if self.task:
             body["task"] = self.task
         return body
 
-    def _fast_reward(self, state: TrajectoryState[Step], action: object, query: object, query_idx: Optional[int],
-                     from_phase: str = "",
-                     **kwargs: Any) -> tuple[float, dict[str, object]]:
+    def _fast_reward(
+        self,
+        state: TrajectoryState[Step],
+        action: object,
+        query: object,
+        query_idx: int | None,
+        from_phase: str = "",
+        **kwargs: Any,
+    ) -> tuple[float, dict[str, object]]:
         text = _step_text(action, kwargs)
         if self.base_model is None or not text:
             return 0.0, {}
         pool = getattr(self.base_model, "pool", None)
         if pool is None:
-            raise ModelError(f"prm-classifier needs a model on a pooling server, but {self.base_model.name} is "
-                             "not one; give --eval-model NAME --eval-base-url URL of a server running the PRM "
-                             "(e.g. vllm serve Qwen/Qwen2.5-Math-PRM-7B)")
+            raise ModelError(
+                f"prm-classifier needs a model on a pooling server, but {self.base_model.name} is "
+                "not one; give --eval-model NAME --eval-base-url URL of a server running the PRM "
+                "(e.g. vllm serve Qwen/Qwen2.5-Math-PRM-7B)"
+            )
         steps = [*_steps_text(state), text]
         reply = pool(self.request(query, steps), endpoint=self.endpoint)
         try:
@@ -87,7 +98,5 @@ class ClassifierPRM(RewardModel[TrajectoryState[Step], object]):
             raise ModelError(f"prm-classifier: pooling server {where} {exc}") from None
         return scores[-1], {"step_scores": [round(s, 4) for s in scores], "route": "pooling"}
 
-    def reward(
-        self, state: TrajectoryState[Step], action: object, **kwargs: Any
-    ) -> tuple[float, dict[str, object]]:
+    def reward(self, state: TrajectoryState[Step], action: object, **kwargs: Any) -> tuple[float, dict[str, object]]:
         return float(kwargs.get("fast_reward", 0.0)), {}

@@ -10,8 +10,7 @@ from __future__ import annotations
 #: (question, answer): multi-step arithmetic word problems with integer answers.
 WORD_PROBLEMS: tuple[tuple[str, str], ...] = (
     (
-        "A baker fills 12 trays with 8 rolls each. She sells 75 rolls in the morning. "
-        "How many rolls are left?",
+        "A baker fills 12 trays with 8 rolls each. She sells 75 rolls in the morning. How many rolls are left?",
         "21",
     ),
     (
@@ -65,8 +64,7 @@ WORD_PROBLEMS: tuple[tuple[str, str], ...] = (
         "36",
     ),
     (
-        "A farm has only chickens and cows. Together they have 30 heads and 74 legs. "
-        "How many cows are there?",
+        "A farm has only chickens and cows. Together they have 30 heads and 74 legs. How many cows are there?",
         "7",
     ),
 )

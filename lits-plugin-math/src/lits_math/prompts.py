@@ -11,5 +11,7 @@ from lits.api import language_grounded_prompts, register_user_prompt
 
 @register_user_prompt("policy", "concat", "gsm8k")
 def gsm8k_policy_user() -> dict[str, object]:
-    return {**language_grounded_prompts.POLICY_USER,
-            "chat_whole": "{question}\nWork it out step by step, then give the final number as \\boxed{{N}}."}
+    return {
+        **language_grounded_prompts.POLICY_USER,
+        "chat_whole": "{question}\nWork it out step by step, then give the final number as \\boxed{{N}}.",
+    }

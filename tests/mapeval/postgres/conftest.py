@@ -85,8 +85,10 @@ def _grant_reader(server: PgServer) -> None:
 
 
 def _options(server: PgServer) -> str:
-    return (f"-c listen_addresses=127.0.0.1 -c port={server.port} -c unix_socket_directories={server.socket_dir} "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+    return (
+        f"-c listen_addresses=127.0.0.1 -c port={server.port} -c unix_socket_directories={server.socket_dir} "
+        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    )
 
 
 def stop_postgres(server: PgServer) -> None:
@@ -96,9 +98,20 @@ def stop_postgres(server: PgServer) -> None:
 
 def start_postgres(server: PgServer) -> None:
     """Start a stopped server again on its data directory and port."""
-    _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(server.socket_dir / "data"), "-l",
-                 str(server.socket_dir / "server.log"), "-o", _options(server), "-w", "-t", str(START_TIMEOUT_S),
-                 "start", timeout=START_TIMEOUT_S + 5)
+    _as_postgres(
+        str(PG_BIN / "pg_ctl"),
+        "-D",
+        str(server.socket_dir / "data"),
+        "-l",
+        str(server.socket_dir / "server.log"),
+        "-o",
+        _options(server),
+        "-w",
+        "-t",
+        str(START_TIMEOUT_S),
+        "start",
+        timeout=START_TIMEOUT_S + 5,
+    )
 
 
 @contextmanager
@@ -111,15 +124,35 @@ def running_postgres() -> Iterator[PgServer]:
     server = PgServer(port=_free_port(), socket_dir=root)
     started = False
     try:
-        _as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync",
-                     "--encoding=UTF8", "--locale=C.UTF-8")
+        _as_postgres(
+            str(PG_BIN / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--no-sync",
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
+        )
         (data / "pg_hba.conf").write_text(
-            "local all all trust\n"
-            "host all reader 127.0.0.1/32 scram-sha-256\n"
-            "host all all 127.0.0.1/32 trust\n")
+            "local all all trust\nhost all reader 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n"
+        )
         started = True
-        _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", _options(server), "-w",
-                     "-t", str(START_TIMEOUT_S), "start", timeout=START_TIMEOUT_S + 5)
+        _as_postgres(
+            str(PG_BIN / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(log),
+            "-o",
+            _options(server),
+            "-w",
+            "-t",
+            str(START_TIMEOUT_S),
+            "start",
+            timeout=START_TIMEOUT_S + 5,
+        )
         _grant_reader(server)
         yield server
     finally:
@@ -190,7 +223,13 @@ def table_checksums(server: PgServer) -> dict[str, str]:
     import psycopg
 
     with psycopg.connect(server.superuser_url, autocommit=True) as conn:
-        tables = conn.execute("SELECT string_agg(schemaname || '.' || tablename, ',' ORDER BY 1) FROM pg_tables "
-                              "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')").fetchone()[0]
-        return {"tables": tables} | {t: conn.execute(f"SELECT md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '')) "
-                                f"FROM {t} AS r").fetchone()[0] for t in CITY_TABLES}
+        tables = conn.execute(
+            "SELECT string_agg(schemaname || '.' || tablename, ',' ORDER BY 1) FROM pg_tables "
+            "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+        ).fetchone()[0]
+        return {"tables": tables} | {
+            t: conn.execute(
+                f"SELECT md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '')) FROM {t} AS r"
+            ).fetchone()[0]
+            for t in CITY_TABLES
+        }

@@ -80,9 +80,15 @@ def test_the_same_query_gives_the_same_observation_on_both_backends(both, sql):
     assert _call(pg, "query_sql", query=sql) == expected
 
 
-@pytest.mark.parametrize("tool, args", [("list_tables", {}), ("describe_table", {"table": "places"}),
-                                        ("describe_table", {"table": "distances"}),
-                                        ("describe_table", {"table": "nowhere"})])
+@pytest.mark.parametrize(
+    "tool, args",
+    [
+        ("list_tables", {}),
+        ("describe_table", {"table": "places"}),
+        ("describe_table", {"table": "distances"}),
+        ("describe_table", {"table": "nowhere"}),
+    ],
+)
 def test_the_schema_tools_give_the_same_observation_on_both_backends(both, tool, args):
     lite, pg = both
     assert _call(pg, tool, **args) == _call(lite, tool, **args)
@@ -131,8 +137,14 @@ def test_workers_share_a_small_pool_one_connection_each(pg_city, reader_password
     tools = make_tools(database)
     answers: list[str] = []
     try:
-        workers = [threading.Thread(target=lambda: answers.append(_call(
-            tools, "query_sql", query="SELECT pg_backend_pid() AS pid FROM pg_sleep(0.2)"))) for _ in range(4)]
+        workers = [
+            threading.Thread(
+                target=lambda: answers.append(
+                    _call(tools, "query_sql", query="SELECT pg_backend_pid() AS pid FROM pg_sleep(0.2)")
+                )
+            )
+            for _ in range(4)
+        ]
         for w in workers:
             w.start()
         for w in workers:

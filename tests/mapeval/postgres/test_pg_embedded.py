@@ -22,9 +22,31 @@ pytestmark = pytest.mark.slow
 def test_a_react_run_on_the_embedded_model_sees_what_sqlite_would_show(tmp_path, pg_city, sqlite_city):
     env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache"), "PGPASSWORD": READER_PASSWORD}
     done = subprocess.run(
-        [sys.executable, "-m", "lits", "chain", "--dataset", "mapeval-sql", "--dataset-arg", f"db={pg_city}",
-         "--dataset-arg", f"seed={SEED}", "--model", "local", "--limit", "1", "--chain-arg", "max_steps=4",
-         "--save-dir", str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "lits",
+            "chain",
+            "--dataset",
+            "mapeval-sql",
+            "--dataset-arg",
+            f"db={pg_city}",
+            "--dataset-arg",
+            f"seed={SEED}",
+            "--model",
+            "local",
+            "--limit",
+            "1",
+            "--chain-arg",
+            "max_steps=4",
+            "--save-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     record = json.loads((tmp_path / "run" / "results" / "0.json").read_text())
     steps = record["final_state"]["steps"]

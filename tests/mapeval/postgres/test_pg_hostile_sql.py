@@ -32,11 +32,16 @@ SHARED_WITH_SQLITE: dict[str, tuple[str, str]] = {  # the SQLite catalogue's cas
     "1500_nested_parentheses_under_the_length_cap": ("SELECT " + "(" * 1500 + "1" + ")" * 1500, ROWS),
     "sum_of_1500_ones_under_the_length_cap": ("SELECT " + "+".join(["1"] * 1500), ROWS),
     "like_pattern_of_1_kB": ("SELECT name FROM places WHERE name LIKE '" + "%a" * 500 + "'", ROWS),
-    "doubling_rows_cte": ("WITH RECURSIVE d(n) AS (SELECT 1 UNION ALL SELECT d.n FROM d, "
-                          "(SELECT 1 UNION ALL SELECT 2) AS two) SELECT count(*) FROM d", BOUNDED),
+    "doubling_rows_cte": (
+        "WITH RECURSIVE d(n) AS (SELECT 1 UNION ALL SELECT d.n FROM d, "
+        "(SELECT 1 UNION ALL SELECT 2) AS two) SELECT count(*) FROM d",
+        BOUNDED,
+    ),
     "endless_cte": (ENDLESS, BOUNDED),
-    "endless_distinct_cte": ("WITH RECURSIVE c(x) AS (SELECT 1 UNION SELECT x + 1 FROM c) SELECT count(*) FROM c",
-                             BOUNDED),
+    "endless_distinct_cte": (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION SELECT x + 1 FROM c) SELECT count(*) FROM c",
+        BOUNDED,
+    ),
     "three_way_cross_join": ("SELECT count(*) FROM distances a, distances b, distances c", BOUNDED),
     "begin_a_transaction": ("BEGIN", REFUSED),
     "savepoint": ("SAVEPOINT keep", REFUSED),
@@ -57,7 +62,7 @@ POSTGRES_OWN: dict[str, tuple[str, str]] = {
     "generate_series_of_10_to_the_12_rows": ("SELECT count(*) FROM generate_series(1, 1000000000000)", BOUNDED),
     "all_rows_of_generate_series_10_to_the_12": ("SELECT * FROM generate_series(1, 1000000000000)", BOUNDED),
     "pg_read_file": ("SELECT pg_read_file('/etc/passwd')", REFUSED),
-    "pg_read_binary_file_quoted": ('SELECT "pg_read_binary_file"(\'/etc/passwd\')', REFUSED),
+    "pg_read_binary_file_quoted": ("SELECT \"pg_read_binary_file\"('/etc/passwd')", REFUSED),
     "pg_ls_dir": ("SELECT * FROM pg_ls_dir('.')", REFUSED),
     "lo_import": ("SELECT lo_import('/etc/passwd')", REFUSED),
     "lo_export": (f"SELECT lo_export(1, '{PROOF}')", REFUSED),
@@ -77,10 +82,11 @@ POSTGRES_OWN: dict[str, tuple[str, str]] = {
     "breaking_out_through_quoted_parentheses": ('SELECT 1 AS "(" ) AS x UNION ALL (SELECT 2 AS ")"', REFUSED),
     "breaking_out_through_a_dollar_quote_the_guard_does_not_know": (
         "SELECT $é$($é$ AS c0) AS x UNION ALL SELECT * FROM (SELECT repeat('x', 30000000) AS c0, $é$)$é$ AS b",
-        REFUSED),
+        REFUSED,
+    ),
     "an_unclosed_comment": ("SELECT 1 /* ", REFUSED),
     "an_unclosed_dollar_quote": ("SELECT $q$ x", REFUSED),
-    "a_unicode_escaped_identifier": ('SELECT U&"pg\\005fread_file"(\'/etc/passwd\')', REFUSED),
+    "a_unicode_escaped_identifier": ("SELECT U&\"pg\\005fread_file\"('/etc/passwd')", REFUSED),
     "nextval_writes": ("SELECT nextval('places_seq')", REFUSED),
     "select_for_update": ("SELECT * FROM places FOR UPDATE", REFUSED),
     "lock_table": ("LOCK TABLE places", REFUSED),
@@ -99,19 +105,29 @@ HASHES = "SELECT to_tsvector(rolpassword) FROM pg_authid"  # SQL text: only a fu
 SQL_TEXT_AND_SERVER_STATE: dict[str, tuple[str, str]] = {  # issue 41: refused because they are not allow-listed
     "ts_stat_runs_a_query_string": (f"SELECT * FROM ts_stat('{HASHES}')", REFUSED),
     "ts_stat_schema_qualified": (f"SELECT word FROM pg_catalog.ts_stat('{HASHES}')", REFUSED),
-    "ts_stat_quoted": (f'SELECT word FROM "ts_stat"(\'{HASHES}\')', REFUSED),
+    "ts_stat_quoted": (f"SELECT word FROM \"ts_stat\"('{HASHES}')", REFUSED),
     "ts_stat_upper_case_with_a_comment_before_the_parenthesis": (
-        f"SELECT word FROM TS_STAT /* ( */\n  ('{HASHES}')", REFUSED),
+        f"SELECT word FROM TS_STAT /* ( */\n  ('{HASHES}')",
+        REFUSED,
+    ),
     "ts_stat_quoted_and_schema_qualified_across_lines": (
-        f'SELECT word FROM "pg_catalog"\n.\n"ts_stat"\t(\'{HASHES}\')', REFUSED),
+        f'SELECT word FROM "pg_catalog"\n.\n"ts_stat"\t(\'{HASHES}\')',
+        REFUSED,
+    ),
     "ts_stat_as_an_attribute_of_a_text": (f"SELECT ('{HASHES}'::text).ts_stat", REFUSED),
     "ts_stat_as_an_attribute_of_a_column": ("SELECT (p.name).ts_stat FROM places p", REFUSED),
-    "ts_stat_with_a_dollar_quoted_query": ("SELECT * FROM ts_stat($q$SELECT to_tsvector(rolname) FROM pg_roles$q$)",
-                                           REFUSED),
-    "query_to_xml_and_xmlschema": ("SELECT query_to_xml_and_xmlschema('SELECT * FROM pg_authid', true, false, '')",
-                                   REFUSED),
-    "xpath_over_query_to_xml": ("SELECT xpath('//text()', query_to_xml('SELECT rolpassword FROM pg_authid', true, "
-                                "false, ''))", REFUSED),
+    "ts_stat_with_a_dollar_quoted_query": (
+        "SELECT * FROM ts_stat($q$SELECT to_tsvector(rolname) FROM pg_roles$q$)",
+        REFUSED,
+    ),
+    "query_to_xml_and_xmlschema": (
+        "SELECT query_to_xml_and_xmlschema('SELECT * FROM pg_authid', true, false, '')",
+        REFUSED,
+    ),
+    "xpath_over_query_to_xml": (
+        "SELECT xpath('//text()', query_to_xml('SELECT rolpassword FROM pg_authid', true, false, ''))",
+        REFUSED,
+    ),
     "cursor_to_xml": ("SELECT cursor_to_xml('c', 10, true, false, '')", REFUSED),
     "table_to_xmlschema": ("SELECT table_to_xmlschema('places', true, false, '')", REFUSED),
     "a_server_setting": ("SELECT current_setting('data_directory')", REFUSED),
@@ -126,29 +142,31 @@ SQL_TEXT_AND_SERVER_STATE: dict[str, tuple[str, str]] = {  # issue 41: refused b
 }
 ORDINARY_FUNCTIONS: dict[str, str] = {  # what a map question needs stays allowed
     "aggregates_and_rounding": "SELECT types, count(*), round(avg(rating)::numeric, 2), max(rating), "
-                               "string_agg(name, ', ' ORDER BY name) FROM places GROUP BY types",
+    "string_agg(name, ', ' ORDER BY name) FROM places GROUP BY types",
     "a_window_function": "SELECT name, rank() OVER (PARTITION BY types ORDER BY rating DESC) FROM places",
     "haversine_distance": "SELECT 2 * 6371000 * asin(sqrt(power(sin(radians(b.lat - a.lat) / 2), 2) + "
-                          "cos(radians(a.lat)) * cos(radians(b.lat)) * power(sin(radians(b.lng - a.lng) / 2), 2))) "
-                          "FROM places a, places b WHERE a.place_id = 'P000' AND b.place_id = 'P001'",
+    "cos(radians(a.lat)) * cos(radians(b.lat)) * power(sin(radians(b.lng - a.lng) / 2), 2))) "
+    "FROM places a, places b WHERE a.place_id = 'P000' AND b.place_id = 'P001'",
     "text_functions_and_casts": "SELECT upper(left(name, 3)), lower(pg_catalog.btrim(name)), length(name), "
-                                "split_part(opening_hours, '-', 1)::time, CAST(rating AS numeric(3, 1)), "
-                                "concat(name, ' (', types, ')'), \"substring\"(address, 1, 4), substring(address FROM 1 FOR 4) FROM places",
+    "split_part(opening_hours, '-', 1)::time, CAST(rating AS numeric(3, 1)), "
+    "concat(name, ' (', types, ')'), \"substring\"(address, 1, 4), substring(address FROM 1 FOR 4) FROM places",
     "a_recursive_cte_with_a_column_list": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
-                                          "WHERE x < 3) SELECT c.x, coalesce(nullif(c.x, 2), 0) FROM c",
+    "WHERE x < 3) SELECT c.x, coalesce(nullif(c.x, 2), 0) FROM c",
     "a_filtered_count_and_a_qualified_column": "SELECT count(*) FILTER (WHERE d.mode = 'walking'), "
-                                               "min(d.duration_s) / 60.0 FROM public.distances AS d",
+    "min(d.duration_s) / 60.0 FROM public.distances AS d",
     "date_and_time": "SELECT date_trunc('hour', now()) <= now(), extract(hour FROM '10:30'::time), "
-                     "make_interval(mins => 5) > interval '1 minute'",
+    "make_interval(mins => 5) > interval '1 minute'",
 }
 CATALOGUE = SHARED_WITH_SQLITE | POSTGRES_OWN | SQL_TEXT_AND_SERVER_STATE
 
 
 @pytest.fixture(scope="module", params=["reader", "postgres"])
-def pg_tools(request: pytest.FixtureRequest, pg_server: PgServer, pg_city: str,
-             monkeypatch_module: pytest.MonkeyPatch) -> Iterator[list[BaseTool]]:
-    database = ReadOnlyPostgres(pg_server.url(request.param), time_budget=BUDGET, max_rows=20,
-                                allow_privileged_role=request.param == "postgres")
+def pg_tools(
+    request: pytest.FixtureRequest, pg_server: PgServer, pg_city: str, monkeypatch_module: pytest.MonkeyPatch
+) -> Iterator[list[BaseTool]]:
+    database = ReadOnlyPostgres(
+        pg_server.url(request.param), time_budget=BUDGET, max_rows=20, allow_privileged_role=request.param == "postgres"
+    )
     yield make_tools(database)
     database.close()
 
@@ -156,8 +174,7 @@ def pg_tools(request: pytest.FixtureRequest, pg_server: PgServer, pg_city: str,
 @pytest.fixture(scope="module")
 def superuser_tools(pg_server: PgServer, pg_city: str) -> Iterator[list[BaseTool]]:
     """The tools on a superuser connection forced with ``allow_privileged_role`` (issue 41's set-up)."""
-    database = ReadOnlyPostgres(pg_server.superuser_url, time_budget=BUDGET, max_rows=20,
-                                allow_privileged_role=True)
+    database = ReadOnlyPostgres(pg_server.superuser_url, time_budget=BUDGET, max_rows=20, allow_privileged_role=True)
     yield make_tools(database)
     database.close()
 
@@ -182,26 +199,39 @@ def pristine(pg_server: PgServer, pg_city: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("sql, starts", list(CATALOGUE.values()), ids=list(CATALOGUE))
-def test_hostile_sql_is_one_observation_line_and_every_table_checksum_is_unchanged(pg_server, pristine, pg_tools,
-                                                                                    sql, starts):
+def test_hostile_sql_is_one_observation_line_and_every_table_checksum_is_unchanged(
+    pg_server, pristine, pg_tools, sql, starts
+):
     observation = _query(pg_tools, sql)
     if starts:
         assert observation.startswith(tuple(f"{s}: " for s in starts.split("|"))), observation[:300]
         assert "\n" not in observation
     else:
-        assert len(observation) <= 4000 + 100 and not observation.startswith(("SQL error", "Query stopped")), \
+        assert len(observation) <= 4000 + 100 and not observation.startswith(("SQL error", "Query stopped")), (
             observation[:300]
+        )
     assert table_checksums(pg_server) == pristine
     assert not Path(PROOF).exists()
 
 
-@pytest.mark.parametrize("sql", [SQL_TEXT_AND_SERVER_STATE[case][0] for case in (
-    "ts_stat_runs_a_query_string", "ts_stat_schema_qualified", "ts_stat_quoted",
-    "ts_stat_upper_case_with_a_comment_before_the_parenthesis", "ts_stat_as_an_attribute_of_a_text")])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        SQL_TEXT_AND_SERVER_STATE[case][0]
+        for case in (
+            "ts_stat_runs_a_query_string",
+            "ts_stat_schema_qualified",
+            "ts_stat_quoted",
+            "ts_stat_upper_case_with_a_comment_before_the_parenthesis",
+            "ts_stat_as_an_attribute_of_a_text",
+        )
+    ],
+)
 def test_ts_stat_is_refused_as_not_on_the_allow_list_even_for_a_superuser(superuser_tools, sql):
     observation = _query(superuser_tools, sql)
-    assert observation.startswith("SQL error: ts_stat() is not on the allow-list of PostgreSQL functions"), \
-        observation[:300]
+    assert observation.startswith("SQL error: ts_stat() is not on the allow-list of PostgreSQL functions"), observation[
+        :300
+    ]
     assert "SCRAM" not in observation
 
 
@@ -225,9 +255,12 @@ def test_a_runaway_query_is_stopped_with_the_budget_named_and_the_next_query_ans
 
 def test_every_query_runs_in_a_read_only_transaction_under_the_time_budget(pg_tools, monkeypatch):
     monkeypatch.setattr(pg_guard, "POSTGRES", pg_guard.POSTGRES | {"current_setting"})  # only to look
-    observation = _query(pg_tools, "SELECT current_setting('transaction_read_only') AS tx, "
-                                   "current_setting('default_transaction_read_only') AS session, "
-                                   "current_setting('statement_timeout') AS timeout")
+    observation = _query(
+        pg_tools,
+        "SELECT current_setting('transaction_read_only') AS tx, "
+        "current_setting('default_transaction_read_only') AS session, "
+        "current_setting('statement_timeout') AS timeout",
+    )
     header, row = observation.splitlines()
     assert header == "tx | session | timeout"
     tx, session, timeout = row.split(" | ")

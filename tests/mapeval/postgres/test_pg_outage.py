@@ -17,8 +17,16 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from lits.testing.servers.openai_compat import FakeOpenAIServer
-from tests.mapeval.postgres.conftest import (PG_BIN, READER_PASSWORD, SEED, PgServer, build_db, running_postgres,
-                                             start_postgres, stop_postgres)
+from tests.mapeval.postgres.conftest import (
+    PG_BIN,
+    READER_PASSWORD,
+    SEED,
+    PgServer,
+    build_db,
+    running_postgres,
+    start_postgres,
+    stop_postgres,
+)
 from tests.mapeval.postgres.test_pg_runs import LIMIT, _agent, _outcome
 
 
@@ -48,22 +56,51 @@ def _stopping_at_second_question(server: PgServer) -> Callable[[str, dict[str, A
     return reply
 
 
-def _lits(save: Path, responder: Callable[[str, dict[str, Any]], str], cache: Path, *args: str,
-          ) -> subprocess.CompletedProcess[str]:
+def _lits(
+    save: Path,
+    responder: Callable[[str, dict[str, Any]], str],
+    cache: Path,
+    *args: str,
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LITS_CACHE_DIR": str(cache), "PGPASSWORD": READER_PASSWORD}
     with FakeOpenAIServer(responder=responder) as model:
-        return subprocess.run([sys.executable, "-m", "lits", *args, "--base-url", model.base_url,
-                               "--save-dir", str(save)], capture_output=True, text=True, env=env, timeout=180)
+        return subprocess.run(
+            [sys.executable, "-m", "lits", *args, "--base-url", model.base_url, "--save-dir", str(save)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+        )
 
 
-def _new_run(server: PgServer, save: Path, responder: Callable[[str, dict[str, Any]], str],
-             cache: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
-    return _lits(save, responder, cache, *command, "--dataset", "mapeval-sql", "--dataset-arg", f"db={server.reader_url}",
-                 "--dataset-arg", f"seed={SEED}", "--limit", str(LIMIT), "--model", "m", "--concurrency", "1")
+def _new_run(
+    server: PgServer, save: Path, responder: Callable[[str, dict[str, Any]], str], cache: Path, command: list[str]
+) -> subprocess.CompletedProcess[str]:
+    return _lits(
+        save,
+        responder,
+        cache,
+        *command,
+        "--dataset",
+        "mapeval-sql",
+        "--dataset-arg",
+        f"db={server.reader_url}",
+        "--dataset-arg",
+        f"seed={SEED}",
+        "--limit",
+        str(LIMIT),
+        "--model",
+        "m",
+        "--concurrency",
+        "1",
+    )
 
 
-@pytest.mark.parametrize("command", [["chain"], ["search", "--search-arg", "n_iterations=2",
-                                                 "--search-arg", "n_actions=2"]], ids=["react", "mcts"])
+@pytest.mark.parametrize(
+    "command",
+    [["chain"], ["search", "--search-arg", "n_iterations=2", "--search-arg", "n_actions=2"]],
+    ids=["react", "mcts"],
+)
 def test_a_database_outage_fails_the_unfinished_instances_and_resume_finishes_them(tmp_path, own_pg, command):
     reference = _new_run(own_pg, tmp_path / "reference", _agent, tmp_path / "cache-reference", command)
     assert reference.returncode == 0, reference.stderr
@@ -73,8 +110,10 @@ def test_a_database_outage_fails_the_unfinished_instances_and_resume_finishes_th
     assert cut.returncode == 1, cut.stderr
     assert sorted(p.name for p in (run / "results").iterdir()) == ["0.json"]
     last = cut.stderr.strip().splitlines()[-1]
-    assert last.startswith("lits: error: stopped after 3 instances failed in a row (PostgreSQL at "
-                           f"postgresql://reader@127.0.0.1:{own_pg.port}/city is unavailable")
+    assert last.startswith(
+        "lits: error: stopped after 3 instances failed in a row (PostgreSQL at "
+        f"postgresql://reader@127.0.0.1:{own_pg.port}/city is unavailable"
+    )
     assert f"; fix the server, then run `lits {command[0]} --resume --save-dir" in last  # like a model server
     assert "Traceback" not in cut.stderr
 

@@ -29,16 +29,22 @@ def _sql_for(question: str) -> str:
     if m := re.match(r"What is the rating of (.+)\?", question):
         return f"SELECT rating FROM places WHERE name = '{m[1]}'"
     if m := re.match(r"Which (\w+) is closest to (.+)\?", question):
-        return ("SELECT q.name, n.distance_m FROM nearby n JOIN places p ON p.place_id = n.place_id JOIN places q "
-                f"ON q.place_id = n.nearby_place_id WHERE p.name = '{m[2]}' AND n.type = '{m[1]}' "
-                "ORDER BY n.distance_m, q.name")
+        return (
+            "SELECT q.name, n.distance_m FROM nearby n JOIN places p ON p.place_id = n.place_id JOIN places q "
+            f"ON q.place_id = n.nearby_place_id WHERE p.name = '{m[2]}' AND n.type = '{m[1]}' "
+            "ORDER BY n.distance_m, q.name"
+        )
     if m := re.match(r"How many minutes does it take to go from (.+) to (.+) by (\w+)\?", question):
-        return f"SELECT d.duration_s FROM distances d {PLACES} WHERE a.name = '{m[1]}' AND b.name = '{m[2]}' " \
-               f"AND d.mode = '{m[3]}'"
+        return (
+            f"SELECT d.duration_s FROM distances d {PLACES} WHERE a.name = '{m[1]}' AND b.name = '{m[2]}' "
+            f"AND d.mode = '{m[3]}'"
+        )
     if m := re.match(r"Driving from (.+) to (.+) and then on to (.+), how many", question):
-        return (f"SELECT a.name, b.name, d.duration_s FROM distances d {PLACES} WHERE d.mode = 'driving' AND "
-                f"((a.name = '{m[1]}' AND b.name = '{m[2]}') OR (a.name = '{m[2]}' AND b.name = '{m[3]}')) "
-                "ORDER BY d.duration_s")
+        return (
+            f"SELECT a.name, b.name, d.duration_s FROM distances d {PLACES} WHERE d.mode = 'driving' AND "
+            f"((a.name = '{m[1]}' AND b.name = '{m[2]}') OR (a.name = '{m[2]}' AND b.name = '{m[3]}')) "
+            "ORDER BY d.duration_s"
+        )
     return "SELECT * FROM places WHERE name = 'nobody'"
 
 
@@ -65,7 +71,9 @@ def _agent(prompt: str, body: dict[str, Any]) -> str:
     question = task.split("\n", 1)[0]
     options = re.findall(r"^\d+\. (.*)$", task.split("\nassistant:", 1)[0], re.M)
     if "user: Observation: " not in task:
-        return f"Thought: look it up\nAction: {json.dumps({'tool': 'query_sql', 'args': {'query': _sql_for(question)}})}"
+        return (
+            f"Thought: look it up\nAction: {json.dumps({'tool': 'query_sql', 'args': {'query': _sql_for(question)}})}"
+        )
     observation = task.rsplit("user: Observation: ", 1)[-1]
     return f"Thought: the rows say so\nAnswer: {_pick(question, options, observation)}"
 
@@ -73,9 +81,31 @@ def _agent(prompt: str, body: dict[str, Any]) -> str:
 def _run(save: Path, db: str, *command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     with FakeOpenAIServer(responder=_agent) as srv:
         return subprocess.run(
-            [sys.executable, "-m", "lits", *command, "--dataset", "mapeval-sql", "--dataset-arg", f"db={db}",
-             "--dataset-arg", f"seed={SEED}", "--limit", str(LIMIT), "--model", "m", "--base-url", srv.base_url,
-             "--save-dir", str(save)], capture_output=True, text=True, env=env, timeout=120)
+            [
+                sys.executable,
+                "-m",
+                "lits",
+                *command,
+                "--dataset",
+                "mapeval-sql",
+                "--dataset-arg",
+                f"db={db}",
+                "--dataset-arg",
+                f"seed={SEED}",
+                "--limit",
+                str(LIMIT),
+                "--model",
+                "m",
+                "--base-url",
+                srv.base_url,
+                "--save-dir",
+                str(save),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
 
 
 def _outcome(save: Path) -> list[dict[str, Any]]:
@@ -89,8 +119,11 @@ def _outcome(save: Path) -> list[dict[str, Any]]:
 
 
 def _run_dir_text(save: Path) -> str:
-    return "\n".join(p.read_text(errors="replace") for p in sorted(save.rglob("*")) if p.is_file()
-                     and p.suffix in (".json", ".jsonl", ".log", ".txt"))
+    return "\n".join(
+        p.read_text(errors="replace")
+        for p in sorted(save.rglob("*"))
+        if p.is_file() and p.suffix in (".json", ".jsonl", ".log", ".txt")
+    )
 
 
 @pytest.fixture
@@ -98,8 +131,11 @@ def env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache"), "PGPASSWORD": READER_PASSWORD}
 
 
-@pytest.mark.parametrize("command", [["chain"], ["search", "--search-arg", "n_iterations=2",
-                                                 "--search-arg", "n_actions=2"]], ids=["react", "mcts"])
+@pytest.mark.parametrize(
+    "command",
+    [["chain"], ["search", "--search-arg", "n_iterations=2", "--search-arg", "n_actions=2"]],
+    ids=["react", "mcts"],
+)
 def test_the_same_run_gives_the_same_answers_on_sqlite_and_postgresql(tmp_path, env, pg_city, sqlite_city, command):
     on_sqlite = _run(tmp_path / "sqlite", str(sqlite_city), *command, env=env)
     on_postgres = _run(tmp_path / "postgres", pg_city, *command, env=env)
@@ -112,14 +148,20 @@ def test_the_same_run_gives_the_same_answers_on_sqlite_and_postgresql(tmp_path, 
     assert config["dataset_args"]["db"] == pg_city
     assert READER_PASSWORD not in _run_dir_text(tmp_path / "postgres")
     if command == ["chain"]:  # `lits eval` re-judges the run from its save dir (it reconnects to the server)
-        done = subprocess.run([sys.executable, "-m", "lits", "eval", "--save-dir", str(tmp_path / "postgres")],
-                              capture_output=True, text=True, env=env, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "lits", "eval", "--save-dir", str(tmp_path / "postgres")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         assert json.loads((tmp_path / "postgres" / "eval_results.json").read_text())["accuracy"] == 1.0
 
 
-def test_a_url_with_a_password_is_refused_in_one_line_and_never_reaches_the_run_dir(tmp_path, env,
-                                                                                    pg_server: PgServer, pg_city):
+def test_a_url_with_a_password_is_refused_in_one_line_and_never_reaches_the_run_dir(
+    tmp_path, env, pg_server: PgServer, pg_city
+):
     url = f"postgresql://reader:{READER_PASSWORD}@127.0.0.1:{pg_server.port}/city"
     done = _run(tmp_path / "run", url, "chain", env=env)
     assert done.returncode == 2
@@ -128,19 +170,23 @@ def test_a_url_with_a_password_is_refused_in_one_line_and_never_reaches_the_run_
     assert not (tmp_path / "run").exists() or READER_PASSWORD not in _run_dir_text(tmp_path / "run")
 
 
-def test_a_superuser_connection_is_refused_in_one_line_naming_the_role_and_the_flag(tmp_path, env,
-                                                                                    pg_server: PgServer, pg_city):
+def test_a_superuser_connection_is_refused_in_one_line_naming_the_role_and_the_flag(
+    tmp_path, env, pg_server: PgServer, pg_city
+):
     done = _run(tmp_path / "run", pg_server.superuser_url, "chain", env=env)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("lits: error: MapEval-SQL will not run the model's SQL as role 'postgres' at postgresql://")
-    assert line.endswith(f"127.0.0.1:{pg_server.port}/city: it is a superuser; connect as a role that may only read "
-                         "(see the plugin README), or pass --dataset-arg allow_privileged_role=true to take the risk")
+    assert line.endswith(
+        f"127.0.0.1:{pg_server.port}/city: it is a superuser; connect as a role that may only read "
+        "(see the plugin README), or pass --dataset-arg allow_privileged_role=true to take the risk"
+    )
 
 
 def test_a_forced_superuser_connection_runs_with_a_one_line_warning(tmp_path, env, pg_server: PgServer, pg_city):
-    done = _run(tmp_path / "run", pg_server.superuser_url, "chain", "--dataset-arg", "allow_privileged_role=true",
-                env=env)
+    done = _run(
+        tmp_path / "run", pg_server.superuser_url, "chain", "--dataset-arg", "allow_privileged_role=true", env=env
+    )
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("lits: warning:")]
     assert len(warnings) == 1 and "as role 'postgres', which is a superuser" in warnings[0]

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from lits import layout
 from lits.cli.errors import UserError
@@ -124,10 +124,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     results = run_dir.read_results(str(config.get("command") or "search"))
     if not results:
         raise UserError(f"{run_dir.root} has no finished instances to evaluate")
-    components = create_components(config["dataset"], None, transition=config.get("transition"),
-                                   resource_args=config.get("dataset_args") or {},
-                                   framework=config.get("search_framework"))
-    def attempt(idx: int, k: int) -> Optional[dict[str, object]]:
+    components = create_components(
+        config["dataset"],
+        None,
+        transition=config.get("transition"),
+        resource_args=config.get("dataset_args") or {},
+        framework=config.get("search_framework"),
+    )
+
+    def attempt(idx: int, k: int) -> dict[str, object] | None:
         saved = _read_json(run_dir.root / layout.attempt(idx, k)).get("record")
         return saved if isinstance(saved, dict) else None
 
@@ -137,8 +142,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     summary.update(instance_counts(len(results), previous.get("total"), previous.get("failed")))
     measured = whole_run(run_dir.root)
     if not measured["processes"]:  # a run from before stats/ existed
-        measured = {"policy_stats": previous.get("policy_stats"), "run_seconds": previous.get("run_seconds"),
-                    "calls_in_flight_avg": previous.get("calls_in_flight_avg"), "faults": previous.get("faults")}
+        measured = {
+            "policy_stats": previous.get("policy_stats"),
+            "run_seconds": previous.get("run_seconds"),
+            "calls_in_flight_avg": previous.get("calls_in_flight_avg"),
+            "faults": previous.get("faults"),
+        }
     summary.update(measured)
     summary["stopped"], summary["retried_instances"] = previous.get("stopped"), previous.get("retried_instances")
     constrained = constrained_by(config)

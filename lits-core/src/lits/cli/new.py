@@ -47,12 +47,19 @@ def cmd_new(args: argparse.Namespace) -> int:
 def tokens_for(kind: str, name: str) -> dict[str, str]:
     """The placeholders' values; a name that cannot make a distribution and a module is a UserError."""
     if not _NAME.fullmatch(name):
-        raise UserError(f"{name!r} is not a usable plugin name: use lower-case letters, digits and single "
-                        "'-' or '_' between them, starting with a letter (e.g. my-domain)")
+        raise UserError(
+            f"{name!r} is not a usable plugin name: use lower-case letters, digits and single "
+            "'-' or '_' between them, starting with a letter (e.g. my-domain)"
+        )
     dist_prefix, module_prefix = KINDS[kind]
     parts = re.split(r"[-_]", name)
-    return {"NAME": name, "DIST": dist_prefix + name, "MODULE": module_prefix + "_".join(parts),
-            "CLASS": "".join(p.capitalize() for p in parts), **core_range()}
+    return {
+        "NAME": name,
+        "DIST": dist_prefix + name,
+        "MODULE": module_prefix + "_".join(parts),
+        "CLASS": "".join(p.capitalize() for p in parts),
+        **core_range(),
+    }
 
 
 def core_range() -> dict[str, str]:

@@ -5,13 +5,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Optional, TextIO
+from typing import Any, TextIO
 
 from lits.cli.errors import UserError
 
 #: Kinds whose registrations ``--show`` can describe, in lookup order.
-SHOWABLE = ("search", "chain", "policy", "transition", "reward_model", "model", "dataset", "search_framework",
-            "augmentor")
+SHOWABLE = (
+    "search",
+    "chain",
+    "policy",
+    "transition",
+    "reward_model",
+    "model",
+    "dataset",
+    "search_framework",
+    "augmentor",
+)
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -90,12 +99,16 @@ def _describe(kind: str, name: str, owner: str, obj: object, meta: dict[str, Any
         lines.append(f"settings ({'--search-arg' if kind == 'search' else '--chain-arg'} KEY=VALUE):")
         for field_name, field in config.model_fields.items():
             kind_name = _type_name(field.annotation)
-            lines.append(f"  {field_name}: {kind_name} = {field.default!r}"
-                         + (f"  {field.description}" if field.description else ""))
+            lines.append(
+                f"  {field_name}: {kind_name} = {field.default!r}"
+                + (f"  {field.description}" if field.description else "")
+            )
     elif kind == "augmentor":
         options = getattr(obj, "OPTIONS", None) or {}
-        lines.append("options (--memory-arg KEY=VALUE): "
-                     + (", ".join(f"{key}={value!r}" for key, value in options.items()) or "none"))
+        lines.append(
+            "options (--memory-arg KEY=VALUE): "
+            + (", ".join(f"{key}={value!r}" for key, value in options.items()) or "none")
+        )
     elif kind in ("policy", "transition", "reward_model") and isinstance(obj, type):
         from lits.components.base import settings_of
 
@@ -111,15 +124,14 @@ def _type_name(annotation: object) -> str:
     return str(annotation).replace("typing.", "")
 
 
-def warn_broken_plugins(stream: Optional[TextIO] = None) -> None:
+def warn_broken_plugins(stream: TextIO | None = None) -> None:
     """One warning line per plugin that failed to load, and per unknown LITS_PLUGINS entry."""
     from lits.plugins import plugin_infos, unknown_selections
 
     out = stream or sys.stderr
     for info in plugin_infos():
         if info.error:
-            print(f"lits: warning: plugin {info.name!r} ({info.distribution}) failed to load: {info.error}",
-                  file=out)
+            print(f"lits: warning: plugin {info.name!r} ({info.distribution}) failed to load: {info.error}", file=out)
         for line in info.refused:
             print(f"lits: warning: plugin {info.name!r} ({info.distribution}) {line}", file=out)
     for line in unknown_selections():

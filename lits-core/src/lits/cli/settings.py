@@ -8,7 +8,7 @@ checks, :mod:`lits.runs.resuming`), so a run made from Python is checked the sam
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Iterator, Literal, Mapping, Optional, Sequence, Union, get_args, get_origin
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence, Union, get_args, get_origin
 
 from pydantic.fields import FieldInfo
 
@@ -26,21 +26,23 @@ def add_spec_options(parser: argparse.ArgumentParser, command: str, hand_written
     """``lits search``/``lits chain``'s options, made from each :class:`~lits.runs.spec.RunSpec` field's
     :class:`~lits.runs.spec.Setting` in field order: the data, model and run groups, then the command's own.
     ``hand_written[field]`` adds its options right after that field's (in place of it for a hand-written one)."""
-    groups: dict[str, argparse._ActionsContainer] = {name: parser.add_argument_group(name)
-                                                     for name in ("data", "model", "run")}
+    groups: dict[str, argparse._ActionsContainer] = {
+        name: parser.add_argument_group(name) for name in ("data", "model", "run")
+    }
     groups[command] = parser
     for name, declared in settings_declared().items():
         if declared.group not in groups:
             continue
         where = groups[declared.group]
         if not declared.hand_written:
-            where.add_argument(str(declared.flag), help=declared.help, **_parsing(RunSpec.model_fields[name],
-                                                                                 declared.metavar))
+            where.add_argument(
+                str(declared.flag), help=declared.help, **_parsing(RunSpec.model_fields[name], declared.metavar)
+            )
         if name in hand_written:
             hand_written[name](where)
 
 
-def _parsing(info: FieldInfo, metavar: Optional[str]) -> dict[str, Any]:
+def _parsing(info: FieldInfo, metavar: str | None) -> dict[str, Any]:
     """How argparse reads a field of this type: ``K=V`` pairs, a switch, a number, a choice or a name."""
     kind = info.annotation
     if get_origin(kind) is Union:
@@ -82,9 +84,11 @@ def component_models(args: argparse.Namespace) -> dict[str, GivenModel]:
     """What ``--policy-model``/``--eval-model``/``--transition-model`` and their base URLs and args gave."""
     out: dict[str, GivenModel] = {}
     for role in ROLES:
-        given: GivenModel = {"model": getattr(args, f"{role}_model", None),
-                             "base_url": getattr(args, f"{role}_base_url", None),
-                             "args": parse_pairs(getattr(args, f"{role}_model_arg", None) or [], f"--{role}-model-arg")}
+        given: GivenModel = {
+            "model": getattr(args, f"{role}_model", None),
+            "base_url": getattr(args, f"{role}_base_url", None),
+            "args": parse_pairs(getattr(args, f"{role}_model_arg", None) or [], f"--{role}-model-arg"),
+        }
         if given["model"] or given["base_url"] or given["args"]:
             out[role] = given
     return out
@@ -116,14 +120,24 @@ def spec_from_args(args: argparse.Namespace, mode: str) -> RunSpec:
 def resume_request(args: argparse.Namespace, mode: str) -> ResumeRequest:
     """What ``--resume`` was given again; :func:`lits.runs.resuming.resumed_run` judges it."""
     if getattr(args, "config", None) or getattr(args, "set", None):
-        raise UserError("--config and --set describe a new run; --resume continues the run in --save-dir as "
-                        "it was (only operational flags may be given again)")
+        raise UserError(
+            "--config and --set describe a new run; --resume continues the run in --save-dir as "
+            "it was (only operational flags may be given again)"
+        )
     meaning = []
     for flag, attr, key in MEANING_FLAGS:
         given = getattr(args, attr, None)
         if given is None or given == []:
             continue
         meaning.append((flag, key, parse_pairs(given, flag) if isinstance(given, list) else given))
-    return ResumeRequest(args.save_dir, mode, meaning, {key: getattr(args, key, None) for key in OPERATIONAL_KEYS},
-                         component_models(args), args.cache, bool(args.no_cache), bool(args.trust_config),
-                         bool(getattr(args, "offline", None)))
+    return ResumeRequest(
+        args.save_dir,
+        mode,
+        meaning,
+        {key: getattr(args, key, None) for key in OPERATIONAL_KEYS},
+        component_models(args),
+        args.cache,
+        bool(args.no_cache),
+        bool(args.trust_config),
+        bool(getattr(args, "offline", None)),
+    )

@@ -22,8 +22,14 @@ recorded in `config.json`.
 Generated from `RunSpec` (`lits-core/src/lits/runs/spec.py`): `python -m lits.cli.settings_page >
 docs/run-settings.md`.
 """
-TITLES = {"data": "Data", "model": "Model", "run": "Run", "search": "`lits search` only",
-          "chain": "`lits chain` only", None: "Python only (no flag)"}
+TITLES = {
+    "data": "Data",
+    "model": "Model",
+    "run": "Run",
+    "search": "`lits search` only",
+    "chain": "`lits chain` only",
+    None: "Python only (no flag)",
+}
 
 
 def _default(name: str) -> str:

@@ -12,8 +12,11 @@ def add_view_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser("view", help="write the run's page (report.html): tree viewer, costs, instances")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run's save dir (finished or still running)")
     p.add_argument("--out", default=None, metavar="FILE", help="where to write the page (default RUN_DIR/report.html)")
-    p.add_argument("--serve", action="store_true",
-                   help="also serve the run on 127.0.0.1 (re-read on every page load) and open a browser")
+    p.add_argument(
+        "--serve",
+        action="store_true",
+        help="also serve the run on 127.0.0.1 (re-read on every page load) and open a browser",
+    )
     p.add_argument("--port", type=int, default=8765, help="port for --serve (default 8765; 0 picks a free one)")
     p.add_argument("--no-open", action="store_true", help="with --serve: do not open a browser")
     p.set_defaults(func=cmd_view)
@@ -39,6 +42,7 @@ def cmd_view(args: argparse.Namespace) -> int:
         try:
             serve(root, args.port, open_browser=not args.no_open)
         except OSError as exc:
-            raise UserError(f"cannot serve on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
-                            "pick another with --port") from None
+            raise UserError(
+                f"cannot serve on 127.0.0.1:{args.port} ({exc.strerror or exc}); pick another with --port"
+            ) from None
     return 0

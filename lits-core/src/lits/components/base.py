@@ -11,7 +11,7 @@ import difflib
 import inspect
 import typing
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Generic, Optional, Sequence, TypeVar, Unpack
+from typing import Any, ClassVar, Generic, Sequence, TypeVar, Unpack
 
 from lits.lm.base import Completion, LanguageModel, Prompt, SamplingArgs
 from lits.observability import call_context
@@ -34,16 +34,16 @@ class Component(ABC):
     misspelled ``temprature=0.5``, is a ``TypeError`` naming the closest setting.
     """
 
-    TASK_TYPE: ClassVar[Optional[str]] = None
+    TASK_TYPE: ClassVar[str | None] = None
     #: Prompt registry component key: 'policy', 'transition' or 'reward'.
     COMPONENT: ClassVar[str] = ""
     #: Prompt registry agent key; defaults to the lower-case class name.
-    AGENT_NAME: ClassVar[Optional[str]] = None
+    AGENT_NAME: ClassVar[str | None] = None
 
     def __init__(
         self,
-        base_model: Optional[LanguageModel] = None,
-        task_name: Optional[str] = None,
+        base_model: LanguageModel | None = None,
+        task_name: str | None = None,
         task_prompt_spec: Any = None,
         usr_prompt_spec: Any = None,
         **kwargs: object,
@@ -84,8 +84,8 @@ class Policy(Component, Generic[StateT, StepT]):
 
     def __init__(
         self,
-        base_model: Optional[LanguageModel] = None,
-        task_name: Optional[str] = None,
+        base_model: LanguageModel | None = None,
+        task_name: str | None = None,
         n_actions: int = 3,
         temperature: float = 0.8,
         **kwargs: object,
@@ -97,10 +97,10 @@ class Policy(Component, Generic[StateT, StepT]):
     def get_actions(
         self,
         state: StateT,
-        n_actions: Optional[int] = None,
-        temperature: Optional[float] = None,
+        n_actions: int | None = None,
+        temperature: float | None = None,
         query: object = None,
-        query_idx: Optional[int] = None,
+        query_idx: int | None = None,
         from_phase: str = "",
         **kwargs: object,
     ) -> list[StepT]:
@@ -161,7 +161,8 @@ class Transition(Component, Generic[StateT, ActionT]):
         if state_cls is None:
             raise NotImplementedError(
                 f"{type(self).__name__} does not implement init_state() and its state class is unknown "
-                "(annotate _step's state parameter or subclass Transition[MyState, ...])")
+                "(annotate _step's state parameter or subclass Transition[MyState, ...])"
+            )
         return state_cls()  # type: ignore[no-any-return]
 
     def step(
@@ -169,7 +170,7 @@ class Transition(Component, Generic[StateT, ActionT]):
         state: StateT,
         step_or_action: object,
         query_or_goals: object = None,
-        query_idx: Optional[int] = None,
+        query_idx: int | None = None,
         from_phase: str = "",
         **kwargs: object,
     ) -> tuple[StateT, dict[str, object]]:
@@ -179,8 +180,9 @@ class Transition(Component, Generic[StateT, ActionT]):
 
         return self._run_step(state, checked(state, step_or_action), query_or_goals, from_phase, **kwargs)
 
-    def _run_step(self, state: StateT, step_or_action: object, query_or_goals: object, from_phase: str,
-                  **kwargs: object) -> tuple[StateT, dict[str, object]]:
+    def _run_step(
+        self, state: StateT, step_or_action: object, query_or_goals: object, from_phase: str, **kwargs: object
+    ) -> tuple[StateT, dict[str, object]]:
         """``_step`` under the transition's call context (for a subclass that has checked the step already)."""
         with call_context(component="transition", **_phase(from_phase)):
             return self._step(state, step_or_action, query_or_goals, **kwargs)
@@ -213,7 +215,7 @@ class RewardModel(Component, Generic[StateT, ActionT]):
         state: StateT,
         action: ActionT,
         query: object = None,
-        query_idx: Optional[int] = None,
+        query_idx: int | None = None,
         from_phase: str = "",
         **kwargs: object,
     ) -> tuple[float, dict[str, object]]:
@@ -226,9 +228,9 @@ class RewardModel(Component, Generic[StateT, ActionT]):
         state: StateT,
         actions: Sequence[ActionT],
         query: object = None,
-        query_idx: Optional[int] = None,
+        query_idx: int | None = None,
         from_phase: str = "",
-        steps: Optional[Sequence[Optional[Step]]] = None,
+        steps: Sequence[Step | None] | None = None,
     ) -> list[tuple[float, dict[str, object]]]:
         """Fast rewards of sibling actions, in order.
 
@@ -237,22 +239,34 @@ class RewardModel(Component, Generic[StateT, ActionT]):
         overrides :meth:`_fast_rewards`.
         """
         with call_context(component="reward", **_phase(from_phase)):
-            return self._fast_rewards(state, list(actions), query, query_idx, from_phase=from_phase,
-                                      steps=list(steps) if steps is not None else [None] * len(actions))
+            return self._fast_rewards(
+                state,
+                list(actions),
+                query,
+                query_idx,
+                from_phase=from_phase,
+                steps=list(steps) if steps is not None else [None] * len(actions),
+            )
 
     def _fast_rewards(
-        self, state: StateT, actions: list[ActionT], query: Any, query_idx: Optional[int],
-        from_phase: str = "", steps: Sequence[Optional[Step]] = (),
+        self,
+        state: StateT,
+        actions: list[ActionT],
+        query: Any,
+        query_idx: int | None,
+        from_phase: str = "",
+        steps: Sequence[Step | None] = (),
     ) -> list[tuple[float, dict[str, object]]]:
         """Override to judge all siblings in one request; default: :meth:`fast_reward` each, concurrently."""
         from lits.concurrency import parallel_map
 
         return parallel_map(
             lambda i: self.fast_reward(state, actions[i], query, query_idx, from_phase=from_phase, step=steps[i]),
-            range(len(actions)))
+            range(len(actions)),
+        )
 
     def _fast_reward(
-        self, state: StateT, action: ActionT, query: Any, query_idx: Optional[int], from_phase: str = "", **kwargs: Any
+        self, state: StateT, action: ActionT, query: Any, query_idx: int | None, from_phase: str = "", **kwargs: Any
     ) -> tuple[float, dict[str, object]]:
         """``(score in [0, 1], details)`` for one action; default 0 (no opinion)."""
         return 0.0, {}
@@ -269,8 +283,13 @@ def settings_of(cls: type) -> list[str]:
         init = klass.__dict__.get("__init__")
         if init is not None:
             names.update(p for p in inspect.signature(init).parameters if p not in ("self", "kwargs", "args"))
-        names.update(k for k, v in vars(klass).items()
-                     if not k.startswith("_") and k.islower() and (isinstance(v, staticmethod) or not (callable(v) or isinstance(v, (classmethod, property)))))
+        names.update(
+            k
+            for k, v in vars(klass).items()
+            if not k.startswith("_")
+            and k.islower()
+            and (isinstance(v, staticmethod) or not (callable(v) or isinstance(v, (classmethod, property))))
+        )
     return sorted(names)
 
 
@@ -281,7 +300,7 @@ def unknown_setting_message(cls: type, key: str) -> str:
     return f"{cls.__name__}() got an unknown setting {key!r}{hint} (declare it as a class attribute to add one)"
 
 
-def _state_class_of(cls: type) -> Optional[type]:
+def _state_class_of(cls: type) -> type | None:
     """The State subclass a Transition subclass declares, if it declares one."""
     from lits.structures.base import State
 

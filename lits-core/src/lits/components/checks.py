@@ -51,8 +51,9 @@ def _env_transition_problems(cls: type) -> list[str]:
     if cls.goal_check is EnvGroundedTransition.goal_check:
         problems.append("does not implement goal_check()")
     if not (cls.has_enumerable_actions() or cls.has_action_validation()):
-        problems.append("implements neither generate_actions() nor validate_action() "
-                        "(the model's text would reach _step unchecked)")
+        problems.append(
+            "implements neither generate_actions() nor validate_action() (the model's text would reach _step unchecked)"
+        )
     return problems
 
 

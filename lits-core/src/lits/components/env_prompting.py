@@ -9,7 +9,7 @@ server's prefix cache then hit).  A domain's user template is a dict whose
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from lits.lm.base import Message
 from lits.structures.env_grounded import EnvState
@@ -24,7 +24,7 @@ DEFAULT_ACTION_FORMAT = "{action}\n"
 class EnvPrompt:
     """Fills a system prompt and user template for one state."""
 
-    def __init__(self, system: object, user: Optional[dict[str, str]]) -> None:
+    def __init__(self, system: object, user: dict[str, str] | None) -> None:
         if user is not None and not isinstance(user, dict):
             raise TypeError("env-grounded user prompt must be a dict with a 'state' template")
         self.system = "" if system is None else str(system)

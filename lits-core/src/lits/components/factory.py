@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Union, cast
+from typing import Any, Callable, Mapping, cast
 
 from lits.components.base import Policy, RewardModel, Transition, settings_of
 from lits.components.checks import describe_problems, problems_of
@@ -27,16 +27,16 @@ class Components:
     reward_model: RewardModel[State, object]
     task_type: str
     #: The dataset's own ``evaluate(example, final_answer) -> dict`` (tool use / QA), if registered.
-    evaluate: Optional[Callable[..., Mapping[str, object]]] = None
+    evaluate: Callable[..., Mapping[str, object]] | None = None
     #: The dataset's answer equivalence, for self-consistency voting (language-grounded).
-    equivalent: Optional[Callable[[str, str], bool]] = None
+    equivalent: Callable[[str, str], bool] | None = None
 
 
 #: A component as a run names it: a registered name, a class, or an object the caller built.
-Choice = Union[str, type, object, None]
+Choice = str | type | object | None
 
 
-def _resolve(getter: Callable[[str], type], explicit: Choice, dataset: str, fallback: Optional[type]) -> object:
+def _resolve(getter: Callable[[str], type], explicit: Choice, dataset: str, fallback: type | None) -> object:
     """The named class, else the dataset's own, else the generic one; checked before it is built.
 
     A class given directly is checked the same way; an object given directly is used as it is."""
@@ -54,8 +54,10 @@ def _resolve(getter: Callable[[str], type], explicit: Choice, dataset: str, fall
                 raise
             name, cls = fallback.__name__, fallback
     kinds: dict[Callable[[str], type], str] = {
-        ComponentRegistry.get_transition: "transition", ComponentRegistry.get_policy: "policy",
-        ComponentRegistry.get_reward_model: "reward_model"}
+        ComponentRegistry.get_transition: "transition",
+        ComponentRegistry.get_policy: "policy",
+        ComponentRegistry.get_reward_model: "reward_model",
+    }
     kind = kinds[getter]
     problems = problems_of(kind, cls)
     if problems:
@@ -66,22 +68,22 @@ def _resolve(getter: Callable[[str], type], explicit: Choice, dataset: str, fall
 
 def create_components(
     dataset: str,
-    base_model: Optional[LanguageModel],
+    base_model: LanguageModel | None,
     *,
-    eval_model: Optional[LanguageModel] = None,
-    transition_model: Optional[LanguageModel] = None,
+    eval_model: LanguageModel | None = None,
+    transition_model: LanguageModel | None = None,
     policy: Choice = None,
     transition: Choice = None,
     reward: Choice = None,
     n_actions: int = 3,
     temperature: float = 0.8,
-    policy_kwargs: Optional[Mapping[str, object]] = None,
-    resource_args: Optional[Mapping[str, object]] = None,
-    framework: Optional[str] = None,
-    resource: Optional[str] = None,
-    resource_options: Optional[Mapping[str, object]] = None,
+    policy_kwargs: Mapping[str, object] | None = None,
+    resource_args: Mapping[str, object] | None = None,
+    framework: str | None = None,
+    resource: str | None = None,
+    resource_options: Mapping[str, object] | None = None,
     start_resources: bool = True,
-    reward_kwargs: Optional[Mapping[str, object]] = None,
+    reward_kwargs: Mapping[str, object] | None = None,
 ) -> Components:
     """Instantiate the components for ``dataset`` (see module docstring).
 
@@ -101,13 +103,37 @@ def create_components(
         policy, transition = policy or bundle.policy, transition or bundle.transition
         reward = reward or bundle.reward_model
     if task_type == "tool_use":
-        loaded = (_load_tools(dataset, resource, resource_options or {}, resource_args or {}) if start_resources
-                  else _unstarted_tools(dataset, resource, resource_options or {}))
-        return _tool_use(dataset, base_model, eval_model, policy, transition, reward, n_actions, temperature,
-                         loaded, reward_kwargs or {})
+        loaded = (
+            _load_tools(dataset, resource, resource_options or {}, resource_args or {})
+            if start_resources
+            else _unstarted_tools(dataset, resource, resource_options or {})
+        )
+        return _tool_use(
+            dataset,
+            base_model,
+            eval_model,
+            policy,
+            transition,
+            reward,
+            n_actions,
+            temperature,
+            loaded,
+            reward_kwargs or {},
+        )
     if task_type == "language_grounded":
-        return _language_grounded(dataset, base_model, eval_model, transition_model, policy, transition, reward,
-                                  n_actions, temperature, policy_kwargs or {}, reward_kwargs or {})
+        return _language_grounded(
+            dataset,
+            base_model,
+            eval_model,
+            transition_model,
+            policy,
+            transition,
+            reward,
+            n_actions,
+            temperature,
+            policy_kwargs or {},
+            reward_kwargs or {},
+        )
     from lits.components.policy.env_grounded import EnvGroundedPolicy
     from lits.components.reward.env_grounded import EnvGroundedPRM
 
@@ -121,8 +147,9 @@ def create_components(
 
         from lits.components.transition.env_grounded import legal_actions
 
-        domain["generate_all_actions"] = partial(legal_actions, transition_cls if isinstance(transition_cls, type)
-                                                 else type(transition_cls))
+        domain["generate_all_actions"] = partial(
+            legal_actions, transition_cls if isinstance(transition_cls, type) else type(transition_cls)
+        )
     if getattr(transition_cls, "has_action_validation", lambda: False)():
         domain["validate_action"] = getattr(transition_cls, "validate_action")
 
@@ -137,8 +164,13 @@ def create_components(
             **(policy_kwargs or {}),
         ),
         transition=_built(transition_cls, base_model=transition_model or base_model, task_name=dataset),
-        reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset,
-                            **_accepted(reward_cls, domain), **_reward_settings(reward_cls, reward_kwargs or {})),
+        reward_model=_built(
+            reward_cls,
+            base_model=eval_model or base_model,
+            task_name=dataset,
+            **_accepted(reward_cls, domain),
+            **_reward_settings(reward_cls, reward_kwargs or {}),
+        ),
         task_type=task_type,
     )
 
@@ -155,8 +187,9 @@ def _reward_settings(cls: object, settings: Mapping[str, object]) -> Mapping[str
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             shown = ", ".join(k for k in known if k not in ("base_model", "task_name"))
-            raise ValueError(f"--reward-arg {key}: the reward model {cls.__name__} has no such setting{hint}; "
-                             f"its settings: {shown}")
+            raise ValueError(
+                f"--reward-arg {key}: the reward model {cls.__name__} has no such setting{hint}; its settings: {shown}"
+            )
     return settings
 
 
@@ -168,9 +201,18 @@ def _accepted(cls: object, domain: Mapping[str, object]) -> dict[str, object]:
     return {k: v for k, v in domain.items() if k in known}
 
 
-def _tool_use(dataset: str, base_model: Optional[LanguageModel], eval_model: Optional[LanguageModel], policy: Choice,
-              transition: Choice, reward: Choice, n_actions: int, temperature: float,
-              resource: dict[str, Any], reward_kwargs: Mapping[str, object]) -> Components:
+def _tool_use(
+    dataset: str,
+    base_model: LanguageModel | None,
+    eval_model: LanguageModel | None,
+    policy: Choice,
+    transition: Choice,
+    reward: Choice,
+    n_actions: int,
+    temperature: float,
+    resource: dict[str, Any],
+    reward_kwargs: Mapping[str, object],
+) -> Components:
     """Tool use: the resource gives the tools; generic components do the rest."""
     from lits.components.policy.tool_use import ToolUsePolicy
     from lits.components.reward.tool_use import ToolUsePRM
@@ -182,17 +224,28 @@ def _tool_use(dataset: str, base_model: Optional[LanguageModel], eval_model: Opt
     transition_cls = _resolve(ComponentRegistry.get_transition, transition, dataset, ToolUseTransition)
     reward_cls = _resolve(ComponentRegistry.get_reward_model, reward, dataset, ToolUsePRM)
     return Components(
-        policy=_built(policy_cls, base_model=base_model, task_name=dataset, tools=tools, tool_context=context,
-                          n_actions=n_actions, temperature=temperature),
+        policy=_built(
+            policy_cls,
+            base_model=base_model,
+            task_name=dataset,
+            tools=tools,
+            tool_context=context,
+            n_actions=n_actions,
+            temperature=temperature,
+        ),
         transition=_built(transition_cls, tools=tools, task_name=dataset),
-        reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset,
-                            **_reward_settings(reward_cls, reward_kwargs)),
+        reward_model=_built(
+            reward_cls,
+            base_model=eval_model or base_model,
+            task_name=dataset,
+            **_reward_settings(reward_cls, reward_kwargs),
+        ),
         task_type="tool_use",
         evaluate=get_registration("dataset", dataset).meta.get("evaluate"),
     )
 
 
-def _unstarted_tools(dataset: str, resource: Optional[str], options: Mapping[str, object]) -> dict[str, Any]:
+def _unstarted_tools(dataset: str, resource: str | None, options: Mapping[str, object]) -> dict[str, Any]:
     """No tools, after checking the resource is registered (and an MCP server's options, without starting it)."""
     if resource:
         get_registration("resource", resource)  # KeyError lists the registered resources
@@ -200,7 +253,9 @@ def _unstarted_tools(dataset: str, resource: Optional[str], options: Mapping[str
         try:
             get_registration("resource", dataset)
         except KeyError:
-            raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
+            raise ValueError(
+                f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})"
+            ) from None
     if resource == "mcp":
         from lits.tools.mcp import server_spec
 
@@ -208,8 +263,9 @@ def _unstarted_tools(dataset: str, resource: Optional[str], options: Mapping[str
     return {"tools": [], "tool_context": ""}
 
 
-def _load_tools(dataset: str, resource: Optional[str], options: Mapping[str, object],
-                dataset_args: Mapping[str, object]) -> dict[str, Any]:
+def _load_tools(
+    dataset: str, resource: str | None, options: Mapping[str, object], dataset_args: Mapping[str, object]
+) -> dict[str, Any]:
     """The named resource (``--resource``), else the dataset's own: ``{"tools": [...], "tool_context": str}``."""
     if resource:
         return load_resource(resource, **options)  # KeyError lists the registered resources
@@ -219,11 +275,19 @@ def _load_tools(dataset: str, resource: Optional[str], options: Mapping[str, obj
         raise ValueError(f"tool-use dataset {dataset!r} needs a resource: @register_resource({dataset!r})") from None
 
 
-def _language_grounded(dataset: str, base_model: Optional[LanguageModel], eval_model: Optional[LanguageModel],
-                       transition_model: Optional[LanguageModel], policy: Choice,
-                       transition: Choice, reward: Choice, n_actions: int,
-                       temperature: float, policy_kwargs: Mapping[str, object],
-                       reward_kwargs: Mapping[str, object]) -> Components:
+def _language_grounded(
+    dataset: str,
+    base_model: LanguageModel | None,
+    eval_model: LanguageModel | None,
+    transition_model: LanguageModel | None,
+    policy: Choice,
+    transition: Choice,
+    reward: Choice,
+    n_actions: int,
+    temperature: float,
+    policy_kwargs: Mapping[str, object],
+    reward_kwargs: Mapping[str, object],
+) -> Components:
     """Chain of thought by default; the dataset supplies answer extraction, equivalence and scoring."""
     from lits.answers import answer_rules
     from lits.components.policy.concat import ConcatPolicy
@@ -236,12 +300,26 @@ def _language_grounded(dataset: str, base_model: Optional[LanguageModel], eval_m
     reward_cls = _resolve(ComponentRegistry.get_reward_model, reward, dataset, GenerativePRM)
     extract, equivalent = answer_rules(dataset)
     return Components(
-        policy=_built(policy_cls, base_model=base_model, task_name=dataset, n_actions=n_actions,
-                      temperature=temperature, **policy_kwargs),
-        transition=_built(transition_cls, base_model=transition_model or base_model, task_name=dataset,
-                          **_accepted(transition_cls, {"extract_answer": extract, "equivalent": equivalent})),
-        reward_model=_built(reward_cls, base_model=eval_model or base_model, task_name=dataset,
-                            **_reward_settings(reward_cls, reward_kwargs)),
+        policy=_built(
+            policy_cls,
+            base_model=base_model,
+            task_name=dataset,
+            n_actions=n_actions,
+            temperature=temperature,
+            **policy_kwargs,
+        ),
+        transition=_built(
+            transition_cls,
+            base_model=transition_model or base_model,
+            task_name=dataset,
+            **_accepted(transition_cls, {"extract_answer": extract, "equivalent": equivalent}),
+        ),
+        reward_model=_built(
+            reward_cls,
+            base_model=eval_model or base_model,
+            task_name=dataset,
+            **_reward_settings(reward_cls, reward_kwargs),
+        ),
         task_type="language_grounded",
         evaluate=meta.get("evaluate"),
         equivalent=equivalent,

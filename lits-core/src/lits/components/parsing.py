@@ -12,7 +12,6 @@ a model that cannot follow the format behind fallbacks.
 from __future__ import annotations
 
 import threading
-from typing import Optional
 
 from lits.observability import context_tag
 
@@ -24,7 +23,7 @@ _lock = threading.Lock()
 _counts: dict[object, dict[str, dict[str, int]]] = {}
 
 
-def _add(field: str, amount: int, component: Optional[str]) -> None:
+def _add(field: str, amount: int, component: str | None) -> None:
     if amount <= 0:
         return
     who = component or str(context_tag("component") or "other")
@@ -33,19 +32,19 @@ def _add(field: str, amount: int, component: Optional[str]) -> None:
         per[field] += amount
 
 
-def count_reply(parsed: bool, component: Optional[str] = None) -> None:
+def count_reply(parsed: bool, component: str | None = None) -> None:
     """One model reply was read: ``parsed`` says whether it had the expected form."""
     _add("replies", 1, component)
     if not parsed:
         _add("unparseable", 1, component)
 
 
-def count_reask(component: Optional[str] = None) -> None:
+def count_reask(component: str | None = None) -> None:
     """A malformed reply was answered with its parse error and asked again."""
     _add("reasks", 1, component)
 
 
-def count_fallback(amount: int = 1, component: Optional[str] = None) -> None:
+def count_fallback(amount: int = 1, component: str | None = None) -> None:
     """``amount`` actions or scores were made up because the replies were unusable."""
     _add("fallbacks", amount, component)
 
@@ -67,8 +66,15 @@ def snapshot(instance: object) -> dict[str, dict[str, int]]:
 def restore(instance: object, counts: object) -> None:
     """Counts a checkpoint saved for ``instance`` replace the ones held: a resumed instance then counts the
     replies parsed before the resume too (those after the checkpoint are parsed, and counted, again)."""
-    kept = {str(who): {field: int(per.get(field, 0)) for field in FIELDS}
-            for who, per in counts.items() if isinstance(per, dict)} if isinstance(counts, dict) else {}
+    kept = (
+        {
+            str(who): {field: int(per.get(field, 0)) for field in FIELDS}
+            for who, per in counts.items()
+            if isinstance(per, dict)
+        }
+        if isinstance(counts, dict)
+        else {}
+    )
     with _lock:
         _counts[instance] = kept
 
@@ -88,7 +94,7 @@ def total(by_component: dict[str, dict[str, int]]) -> dict[str, int]:
     return out
 
 
-def describe(counts: dict[str, int]) -> Optional[str]:
+def describe(counts: dict[str, int]) -> str | None:
     """``"12.0% (17/142), re-asks 9, fallbacks 3"``; None when no reply was parsed."""
     replies = counts.get("replies", 0)
     if not replies:

@@ -12,7 +12,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from lits.errors import UserError
 from lits.export.card import write_card
@@ -33,9 +33,17 @@ class ExportReport:
     notes: list[str] = field(default_factory=list)
 
 
-def export_runs(runs: Sequence[str | Path], out: str | Path, *, kinds: Sequence[str] = KINDS, fmt: str = "jsonl",
-                options: RowOptions = RowOptions(), source: ValueSource = "auto",
-                holdout_ids: Optional[set[str]] = None, holdout_share: float = 0.0) -> ExportReport:
+def export_runs(
+    runs: Sequence[str | Path],
+    out: str | Path,
+    *,
+    kinds: Sequence[str] = KINDS,
+    fmt: str = "jsonl",
+    options: RowOptions = RowOptions(),
+    source: ValueSource = "auto",
+    holdout_ids: set[str] | None = None,
+    holdout_share: float = 0.0,
+) -> ExportReport:
     """Write the ``kinds`` of training data from ``runs`` into ``out`` (:class:`UserError` on bad input)."""
     if fmt not in FORMATS:
         raise UserError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -53,8 +61,9 @@ def export_runs(runs: Sequence[str | Path], out: str | Path, *, kinds: Sequence[
     searches = [r for r in read if r.command != "chain"]
     if "preference" in kinds and not searches:
         if list(kinds) == ["preference"]:
-            raise UserError(f"preference pairs need a search run (siblings at one state); "
-                            f"{read[0].root} is a {read[0].command} run")
+            raise UserError(
+                f"preference pairs need a search run (siblings at one state); {read[0].root} is a {read[0].command} run"
+            )
     for run in read:
         if run.command == "chain" and "preference" in kinds:
             report.notes.append(f"{run.root} is a chain run: no preference pairs from it")
@@ -64,9 +73,16 @@ def export_runs(runs: Sequence[str | Path], out: str | Path, *, kinds: Sequence[
     Path(out).mkdir(parents=True, exist_ok=True)
     tables: dict[str, tuple[list[Row], list[Row]]] = {}
     for kind in kinds:
-        rows = _unique(kind, options, [row for run in read
-                                       if not (kind == "preference" and run.command == "chain")
-                                       for row in BUILDERS[kind](run, options)])
+        rows = _unique(
+            kind,
+            options,
+            [
+                row
+                for run in read
+                if not (kind == "preference" and run.command == "chain")
+                for row in BUILDERS[kind](run, options)
+            ],
+        )
         train = [r for r in rows if r["instance_id"] not in held]
         test = [r for r in rows if r["instance_id"] in held]
         tables[kind] = (train, test)
@@ -76,8 +92,10 @@ def export_runs(runs: Sequence[str | Path], out: str | Path, *, kinds: Sequence[
                 report.files.append(_write(Path(out), name, part, fmt, datasets))
     for run in read:
         if run.fallback_prompts:
-            report.notes.append(f"{run.root}: the policy could not render {run.fallback_prompts} prompt(s) "
-                                "offline; those rows' prompts are the problem and the steps so far")
+            report.notes.append(
+                f"{run.root}: the policy could not render {run.fallback_prompts} prompt(s) "
+                "offline; those rows' prompts are the problem and the steps so far"
+            )
     report.files.append(write_card(Path(out), read, tables, options, source, report.notes, fmt))
     return report
 
@@ -85,8 +103,7 @@ def export_runs(runs: Sequence[str | Path], out: str | Path, *, kinds: Sequence[
 def _datasets_module() -> Any:
     from lits.extras import require
 
-    datasets = require("datasets", install="lits-core[export]", package="the datasets library",
-                       what="--format parquet")
+    datasets = require("datasets", install="lits-core[export]", package="the datasets library", what="--format parquet")
     datasets.disable_progress_bars()  # a bar per file on stderr says nothing the summary does not
     return datasets
 
@@ -104,7 +121,7 @@ def _unique(kind: str, options: RowOptions, rows: list[Row]) -> list[Row]:
     return out
 
 
-def _holdout(runs: list[RunTrees], ids: Optional[set[str]], share: float) -> set[str]:
+def _holdout(runs: list[RunTrees], ids: set[str] | None, share: float) -> set[str]:
     """The instance ids held out: those listed, else a deterministic ``share`` of them (by a hash of the id,
     so the same instance is held out from every run and every export)."""
     if ids:
@@ -117,7 +134,7 @@ def _holdout(runs: list[RunTrees], ids: Optional[set[str]], share: float) -> set
 
 def _unit(instance_id: str) -> float:
     digest = hashlib.sha256(instance_id.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") / 2 ** 64
+    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def read_holdout_ids(path: Path) -> set[str]:

@@ -16,38 +16,62 @@ COLUMNS = {
 }
 
 
-def write_card(out: Path, runs: Sequence[RunTrees], tables: dict[str, tuple[list[Row], list[Row]]],
-               options: RowOptions, source: str, notes: Sequence[str], fmt: str) -> Path:
+def write_card(
+    out: Path,
+    runs: Sequence[RunTrees],
+    tables: dict[str, tuple[list[Row], list[Row]]],
+    options: RowOptions,
+    source: str,
+    notes: Sequence[str],
+    fmt: str,
+) -> Path:
     """``out/README.md``: source runs, models, settings, counts per kind, the label balance and the export's notes."""
     from lits.runs.results.compare import method_label
     from lits.runs.model_specs import describe_models
 
-    lines = ["# LiTS export", "", "Training data written by `lits export` from search trees. LiTS trains "
-             "nothing; see docs/training-data.md in LiTS for the commands that do.", "", "## Source runs", "",
-             "| run | command | method | dataset | models | instances | solved | values from |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# LiTS export",
+        "",
+        "Training data written by `lits export` from search trees. LiTS trains "
+        "nothing; see docs/training-data.md in LiTS for the commands that do.",
+        "",
+        "## Source runs",
+        "",
+        "| run | command | method | dataset | models | instances | solved | values from |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for run in runs:
         solved = sum(t.solved for t in run.instances)
         sources = sorted({t.source for t in run.instances}) or ["-"]
-        lines.append(f"| {run.root.name} | {run.command} | {method_label(run.config)} | "
-                     f"{run.config.get('dataset')} | {describe_models(run.config)} | {len(run.instances)} | "
-                     f"{solved} | {', '.join(sources)} |")
+        lines.append(
+            f"| {run.root.name} | {run.command} | {method_label(run.config)} | "
+            f"{run.config.get('dataset')} | {describe_models(run.config)} | {len(run.instances)} | "
+            f"{solved} | {', '.join(sources)} |"
+        )
     lines += ["", "Settings of each run (its `config.json`):", ""]
     for run in runs:
         args = run.config.get("search_args") or run.config.get("chain_args") or {}
         lines.append(f"- {run.root.name}: `{_settings(args)}`")
-    lines += ["", "## Export settings", "",
-              f"- format: {fmt}; Monte-Carlo values from: {source} (rollouts: backed-up paths through the node "
-              "that end at a correct terminal; terminals: correct terminal nodes under it)",
-              f"- min visits: {options.min_visits}; threshold: {options.threshold}; min margin: "
-              f"{options.min_margin}; all solved paths: {options.all_solved}; worked examples in prompts: "
-              f"{options.examples}; process style: {options.style}",
-              "", "## Counts", "", "| kind | file | rows | held out | columns | label balance |",
-              "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Export settings",
+        "",
+        f"- format: {fmt}; Monte-Carlo values from: {source} (rollouts: backed-up paths through the node "
+        "that end at a correct terminal; terminals: correct terminal nodes under it)",
+        f"- min visits: {options.min_visits}; threshold: {options.threshold}; min margin: "
+        f"{options.min_margin}; all solved paths: {options.all_solved}; worked examples in prompts: "
+        f"{options.examples}; process style: {options.style}",
+        "",
+        "## Counts",
+        "",
+        "| kind | file | rows | held out | columns | label balance |",
+        "|---|---|---|---|---|---|",
+    ]
     for kind, (train, test) in tables.items():
         columns = COLUMNS["process-openrlhf" if kind == "process" and options.style == "openrlhf" else kind]
-        lines.append(f"| {kind} | {kind}.{fmt} | {len(train)} | {len(test)} | {columns} | "
-                     f"{balance(kind, train + test)} |")
+        lines.append(
+            f"| {kind} | {kind}.{fmt} | {len(train)} | {len(test)} | {columns} | {balance(kind, train + test)} |"
+        )
     if notes:
         lines += ["", "## Notes", "", *[f"- {note}" for note in notes]]
     target = out / "README.md"

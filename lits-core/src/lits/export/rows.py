@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from lits.export.trees import InstanceTree, NodeValue, RunTrees
 from lits.lm.base import Message
@@ -45,7 +45,7 @@ class RowOptions:
     per_step: bool = False
     examples: bool = True
     min_visits: int = 1
-    min_margin: Optional[float] = None
+    min_margin: float | None = None
     threshold: float = 0.5
     style: str = "trl"
     placeholder: str = PLACEHOLDER
@@ -60,8 +60,9 @@ def step_text(node: SearchNode) -> str:
     return "" if node.action is None else str(node.action).strip()
 
 
-def policy_messages(run: RunTrees, node: SearchNode, query: object, *, whole: bool = False,
-                    examples: bool = True) -> list[Message]:
+def policy_messages(
+    run: RunTrees, node: SearchNode, query: object, *, whole: bool = False, examples: bool = True
+) -> list[Message]:
     """The chat messages the run's policy sends at ``node``'s state (without sibling exclusions).
 
     A policy with ``messages(state, query)`` (chain of thought, tool use) renders them; an env-grounded
@@ -71,7 +72,7 @@ def policy_messages(run: RunTrees, node: SearchNode, query: object, *, whole: bo
     last ask)."""
     policy: Any = run.components.policy
     state = node.state
-    messages: Optional[list[Message]] = None
+    messages: list[Message] | None = None
     if state is not None:
         try:
             render = getattr(policy, "messages", None)
@@ -126,18 +127,29 @@ def sft_rows(run: RunTrees, options: RowOptions) -> list[Row]:
                 continue
             seen.add(steps)
             if options.per_step:
-                rows += [{"prompt": policy_messages(run, node.parent, tree.query, examples=options.examples),
-                          "completion": _assistant(step_text(node)), "steps": [step_text(node)],
-                          **_meta(run, tree)}
-                         for node in end.path()[1:] if node.parent is not None and step_text(node)]
+                rows += [
+                    {
+                        "prompt": policy_messages(run, node.parent, tree.query, examples=options.examples),
+                        "completion": _assistant(step_text(node)),
+                        "steps": [step_text(node)],
+                        **_meta(run, tree),
+                    }
+                    for node in end.path()[1:]
+                    if node.parent is not None and step_text(node)
+                ]
                 continue
-            rows.append({"prompt": policy_messages(run, tree.root, tree.query, whole=True,
-                                                   examples=options.examples),
-                         "completion": _assistant("\n".join(steps)), "steps": list(steps), **_meta(run, tree)})
+            rows.append(
+                {
+                    "prompt": policy_messages(run, tree.root, tree.query, whole=True, examples=options.examples),
+                    "completion": _assistant("\n".join(steps)),
+                    "steps": list(steps),
+                    **_meta(run, tree),
+                }
+            )
     return rows
 
 
-def _labelled(tree: InstanceTree, node: SearchNode, options: RowOptions) -> Optional[NodeValue]:
+def _labelled(tree: InstanceTree, node: SearchNode, options: RowOptions) -> NodeValue | None:
     value = tree.values.get(node.id)
     return value if value is not None and value.outcomes >= max(1, options.min_visits) else None
 
@@ -148,11 +160,12 @@ def preference_rows(run: RunTrees, options: RowOptions) -> list[Row]:
     rows: list[Row] = []
     for tree in run.instances:
         for parent in tree.nodes():
-            children = [(c, v) for c in parent.children
-                        if (v := _labelled(tree, c, options)) is not None and step_text(c)]
+            children = [
+                (c, v) for c in parent.children if (v := _labelled(tree, c, options)) is not None and step_text(c)
+            ]
             if len(children) < 2:
                 continue
-            prompt: Optional[list[Message]] = None
+            prompt: list[Message] | None = None
             for good, gv in children:
                 for bad, bv in children:
                     if good is bad or step_text(good) == step_text(bad):
@@ -164,9 +177,15 @@ def preference_rows(run: RunTrees, options: RowOptions) -> list[Row]:
                         continue
                     if prompt is None:
                         prompt = policy_messages(run, parent, tree.query, examples=options.examples)
-                    rows.append({"prompt": prompt, "chosen": _assistant(step_text(good)),
-                                 "rejected": _assistant(step_text(bad)), "margin": round(margin, 6),
-                                 **_meta(run, tree)})
+                    rows.append(
+                        {
+                            "prompt": prompt,
+                            "chosen": _assistant(step_text(good)),
+                            "rejected": _assistant(step_text(bad)),
+                            "margin": round(margin, 6),
+                            **_meta(run, tree),
+                        }
+                    )
     return rows
 
 

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional, cast
+from typing import Any, Literal, cast
 
 from lits import layout
 from lits.components.factory import Components
@@ -150,13 +150,15 @@ def components_of(config: RunSettings) -> Components:
         task_type = infer_task_type(str(dataset))
         registration, args = agent_registration(settings, mode, task_type)
         agent_config = make_config(registration, args, mode)
-        return build_components(settings, dict.fromkeys(("policy", "eval", "transition", "bn")), agent_config,
-                                task_type)
+        return build_components(
+            settings, dict.fromkeys(("policy", "eval", "transition", "bn")), agent_config, task_type
+        )
     except UserError:
         raise
     except Exception as exc:
-        raise UserError(f"cannot rebuild the run's components for {dataset!r} ({one_line(exc)}); is the "
-                        "run's plugin installed?") from None
+        raise UserError(
+            f"cannot rebuild the run's components for {dataset!r} ({one_line(exc)}); is the run's plugin installed?"
+        ) from None
 
 
 def _started(root: Path) -> set[int]:
@@ -169,7 +171,7 @@ def _started(root: Path) -> set[int]:
     return found
 
 
-def _search_instance(root: Path, idx: int, record: ResultRecord) -> Optional[InstanceTree]:
+def _search_instance(root: Path, idx: int, record: ResultRecord) -> InstanceTree | None:
     """The instance's tree from its journal (of the last attempt), replayed read-only: a copy is replayed, so
     the run's files are never changed."""
     from lits.agents.tree.journal import JournalError, TreeJournal
@@ -190,19 +192,28 @@ def _search_instance(root: Path, idx: int, record: ResultRecord) -> Optional[Ins
         return None
     tree_root, _ = replayed
     by_id = {n.id: n for n in tree_root.iter_tree()}
-    chosen = [by_id[int(n["id"])] for n in _read_list(root / layout.path(idx))
-              if isinstance(n, dict) and int(n.get("id", -1)) in by_id]
+    chosen = [
+        by_id[int(n["id"])]
+        for n in _read_list(root / layout.path(idx))
+        if isinstance(n, dict) and int(n.get("id", -1)) in by_id
+    ]
     for listed in _read_list(root / layout.terminal_nodes(idx)):
         node = by_id.get(int(listed.get("id", -1))) if isinstance(listed, dict) else None
         if node is not None:
             node.is_terminal = True
-    tree = InstanceTree(idx, str(record.get("id", idx)), record.get("query"),
-                        bool((record.get("eval") or {}).get("solved")), tree_root, chosen or [tree_root])
+    tree = InstanceTree(
+        idx,
+        str(record.get("id", idx)),
+        record.get("query"),
+        bool((record.get("eval") or {}).get("solved")),
+        tree_root,
+        chosen or [tree_root],
+    )
     tree.rollouts = rollouts
     return tree
 
 
-def _chain_instance(idx: int, record: ResultRecord) -> Optional[InstanceTree]:
+def _chain_instance(idx: int, record: ResultRecord) -> InstanceTree | None:
     """A chain's steps as a path of nodes: the empty state, then one node per step (a chain is one rollout)."""
     try:
         final = deserialize(record["final_state"])
@@ -220,8 +231,14 @@ def _chain_instance(idx: int, record: ResultRecord) -> Optional[InstanceTree]:
         list.extend(state, steps[:k])
         node = node.add_child(SearchNode(id=k, step=step, action=getattr(step, "action", None), state=state))
     node.is_terminal = node is not root
-    tree = InstanceTree(idx, str(record.get("id", idx)), record.get("query"),
-                        bool((record.get("eval") or {}).get("solved")), root, node.path())
+    tree = InstanceTree(
+        idx,
+        str(record.get("id", idx)),
+        record.get("query"),
+        bool((record.get("eval") or {}).get("solved")),
+        root,
+        node.path(),
+    )
     tree.rollouts = [node.path()] if node is not root else []
     return tree
 
@@ -258,7 +275,7 @@ def node_values(tree: InstanceTree, source: ValueSource = "auto") -> tuple[dict[
     else:
         by_id = {n.id: n for n in tree.root.iter_tree()}
         for node_id, good in tree.correct.items():
-            above: Optional[SearchNode] = by_id.get(node_id)
+            above: SearchNode | None = by_id.get(node_id)
             while above is not None:
                 tally = counts.setdefault(above.id, [0, 0])
                 tally[0] += 1

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from lits.export.rows import step_text
 from lits.export.trees import InstanceTree, RunTrees
@@ -41,7 +41,7 @@ class ScoredNode:
     step: str
 
 
-def auroc(scores: Sequence[float], labels: Sequence[bool]) -> Optional[float]:
+def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     """The probability that a random positive scores above a random negative, ties counting half (the
     Mann-Whitney U over the product of the class sizes); None when either class is empty."""
     if len(scores) != len(labels):
@@ -72,9 +72,15 @@ def calibration(scores: Sequence[float], labels: Sequence[bool], bins: int = BIN
     for i, s in enumerate(scores):
         members[min(bins - 1, max(0, int(s * bins)))].append(i)
     for b, idx in enumerate(members):
-        table.append({"lo": round(b / bins, 4), "hi": round((b + 1) / bins, 4), "count": len(idx),
-                      "mean_score": round(sum(scores[i] for i in idx) / len(idx), 4) if idx else None,
-                      "share_correct": round(sum(1 for i in idx if labels[i]) / len(idx), 4) if idx else None})
+        table.append(
+            {
+                "lo": round(b / bins, 4),
+                "hi": round((b + 1) / bins, 4),
+                "count": len(idx),
+                "mean_score": round(sum(scores[i] for i in idx) / len(idx), 4) if idx else None,
+                "share_correct": round(sum(1 for i in idx if labels[i]) / len(idx), 4) if idx else None,
+            }
+        )
     return table
 
 
@@ -102,11 +108,15 @@ def position_preference(groups: Sequence[Sequence[float]]) -> dict[str, Any]:
         hits += 1 / tied if g[0] == top else 0.0
     n = len(kept)
     lo, hi = wilson(hits, n)
-    return {"groups": n, "first_top": round(hits / n, 4), "chance": round(sum(1 / len(g) for g in kept) / n, 4),
-            "interval": [round(lo, 4), round(hi, 4)]}
+    return {
+        "groups": n,
+        "first_top": round(hits / n, 4),
+        "chance": round(sum(1 / len(g) for g in kept) / n, 4),
+        "interval": [round(lo, 4), round(hi, 4)],
+    }
 
 
-def _score(node: SearchNode) -> Optional[float]:
+def _score(node: SearchNode) -> float | None:
     """The node's step score, or None when the search never scored it (the root, BFS's unscored last depth, a
     reward model with no opinion)."""
     details = node.fast_reward_details or {}
@@ -143,13 +153,13 @@ def _sibling_groups(tree: InstanceTree) -> tuple[list[list[float]], int]:
     return groups, shown
 
 
-def _shown_at(node: SearchNode) -> Optional[int]:
+def _shown_at(node: SearchNode) -> int | None:
     """Where the judge listed the node among the siblings it scored together (1 = first), if it did."""
     place = (node.fast_reward_details or {}).get("shown_at")
     return place if isinstance(place, int) else None
 
 
-def _path_score(tree: InstanceTree) -> Optional[float]:
+def _path_score(tree: InstanceTree) -> float | None:
     scores = [s for n in tree.selected if (s := _score(n)) is not None]
     return sum(scores) / len(scores) if scores else None
 
@@ -176,60 +186,79 @@ def report(run: RunTrees, worst: int = WORST) -> dict[str, Any]:
     return {
         "score": "fast_reward",
         "labels_from": sorted({t.source for t in run.instances}),
-        "nodes": len(nodes), "positive": sum(labels),
+        "nodes": len(nodes),
+        "positive": sum(labels),
         "auroc": _round(auroc(scores, labels)),
-        "by_depth": [{"depth": d, "nodes": len(ns), "positive": sum(n.correct for n in ns),
-                      "auroc": _round(auroc([n.score for n in ns], [n.correct for n in ns]))}
-                     for d, ns in sorted(by_depth.items())],
+        "by_depth": [
+            {
+                "depth": d,
+                "nodes": len(ns),
+                "positive": sum(n.correct for n in ns),
+                "auroc": _round(auroc([n.score for n in ns], [n.correct for n in ns])),
+            }
+            for d, ns in sorted(by_depth.items())
+        ],
         "calibration": calibration(scores, labels),
         "position": preference,
-        "confident_wrong": [{"instance": n.instance, "node": n.node, "depth": n.depth, "score": round(n.score, 4),
-                             "step": n.step[:200]} for n in wrong],
+        "confident_wrong": [
+            {"instance": n.instance, "node": n.node, "depth": n.depth, "score": round(n.score, 4), "step": n.step[:200]}
+            for n in wrong
+        ],
         "process_vs_outcome": {
-            "instances": len(paths), "agree": round(agree / len(paths), 4) if paths else None,
+            "instances": len(paths),
+            "agree": round(agree / len(paths), 4) if paths else None,
             "auroc": _round(auroc([s for s, _ in paths], [o for _, o in paths])),
         },
     }
 
 
-def _round(value: Optional[float]) -> Optional[float]:
+def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def _fmt(value: Optional[float]) -> str:
+def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
 def format_report(section: dict[str, Any]) -> str:
     """A short text report of a ``verifier`` section."""
-    lines = [f"verifier: {section['nodes']} scored nodes with an outcome ({section['positive']} reach a correct "
-             f"answer); AUROC {_fmt(section['auroc'])}"]
+    lines = [
+        f"verifier: {section['nodes']} scored nodes with an outcome ({section['positive']} reach a correct "
+        f"answer); AUROC {_fmt(section['auroc'])}"
+    ]
     if section["auroc"] is None:
         lines[0] += " (needs both nodes that reach a correct answer and nodes that do not)"
-    lines.append("  by depth: " + ", ".join(f"{d['depth']}: {_fmt(d['auroc'])} (n={d['nodes']})"
-                                             for d in section["by_depth"]))
+    lines.append(
+        "  by depth: " + ", ".join(f"{d['depth']}: {_fmt(d['auroc'])} (n={d['nodes']})" for d in section["by_depth"])
+    )
     lines.append("  calibration (score bin: mean score / share correct / n):")
     for b in section["calibration"]:
         if b["count"]:
-            lines.append(f"    {b['lo']:.1f}-{b['hi']:.1f}: {b['mean_score']:.3f} / {b['share_correct']:.3f} / "
-                         f"{b['count']}")
+            lines.append(
+                f"    {b['lo']:.1f}-{b['hi']:.1f}: {b['mean_score']:.3f} / {b['share_correct']:.3f} / {b['count']}"
+            )
     pos = section["position"]
     if pos["groups"]:
         lo, hi = pos["interval"]
-        lines.append(f"  position: the first candidate got the top score in {pos['first_top']:.0%} of "
-                     f"{pos['groups']} sibling groups (95% {lo:.0%}-{hi:.0%}); chance {pos['chance']:.0%}")
+        lines.append(
+            f"  position: the first candidate got the top score in {pos['first_top']:.0%} of "
+            f"{pos['groups']} sibling groups (95% {lo:.0%}-{hi:.0%}); chance {pos['chance']:.0%}"
+        )
     else:
         lines.append("  position: no group of two or more scored siblings")
     pvo = section["process_vs_outcome"]
     agree = "n/a" if pvo["agree"] is None else f"{pvo['agree']:.0%}"
-    lines.append(f"  process vs outcome: the chosen path's mean step score (>= 0.5) agreed with the outcome in "
-                 f"{agree} of {pvo['instances']} instances; AUROC {_fmt(pvo['auroc'])}")
+    lines.append(
+        f"  process vs outcome: the chosen path's mean step score (>= 0.5) agreed with the outcome in "
+        f"{agree} of {pvo['instances']} instances; AUROC {_fmt(pvo['auroc'])}"
+    )
     confident = [n for n in section["confident_wrong"] if n["score"] >= 0.5]
     lines.append("  confident but wrong (score >= 0.5, no correct answer under it):" + ("" if confident else " none"))
     for n in confident[:5]:
         step = n["step"].replace("\n", " ")
-        lines.append(f"    {n['score']:.3f} instance {n['instance']} node {n['node']} (depth {n['depth']}): "
-                     f"{step[:70]}")
+        lines.append(
+            f"    {n['score']:.3f} instance {n['instance']} node {n['node']} (depth {n['depth']}): {step[:70]}"
+        )
     return "\n".join(lines)
 
 
@@ -243,15 +272,21 @@ def verifier_section(root: str | Path) -> dict[str, Any]:
     root = Path(root)
     run = read_run(root)
     if run.command == "chain":
-        raise UserError(f"--verifier: {root} is a chain run; the verifier report needs a search run's scored "
-                        "tree (lits search)")
+        raise UserError(
+            f"--verifier: {root} is a chain run; the verifier report needs a search run's scored tree (lits search)"
+        )
     if run.unfinished:
-        raise UserError(f"--verifier: {root} has {run.unfinished} unfinished instance(s); finish it first: "
-                        f"{RunDir(root).resume_hint(run.command)}")
+        raise UserError(
+            f"--verifier: {root} has {run.unfinished} unfinished instance(s); finish it first: "
+            f"{RunDir(root).resume_hint(run.command)}"
+        )
     if run.components.task_type != "env_grounded" and not run.with_gold:
-        raise UserError(f"--verifier: {root} has no gold answers (no instance's example has an 'answer'); "
-                        "step scores can only be checked against a dataset with answers")
+        raise UserError(
+            f"--verifier: {root} has no gold answers (no instance's example has an 'answer'); "
+            "step scores can only be checked against a dataset with answers"
+        )
     if not run.instances:
-        raise UserError(f"--verifier: {root} kept no search tree (checkpoints/*.journal.jsonl); rerun it "
-                        "with its journals kept")
+        raise UserError(
+            f"--verifier: {root} kept no search tree (checkpoints/*.journal.jsonl); rerun it with its journals kept"
+        )
     return report(run)

@@ -15,7 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional, Sequence, TypedDict, Unpack, cast
+from typing import Any, Iterator, Sequence, TypedDict, Unpack, cast
 
 from lits.concurrency import tick_round
 from lits.lm.cache import EncodedJSON, ResponseStore, encoded, generate_keys, request_key
@@ -86,7 +86,7 @@ class CallsStopped(BaseException):
 
 _STOPPING = threading.Event()
 #: The sampling stream of the calls made in this context (see :func:`sampling_stream`).
-_STREAM: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("lits_sampling_stream", default=None)
+_STREAM: contextvars.ContextVar[int | None] = contextvars.ContextVar("lits_sampling_stream", default=None)
 
 
 @contextlib.contextmanager
@@ -105,8 +105,9 @@ def sampling_stream(index: int) -> Iterator[None]:
 
 
 #: Completions of the calls made in this context, kept by :func:`recording_replies`.
-_REPLIES: contextvars.ContextVar[Optional[list["Completion"]]] = contextvars.ContextVar(
-    "lits_recorded_replies", default=None)
+_REPLIES: contextvars.ContextVar[list["Completion"] | None] = contextvars.ContextVar(
+    "lits_recorded_replies", default=None
+)
 
 
 @contextlib.contextmanager
@@ -329,15 +330,16 @@ class LanguageModel(ABC):
 
     def _cached_generate(self, prompt: Prompt, params: GenerationParams, keys: list[str]) -> list[Completion]:
         assert self.cache is not None
-        found = cast("list[Optional[CompletionJSON]]", self.cache.get_many(keys))
+        found = cast("list[CompletionJSON | None]", self.cache.get_many(keys))
         missing = [i for i, hit in enumerate(found) if hit is None]
         if len(missing) < params.n:
             hits = [v["text"] for v in found if v is not None] if self.log_prompts else None
             self._record_raw("generate", 0, 0, 0.0, cached=True, prompt=prompt, reply=hits)
         if not missing:
             return [_completion_from_json(v) for v in found if v is not None]
-        fresh = self._paid_generate(prompt, params if len(missing) == params.n
-                                    else dataclasses.replace(params, n=len(missing)))
+        fresh = self._paid_generate(
+            prompt, params if len(missing) == params.n else dataclasses.replace(params, n=len(missing))
+        )
         if len(missing) == params.n and len(fresh) == params.n:  # nothing from the cache: no round trip
             self.cache.put_many([(keys[i], _completion_to_json(c)) for i, c in enumerate(fresh)])
             return list(fresh)
@@ -393,8 +395,7 @@ class LanguageModel(ABC):
         with self._scores_lock:
             missing = [c for c in dict.fromkeys(continuations) if (prompt, c) not in self._scores]
         if missing and self.cache is not None:
-            stored = {c: cast(Optional[float], self.cache.get(self._key("loglikelihood", prompt, c, 0)))
-                      for c in missing}
+            stored = {c: cast(float | None, self.cache.get(self._key("loglikelihood", prompt, c, 0))) for c in missing}
             hits = {c: v for c, v in stored.items() if v is not None}
             if hits:
                 self._record_raw("loglikelihood", 0, 0, 0.0, cached=True, prompt=prompt, reply=hits)
@@ -407,8 +408,15 @@ class LanguageModel(ABC):
             with measuring() as usage, self.limiter:
                 check_calls_allowed()
                 scores, tokens_in = self._loglikelihood(prompt, missing)
-            self._record_raw("loglikelihood", tokens_in, 0, time.perf_counter() - start, prompt=prompt,
-                             reply=dict(zip(missing, scores)) if self.log_prompts else None, usage=usage)
+            self._record_raw(
+                "loglikelihood",
+                tokens_in,
+                0,
+                time.perf_counter() - start,
+                prompt=prompt,
+                reply=dict(zip(missing, scores)) if self.log_prompts else None,
+                usage=usage,
+            )
             with self._scores_lock:
                 self._scores.update({(prompt, c): s for c, s in zip(missing, scores)})
             if self.cache is not None:
@@ -419,8 +427,7 @@ class LanguageModel(ABC):
 
     # -- for subclasses -------------------------------------------------
     @abstractmethod
-    def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
-        ...
+    def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]: ...
 
     def _loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
         """Return the scores and the number of tokens processed."""
@@ -442,23 +449,37 @@ class LanguageModel(ABC):
         return {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0}
 
     # -- logging --------------------------------------------------------
-    def _record(self, kind: str, outs: Sequence[Completion], seconds: float, prompt: Optional[Prompt] = None,
-                usage: Optional[CallUsage] = None) -> None:
+    def _record(
+        self,
+        kind: str,
+        outs: Sequence[Completion],
+        seconds: float,
+        prompt: Prompt | None = None,
+        usage: CallUsage | None = None,
+    ) -> None:
         # Each completion carries the prompt tokens billed for it (0 when shared).
         tokens_in = sum(c.tokens_in for c in outs)
         tokens_out = sum(c.tokens_out for c in outs)
         reply = [c.text for c in outs] if self.log_prompts else None
         self._record_raw(kind, tokens_in, tokens_out, seconds, prompt=prompt, reply=reply, usage=usage)
 
-    def call_cost(self, tokens_in: int, tokens_out: int, usage: Optional[CallUsage]) -> float:
+    def call_cost(self, tokens_in: int, tokens_out: int, usage: CallUsage | None) -> float:
         """What a call cost at ``price_in``/``price_out`` per 1M tokens; a backend whose server bills cached
         prompt tokens apart (hosted prompt caching) prices them from ``usage``."""
         return (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6
 
     def _record_raw(
-        self, kind: str, tokens_in: int, tokens_out: int, seconds: float, *, cached: bool = False,
-        prompt: Optional[Prompt] = None, reply: object = None, estimated: bool = False,
-        usage: Optional[CallUsage] = None,
+        self,
+        kind: str,
+        tokens_in: int,
+        tokens_out: int,
+        seconds: float,
+        *,
+        cached: bool = False,
+        prompt: Prompt | None = None,
+        reply: object = None,
+        estimated: bool = False,
+        usage: CallUsage | None = None,
     ) -> None:
         """``seconds``: the call's whole latency; the wait for a slot that ``usage`` noted is kept apart."""
         cost = self.call_cost(tokens_in, tokens_out, usage)
@@ -496,8 +517,9 @@ def _completion_to_json(c: Completion) -> CompletionJSON:
         "tokens_in": c.tokens_in,
         "tokens_out": c.tokens_out,
         "finish_reason": c.finish_reason,
-        "logprobs": None if c.logprobs is None else [
-            {"token": t.token, "logprob": t.logprob, "top": dict(t.top)} for t in c.logprobs],
+        "logprobs": None
+        if c.logprobs is None
+        else [{"token": t.token, "logprob": t.logprob, "top": dict(t.top)} for t in c.logprobs],
     }
 
 

@@ -22,7 +22,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import NoReturn, Optional, Protocol, Sequence, TextIO
+from typing import NoReturn, Protocol, Sequence, TextIO
 
 from lits import fastjson
 
@@ -48,8 +48,9 @@ def generate_keys(identity: str, params: object, prompt: object, n: int) -> list
     (its fixed head once per model), and each key continues that hash with its sample number, the last
     thing in the sorted-key text.
     """
-    stem = hashlib.sha256(b"".join((_generate_head(identity), _key_json(params), b', "prompt": ', _key_json(prompt),
-                                    b', "sample": ')))
+    stem = hashlib.sha256(
+        b"".join((_generate_head(identity), _key_json(params), b', "prompt": ', _key_json(prompt), b', "sample": '))
+    )
     keys = []
     for i in range(n):
         each = stem.copy()
@@ -107,7 +108,7 @@ def _text_json(text: str) -> bytes:
 _SHORT: dict[str, bytes] = {}
 
 
-def _messages_json(items: Sequence[object]) -> Optional[bytes]:
+def _messages_json(items: Sequence[object]) -> bytes | None:
     """A list of chat messages (dicts of strings) encoded in one pass, or None for anything else."""
     parts = []
     for message in items:
@@ -167,8 +168,10 @@ class CacheError(RuntimeError):
     """The response cache file cannot be used; the message names it and says what to do."""
 
     def __init__(self, path: Path, problem: str) -> None:
-        super().__init__(f"the response cache {path} {problem}; free space, delete or move it, pass "
-                         "another --cache PATH, or --no-cache")
+        super().__init__(
+            f"the response cache {path} {problem}; free space, delete or move it, pass "
+            "another --cache PATH, or --no-cache"
+        )
         self.path = path
 
 
@@ -211,9 +214,9 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._pending: dict[str, str] = {}
         self._since = 0.0
-        self._side: Optional[TextIO] = None
-        self._side_path: Optional[Path] = None
-        self._own: Optional[set[str]] = None  # the keys it stored, while they are all the file holds
+        self._side: TextIO | None = None
+        self._side_path: Path | None = None
+        self._own: set[str] | None = None  # the keys it stored, while they are all the file holds
         self._version: object = None
         blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
         if blocker is not None:
@@ -254,7 +257,7 @@ class ResponseCache:
     def get_many(self, keys: Sequence[str]) -> list[object]:
         """:meth:`get` of each key (a request's ``n`` samples), under one hold of the lock."""
         try:
-            texts: list[Optional[str]] = []
+            texts: list[str | None] = []
             with self._lock:
                 own = self._own
                 for key in keys:
@@ -309,8 +312,9 @@ class ResponseCache:
         try:
             self._conn.execute("BEGIN")
             try:
-                self._conn.executemany("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
-                                       list(self._pending.items()))
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", list(self._pending.items())
+                )
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -346,7 +350,7 @@ class ResponseCache:
         side = os.fdopen(fd, "w", encoding="utf-8")
         fcntl.flock(side.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         # only now under the name others look for: none can take it for a dead process's before it is locked
-        self._side_path = self.path.with_name(f"{self.path.name}.pending-{Path(name).name[len(prefix):-4]}")
+        self._side_path = self.path.with_name(f"{self.path.name}.pending-{Path(name).name[len(prefix) : -4]}")
         os.replace(name, self._side_path)
         return side
 

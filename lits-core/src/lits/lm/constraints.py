@@ -20,16 +20,19 @@ What each server is sent (its *dialect*):
 from __future__ import annotations
 
 import re
-from typing import Literal, Mapping, Optional, Sequence, cast
+from typing import Literal, Mapping, Sequence, cast
 
 #: Lines of alternatives, as :class:`lits.lm.base.GenerationParams` holds them.
 ReplyLines = tuple[tuple[str, ...], ...]
 #: How a server constrains decoding, or None when it cannot (or does not say).
-ConstraintDialect = Optional[Literal["gbnf", "structured_outputs", "guided"]]
+ConstraintDialect = Literal["gbnf", "structured_outputs", "guided"] | None
 #: How config.json and the summary name each dialect.
 DIALECT_NAMES: dict[ConstraintDialect, str] = {
-    "gbnf": "grammar (llama.cpp)", "structured_outputs": "structured_outputs (vLLM)",
-    "guided": "guided_choice/guided_regex (vLLM before 0.12)", None: "no (replies parsed, re-asked)"}
+    "gbnf": "grammar (llama.cpp)",
+    "structured_outputs": "structured_outputs (vLLM)",
+    "guided": "guided_choice/guided_regex (vLLM before 0.12)",
+    None: "no (replies parsed, re-asked)",
+}
 #: The values of the ``constraints`` model setting: a dialect, ``none``, or ``auto`` (what the server says).
 CONSTRAINT_SETTINGS = ("auto", "gbnf", "structured_outputs", "guided", "none")
 #: The first vLLM that takes ``structured_outputs``; 0.12.0 then removed ``guided_*`` (and, taking unknown
@@ -39,7 +42,7 @@ VLLM_STRUCTURED_OUTPUTS = (0, 10, 2)
 CONSTRAINT_FIELDS = ("grammar", "structured_outputs", "guided_choice", "guided_regex")
 
 
-def reply_lines(lines: Optional[Sequence[Sequence[str]]]) -> ReplyLines:
+def reply_lines(lines: Sequence[Sequence[str]] | None) -> ReplyLines:
     """``lines`` as hashable tuples, each line's alternatives deduplicated in order; empty lines refused."""
     if not lines:
         return ()
@@ -91,16 +94,19 @@ def dialect_setting(value: object, where: str) -> tuple[bool, ConstraintDialect]
     return True, None if value == "none" else cast(ConstraintDialect, value)
 
 
-def refusal_hint(body: Mapping[str, object], error: str) -> Optional[str]:
+def refusal_hint(body: Mapping[str, object], error: str) -> str | None:
     """What to do when a server's error names the constraint field ``body`` carried (None: it names none);
     short, since it goes first in a message a run cuts at 300 characters."""
     field = next((f for f in CONSTRAINT_FIELDS if f in body and f in error), None)
     if field is None:
         return None
     instead = {"structured_outputs": "guided (a vLLM before 0.10.2)", "grammar": "none"}.get(
-        field, "structured_outputs (vLLM 0.10.2 and later)")
-    return (f"the server refused `{field}` (how LiTS holds a reply to known choices): set --policy-model-arg "
-            f"(or --eval-model-arg) constraints={instead}, or give --free-replies")
+        field, "structured_outputs (vLLM 0.10.2 and later)"
+    )
+    return (
+        f"the server refused `{field}` (how LiTS holds a reply to known choices): set --policy-model-arg "
+        f"(or --eval-model-arg) constraints={instead}, or give --free-replies"
+    )
 
 
 #: What a regular expression reads as syntax: escaped, and nothing else (``re.escape`` also escapes spaces

@@ -10,7 +10,7 @@ backend (:class:`~lits.lm.local.LocalLlamaModel`); nothing is sent anywhere.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from lits.lm.base import LanguageModel
 
@@ -19,10 +19,10 @@ SERVER_BACKEND = "openai"
 
 
 def create_model(
-    spec: Optional[str],
+    spec: str | None,
     *,
-    base_url: Optional[str] = None,
-    api: Optional[str] = None,
+    base_url: str | None = None,
+    api: str | None = None,
     concurrency: int = 1,
     **options: Any,
 ) -> LanguageModel:
@@ -54,8 +54,7 @@ def backend_of(name: str, registered: list[str]) -> str:
 def _gguf_model(path: Path, concurrency: int) -> LanguageModel:
     """A GGUF file on llama.cpp in this process; a missing file is one line, before anything loads."""
     if not path.is_file():
-        raise ValueError(f"model file {path} not found (without a base URL a spec ending in .gguf is a "
-                         "local file)")
+        raise ValueError(f"model file {path} not found (without a base URL a spec ending in .gguf is a local file)")
     from lits.lm.local import LocalLlamaModel
 
     return LocalLlamaModel(path, concurrency=concurrency)

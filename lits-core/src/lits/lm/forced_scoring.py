@@ -14,18 +14,25 @@ otherwise than the tokenizer would: a close reading, not the echo's exact one.)
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from lits.lm.constraints import gbnf
 
 
 def forced_body(model: str, prompt: str, continuation: str) -> dict[str, object]:
     """A ``/completions`` request that generates exactly ``continuation`` after ``prompt``, with its log-probs."""
-    return {"model": model, "prompt": prompt, "max_tokens": len(continuation.encode("utf-8")) + 1,
-            "temperature": 0.0, "logprobs": 1, "grammar": gbnf(((continuation,),)), "cache_prompt": True}
+    return {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": len(continuation.encode("utf-8")) + 1,
+        "temperature": 0.0,
+        "logprobs": 1,
+        "grammar": gbnf(((continuation,),)),
+        "cache_prompt": True,
+    }
 
 
-def forced_logprob(data: Mapping[str, Any], continuation: str) -> Optional[float]:
+def forced_logprob(data: Mapping[str, Any], continuation: str) -> float | None:
     """The summed log-probability of the generated tokens that spell ``continuation``, or None when they do not.
 
     Tokens past it are left out: the server also reports the end-of-generation token the grammar forced

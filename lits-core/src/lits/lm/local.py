@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from lits.lm.base import Completion, GenerationParams, LanguageModel, ModelError, Prompt
 from lits.lm.constraints import gbnf
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 INSTALL_NOTE = "(compiles llama.cpp once, about 5 minutes on 2 cores; pip then caches the wheel)"
-INSTALL_HINT = ("the embedded model needs llama-cpp-python: pip install 'lits-core[local]' " + INSTALL_NOTE)
+INSTALL_HINT = "the embedded model needs llama-cpp-python: pip install 'lits-core[local]' " + INSTALL_NOTE
 
 
 def cache_dir() -> Path:
@@ -104,18 +104,23 @@ class LocalLlamaModel(LanguageModel):
 
     def __init__(
         self,
-        path: Optional[str | Path] = None,
+        path: str | Path | None = None,
         *,
         n_ctx: int = 2048,
-        n_threads: Optional[int] = None,
+        n_threads: int | None = None,
         seed: int = 0,
         concurrency: int = 1,
     ) -> None:
         super().__init__(concurrency=concurrency)
         from lits.extras import require
 
-        self._llama_cpp = require("llama_cpp", install="lits-core[local]", what="the embedded model",
-                                  package="llama-cpp-python", note=INSTALL_NOTE)
+        self._llama_cpp = require(
+            "llama_cpp",
+            install="lits-core[local]",
+            what="the embedded model",
+            package="llama-cpp-python",
+            note=INSTALL_NOTE,
+        )
         self.path = Path(path) if path else model_path()
         self.name = self.path.stem
         self.seed = seed
@@ -123,8 +128,11 @@ class LocalLlamaModel(LanguageModel):
         started = time.perf_counter()
         with _quiet_native_output():
             self._llm = self._llama_cpp.Llama(
-                model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1,
-                verbose=False, seed=seed,
+                model_path=str(self.path),
+                n_ctx=n_ctx,
+                n_threads=n_threads or os.cpu_count() or 1,
+                verbose=False,
+                seed=seed,
             )
         self.load_seconds = time.perf_counter() - started
         self._lock = threading.Lock()
@@ -135,9 +143,15 @@ class LocalLlamaModel(LanguageModel):
 
     def describe(self) -> dict[str, object]:
         """The GGUF file by name, size and SHA-256 (remembered beside the file), and llama.cpp's settings."""
-        return {**super().describe(), "file": self.path.name, "sha256": file_sha256(self.path),
-                "bytes": self.path.stat().st_size, "n_ctx": self.n_ctx, "seed": self.seed,
-                "llama_cpp_python": getattr(self._llama_cpp, "__version__", "unknown")}
+        return {
+            **super().describe(),
+            "file": self.path.name,
+            "sha256": file_sha256(self.path),
+            "bytes": self.path.stat().st_size,
+            "n_ctx": self.n_ctx,
+            "seed": self.seed,
+            "llama_cpp_python": getattr(self._llama_cpp, "__version__", "unknown"),
+        }
 
     def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
         text = flatten_messages(prompt)
@@ -162,12 +176,14 @@ class LocalLlamaModel(LanguageModel):
                 )
                 usage = data.get("usage") or {}
                 choice = data["choices"][0]
-                outs.append(Completion(
-                    choice.get("text") or "",
-                    tokens_in=int(usage.get("prompt_tokens") or 0),
-                    tokens_out=int(usage.get("completion_tokens") or 0),
-                    finish_reason=choice.get("finish_reason"),
-                ))
+                outs.append(
+                    Completion(
+                        choice.get("text") or "",
+                        tokens_in=int(usage.get("prompt_tokens") or 0),
+                        tokens_out=int(usage.get("completion_tokens") or 0),
+                        finish_reason=choice.get("finish_reason"),
+                    )
+                )
         return outs
 
     def _loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
@@ -185,7 +201,7 @@ class LocalLlamaModel(LanguageModel):
             for cont in continuations:
                 full = llm.tokenize((prompt + cont).encode("utf-8"), add_bos=True, special=False)
                 if full[: len(prompt_tokens)] == prompt_tokens:
-                    cont_tokens = full[len(prompt_tokens):]
+                    cont_tokens = full[len(prompt_tokens) :]
                 else:  # the merge crossed the boundary: score the continuation on its own tokens
                     cont_tokens = llm.tokenize(cont.encode("utf-8"), add_bos=False, special=False)
                 llm.n_tokens = len(prompt_tokens)

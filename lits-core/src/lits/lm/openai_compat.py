@@ -16,7 +16,7 @@ import json
 import math
 import os
 import time
-from typing import Any, Callable, Literal, Mapping, Optional
+from typing import Any, Callable, Literal, Mapping
 
 import httpx
 
@@ -40,8 +40,7 @@ from lits.lm.http.retry import RETRY_STATUS, FaultStats, RetryPolicy, attempts_o
 from lits.lm.http.stack import server_transport
 from lits.lm.pooling import POOLING_ENDPOINT, pooled_prompt, pooling_fault, server_root
 from lits.lm.forced_scoring import forced_body, forced_logprob
-from lits.lm.constraints import (DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint,
-                                 request_fields)
+from lits.lm.constraints import DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint, request_fields
 from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
 from lits.lm.usage import measuring, note_request, reported_usage
 from lits.observability import UNUSED_REPLY
@@ -53,11 +52,14 @@ from lits.secrets import has_userinfo, is_masked, query_secrets, redact_text, sa
 #: the server's Retry-After says.  ``LITS_RETRY_BASE_WAIT`` overrides it (tests shorten it further).
 DEFAULT_RETRY_BASE_WAIT = 0.1
 ENV_RETRY_BASE_WAIT = "LITS_RETRY_BASE_WAIT"
-MASKED_QUERY_SECRET = ("--base-url holds a masked part (***): a key in the URL's query string is never saved "
-                       "with the run, so give --base-url (or the component's base URL) again (a run records no "
-                       "query string, userinfo or key-looking path segment)")
-CREDENTIALS_IN_URL = ("--base-url must not carry credentials (user:password@host); "
-                      "put the key in $OPENAI_API_KEY or $LITS_API_KEY")
+MASKED_QUERY_SECRET = (
+    "--base-url holds a masked part (***): a key in the URL's query string is never saved "
+    "with the run, so give --base-url (or the component's base URL) again (a run records no "
+    "query string, userinfo or key-looking path segment)"
+)
+CREDENTIALS_IN_URL = (
+    "--base-url must not carry credentials (user:password@host); put the key in $OPENAI_API_KEY or $LITS_API_KEY"
+)
 
 
 class ServerRefused(ModelError):
@@ -87,24 +89,24 @@ class OpenAICompatibleModel(LanguageModel):
         model: str,
         base_url: str,
         *,
-        api_key: Optional[str] = None,
+        api_key: str | None = None,
         api: Literal["chat", "completion"] = "chat",
         call_budget: float = 300.0,
         connect_timeout: float = 5.0,
         read_timeout: float = 60.0,
-        timeout: Optional[float] = None,
-        max_attempts: Optional[int] = None,
-        retry_base_wait: Optional[float] = None,
+        timeout: float | None = None,
+        max_attempts: int | None = None,
+        retry_base_wait: float | None = None,
         retry_max_wait: float = 20.0,
         connect_budget: float = 10.0,
         adaptive_read_timeout: bool = True,
         patience_floor: float = 1.0,
-        hedge_share: Optional[float] = None,
-        hedge: Optional[str] = None,
+        hedge_share: float | None = None,
+        hedge: str | None = None,
         concurrency: int = 1,
         price_in: float = 0.0,
         price_out: float = 0.0,
-        constraints: Optional[str] = None,
+        constraints: str | None = None,
     ) -> None:
         super().__init__(concurrency=concurrency)
         if api not in ("chat", "completion"):
@@ -120,7 +122,7 @@ class OpenAICompatibleModel(LanguageModel):
         self.chat_native = api == "chat"
         self.supports_loglikelihood = api == "completion"
         #: Whether the server scores a list of prompts in one request (None: not tried yet).
-        self.batch_prompts: Optional[bool] = None
+        self.batch_prompts: bool | None = None
         self.price_in, self.price_out = price_in, price_out
         key = api_key or os.environ.get("OPENAI_API_KEY") or os.environ.get("LITS_API_KEY")
         self._secrets = (key, *query_secrets(base_url))
@@ -135,18 +137,25 @@ class OpenAICompatibleModel(LanguageModel):
             raise ValueError(f"hedge must be one of {', '.join(HEDGE_MODES)}, not {hedge!r}")
         if not hedges_to(httpx.URL(self.base_url).host, self.hedge):
             hedge_share = 0.0
-        self.policy = RetryPolicy(budget=call_budget, base_wait=retry_base_wait, max_wait=retry_max_wait,
-                                  connect_budget=connect_budget, max_attempts=max_attempts,
-                                  adaptive_read_timeout=adaptive_read_timeout, patience_floor=patience_floor,
-                                  hedge_share=hedge_share)
+        self.policy = RetryPolicy(
+            budget=call_budget,
+            base_wait=retry_base_wait,
+            max_wait=retry_max_wait,
+            connect_budget=connect_budget,
+            max_attempts=max_attempts,
+            adaptive_read_timeout=adaptive_read_timeout,
+            patience_floor=patience_floor,
+            hedge_share=hedge_share,
+        )
         self._faults = FaultStats()
         #: Calls beyond the server's own slots wait here, not in its queue (see :mod:`lits.lm.server_slots`).
         self.slots = SlotGate()
         #: How fast that server generates, so a long reply behind the gate is given its time.
         self.pace = GenerationPace()
         self._headers = headers
-        transport = server_transport(self.policy, self._faults, concurrency=concurrency, check=reply_fault,
-                                     gate=check_calls_allowed)
+        transport = server_transport(
+            self.policy, self._faults, concurrency=concurrency, check=reply_fault, gate=check_calls_allowed
+        )
         self._transport = transport
         transport.hedges.allowed = lambda: self.slots.slots is None
         transport.hedges.spare_slot = self._spare_slot
@@ -171,11 +180,13 @@ class OpenAICompatibleModel(LanguageModel):
         share = self.policy.hedge_share
         if share <= 0 or hedges_to(httpx.URL(self.base_url).host, "auto"):
             return []
-        return [f"hedged copies are on for {self.display_url} ({ENV_HEDGE}={self.hedge}): up to {share:.0%} of "
-                f"calls may be sent twice when slow, and the server bills each copy (counted in the cost; "
-                f"{ENV_HEDGE}=auto or off sends none)"]
+        return [
+            f"hedged copies are on for {self.display_url} ({ENV_HEDGE}={self.hedge}): up to {share:.0%} of "
+            f"calls may be sent twice when slow, and the server bills each copy (counted in the cost; "
+            f"{ENV_HEDGE}=auto or off sends none)"
+        ]
 
-    def _spare_slot(self) -> Optional[Callable[[], None]]:
+    def _spare_slot(self) -> Callable[[], None] | None:
         """An idle ``--concurrency`` slot for a hedged copy (its release), or None."""
         return self.limiter.give_back if self.limiter.try_take() else None
 
@@ -195,7 +206,7 @@ class OpenAICompatibleModel(LanguageModel):
         """False for servers with fixed slots (llama.cpp): each sample is a slot's turn, asked for or not."""
         return self.server_slots() is None
 
-    def server_slots(self) -> Optional[int]:
+    def server_slots(self) -> int | None:
         """Requests the server works on at once, where it says (asked once; None: unknown)."""
         self.slots.learn(lambda: probe_server(self.base_url, self._headers, self._query))
         return self.slots.slots
@@ -220,10 +231,17 @@ class OpenAICompatibleModel(LanguageModel):
     def describe(self) -> dict[str, object]:
         timeout = self.client.timeout
         slots = self.server_slots()
-        return {**super().describe(), "base_url": self.display_url, "api": self.api,
-                "call_budget": self.policy.budget, "connect_timeout": timeout.connect,
-                "read_timeout": timeout.read, "server_slots": slots, "server_slots_from": self.slots.source,
-                "constrained_replies": self._constraints_named()}
+        return {
+            **super().describe(),
+            "base_url": self.display_url,
+            "api": self.api,
+            "call_budget": self.policy.budget,
+            "connect_timeout": timeout.connect,
+            "read_timeout": timeout.read,
+            "server_slots": slots,
+            "server_slots_from": self.slots.source,
+            "constrained_replies": self._constraints_named(),
+        }
 
     def _constraints_named(self) -> str:
         if not self.constrain_replies:
@@ -284,20 +302,23 @@ class OpenAICompatibleModel(LanguageModel):
                 text = (choice["message"] or {}).get("content") or ""
             else:
                 text = choice.get("text") or ""
-            outs.append(Completion(
-                text,
-                tokens_in=prompt_tokens if i == 0 else 0,
-                tokens_out=share + (1 if i < extra else 0),
-                logprobs=_parse_logprobs(choice.get("logprobs")),
-                finish_reason=choice.get("finish_reason"),
-            ))
+            outs.append(
+                Completion(
+                    text,
+                    tokens_in=prompt_tokens if i == 0 else 0,
+                    tokens_out=share + (1 if i < extra else 0),
+                    logprobs=_parse_logprobs(choice.get("logprobs")),
+                    finish_reason=choice.get("finish_reason"),
+                )
+            )
         return outs
 
     # -- scoring -----------------------------------------------------------
     def _loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
         if not self.supports_loglikelihood:
-            raise LoglikelihoodUnsupported(f"{self.display_url} ({self.api} API) cannot score text; "
-                                           "use --api completion")
+            raise LoglikelihoodUnsupported(
+                f"{self.display_url} ({self.api} API) cannot score text; use --api completion"
+            )
         self.server_slots()
         if not self.slots.echo:  # upstream llama-server: scores only what it generates
             return self._forced_loglikelihood(prompt, continuations)
@@ -307,8 +328,14 @@ class OpenAICompatibleModel(LanguageModel):
                 return batched
         scores, tokens = [], 0
         for continuation in continuations:
-            body = {"model": self.name, "prompt": prompt + continuation, "max_tokens": 1,
-                    "temperature": 0.0, "echo": True, "logprobs": 1}
+            body = {
+                "model": self.name,
+                "prompt": prompt + continuation,
+                "max_tokens": 1,
+                "temperature": 0.0,
+                "echo": True,
+                "logprobs": 1,
+            }
             try:
                 data = self._post("/completions", body)
             except ServerRefused as exc:
@@ -334,26 +361,28 @@ class OpenAICompatibleModel(LanguageModel):
                 data = self._post("/completions", forced_body(self.name, prompt, continuation))
             except ServerRefused as exc:
                 self.supports_loglikelihood = False
-                raise LoglikelihoodUnsupported(f"{self.display_url} takes no echo and refused scoring by a grammar "
-                                               f"with logprobs: {exc}") from exc
+                raise LoglikelihoodUnsupported(
+                    f"{self.display_url} takes no echo and refused scoring by a grammar with logprobs: {exc}"
+                ) from exc
             score = forced_logprob(data, continuation)
             if score is None:
                 self.supports_loglikelihood = False
-                raise LoglikelihoodUnsupported(f"{self.display_url} takes no echo and returned no log-probabilities "
-                                               "for a continuation generated under a grammar (logprobs)")
+                raise LoglikelihoodUnsupported(
+                    f"{self.display_url} takes no echo and returned no log-probabilities "
+                    "for a continuation generated under a grammar (logprobs)"
+                )
             scores.append(score)
             tokens += int((data.get("usage") or {}).get("prompt_tokens") or 0)
         return scores, tokens
 
-    def _loglikelihood_batch(self, prompt: str, continuations: list[str]) -> Optional[tuple[list[float], int]]:
+    def _loglikelihood_batch(self, prompt: str, continuations: list[str]) -> tuple[list[float], int] | None:
         """Every continuation scored in one request (a list of prompts, as vLLM and OpenAI accept).
 
         None when the server does not answer one choice per prompt: the caller
         then sends one request per continuation, and later calls do so at once.
         """
         texts = [prompt + c for c in continuations]
-        body = {"model": self.name, "prompt": texts, "max_tokens": 1, "temperature": 0.0, "echo": True,
-                "logprobs": 1}
+        body = {"model": self.name, "prompt": texts, "max_tokens": 1, "temperature": 0.0, "echo": True, "logprobs": 1}
         probing = self.batch_prompts is None
         try:  # the first try is a probe: one attempt, and any failure means "not supported"
             data = self._post("/completions", body, attempts=1 if probing else None)
@@ -382,8 +411,7 @@ class OpenAICompatibleModel(LanguageModel):
         if self.cache is not None:
             hit = self.cache.get(key)
             if isinstance(hit, dict):
-                self._record_raw("pooling", 0, 0, 0.0, cached=True, prompt=pooled_prompt(body),
-                                 reply=hit.get("data"))
+                self._record_raw("pooling", 0, 0, 0.0, cached=True, prompt=pooled_prompt(body), reply=hit.get("data"))
                 return hit
         tick_round()
         start = time.perf_counter()
@@ -391,8 +419,15 @@ class OpenAICompatibleModel(LanguageModel):
             check_calls_allowed()
             data = self._post(server_root(self.base_url) + endpoint, body, reply="pooling")
         tokens_in = int((data.get("usage") or {}).get("prompt_tokens") or 0)
-        self._record_raw("pooling", tokens_in, 0, time.perf_counter() - start, prompt=pooled_prompt(body),
-                         reply=data.get("data") if self.log_prompts else None, usage=usage)
+        self._record_raw(
+            "pooling",
+            tokens_in,
+            0,
+            time.perf_counter() - start,
+            prompt=pooled_prompt(body),
+            reply=data.get("data") if self.log_prompts else None,
+            usage=usage,
+        )
         if self.cache is not None:
             self.cache.put(key, data)
         return data
@@ -412,11 +447,22 @@ class OpenAICompatibleModel(LanguageModel):
         headers["Content-Type"] = "application/json"
         headers["Content-Length"] = str(len(content))
         timeout = template.extensions["timeout"]
-        return httpx.Request("POST", template.url, headers=headers, content=content,
-                             extensions={**extensions, "timeout": dict(timeout), "lits_body": body})
+        return httpx.Request(
+            "POST",
+            template.url,
+            headers=headers,
+            content=content,
+            extensions={**extensions, "timeout": dict(timeout), "lits_body": body},
+        )
 
-    def _post(self, path: str, body: Mapping[str, object], *, attempts: Optional[int] = None,
-              reply: Literal["choices", "pooling"] = "choices") -> dict[str, Any]:
+    def _post(
+        self,
+        path: str,
+        body: Mapping[str, object],
+        *,
+        attempts: int | None = None,
+        reply: Literal["choices", "pooling"] = "choices",
+    ) -> dict[str, Any]:
         """``reply``: what a usable 200 holds, completion choices or Pooling API data (:func:`reply_fault`)."""
         try:
             extensions: dict[str, object] = {"lits_work": request_work(body), "lits_reply": reply}
@@ -454,8 +500,7 @@ class OpenAICompatibleModel(LanguageModel):
             except ValueError:
                 data = None
             if not isinstance(data, dict):
-                raise ModelError(self._redact(f"{where} returned a body that is not a JSON object"
-                                              f"{_snippet(response)}"))
+                raise ModelError(self._redact(f"{where} returned a body that is not a JSON object{_snippet(response)}"))
         if reply == "choices" and not data.get("choices") and is_permanent_body(response):  # an error in a 200
             raise ServerRefused(self._redact(f"{where} answered: {_error_text(response)}"))
         if gated and attempts == 1 and reply == "choices":  # a pooling reply generates nothing to pace
@@ -470,16 +515,22 @@ class OpenAICompatibleModel(LanguageModel):
         tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
         answered = statuses_of(exc)
         if answered:  # it kept answering, with an error: say so, not that it was silent
-            said = ", ".join(f"{status} ({count} {'time' if count == 1 else 'times'})"
-                             for status, count in sorted(answered.items()))
-            last = ("timed out" if isinstance(exc, httpx.TimeoutException)
-                    else f"failed: {str(exc) or type(exc).__name__}")
-            return (f"{where} answered {said} in {tries} within a {self.policy.budget:g}s budget, and the last "
-                    f"attempt {last}; the server is up but refusing work: see its log")
+            said = ", ".join(
+                f"{status} ({count} {'time' if count == 1 else 'times'})" for status, count in sorted(answered.items())
+            )
+            last = (
+                "timed out" if isinstance(exc, httpx.TimeoutException) else f"failed: {str(exc) or type(exc).__name__}"
+            )
+            return (
+                f"{where} answered {said} in {tries} within a {self.policy.budget:g}s budget, and the last "
+                f"attempt {last}; the server is up but refusing work: see its log"
+            )
         if isinstance(exc, httpx.TimeoutException):
             timeout = self.client.timeout
-            return (f"{where} did not answer in time ({tries} within a {self.policy.budget:g}s budget; "
-                    f"connect timeout {timeout.connect}s, read timeout {timeout.read}s)")
+            return (
+                f"{where} did not answer in time ({tries} within a {self.policy.budget:g}s budget; "
+                f"connect timeout {timeout.connect}s, read timeout {timeout.read}s)"
+            )
         detail = str(exc) or type(exc).__name__
         if isinstance(exc, httpx.ConnectError) and "refused" in detail.lower():
             detail = "connection refused"
@@ -505,7 +556,7 @@ def _split_base_url(base_url: str) -> tuple[str, dict[str, str]]:
     return str(url.copy_with(query=None)).rstrip("/"), dict(url.params)
 
 
-def reply_fault(request: Optional[httpx.Request], response: httpx.Response) -> Optional[str]:
+def reply_fault(request: httpx.Request | None, response: httpx.Response) -> str | None:
     """Why a 2xx reply holds no usable answer (worth another attempt), or None when it is fine.
 
     Not JSON, not an object, no choices, or a choice without content where
@@ -546,7 +597,7 @@ def reply_fault(request: Optional[httpx.Request], response: httpx.Response) -> O
     return None
 
 
-def _request_json(request: Optional[httpx.Request]) -> dict[str, object]:
+def _request_json(request: httpx.Request | None) -> dict[str, object]:
     if request is None:
         return {}
     body = request.extensions.get("lits_body")  # as :meth:`OpenAICompatibleModel._request` encoded it
@@ -578,23 +629,28 @@ def _error_text(response: httpx.Response) -> str:
     return (text[:200] + "...") if len(text) > 200 else (text or response.reason_phrase)
 
 
-def _parse_logprobs(raw: Any) -> Optional[list[TokenLogprob]]:
+def _parse_logprobs(raw: Any) -> list[TokenLogprob] | None:
     if not raw:
         return None
     if isinstance(raw, dict) and "content" in raw:  # chat shape
         return [
-            TokenLogprob(t.get("token", ""), float(t.get("logprob", 0.0)),
-                         {x["token"]: float(x["logprob"]) for x in t.get("top_logprobs") or []})
+            TokenLogprob(
+                t.get("token", ""),
+                float(t.get("logprob", 0.0)),
+                {x["token"]: float(x["logprob"]) for x in t.get("top_logprobs") or []},
+            )
             for t in raw.get("content") or []
         ]
     tokens = raw.get("tokens") or []
     lps = raw.get("token_logprobs") or []
     tops = raw.get("top_logprobs") or [None] * len(tokens)
-    return [TokenLogprob(tok, float(lp or 0.0), {k: float(v) for k, v in (top or {}).items()})
-            for tok, lp, top in zip(tokens, lps, tops)]
+    return [
+        TokenLogprob(tok, float(lp or 0.0), {k: float(v) for k, v in (top or {}).items()})
+        for tok, lp, top in zip(tokens, lps, tops)
+    ]
 
 
-def _continuation_logprob(raw: object, start: int, end: int) -> Optional[float]:
+def _continuation_logprob(raw: object, start: int, end: int) -> float | None:
     """Sum of the echoed token log-probs between character offsets ``start`` and ``end``."""
     if not isinstance(raw, dict) or not raw.get("token_logprobs"):
         return None

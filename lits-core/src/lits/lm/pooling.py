@@ -29,7 +29,7 @@ classifier's labels at one separator; the step's score is the positive label's p
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from lits.lm.base import Prompt
 
@@ -47,12 +47,11 @@ def pooled_prompt(body: Mapping[str, object]) -> Prompt:
     """A pooling request's input as the inference log keeps a prompt (``--log-prompts``)."""
     messages = body.get("messages")
     if isinstance(messages, list):
-        return [{"role": str(m.get("role")), "content": str(m.get("content"))} for m in messages
-                if isinstance(m, dict)]
+        return [{"role": str(m.get("role")), "content": str(m.get("content"))} for m in messages if isinstance(m, dict)]
     return str(body.get("input", ""))
 
 
-def pooling_fault(data: dict[str, Any]) -> Optional[str]:
+def pooling_fault(data: dict[str, Any]) -> str | None:
     """Why a 200 Pooling API reply holds nothing to read (worth another attempt), or None when it does."""
     items = data.get("data")
     if not isinstance(items, list) or not items:
@@ -74,17 +73,23 @@ def step_probabilities(reply: dict[str, Any], steps: int, positive: int) -> list
         rows = [rows]  # one separator, pooled to one flat row
     if not isinstance(rows, list) or len(rows) != steps:
         found = len(rows) if isinstance(rows, list) else "no"
-        raise ValueError(f"returned {found} score rows for {steps} steps; serve the PRM with STEP pooling "
-                         "(--pooler-config with its step_tag_id) and give the separator it was trained with")
+        raise ValueError(
+            f"returned {found} score rows for {steps} steps; serve the PRM with STEP pooling "
+            "(--pooler-config with its step_tag_id) and give the separator it was trained with"
+        )
     scores = []
     for row in rows:
-        if (not isinstance(row, list) or len(row) <= positive
-                or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in row)):
-            raise ValueError(f"returned a score row {str(row)[:60]} without a finite probability for label "
-                             f"{positive}")
+        if (
+            not isinstance(row, list)
+            or len(row) <= positive
+            or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in row)
+        ):
+            raise ValueError(f"returned a score row {str(row)[:60]} without a finite probability for label {positive}")
         p = float(row[positive])
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"returned {p:g} for label {positive}, not a probability; the pooler must apply "
-                             "its softmax (leave use_activation unset)")
+            raise ValueError(
+                f"returned {p:g} for label {positive}, not a probability; the pooler must apply "
+                "its softmax (leave use_activation unset)"
+            )
         scores.append(p)
     return scores

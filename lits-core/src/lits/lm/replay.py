@@ -13,7 +13,7 @@ model is asked.  When a replay is a fair sample of the new setting: ``docs/compa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Sequence
 
 from lits.lm.base import ModelError
 from lits.lm.cache import ResponseCache
@@ -50,8 +50,10 @@ class ReplayStore:
             self.own.put_many(copied)
         unanswered = len(missing) - len(copied)
         if unanswered and self.offline:
-            raise ReplayMiss(f"offline replay: {self.source} recorded {len(keys) - unanswered} of the {len(keys)} "
-                             f"sample(s) {_asker()} asked for; run again without --offline to pay for the rest")
+            raise ReplayMiss(
+                f"offline replay: {self.source} recorded {len(keys) - unanswered} of the {len(keys)} "
+                f"sample(s) {_asker()} asked for; run again without --offline to pay for the rest"
+            )
         return found
 
     def put(self, key: str, value: object) -> None:
@@ -70,11 +72,10 @@ class ReplayStore:
 
 def _asker() -> str:
     """Which call asked, from the inference log's tags: ``the policy (expand, depth 2)``."""
-    component: Optional[object] = context_tag("component")
+    component: object | None = context_tag("component")
     where = [str(tag) for tag in (context_tag("phase"),) if tag is not None]
     depth = context_tag("depth")
     if depth is not None:
         where.append(f"depth {depth}")
     who = f"the {component}" if component is not None else "a call"
     return f"{who} ({', '.join(where)})" if where else who
-

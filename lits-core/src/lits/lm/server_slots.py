@@ -26,7 +26,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Sequence
+from typing import Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import httpx
 
@@ -51,7 +51,7 @@ class ServerProbeWarning(UserWarning):
 class ServerFacts(NamedTuple):
     """What a server says of itself: its slots (None: unknown), how we know, and its constraint dialect."""
 
-    slots: Optional[int]
+    slots: int | None
     source: str
     dialect: ConstraintDialect = None
     #: Whether ``/completions`` takes ``echo`` (prompt log-probabilities); upstream llama-server refuses it.
@@ -62,15 +62,20 @@ ProbeFn = Callable[[], ServerFacts]
 UNREPORTED = ServerFacts(None, "not reported by the server")
 
 
-def probe_slots(base_url: str, headers: Mapping[str, str],
-                params: Optional[Mapping[str, str]] = None) -> tuple[Optional[int], str]:
+def probe_slots(
+    base_url: str, headers: Mapping[str, str], params: Mapping[str, str] | None = None
+) -> tuple[int | None, str]:
     """``(slots, how we know)``; ``(None, reason)`` when the server does not say.  Never raises."""
     return probe_server(base_url, headers, params)[:2]
 
 
-def probe_server(base_url: str, headers: Mapping[str, str],
-                 params: Optional[Mapping[str, str]] = None, *,
-                 progress: Optional[Callable[[float], None]] = None) -> ServerFacts:
+def probe_server(
+    base_url: str,
+    headers: Mapping[str, str],
+    params: Mapping[str, str] | None = None,
+    *,
+    progress: Callable[[float], None] | None = None,
+) -> ServerFacts:
     """The server's facts (:class:`ServerFacts`).  Never raises.
 
     Asked again, with more patience, as long as the server takes the connection and is too slow to answer
@@ -79,9 +84,13 @@ def probe_server(base_url: str, headers: Mapping[str, str],
     replies that are not constrained: the run says so in one line.
     """
     started, waits = time.monotonic(), 0
-    say = progress or (lambda waited: _warn(f"model server {_shown(base_url)} has not answered its slot probe "
-                                            f"for {waited:.0f}s (busy with another request?); waiting up to "
-                                            f"{PROBE_LIMIT:g}s before calls start"))
+    say = progress or (
+        lambda waited: _warn(
+            f"model server {_shown(base_url)} has not answered its slot probe "
+            f"for {waited:.0f}s (busy with another request?); waiting up to "
+            f"{PROBE_LIMIT:g}s before calls start"
+        )
+    )
     while True:
         left = PROBE_LIMIT - (time.monotonic() - started)
         if left <= 0:
@@ -97,8 +106,10 @@ def probe_server(base_url: str, headers: Mapping[str, str],
         except (httpx.HTTPError, ValueError, AttributeError, TypeError):
             return UNREPORTED
     waited = time.monotonic() - started
-    _warn(f"model server {_shown(base_url)} took connections but did not answer its slot probe in {waited:.0f}s: "
-          f"this run sends it {UNANSWERED_SLOTS} call at a time and does not constrain replies")
+    _warn(
+        f"model server {_shown(base_url)} took connections but did not answer its slot probe in {waited:.0f}s: "
+        f"this run sends it {UNANSWERED_SLOTS} call at a time and does not constrain replies"
+    )
     return ServerFacts(UNANSWERED_SLOTS, f"assumed: the server did not answer the probe in {waited:.0f}s")
 
 
@@ -113,8 +124,7 @@ def _shown(base_url: str) -> str:
     return redact_url(base_url)
 
 
-def _ask(base_url: str, headers: Mapping[str, str], params: Optional[Mapping[str, str]],
-         timeout: float) -> ServerFacts:
+def _ask(base_url: str, headers: Mapping[str, str], params: Mapping[str, str] | None, timeout: float) -> ServerFacts:
     root = base_url.rstrip("/")
     root = root[: -len("/v1")] if root.endswith("/v1") else root
     # Plain HTTP needs no certificates: loading the CA bundle was ~45 ms of every run's start.
@@ -148,7 +158,7 @@ def _vllm_dialect(client: httpx.Client, root: str) -> ConstraintDialect:
     return "structured_outputs"
 
 
-def _int(value: object) -> Optional[int]:
+def _int(value: object) -> int | None:
     return value if isinstance(value, int) and value > 0 else None
 
 
@@ -175,7 +185,7 @@ class GenerationPace:
             with self._lock:
                 self._seen.append(seconds / tokens_out)
 
-    def allowance(self, tokens: int) -> Optional[float]:
+    def allowance(self, tokens: int) -> float | None:
         """Seconds a reply of up to ``tokens`` may take (None until a pace was seen)."""
         with self._lock:
             return PACE_MARGIN * tokens * max(self._seen) if self._seen else None
@@ -189,8 +199,11 @@ def one_slot_servers(models: Sequence[object], instances: int = 2) -> bool:
     slots = [probe() for m in models if callable(probe := getattr(m, "server_slots", None))]
     if instances < 2 or not slots or any(s != 1 for s in slots):
         return False
-    print("lits: the model server works on one request at a time: instances run one after another, so "
-          "its prompt cache keeps each instance's prefix", file=sys.stderr)
+    print(
+        "lits: the model server works on one request at a time: instances run one after another, so "
+        "its prompt cache keeps each instance's prefix",
+        file=sys.stderr,
+    )
     return True
 
 
@@ -200,8 +213,8 @@ class SlotGate:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._known = False
-        self._gate: Optional[threading.Semaphore] = None
-        self.slots: Optional[int] = None
+        self._gate: threading.Semaphore | None = None
+        self.slots: int | None = None
         self.source = "not probed yet"
         #: How the server constrains decoding (known after :meth:`learn`).
         self.dialect: ConstraintDialect = None

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
-_USAGE: contextvars.ContextVar[Optional["CallUsage"]] = contextvars.ContextVar("lits_call_usage", default=None)
+_USAGE: contextvars.ContextVar["CallUsage" | None] = contextvars.ContextVar("lits_call_usage", default=None)
 
 
 @dataclass
@@ -23,12 +23,12 @@ class CallUsage:
     #: Server requests the call took (0: the backend noted none; the record then counts one).
     requests: int = 0
     #: Prompt tokens the server served from its cache (None: it did not say).
-    tokens_cached: Optional[int] = None
+    tokens_cached: int | None = None
     #: Prompt tokens the server wrote to its cache, billed above the input price (hosted APIs' prompt
     #: caching; None: it did not say).
-    tokens_cache_write: Optional[int] = None
+    tokens_cache_write: int | None = None
     #: Seconds the server says it worked (prompt + generation; None: it did not say).
-    server_seconds: Optional[float] = None
+    server_seconds: float | None = None
     #: Seconds spent waiting for a slot (``--concurrency`` or the server's own), not model time.
     queued_seconds: float = 0.0
 
@@ -49,8 +49,13 @@ class measuring:  # lower case: used like a function, as :class:`lits.observabil
         _USAGE.reset(self._token)
 
 
-def note_request(*, requests: int = 1, tokens_cached: Optional[int] = None,
-                 server_seconds: Optional[float] = None, tokens_cache_write: Optional[int] = None) -> None:
+def note_request(
+    *,
+    requests: int = 1,
+    tokens_cached: int | None = None,
+    server_seconds: float | None = None,
+    tokens_cache_write: int | None = None,
+) -> None:
     """A request the current call made (``requests``: with its retries), and what its server reported."""
     usage = _USAGE.get()
     if usage is None:
@@ -71,7 +76,7 @@ def note_wait(seconds: float) -> None:
         usage.queued_seconds += seconds
 
 
-def reported_usage(data: Mapping[str, Any]) -> tuple[Optional[int], Optional[float]]:
+def reported_usage(data: Mapping[str, Any]) -> tuple[int | None, float | None]:
     """``(prompt tokens served from cache, server seconds)`` of a reply body, each None when not reported.
 
     OpenAI, vLLM and current llama.cpp ``llama-server`` say ``usage.prompt_tokens_details.cached_tokens``;
@@ -92,5 +97,5 @@ def reported_usage(data: Mapping[str, Any]) -> tuple[Optional[int], Optional[flo
     return (None if cached is None else int(cached)), seconds
 
 
-def _number(value: object) -> Optional[float]:
+def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None

@@ -9,7 +9,7 @@ elsewhere is lost on a resume and makes the resumed run differ.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
 from lits.observability import call_context
 
@@ -33,7 +33,7 @@ class AugmentorContext:
     attempt: int
     #: Attempts the run allows each instance (``--attempts``).
     attempts: int
-    model: Optional["LanguageModel"] = None
+    model: "LanguageModel" | None = None
     #: ``--memory-arg`` options other than ``augmentors`` (each augmentor declares the ones it reads).
     options: Mapping[str, object] = field(default_factory=dict)
     #: What the run's tools were built from: the ``--resource-arg`` values, or, when the dataset brings its
@@ -58,7 +58,7 @@ class Outcome:
     """How an attempt ended, as the dataset's evaluation judged it."""
 
     solved: bool
-    answer: Optional[str]
+    answer: str | None
     stopped: str
 
 
@@ -94,15 +94,14 @@ class Augmentor:
         Steps are delivered when the attempt ends, so a search's concurrent
         expansions and a resumed attempt give the same calls in the same order."""
 
-    def on_trajectory_complete(self, trajectory: Sequence["Step"], outcome: Outcome,
-                               context: AugmentorContext) -> None:
+    def on_trajectory_complete(self, trajectory: Sequence["Step"], outcome: Outcome, context: AugmentorContext) -> None:
         """A finished attempt: its trajectory (a chain's state, a search's chosen path) and outcome."""
 
     def notes(self, context: AugmentorContext) -> list[str]:
         """Lines to show the policy in the prompts of attempt ``context.attempt`` (none by default)."""
         return []
 
-    def check_step(self, state: object, step: "Step", context: AugmentorContext) -> Optional[str]:
+    def check_step(self, state: object, step: "Step", context: AugmentorContext) -> str | None:
         """Before ``step`` is executed: why it must not be (it is then recorded with the reason as its error and
         observation, at no cost), or None to let it run.  Decide from the step alone and change no memory here:
         a search checks steps concurrently, and a resumed one does not check them again."""
@@ -113,8 +112,11 @@ def describe_step(step: "Step") -> str:
     """One step as a line of text: its action (or thought), what it observed or answered, its error."""
     action = step.get_action()
     text = str(action) if action is not None else str(getattr(step, "think", "") or "")
-    for label, value in (("observed", getattr(step, "observation", None)), ("answer", step.get_answer()),
-                         ("error", step.error)):
+    for label, value in (
+        ("observed", getattr(step, "observation", None)),
+        ("answer", step.get_answer()),
+        ("error", step.error),
+    ):
         if value not in (None, ""):
             text += f" ({label}: {_short(str(value))})"
     return text.strip() or "(empty step)"

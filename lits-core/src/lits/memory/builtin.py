@@ -46,8 +46,11 @@ class FactMemory(Augmentor):
 
 def _attempt_text(context: AugmentorContext, trajectory: Sequence[Step], outcome: Outcome) -> str:
     steps = "\n".join(f"{i}. {describe_step(step)}" for i, step in enumerate(trajectory, 1)) or "(no steps)"
-    ended = f"it ended ({outcome.stopped}) with the answer {outcome.answer!r}" if outcome.answer else \
-        f"it ended ({outcome.stopped}) without reaching the goal"
+    ended = (
+        f"it ended ({outcome.stopped}) with the answer {outcome.answer!r}"
+        if outcome.answer
+        else f"it ended ({outcome.stopped}) without reaching the goal"
+    )
     return f"Task:\n{context.query}\n\nAn attempt took these steps:\n{steps}\n\nIt was wrong: {ended}."
 
 
@@ -61,13 +64,14 @@ class Reflection(Augmentor):
         _int_option(self, "reflection_tokens")
         _int_option(self, "max_lessons")
 
-    def on_trajectory_complete(self, trajectory: Sequence[Step], outcome: Outcome,
-                               context: AugmentorContext) -> None:
+    def on_trajectory_complete(self, trajectory: Sequence[Step], outcome: Outcome, context: AugmentorContext) -> None:
         if outcome.solved or not context.another_attempt_follows:
             return
-        prompt = (_attempt_text(context, trajectory, outcome)
-                  + "\n\nIn one or two sentences, state the lesson the next attempt should follow to succeed. "
-                  "Write only the lesson.")
+        prompt = (
+            _attempt_text(context, trajectory, outcome)
+            + "\n\nIn one or two sentences, state the lesson the next attempt should follow to succeed. "
+            "Write only the lesson."
+        )
         lesson = " ".join(context.ask(prompt, max_tokens=_int_option(self, "reflection_tokens")).split())
         if lesson:
             self.remember("lessons", [*_texts(self.memory.get("lessons")), lesson], _int_option(self, "max_lessons"))
@@ -86,16 +90,18 @@ class Critic(Augmentor):
         _int_option(self, "critic_tokens")
         _int_option(self, "max_critiques")
 
-    def on_trajectory_complete(self, trajectory: Sequence[Step], outcome: Outcome,
-                               context: AugmentorContext) -> None:
+    def on_trajectory_complete(self, trajectory: Sequence[Step], outcome: Outcome, context: AugmentorContext) -> None:
         if outcome.solved or not context.another_attempt_follows or not trajectory:
             return
-        prompt = (_attempt_text(context, trajectory, outcome)
-                  + "\n\nWhich step was the first mistake, and why? Answer as: Step N: reason.")
+        prompt = (
+            _attempt_text(context, trajectory, outcome)
+            + "\n\nWhich step was the first mistake, and why? Answer as: Step N: reason."
+        )
         critique = " ".join(context.ask(prompt, max_tokens=_int_option(self, "critic_tokens")).split())
         if critique:
-            self.remember("critiques", [*_texts(self.memory.get("critiques")), critique],
-                          _int_option(self, "max_critiques"))
+            self.remember(
+                "critiques", [*_texts(self.memory.get("critiques")), critique], _int_option(self, "max_critiques")
+            )
 
     def notes(self, context: AugmentorContext) -> list[str]:
         return [f"A critic of an earlier attempt: {text}" for text in _texts(self.memory.get("critiques"))]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Sequence
 
 from lits.errors import UserError
 from lits.memory.base import Augmentor, AugmentorContext, JSONValue, Outcome
@@ -61,13 +61,16 @@ def augmentor_classes(memory_args: Mapping[str, object]) -> list[tuple[str, type
     memory_scope(memory_args)
     max_notes(memory_args)
     if not names and any(key != AUGMENTORS_KEY for key in memory_args):
-        raise UserError("--memory-arg options need augmentors=NAME[,NAME] "
-                        f"(registered augmentors: {', '.join(known) or 'none'})")
+        raise UserError(
+            f"--memory-arg options need augmentors=NAME[,NAME] (registered augmentors: {', '.join(known) or 'none'})"
+        )
     classes: list[tuple[str, type[Augmentor]]] = []
     for name in names:
         if name not in known:
-            raise UserError(f"unknown augmentor {name!r} in --memory-arg augmentors=...; registered augmentors: "
-                            f"{', '.join(known) or 'none'}")
+            raise UserError(
+                f"unknown augmentor {name!r} in --memory-arg augmentors=...; registered augmentors: "
+                f"{', '.join(known) or 'none'}"
+            )
         cls = get_registration("augmentor", name).obj
         if not (isinstance(cls, type) and issubclass(cls, Augmentor)):
             raise UserError(f"augmentor {name!r} is not an Augmentor subclass (lits.memory.Augmentor)")
@@ -75,16 +78,19 @@ def augmentor_classes(memory_args: Mapping[str, object]) -> list[tuple[str, type
     options = sorted({key for _, cls in classes for key in cls.OPTIONS})
     for key in memory_args:
         if key not in MEMORY_KEYS and key not in options:
-            raise UserError(f"--memory-arg {key} is not an option of the augmentors {', '.join(names)}; "
-                            f"their options: {', '.join([*options, MAX_NOTES_KEY])}")
+            raise UserError(
+                f"--memory-arg {key} is not an option of the augmentors {', '.join(names)}; "
+                f"their options: {', '.join([*options, MAX_NOTES_KEY])}"
+            )
     return classes
 
 
 class Memory:
     """The augmentors of one instance; their state is JSON, saved after each attempt."""
 
-    def __init__(self, augmentors: Sequence[tuple[str, Augmentor]], options: Mapping[str, object],
-                 cap: int = MAX_NOTES) -> None:
+    def __init__(
+        self, augmentors: Sequence[tuple[str, Augmentor]], options: Mapping[str, object], cap: int = MAX_NOTES
+    ) -> None:
         self.augmentors = list(augmentors)
         self.options = dict(options)
         #: Lines one augmentor may add to a prompt (``max_notes``).
@@ -94,7 +100,7 @@ class Memory:
         self.dropped = 0
 
     @classmethod
-    def from_args(cls, memory_args: Mapping[str, object]) -> Optional["Memory"]:
+    def from_args(cls, memory_args: Mapping[str, object]) -> "Memory" | None:
         """A fresh memory for one instance, or None when no augmentor is named."""
         classes = augmentor_classes(memory_args)
         if not classes:
@@ -121,17 +127,17 @@ class Memory:
             kept = state.get(name)
             aug.memory = dict(kept) if isinstance(kept, dict) else {}
 
-    def notes(self, context: AugmentorContext) -> Optional[str]:
+    def notes(self, context: AugmentorContext) -> str | None:
         """The notes block for attempt ``context.attempt`` (None when no augmentor has anything to say)."""
         lines: list[str] = []
         self.trimmed = 0
         for _, aug in self.augmentors:
             offered = list(aug.notes(context))
             self.trimmed += max(0, len(offered) - self.cap)
-            lines += offered[-self.cap:]  # the latest: an augmentor lists what it learned in order
+            lines += offered[-self.cap :]  # the latest: an augmentor lists what it learned in order
         return notes_block(lines)
 
-    def check(self, state: object, step: Step, context: AugmentorContext) -> Optional[str]:
+    def check(self, state: object, step: Step, context: AugmentorContext) -> str | None:
         """The first augmentor's reason not to execute ``step``, or None."""
         for _, aug in self.augmentors:
             reason = aug.check_step(state, step, context)

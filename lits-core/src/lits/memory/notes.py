@@ -12,28 +12,28 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterator, Sequence
 
 from lits.structures.base import Step
 
 #: ``check(state, step)``: why ``step`` must not be executed, or None.
-StepCheck = Callable[[object, Step], Optional[str]]
+StepCheck = Callable[[object, Step], str | None]
 
-_NOTES: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("lits_memory_notes", default=None)
-_CHECK: contextvars.ContextVar[Optional[StepCheck]] = contextvars.ContextVar("lits_memory_check", default=None)
+_NOTES: contextvars.ContextVar[str | None] = contextvars.ContextVar("lits_memory_notes", default=None)
+_CHECK: contextvars.ContextVar[StepCheck | None] = contextvars.ContextVar("lits_memory_check", default=None)
 
 #: The heading of the block; a policy's prompt shows it right after the question or goal.
 HEADING = "Notes from earlier attempts:"
 
 
-def notes_block(lines: Sequence[str]) -> Optional[str]:
+def notes_block(lines: Sequence[str]) -> str | None:
     """The block shown to the policy, or None when there is nothing to show."""
     kept = [" ".join(str(line).split()) for line in lines if line is not None and str(line).strip()]
     return HEADING + "".join(f"\n- {line}" for line in kept) if kept else None
 
 
 @contextlib.contextmanager
-def offering(block: Optional[str], check: Optional[StepCheck] = None) -> Iterator[None]:
+def offering(block: str | None, check: StepCheck | None = None) -> Iterator[None]:
     """Policies called inside see ``block`` (None: no notes); transitions ask ``check`` before a step."""
     token, checking = _NOTES.set(block), _CHECK.set(check)
     try:

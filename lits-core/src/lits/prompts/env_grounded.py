@@ -15,10 +15,7 @@ POLICY_USER = {
     ),
 }
 
-REWARD_SYSTEM = (
-    "You judge whether a proposed action is a useful next step towards a goal. "
-    "Answer Yes or No."
-)
+REWARD_SYSTEM = "You judge whether a proposed action is a useful next step towards a goal. Answer Yes or No."
 
 REWARD_USER = {
     "evaluate": (

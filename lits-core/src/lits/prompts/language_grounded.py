@@ -3,7 +3,7 @@
 POLICY_SYSTEM = (
     "Solve the problem one step at a time. Each step is one short line of reasoning or "
     "calculation. Only the step that computes the final result ends with "
-    "\"The answer is X\", writing X as simply as possible; earlier steps never state an answer."
+    '"The answer is X", writing X as simply as possible; earlier steps never state an answer.'
 )
 
 POLICY_USER = {
@@ -13,13 +13,17 @@ POLICY_USER = {
     # A whole solution in one reply (``--chain-arg whole_solution=true``), asked as a plain chat question.
     "chat_whole": "{question}\nWork it out step by step, then give the final answer as \\boxed{{answer}}.",
     # A self-made worked example, shown to chat models as earlier turns (one turn per step).
-    "chat_examples": [{
-        "question": "A baker makes 5 trays of 12 rolls. He sells 38 rolls and gives away 7. "
-                    "How many rolls are left?",
-        "steps": ["He makes 5 * 12 = 60 rolls.",
-                  "He sells or gives away 38 + 7 = 45 rolls.",
-                  "60 - 45 = 15 rolls are left. The answer is 15."],
-    }],
+    "chat_examples": [
+        {
+            "question": "A baker makes 5 trays of 12 rolls. He sells 38 rolls and gives away 7. "
+            "How many rolls are left?",
+            "steps": [
+                "He makes 5 * 12 = 60 rolls.",
+                "He sells or gives away 38 + 7 = 45 rolls.",
+                "60 - 45 = 15 rolls are left. The answer is 15.",
+            ],
+        }
+    ],
 }
 
 REWARD_SYSTEM = "You check the reasoning steps of a solution. Answer Yes or No."

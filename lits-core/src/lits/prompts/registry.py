@@ -9,7 +9,7 @@ never silently gets a generic prompt.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Optional
+from typing import Any
 
 from lits import plugins
 from lits.store import STORE, prompt_name, register_prompt
@@ -33,8 +33,8 @@ class PromptRegistry:
         cls,
         component: str,
         agent: str,
-        task_name: Optional[str] = None,
-        task_type: Optional[str] = None,
+        task_name: str | None = None,
+        task_type: str | None = None,
     ) -> Any:
         """The system prompt by fallback order, or None."""
         return cls._lookup(component, agent, task_name, task_type, user=False)
@@ -44,21 +44,20 @@ class PromptRegistry:
         cls,
         component: str,
         agent: str,
-        task_name: Optional[str] = None,
-        task_type: Optional[str] = None,
+        task_name: str | None = None,
+        task_type: str | None = None,
     ) -> Any:
         """The user template by fallback order, or None."""
         return cls._lookup(component, agent, task_name, task_type, user=True)
 
     @classmethod
-    def lookup_order(cls, task_name: Optional[str], task_type: Optional[str]) -> list[str]:
+    def lookup_order(cls, task_name: str | None, task_type: str | None) -> list[str]:
         keys = [k for k in (task_name, task_type) if k]
         keys.append("default")
         return keys
 
     @classmethod
-    def _lookup(cls, component: str, agent: str, task_name: Optional[str], task_type: Optional[str],
-                *, user: bool) -> Any:
+    def _lookup(cls, component: str, agent: str, task_name: str | None, task_type: str | None, *, user: bool) -> Any:
         plugins.ensure_plugins_loaded()
         for key in cls.lookup_order(task_name, task_type):
             reg = STORE.find("prompt", prompt_name(component, agent, key, user=user))

@@ -15,7 +15,7 @@ import contextlib
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, NotRequired, Optional, TypedDict, cast
+from typing import Any, Callable, Iterator, Mapping, NotRequired, TypedDict, cast
 
 from lits import layout
 from lits.components.factory import Components
@@ -45,8 +45,11 @@ class AttemptSettings:
         attempts = settings.get("attempts")
         memory = settings.get("memory_args")
         tools = settings.get("resource_args") if settings.get("resource") else settings.get("dataset_args")
-        return cls(attempts if isinstance(attempts, int) else 1, dict(memory) if isinstance(memory, dict) else {},
-                   dict(tools) if isinstance(tools, dict) else {})
+        return cls(
+            attempts if isinstance(attempts, int) else 1,
+            dict(memory) if isinstance(memory, dict) else {},
+            dict(tools) if isinstance(tools, dict) else {},
+        )
 
     @property
     def plain(self) -> bool:
@@ -66,7 +69,7 @@ class SavedAttempt(TypedDict):
     record: ResultRecord
     files: dict[str, object]
     memory: dict[str, JSONValue]
-    notes: Optional[str]
+    notes: str | None
     #: Lines memory's ``max_notes`` left out of ``notes``, and entries the augmentors' caps dropped after it
     #: (absent when none).
     notes_kept: NotRequired[dict[str, int]]
@@ -84,18 +87,21 @@ def attempt_paths(root: Path, idx: int) -> list[str]:
     """Instance ``idx``'s saved attempts and the checkpoints of its attempts after the first, relative to the
     run dir (what a Ray worker sends back with the instance, and is sent to continue from)."""
     found = [*(root / layout.ATTEMPTS).glob(f"{idx}.*.json"), *(root / layout.CHECKPOINTS).glob(f"attempt-*/{idx}.*")]
-    return sorted(str(p.relative_to(root)) for p in found
-                  if p.name.split(".")[0] == str(idx) and not p.name.endswith(".tmp"))
+    return sorted(
+        str(p.relative_to(root)) for p in found if p.name.split(".")[0] == str(idx) and not p.name.endswith(".tmp")
+    )
 
 
 def search_files(idx: int, result: Any) -> dict[str, object]:
     """What a search writes next to its result: its terminal nodes and chosen path."""
     payload = result.to_dict()
-    return {layout.terminal_nodes(idx): payload.get("terminal_nodes", []),
-            layout.path(idx): payload.get("best_path", [])}
+    return {
+        layout.terminal_nodes(idx): payload.get("terminal_nodes", []),
+        layout.path(idx): payload.get("best_path", []),
+    }
 
 
-def answer_of(record: Mapping[str, Any]) -> Optional[str]:
+def answer_of(record: Mapping[str, Any]) -> str | None:
     """A record's answer: the answer judged, else the plan as one line."""
     evaluation = record.get("eval") or {}
     answer = evaluation.get("answer")
@@ -104,11 +110,17 @@ def answer_of(record: Mapping[str, Any]) -> Optional[str]:
     return None if answer is None else str(answer)
 
 
-def summary_of(attempt: int, record: Mapping[str, Any], notes: Optional[str],
-               kept: Optional[Mapping[str, int]] = None) -> dict[str, object]:
+def summary_of(
+    attempt: int, record: Mapping[str, Any], notes: str | None, kept: Mapping[str, int] | None = None
+) -> dict[str, object]:
     """One attempt as the instance record lists it (``kept``: what memory left out of its notes and dropped)."""
-    summary: dict[str, object] = {"attempt": attempt, "solved": bool((record.get("eval") or {}).get("solved")),
-                                  "answer": answer_of(record), "stopped": record.get("stopped"), "notes": notes}
+    summary: dict[str, object] = {
+        "attempt": attempt,
+        "solved": bool((record.get("eval") or {}).get("solved")),
+        "answer": answer_of(record),
+        "stopped": record.get("stopped"),
+        "notes": notes,
+    }
     if kept:
         summary["notes_left_out"] = int(kept.get("notes_left_out", 0))
         summary["notes_dropped"] = int(kept.get("notes_dropped", 0))
@@ -118,8 +130,15 @@ def summary_of(attempt: int, record: Mapping[str, Any], notes: Optional[str],
 class InstanceAttempts:
     """One instance's attempts, from the first unsaved one to the first that solves (or the last)."""
 
-    def __init__(self, make_agent: Callable[[], Any], components: Components, run_dir: RunDir, mode: str,
-                 settings: AttemptSettings, previous: Optional[Mapping[int, int]] = None) -> None:
+    def __init__(
+        self,
+        make_agent: Callable[[], Any],
+        components: Components,
+        run_dir: RunDir,
+        mode: str,
+        settings: AttemptSettings,
+        previous: Mapping[int, int] | None = None,
+    ) -> None:
         self.make_agent, self.components, self.run_dir, self.mode = make_agent, components, run_dir, mode
         self.settings = settings
         #: With ``scope=run``: each instance's predecessor in the selection, whose memory it starts from.
@@ -145,14 +164,20 @@ class InstanceAttempts:
         summaries = [summary_of(k, p["record"], p.get("notes"), p.get("notes_kept")) for k, p in enumerate(saved)]
         return Finished({**final["record"], "attempts": summaries}, dict(final.get("files") or {}))
 
-    def _attempt(self, idx: int, example: dict[str, Any], attempt: int, memory: Optional[Memory],
-                 resume: bool) -> SavedAttempt:
-        context = AugmentorContext(idx=idx, query=example.get("query"), example=example,
-                                   task_type=self.components.task_type, attempt=attempt,
-                                   attempts=self.settings.attempts,
-                                   model=getattr(self.components.policy, "base_model", None),
-                                   options=memory.options if memory is not None else {},
-                                   resource_args=self.settings.resource_args)
+    def _attempt(
+        self, idx: int, example: dict[str, Any], attempt: int, memory: Memory | None, resume: bool
+    ) -> SavedAttempt:
+        context = AugmentorContext(
+            idx=idx,
+            query=example.get("query"),
+            example=example,
+            task_type=self.components.task_type,
+            attempt=attempt,
+            attempts=self.settings.attempts,
+            model=getattr(self.components.policy, "base_model", None),
+            options=memory.options if memory is not None else {},
+            resource_args=self.settings.resource_args,
+        )
         notes = memory.notes(context) if memory is not None else None
         agent = self.make_agent()
         if attempt:
@@ -179,8 +204,10 @@ class InstanceAttempts:
         """The attempts already saved for ``idx``, in order (a gap ends the list)."""
         out: list[SavedAttempt] = []
         while (path := self.run_dir.root / layout.attempt(idx, len(out))).exists():
-            remedy = (f"delete it (and instance {idx}'s later attempt files) and run "
-                      f"`{self.run_dir.resume_hint(self.mode)}` to redo attempt {len(out)} of instance {idx}")
+            remedy = (
+                f"delete it (and instance {idx}'s later attempt files) and run "
+                f"`{self.run_dir.resume_hint(self.mode)}` to redo attempt {len(out)} of instance {idx}"
+            )
             saved = self.run_dir.read_json(path, remedy)
             record = saved.get("record") if isinstance(saved, dict) else None
             if not isinstance(record, dict) or not isinstance(record.get("eval"), dict):

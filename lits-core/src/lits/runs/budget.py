@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, TypedDict
+from typing import Any, Callable, Mapping, TypedDict
 
 from lits.errors import UserError
 from lits.observability import UNUSED_REPLY, InferenceLog, InferenceRecord
@@ -68,12 +68,14 @@ def parse_budget(text: str) -> RunBudget:
     except ValueError:
         total = math.nan
     if not sep or unit not in UNITS or not math.isfinite(total) or total <= 0:
-        raise UserError(f"--budget must be UNIT=AMOUNT, UNIT one of {', '.join(UNITS)} and AMOUNT more than 0 "
-                        f"(e.g. tokens=20000), not {text!r}")
+        raise UserError(
+            f"--budget must be UNIT=AMOUNT, UNIT one of {', '.join(UNITS)} and AMOUNT more than 0 "
+            f"(e.g. tokens=20000), not {text!r}"
+        )
     return RunBudget(unit, total)
 
 
-def budget_of(setting: object) -> Optional[RunBudget]:
+def budget_of(setting: object) -> RunBudget | None:
     """The budget recorded in ``config.json`` (None: the run had none)."""
     return parse_budget(setting) if isinstance(setting, str) else None
 
@@ -120,15 +122,17 @@ def budgeted(budget: RunBudget, config: object, make_agent: Callable[[], Agent])
         raise UserError("--budget spreads self-consistency chains over a run: use it with --chain sc")
     k = int(getattr(config, "k"))
 
-    def run(make: Callable[[], Agent], components: object, examples: list[Item], run_dir: RunDir,
-            **options: Any) -> RunOutcome:
-        return BudgetedRun(budget, k, run_dir, str(options.pop("mode"))).run(make, examples,
-                                                                              components=components, **options)
+    def run(
+        make: Callable[[], Agent], components: object, examples: list[Item], run_dir: RunDir, **options: Any
+    ) -> RunOutcome:
+        return BudgetedRun(budget, k, run_dir, str(options.pop("mode"))).run(
+            make, examples, components=components, **options
+        )
 
     return run
 
 
-def read_report(run_dir: RunDir) -> Optional[BudgetReport]:
+def read_report(run_dir: RunDir) -> BudgetReport | None:
     """What :meth:`BudgetedRun.run` wrote of how the budget was spent (None: nothing yet)."""
     import json
 
@@ -219,8 +223,14 @@ class BudgetedRun:
             self.draws.granted.update(grants)
             items = [(idx, examples[idx]) for idx in order if idx in grants]
             # every round runs its instances again (not resumed): each draws the chains it was newly granted
-            outcome = run_instances(agents, options["components"], items, self.run_dir, mode=self.mode,
-                                    **{k: v for k, v in options.items() if k != "components"})
+            outcome = run_instances(
+                agents,
+                options["components"],
+                items,
+                self.run_dir,
+                mode=self.mode,
+                **{k: v for k, v in options.items() if k != "components"},
+            )
             _merge(total, outcome)
             if outcome.failed or outcome.interrupted:
                 break  # the grants after this round would read votes that are not there; --resume continues
@@ -239,9 +249,15 @@ class BudgetedRun:
         early = sum(1 for idx, n in chains.items() if n < self.k and idx in self.settled)
         cut = len(selected) - early - sum(1 for n in chains.values() if n >= self.k)
         spent = sum(sum(per.values()) for per in costs.values())
-        return {"unit": self.budget.unit, "total": self.budget.total, "spent": round(spent, 3),
-                "chains": sum(chains.values()), "chains_per_instance": per_count, "settled_early": early,
-                "cut_by_budget": cut}
+        return {
+            "unit": self.budget.unit,
+            "total": self.budget.total,
+            "spent": round(spent, 3),
+            "chains": sum(chains.values()),
+            "chains_per_instance": per_count,
+            "settled_early": early,
+            "cut_by_budget": cut,
+        }
 
 
 def _settled(record: Mapping[str, Any], remaining: int) -> bool:
@@ -276,6 +292,11 @@ def format_budget(report: BudgetReport) -> list[tuple[str, object]]:
     unit = report["unit"]
     shown = f"{report['spent']:g} of {report['total']:g} {'model seconds' if unit == 'seconds' else unit}"
     spread = ", ".join(f"{n} chains: {count}" for n, count in report["chains_per_instance"].items())
-    return [("budget spent", shown),
-            ("chains drawn", f"{report['chains']} ({spread}); {report['settled_early']} settled early, "
-                             f"{report['cut_by_budget']} cut by the budget")]
+    return [
+        ("budget spent", shown),
+        (
+            "chains drawn",
+            f"{report['chains']} ({spread}); {report['settled_early']} settled early, "
+            f"{report['cut_by_budget']} cut by the budget",
+        ),
+    ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, TypedDict
+from typing import Any, Mapping, Sequence, TypedDict
 
 from lits import layout
 from lits.agents.config import TreeSearchConfig
@@ -44,9 +44,9 @@ class CurvePoint(TypedDict):
     budget: float
     instances: int
     solved: int
-    accuracy: Optional[float]
+    accuracy: float | None
     #: This run against the first run given at the same budget (not in the first run's points).
-    paired_with_first: Optional[PairedComparison]
+    paired_with_first: PairedComparison | None
 
 
 @dataclass
@@ -61,7 +61,7 @@ class RunCurve:
     #: (a budget beyond what the run had).
     solved: list[dict[object, bool]] = field(default_factory=list)
     #: Per point: (dataset, instance id) -> the answer selected (language tasks) or None.
-    answers: list[dict[object, Optional[str]]] = field(default_factory=list)
+    answers: list[dict[object, str | None]] = field(default_factory=list)
     #: Per point: (dataset, instance id) -> the iteration whose tree answered.
     iterations: list[dict[object, int]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -71,14 +71,21 @@ class RunCurve:
         """The method and the run's folder (two runs of one method differ by their folders)."""
         return f"{self.method} ({Path(self.save_dir).name})"
 
-    def rows(self, first: Optional[RunCurve] = None) -> list[CurvePoint]:
+    def rows(self, first: RunCurve | None = None) -> list[CurvePoint]:
         out: list[CurvePoint] = []
         for k, budget in enumerate(self.points):
             solved = self.solved[k]
             n = len(solved)
             paired = compare_paired(first.solved[k], solved) if first is not None and first is not self else None
-            out.append({"budget": budget, "instances": n, "solved": sum(solved.values()),
-                        "accuracy": round(sum(solved.values()) / n, 4) if n else None, "paired_with_first": paired})
+            out.append(
+                {
+                    "budget": budget,
+                    "instances": n,
+                    "solved": sum(solved.values()),
+                    "accuracy": round(sum(solved.values()) / n, 4) if n else None,
+                    "paired_with_first": paired,
+                }
+            )
         return out
 
 
@@ -104,15 +111,20 @@ class SearchRun:
             raise UserError(f"{root} ran --attempts {self.config['attempts']}; a curve reads a single-attempt run")
         if not self.results:
             raise UserError(f"{root} has no finished instances")
-        self.components = create_components(self.config["dataset"], None, transition=self.config.get("transition"),
-                                            resource_args=self.config.get("dataset_args") or {},
-                                            framework=self.config.get("search_framework"))
+        self.components = create_components(
+            self.config["dataset"],
+            None,
+            transition=self.config.get("transition"),
+            resource_args=self.config.get("dataset_args") or {},
+            framework=self.config.get("search_framework"),
+        )
         settings = {**self.config, "search_args": dict(self.config.get("search_args") or {})}
         reg, values = agent_registration(settings, "search", self.components.task_type)  # type: ignore[arg-type]
         self.search = str(settings["search"])
         if self.search not in CURVE_SEARCHES:
-            raise UserError(f"{root} ran --search {self.search}; anytime curves are rebuilt for "
-                            f"{' and '.join(CURVE_SEARCHES)} runs")
+            raise UserError(
+                f"{root} ran --search {self.search}; anytime curves are rebuilt for {' and '.join(CURVE_SEARCHES)} runs"
+            )
         config = make_config(reg, values, "search")
         if not isinstance(config, TreeSearchConfig):  # a registered search with a config of its own
             raise UserError(f"{root}: --search {self.search} has no tree-search settings to rebuild it with")
@@ -132,7 +144,7 @@ class SearchRun:
             return True
         return record.get("stopped") in ("solution", "exhausted")
 
-    def judged_at(self, idx: int, record: Mapping[str, Any], iteration: int) -> tuple[bool, Optional[str]]:
+    def judged_at(self, idx: int, record: Mapping[str, Any], iteration: int) -> tuple[bool, str | None]:
         """(solved, selected answer) of the search stopped after ``iteration``."""
         from lits.runs.results.records import result_record
 
@@ -208,7 +220,7 @@ def tree_at(journal: TreeJournal, agent: BaseTreeSearch, iteration: int) -> Sear
     return root
 
 
-def run_curve(root: Path, budget: str, points: Optional[Sequence[float]] = None) -> RunCurve:
+def run_curve(root: Path, budget: str, points: Sequence[float] | None = None) -> RunCurve:
     """One run's anytime curve at ``points`` of ``budget`` (default: evenly spaced up to the largest)."""
     from lits.runs.results.compare import method_label
 
@@ -217,14 +229,17 @@ def run_curve(root: Path, budget: str, points: Optional[Sequence[float]] = None)
     run = SearchRun(root)
     spent = run.spend_by_iteration(budget) if budget != "iterations" else {}
     if points is None:
-        top = (max(run.last_iteration(r) for r in run.results.values()) if budget == "iterations"
-               else max(s[-1] for s in spent.values()))
+        top = (
+            max(run.last_iteration(r) for r in run.results.values())
+            if budget == "iterations"
+            else max(s[-1] for s in spent.values())
+        )
         points = default_points(top, whole=budget != "seconds")
     curve = RunCurve(save_dir=str(root), method=method_label(run.config), budget=budget, points=list(points))
-    cache: dict[tuple[int, int], tuple[bool, Optional[str]]] = {}
+    cache: dict[tuple[int, int], tuple[bool, str | None]] = {}
     for point in curve.points:
         solved: dict[object, bool] = {}
-        answers: dict[object, Optional[str]] = {}
+        answers: dict[object, str | None] = {}
         reached: dict[object, int] = {}
         for idx, record in run.results.items():
             if budget == "iterations":
@@ -270,7 +285,7 @@ def _notes(run: SearchRun) -> list[str]:
     return notes
 
 
-def curves(save_dirs: Sequence[Path], budget: str, points: Optional[Sequence[float]] = None) -> list[RunCurve]:
+def curves(save_dirs: Sequence[Path], budget: str, points: Sequence[float] | None = None) -> list[RunCurve]:
     """Each run's curve at the same points (the first run's defaults when ``points`` is not given)."""
     out: list[RunCurve] = []
     for root in save_dirs:
@@ -291,8 +306,16 @@ def parse_points(text: str) -> list[float]:
 
 def curve_rows(runs: Sequence[RunCurve]) -> list[dict[str, Any]]:
     """The curves as JSON rows: per run, its points with accuracy and the paired comparison to the first."""
-    return [{"method": c.method, "save_dir": c.save_dir, "budget": c.budget, "notes": c.notes,
-             "points": [dict(p) for p in c.rows(runs[0] if k else None)]} for k, c in enumerate(runs)]
+    return [
+        {
+            "method": c.method,
+            "save_dir": c.save_dir,
+            "budget": c.budget,
+            "notes": c.notes,
+            "points": [dict(p) for p in c.rows(runs[0] if k else None)],
+        }
+        for k, c in enumerate(runs)
+    ]
 
 
 def format_curves(runs: Sequence[RunCurve]) -> str:
@@ -307,8 +330,11 @@ def format_curves(runs: Sequence[RunCurve]) -> str:
         cells = [_number(budget)]
         for rows in table:
             point = rows[i]
-            cells.append("-" if point["accuracy"] is None else
-                         f"{point['accuracy']:.1%} ({point['solved']}/{point['instances']})")
+            cells.append(
+                "-"
+                if point["accuracy"] is None
+                else f"{point['accuracy']:.1%} ({point['solved']}/{point['instances']})"
+            )
         body.append(cells)
     widths = [max(len(x) for x in col) for col in zip(header, *body)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
@@ -316,8 +342,7 @@ def format_curves(runs: Sequence[RunCurve]) -> str:
         for budget, point in zip(first.points, rows):
             paired = point["paired_with_first"]
             if paired is not None and paired["shared"]:
-                lines.append(f"{first.budget} {_number(budget)}: "
-                             + describe("[0]", f"[{k}]", paired))
+                lines.append(f"{first.budget} {_number(budget)}: " + describe("[0]", f"[{k}]", paired))
     for k, c in enumerate(runs):
         lines += [f"note [{k}]: {note}" for note in c.notes]
     return "\n".join(lines)

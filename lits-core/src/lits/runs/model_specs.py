@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Mapping, Optional, TypedDict
+from typing import TYPE_CHECKING, Mapping, TypedDict
 
 from lits.errors import UserError
 
@@ -39,7 +39,7 @@ OPERATIONAL_ARGS = (KEY_ENV, "constraints")
 IN_PROCESS = ("local", "scripted")
 
 
-def is_gguf(spec: Optional[str]) -> bool:
+def is_gguf(spec: str | None) -> bool:
     """A model spec naming a GGUF file: loaded by the embedded llama.cpp backend unless a server is given."""
     return bool(spec) and str(spec).lower().endswith(".gguf")
 
@@ -48,12 +48,12 @@ class ModelSpec(TypedDict):
     """The model one component uses: name, server, API and ``--ROLE-model-arg`` settings."""
 
     model: str
-    base_url: Optional[str]
-    api: Optional[str]
+    base_url: str | None
+    api: str | None
     args: dict[str, object]
 
 
-def server_url(base_url: Optional[str]) -> str:
+def server_url(base_url: str | None) -> str:
     """Where a server model's calls go: its base URL, else ``$OPENAI_BASE_URL``, else OpenAI's."""
     import os
 
@@ -62,7 +62,7 @@ def server_url(base_url: Optional[str]) -> str:
     return base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
 
 
-def calls_a_server(model: str, base_url: Optional[str]) -> bool:
+def calls_a_server(model: str, base_url: str | None) -> bool:
     """True for a model served over HTTP by the built-in OpenAI-compatible backend (what may carry a key)."""
     from lits.registry import list_names
 
@@ -84,8 +84,11 @@ def check_model_args(role: str, args: Mapping[str, object]) -> dict[str, object]
     out: dict[str, object] = {}
     for key, value in args.items():
         if key not in MODEL_ARGS:
-            raise UserError(unknown_name_message(f"{flag} setting", key, list(MODEL_ARGS))
-                            .replace("; registered:", "; its settings:"))
+            raise UserError(
+                unknown_name_message(f"{flag} setting", key, list(MODEL_ARGS)).replace(
+                    "; registered:", "; its settings:"
+                )
+            )
         if key == "api" and value not in ("chat", "completion"):
             raise UserError(f"{flag} api must be 'chat' or 'completion', not {value!r}")
         if key == "constraints":
@@ -97,10 +100,16 @@ def check_model_args(role: str, args: Mapping[str, object]) -> dict[str, object]
             raise UserError(f"{flag} api_key_env names an environment variable, e.g. api_key_env=MY_KEY")
         if key in SAMPLING_ARGS:
             kind = SAMPLING_ARGS[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (
-                    kind is int and value != int(value)) or value < 0:
-                raise UserError(f"{flag} {key} must be a finite {'whole ' if kind is int else ''}number of 0 or "
-                                f"more, not {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or (kind is int and value != int(value))
+                or value < 0
+            ):
+                raise UserError(
+                    f"{flag} {key} must be a finite {'whole ' if kind is int else ''}number of 0 or more, not {value!r}"
+                )
             value = kind(value)
         out[KEY_ENV if key == "api_key_env" else key] = value
     return out
@@ -121,13 +130,21 @@ def role_spec(settings: RunSettings, role: str) -> ModelSpec:
     if base_url is None and not (given.get("model") and in_process(model)):
         base_url = settings.get("base_url")
     api = args.pop("api", None)
-    return {"model": model, "base_url": base_url, "api": api if isinstance(api, str) and api else settings.get("api"),
-            "args": args}
+    return {
+        "model": model,
+        "base_url": base_url,
+        "api": api if isinstance(api, str) and api else settings.get("api"),
+        "args": args,
+    }
 
 
 def default_spec(settings: RunSettings) -> ModelSpec:
-    return {"model": settings.get("model") or "local", "base_url": settings.get("base_url"),
-            "api": settings.get("api"), "args": {}}
+    return {
+        "model": settings.get("model") or "local",
+        "base_url": settings.get("base_url"),
+        "api": settings.get("api"),
+        "args": {},
+    }
 
 
 def spec_key(spec: ModelSpec) -> str:

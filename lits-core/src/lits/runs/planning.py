@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping, Optional, TypedDict
+from typing import Mapping, TypedDict
 
 from lits.errors import UserError, one_line
 from lits.runs.run_settings import RunSettings, set_agent_args
@@ -25,11 +25,11 @@ class Plan(TypedDict):
     settings: RunSettings
     instances: list[int]
     models: dict[str, str]
-    calls_per_instance: Optional[int]
-    calls: Optional[int]
+    calls_per_instance: int | None
+    calls: int | None
 
 
-def plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = None) -> Plan:
+def plan(settings: RunSettings, objects: Mapping[str, object] | None = None) -> Plan:
     """What the run would do: the resolved settings, the instances, the models and a bound on model calls."""
     from lits.registry import get_registration, infer_task_type
 
@@ -48,20 +48,30 @@ def plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = None) 
     config = make_config(agent_reg, agent_args, mode)
     selected = select(resolved["dataset"], resolved)
     try:
-        build_components(resolved, {"policy": None, "eval": None, "transition": None, "bn": None}, config, task_type,
-                         objects or {}, start_resources=False)
+        build_components(
+            resolved,
+            {"policy": None, "eval": None, "transition": None, "bn": None},
+            config,
+            task_type,
+            objects or {},
+            start_resources=False,
+        )
     except UserError:
         raise
     except Exception as exc:
         raise UserError(f"the components cannot be built: {one_line(exc)}") from None
     set_agent_args(resolved, mode, config.model_dump())
     per_instance = with_attempts(calls_per_instance(config, mode), resolved)
-    return {"settings": resolved, "instances": [idx for idx, _ in selected], "models": check_models(resolved),
-            "calls_per_instance": per_instance,
-            "calls": None if per_instance is None else per_instance * len(selected)}
+    return {
+        "settings": resolved,
+        "instances": [idx for idx, _ in selected],
+        "models": check_models(resolved),
+        "calls_per_instance": per_instance,
+        "calls": None if per_instance is None else per_instance * len(selected),
+    }
 
 
-def calls_per_instance(config: object, mode: str) -> Optional[int]:
+def calls_per_instance(config: object, mode: str) -> int | None:
     """A bound on model calls per instance from the agent's own limits (None when it declares none).
 
     Search: each iteration expands at most ``max_depth`` nodes, each with one policy call, one reward
@@ -91,7 +101,7 @@ def _bn_calls(config: object, width: int) -> int:
     return int(k) + (1 if method == "sc" else 0)
 
 
-def with_attempts(per_attempt: Optional[int], settings: RunSettings) -> Optional[int]:
+def with_attempts(per_attempt: int | None, settings: RunSettings) -> int | None:
     """The bound over ``--attempts N``: N attempts, and one call per augmentor between two attempts (an
     augmentor that calls the model more often is not bounded)."""
     from lits.memory.memory import augmentor_classes
@@ -116,8 +126,9 @@ def check_models(settings: RunSettings) -> dict[str, str]:
             raise UserError(f"api_key_env={key_env} for model {name}: ${key_env} is not set")
         if is_gguf(name) and not base_url:
             if not Path(name).expanduser().is_file():
-                raise UserError(f"model file {name} not found (without a base URL a spec ending in .gguf is a "
-                                "local file)")
+                raise UserError(
+                    f"model file {name} not found (without a base URL a spec ending in .gguf is a local file)"
+                )
             out[role] = f"{name} (in this process)"
         elif name in ("local", "scripted"):
             out[role] = f"{name} (in this process)"
@@ -133,20 +144,28 @@ def format_plan(planned: Plan) -> str:
     instances = planned["instances"]
     shown = ", ".join(str(i) for i in instances[:10]) + (", ..." if len(instances) > 10 else "")
     models = "; ".join(f"{role}: {where}" for role, where in planned["models"].items())
-    calls = ("no bound (the agent declares no depth limit)" if planned["calls"] is None else
-             f"at most {planned['calls']} ({planned['calls_per_instance']} per instance)")
-    return (f"instances     {len(instances)} ({shown})\nmodels        {models}\nmodel calls   {calls}\n"
-            "dry run: settings checked, nothing written, no model called")
+    calls = (
+        "no bound (the agent declares no depth limit)"
+        if planned["calls"] is None
+        else f"at most {planned['calls']} ({planned['calls_per_instance']} per instance)"
+    )
+    return (
+        f"instances     {len(instances)} ({shown})\nmodels        {models}\nmodel calls   {calls}\n"
+        "dry run: settings checked, nothing written, no model called"
+    )
 
 
 def to_confirm(settings: RunSettings, confirmation: Confirmation) -> str:
     """The line saying what a real run would ask to confirm (empty when nothing)."""
     pending = [a.shown for a in unconfirmed(actions(settings, confirmation.given), confirmation)]
-    return f"\nto confirm    {'; '.join(pending)} (from a file: a run asks, or give {confirmation.how})" if pending else ""
+    return (
+        f"\nto confirm    {'; '.join(pending)} (from a file: a run asks, or give {confirmation.how})" if pending else ""
+    )
 
 
-def print_plan(settings: RunSettings, objects: Optional[Mapping[str, object]] = None, *,
-               confirmation: Confirmation) -> int:
+def print_plan(
+    settings: RunSettings, objects: Mapping[str, object] | None = None, *, confirmation: Confirmation
+) -> int:
     """``--dry-run``: the resolved settings as JSON (secrets dropped), then the plan; exit status 0."""
     import json
 

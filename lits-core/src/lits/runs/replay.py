@@ -25,8 +25,9 @@ def recorded_cache(source: str) -> tuple[RunSettings, Path]:
     try:
         config = RunDir(root).read_config()
     except FileNotFoundError:
-        raise UserError(f"{flag}: not a LiTS run (no {layout.CONFIG}); pass the --save-dir of the run to "
-                        "replay") from None
+        raise UserError(
+            f"{flag}: not a LiTS run (no {layout.CONFIG}); pass the --save-dir of the run to replay"
+        ) from None
     except RunFileError as exc:
         raise UserError(f"{flag}: {exc}") from None
     if config.get("no_cache"):
@@ -43,9 +44,11 @@ def open_replay(own: ResponseCache, settings: RunSettings) -> ReplayStore:
     source = settings["replay_from"]
     config, path = recorded_cache(source)
     if _models(config) != _models(settings):
-        raise UserError(f"--replay-from {source}: that run used --model {config.get('model')} "
-                        f"{_roles(config)}and this one --model {settings.get('model')} {_roles(settings)}"
-                        "; a replay answers the same model's requests only")
+        raise UserError(
+            f"--replay-from {source}: that run used --model {config.get('model')} "
+            f"{_roles(config)}and this one --model {settings.get('model')} {_roles(settings)}"
+            "; a replay answers the same model's requests only"
+        )
     try:
         recorded = ResponseCache(path)
     except CacheError as exc:
@@ -56,8 +59,11 @@ def open_replay(own: ResponseCache, settings: RunSettings) -> ReplayStore:
 def _models(settings: Mapping[str, object]) -> tuple[object, dict[str, object]]:
     """The model, and each component's own model, by name (where they are served does not matter)."""
     models = settings.get("component_models") or {}
-    roles = {role: spec.get("model") for role, spec in models.items() if isinstance(spec, dict) and spec.get("model")} \
-        if isinstance(models, dict) else {}
+    roles = (
+        {role: spec.get("model") for role, spec in models.items() if isinstance(spec, dict) and spec.get("model")}
+        if isinstance(models, dict)
+        else {}
+    )
     return settings.get("model") or "local", roles
 
 
@@ -65,11 +71,18 @@ def _roles(settings: Mapping[str, object]) -> str:
     models = settings.get("component_models") or {}
     if not isinstance(models, dict) or not models:
         return ""
-    return "(" + ", ".join(f"{role} {spec.get('model')}" for role, spec in sorted(models.items())
-                           if isinstance(spec, dict)) + ") "
+    return (
+        "("
+        + ", ".join(f"{role} {spec.get('model')}" for role, spec in sorted(models.items()) if isinstance(spec, dict))
+        + ") "
+    )
 
 
 def replay_counts(settings: Mapping[str, object], inference: Mapping[str, float]) -> dict[str, object]:
     """The summary's ``replay``: the recorded run, the calls answered from recorded replies and those paid."""
-    return {"from": settings.get("replay_from"), "replayed": int(inference.get("cache_hits", 0)),
-            "paid": int(inference.get("calls", 0)), "offline": bool(settings.get("offline"))}
+    return {
+        "from": settings.get("replay_from"),
+        "replayed": int(inference.get("cache_hits", 0)),
+        "paid": int(inference.get("calls", 0)),
+        "offline": bool(settings.get("offline")),
+    }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence, cast
+from typing import Callable, Mapping, Sequence, cast
 
 from lits.errors import UserError
 from lits.runs.results.artifacts import RunDir, check_writable
@@ -22,8 +22,10 @@ from lits.runs.trust import Confirmation, given_values
 #: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).  A
 #: component's own model (``--ROLE-model``...) is judged on its own, below.
 MEANING_FLAGS: tuple[tuple[str, str, str], ...] = tuple(
-    (str(declared.flag), declared.dest, name) for name, declared in settings_declared().items()
-    if declared.computes and declared.flag and not declared.hand_written)
+    (str(declared.flag), declared.dest, name)
+    for name, declared in settings_declared().items()
+    if declared.computes and declared.flag and not declared.hand_written
+)
 #: Operational settings given again as flags (the cache's two are judged on their own, below).
 OPERATIONAL_KEYS = tuple(sorted(OPERATIONAL_FIELDS - {"cache", "no_cache"}))
 
@@ -32,7 +34,7 @@ OPERATIONAL_KEYS = tuple(sorted(OPERATIONAL_FIELDS - {"cache", "no_cache"}))
 class ResumeRequest:
     """What ``--resume`` was given: the save dir and every flag given again, parsed but not yet judged."""
 
-    save_dir: Optional[str]
+    save_dir: str | None
     mode: str
     #: Meaning flags given again: (flag, key in config.json, value; ``K=V`` flags as a dict).
     meaning: list[tuple[str, str, object]] = field(default_factory=list)
@@ -40,7 +42,7 @@ class ResumeRequest:
     operational: dict[str, object] = field(default_factory=dict)
     #: ``--ROLE-model``/``--ROLE-base-url``/``--ROLE-model-arg`` given again, by role.
     component_models: dict[str, GivenModel] = field(default_factory=dict)
-    cache: Optional[str] = None
+    cache: str | None = None
     no_cache: bool = False
     #: ``--trust-config``: what the run's config.json says to start or where to send keys is confirmed.
     trust_config: bool = False
@@ -49,8 +51,13 @@ class ResumeRequest:
 
     def confirmation(self) -> Confirmation:
         """Only what is given again on this command line is the user's; the rest comes from config.json."""
-        given = given_values({"base_url": self.operational.get("base_url"), "component_models": self.component_models,
-                              "ray_address": self.operational.get("ray_address")})
+        given = given_values(
+            {
+                "base_url": self.operational.get("base_url"),
+                "component_models": self.component_models,
+                "ray_address": self.operational.get("ray_address"),
+            }
+        )
         for _, key, value in self.meaning:
             if key == "resource_args" and isinstance(value, dict):
                 given = given | given_values({"resource_args": value})
@@ -126,19 +133,22 @@ def resumed_settings(run_dir: RunDir, saved: RunSettings, changed: Mapping[str, 
         settings["offline"] = bool(changed.get("offline"))
     elif changed.get("offline"):
         raise UserError(f"--offline needs a replay, and {run_dir.root} was not run with --replay-from")
-    settings["resumed"] = [*saved.get("resumed", []),
-                           {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": dict(changed)}]
+    settings["resumed"] = [
+        *saved.get("resumed", []),
+        {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": dict(changed)},
+    ]
     check_writable(run_dir.root)
     return settings
 
 
-def model_spec(model: Optional[str]) -> str:
+def model_spec(model: str | None) -> str:
     """``--model`` as recorded: the embedded model is "local", never null."""
     return model if model not in (None, "") else "local"
 
 
-def _resumed_component_models(given: Mapping[str, GivenModel],
-                              saved: Mapping[str, GivenModel]) -> dict[str, GivenModel]:
+def _resumed_component_models(
+    given: Mapping[str, GivenModel], saved: Mapping[str, GivenModel]
+) -> dict[str, GivenModel]:
     """The run's per-component models with what may change on resume: base URLs and the operational args.
 
     A component's model name or any other model arg is meaning: a different one is refused."""
@@ -187,5 +197,7 @@ _NORMALIZE: dict[str, Callable[[object], object]] = {
 
 
 def _refuse(given: str, have: object) -> None:
-    raise UserError(f"{given} cannot be used with --resume: it would change what the run computes "
-                    f"(the run has {have!r}); start a new run with another --save-dir")
+    raise UserError(
+        f"{given} cannot be used with --resume: it would change what the run computes "
+        f"(the run has {have!r}); start a new run with another --save-dir"
+    )

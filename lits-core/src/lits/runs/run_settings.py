@@ -4,14 +4,14 @@ run adds: the agent's resolved args, the environment, the models it used, each r
 from __future__ import annotations
 
 import math
-from typing import Mapping, NotRequired, Optional, TypedDict
+from typing import Mapping, NotRequired, TypedDict
 
 
 class GivenModel(TypedDict, total=False):
     """One component's own model as given (``--policy-model``, its base URL and ``--policy-model-arg``)."""
 
-    model: Optional[str]
-    base_url: Optional[str]
+    model: str | None
+    base_url: str | None
     args: dict[str, object]
 
 
@@ -23,31 +23,31 @@ class RunSettings(TypedDict, total=False):
     dataset: str
     dataset_args: dict[str, object]
     offset: int
-    limit: Optional[int]
-    resource: Optional[str]
+    limit: int | None
+    resource: str | None
     resource_args: dict[str, object]
-    policy: Optional[str]
-    transition: Optional[str]
-    reward: Optional[str]
+    policy: str | None
+    transition: str | None
+    reward: str | None
     model: str
-    base_url: Optional[str]
-    api: Optional[str]
+    base_url: str | None
+    api: str | None
     component_models: dict[str, GivenModel]
     concurrency: int
-    call_budget: Optional[float]
-    read_timeout: Optional[float]
+    call_budget: float | None
+    read_timeout: float | None
     price_in: float
     price_out: float
     log_prompts: bool
     free_replies: bool
-    cache: Optional[str]
+    cache: str | None
     no_cache: bool
     #: The recorded run whose replies answer this run's requests (``--replay-from``), and whether this
     #: command pays for what it did not record (``--offline``: not; set again by each ``--resume``).
     replay_from: str
     offline: bool
     executor: str
-    ray_address: Optional[str]
+    ray_address: str | None
     #: ``LITS_RAY_CACHE``: ``driver`` (the coordinator's cache) or ``worker`` (one per worker, the benchmark's).
     ray_cache: str
     lits_version: str
@@ -56,11 +56,11 @@ class RunSettings(TypedDict, total=False):
     memory_args: dict[str, object]
     #: ``tokens=20000``: the run's compute budget (``--budget``).
     budget: NotRequired[str]
-    search: Optional[str]
-    search_framework: Optional[str]
+    search: str | None
+    search_framework: str | None
     search_args: dict[str, object]
     reward_args: NotRequired[dict[str, object]]
-    chain: Optional[str]
+    chain: str | None
     chain_args: dict[str, object]
     environment: dict[str, object]
     #: Each component's model spec and the backend's description (:func:`lits.runs.results.provenance.record_models`).
@@ -78,7 +78,7 @@ def set_agent_args(settings: RunSettings, mode: str, args: dict[str, object]) ->
         settings["chain_args"] = args
 
 
-def non_finite(value: object, where: str = "") -> Optional[tuple[str, float]]:
+def non_finite(value: object, where: str = "") -> tuple[str, float] | None:
     """(where, number) of the first nan or infinity in a setting (or the mappings and lists it holds), else
     None.  No setting means anything with one: a budget of nan seconds retries forever, a price of nan
     makes every cost nan."""

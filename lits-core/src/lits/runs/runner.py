@@ -22,7 +22,7 @@ from collections import deque
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Protocol, TextIO
+from typing import Any, Callable, Mapping, Protocol, TextIO
 
 from lits import fastjson, layout
 from lits.durable import atomic_write_text, durable_together
@@ -49,14 +49,13 @@ class Agent(Protocol):
     """What the runner needs of a search or chain agent: one instance run, its result read by
     :func:`lits.runs.results.records.result_record`."""
 
-    def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> object:
-        ...
+    def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> object: ...
 
 
 class Progress:
     """A status line per finished instance, and every ``every`` seconds while one runs."""
 
-    def __init__(self, total: int, log: InferenceLog, stream: Optional[TextIO] = None, every: float = 15.0) -> None:
+    def __init__(self, total: int, log: InferenceLog, stream: TextIO | None = None, every: float = 15.0) -> None:
         self.total = total
         self.log = log
         self.stream = stream or sys.stderr  # looked up now: a default bound at import outlives a swapped stderr
@@ -77,7 +76,7 @@ class Progress:
         while not self._stopped.wait(every):
             self._print("running")
 
-    def update(self, solved: Optional[bool]) -> None:
+    def update(self, solved: bool | None) -> None:
         with self.lock:
             self.done += 1
             self.solved += bool(solved)
@@ -129,16 +128,25 @@ class RunOutcome:
     seconds: float = 0.0
     #: Instance threads still busy when the run stopped waiting for them.
     stragglers: int = 0
-    stop_reason: Optional[str] = None
+    stop_reason: str | None = None
     stop_message: str = ""
 
 
 class _Runner:
     """One process's pass over the instances: rounds of attempts on worker threads."""
 
-    def __init__(self, make_agent: Callable[[], Agent], components: Components, run_dir: RunDir, mode: str,
-                 control: RunControl, log: InferenceLog, progress: Progress,
-                 after_instance: Optional[Callable[[], None]], attempts: AttemptSettings = AttemptSettings()) -> None:
+    def __init__(
+        self,
+        make_agent: Callable[[], Agent],
+        components: Components,
+        run_dir: RunDir,
+        mode: str,
+        control: RunControl,
+        log: InferenceLog,
+        progress: Progress,
+        after_instance: Callable[[], None] | None,
+        attempts: AttemptSettings = AttemptSettings(),
+    ) -> None:
         self.make_agent, self.components, self.run_dir, self.mode = make_agent, components, run_dir, mode
         self.attempts = attempts
         #: Each instance's predecessor in the selection (memory shared over the run starts from it).
@@ -172,8 +180,7 @@ class _Runner:
             with self.lock:
                 self.outcome.interrupted.append(idx)
                 self.outcome.failed.pop(idx, None)
-            self.execution.info("instance %d: stopped unfinished (%s); --resume continues it", idx,
-                                self.control.reason)
+            self.execution.info("instance %d: stopped unfinished (%s); --resume continues it", idx, self.control.reason)
             return
         except Exception as exc:  # one bad instance must not end the run
             self._failed(idx, exc)
@@ -195,18 +202,21 @@ class _Runner:
     def _run(self, idx: int, example: dict[str, Any], resume: bool) -> Finished:
         """The instance's record: one agent run, or its attempts (``--attempts``, ``--memory-arg``)."""
         if not self.attempts.plain:
-            return InstanceAttempts(self.make_agent, self.components, self.run_dir, self.mode,
-                                    self.attempts, self.previous).run(idx, example, resume)
+            return InstanceAttempts(
+                self.make_agent, self.components, self.run_dir, self.mode, self.attempts, self.previous
+            ).run(idx, example, resume)
         result = self.make_agent().run(example.get("query"), idx, example, resume=resume)
-        return Finished(result_record(idx, example, result, self.components, self.mode),
-                        search_files(idx, result) if self.mode == "search" else {})
+        return Finished(
+            result_record(idx, example, result, self.components, self.mode),
+            search_files(idx, result) if self.mode == "search" else {},
+        )
 
     def _write_files(self, files: Mapping[str, object]) -> None:
         """The search's terminal nodes and path, as bulk JSON nobody reads by eye (compact: 5x faster)."""
         for relative, payload in files.items():
             self._write_json(relative, payload, indent=None)
 
-    def _write_json(self, relative: str, payload: object, *, indent: Optional[int]) -> None:
+    def _write_json(self, relative: str, payload: object, *, indent: int | None) -> None:
         """``RunDir.write_json``, joining the durable group the caller opened."""
         path = self.run_dir.root / relative
         try:
@@ -228,8 +238,9 @@ class _Runner:
             "parse": parsing.take(idx),
         }
         if "attempts" in finished.record:  # each attempt's calls, as counted by the process(es) that ran it
-            timing["attempts"] = [self.log.summary(instance=idx, attempt=k)
-                                  for k in range(len(finished.record["attempts"]))]
+            timing["attempts"] = [
+                self.log.summary(instance=idx, attempt=k) for k in range(len(finished.record["attempts"]))
+            ]
         with durable_together():  # renamed in order, the result last: its presence marks the instance done
             self._write_json(layout.timing(idx), timing, indent=1)
             self._write_json(layout.result(idx), finished.record, indent=1)
@@ -251,17 +262,21 @@ class _Runner:
         if failure.kind == "missing":  # an offline replay's gap: no server failed, the other instances go on
             return
         if self.attempts.shared:  # the next instance would start from memory this one never finished
-            self.control.stop(BREAKER, f"stopped: instance {idx} failed ({failure.brief}); with --memory-arg "
-                                       "scope=run each instance starts from the memory of the one before it, so "
-                                       "the run stops here (--resume continues from it)")
+            self.control.stop(
+                BREAKER,
+                f"stopped: instance {idx} failed ({failure.brief}); with --memory-arg "
+                "scope=run each instance starts from the memory of the one before it, so "
+                "the run stops here (--resume continues from it)",
+            )
             return
         if failure.kind == "unreachable":  # no instance can succeed: say so now, not after every one
-            self.control.stop(BREAKER, f"stopped: the model server was never reached ({exc}); check --base-url "
-                                       "and that the server runs")
+            self.control.stop(
+                BREAKER,
+                f"stopped: the model server was never reached ({exc}); check --base-url and that the server runs",
+            )
             return
         # a tool's backend that is gone (a database down, an MCP server dead) fails like the model server would
-        self.control.failed(failure.brief, server=failure.kind == "model",
-                            log=str(self.run_dir.execution_log_path))
+        self.control.failed(failure.brief, server=failure.kind == "model", log=str(self.run_dir.execution_log_path))
 
     def run_round(self, items: list[Item], resume: dict[int, bool], width: int, grace: float) -> int:
         """Run ``items`` on up to ``width`` threads; returns how many were still busy when it gave up."""
@@ -281,8 +296,10 @@ class _Runner:
                     with self.lock:
                         self.outcome.failed[item[0]] = f"{type(exc).__name__}: {exc}"[:300]
 
-        threads = [threading.Thread(target=work, name="lits-instance", daemon=True)
-                   for _ in range(max(1, min(width, len(items))))]
+        threads = [
+            threading.Thread(target=work, name="lits-instance", daemon=True)
+            for _ in range(max(1, min(width, len(items))))
+        ]
         for thread in threads:
             thread.start()
         while True:  # the main thread stays free for Ctrl-C
@@ -296,9 +313,17 @@ class _Runner:
         return sorted(idx for idx, _ in todo if idx not in self._started)
 
 
-def in_rounds(todo: list[Item], resume: bool, rounds: int, outcome: RunOutcome, control: RunControl,
-              progress: Progress, stream: TextIO, run_round: Callable[[list[Item], dict[int, bool]], int],
-              before_retry: Optional[Callable[[list[Item]], None]] = None) -> None:
+def in_rounds(
+    todo: list[Item],
+    resume: bool,
+    rounds: int,
+    outcome: RunOutcome,
+    control: RunControl,
+    progress: Progress,
+    stream: TextIO,
+    run_round: Callable[[list[Item], dict[int, bool]], int],
+    before_retry: Callable[[list[Item]], None] | None = None,
+) -> None:
     """Run ``todo``, then the instances that failed again from their journals, up to ``rounds`` times more
     (in-process and on Ray alike); ``run_round`` returns how many instances it abandoned."""
     pending, first = todo, {idx: resume for idx, _ in todo}
@@ -306,8 +331,12 @@ def in_rounds(todo: list[Item], resume: bool, rounds: int, outcome: RunOutcome, 
         if not pending or control.stopping:
             break
         if round_number:
-            print(f"lits: retrying {len(pending)} failed instance(s) from their journals "
-                  f"(round {round_number} of {rounds})", file=stream, flush=True)
+            print(
+                f"lits: retrying {len(pending)} failed instance(s) from their journals "
+                f"(round {round_number} of {rounds})",
+                file=stream,
+                flush=True,
+            )
             progress.retrying(len(pending))
             if before_retry is not None:
                 before_retry(pending)
@@ -334,11 +363,11 @@ def run_instances(
     mode: str,
     concurrency: int = 1,
     resume: bool = False,
-    progress_stream: Optional[TextIO] = None,
-    control: Optional[RunControl] = None,
+    progress_stream: TextIO | None = None,
+    control: RunControl | None = None,
     retry_rounds: int = RETRY_ROUNDS,
     grace: float = STOP_GRACE,
-    after_instance: Optional[Callable[[], None]] = None,
+    after_instance: Callable[[], None] | None = None,
     attempts: AttemptSettings = AttemptSettings(),
     one_at_a_time: bool = False,
 ) -> RunOutcome:
@@ -369,9 +398,17 @@ def run_instances(
 
     started = time.perf_counter()
     with collecting(log), progress, fan_out_width(concurrency):
-        in_rounds(todo, resume, retry_rounds, outcome, control, progress, progress_stream,
-                  lambda pending, resume_of: runner.run_round(pending, resume_of, width, grace),
-                  before_retry=forget_proposals)
+        in_rounds(
+            todo,
+            resume,
+            retry_rounds,
+            outcome,
+            control,
+            progress,
+            progress_stream,
+            lambda pending, resume_of: runner.run_round(pending, resume_of, width, grace),
+            before_retry=forget_proposals,
+        )
     outcome.seconds = time.perf_counter() - started
     with runner.lock:  # instances still in flight past the grace period may yet change it
         outcome.not_started = runner.not_started(todo)

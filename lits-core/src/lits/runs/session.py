@@ -16,7 +16,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Mapping, Optional, TextIO
+from typing import TYPE_CHECKING, Iterator, Mapping, TextIO
 
 from lits import layout
 from lits.errors import UserError
@@ -28,8 +28,15 @@ from lits.runs.faults.control import BREAKER, INTERRUPT, RESOURCE, RunControl, r
 from lits.runs.faults.failures import exits_as_errors
 from lits.runs.model_specs import call_destinations, describe_models, uses_own_models
 from lits.runs.runner import RunOutcome
-from lits.runs.setup import agent_factory, agent_registration, build_components, create_run_models, \
-    distinct_models, make_config, select
+from lits.runs.setup import (
+    agent_factory,
+    agent_registration,
+    build_components,
+    create_run_models,
+    distinct_models,
+    make_config,
+    select,
+)
 from lits.runs.resuming import ResumeRequest, resumed_run
 from lits.runs.run_settings import RunSettings, set_agent_args
 from lits.runs.spec import RunSpec
@@ -69,16 +76,23 @@ class Finished:
         code = 0
         if outcome.stop_reason == INTERRUPT:
             unfinished = self.total - summary["instances"]
-            print(f"lits: interrupted: {summary['instances']} of {self.total} instances finished and kept, "
-                  f"{unfinished} not; continue with `{hint}`", file=sys.stderr, flush=True)
+            print(
+                f"lits: interrupted: {summary['instances']} of {self.total} instances finished and kept, "
+                f"{unfinished} not; continue with `{hint}`",
+                file=sys.stderr,
+                flush=True,
+            )
             code = 130
         elif outcome.stop_reason == BREAKER:
             print(f"lits: error: {outcome.stop_message}, then run `{hint}`", file=sys.stderr)
             code = 1
         elif outcome.failed:
             first_idx, first = next(iter(outcome.failed.items()))
-            print(f"lits: {len(outcome.failed)} instances failed (instance {first_idx}: {first}); "
-                  f"see {self.run_dir.execution_log_path}, then run `{hint}`", file=sys.stderr)
+            print(
+                f"lits: {len(outcome.failed)} instances failed (instance {first_idx}: {first}); "
+                f"see {self.run_dir.execution_log_path}, then run `{hint}`",
+                file=sys.stderr,
+            )
             code = 1
         if outcome.stragglers and exit_on_stragglers:
             sys.stdout.flush()
@@ -93,8 +107,9 @@ def run_to_end(request: RunSpec | ResumeRequest, *, dry_run: bool = False) -> in
     from lits.runs.trust import ask_at_terminal
 
     resume = isinstance(request, ResumeRequest)
-    run_dir, settings = resumed_run(request) if isinstance(request, ResumeRequest) else new_run(
-        request, check_only=dry_run)
+    run_dir, settings = (
+        resumed_run(request) if isinstance(request, ResumeRequest) else new_run(request, check_only=dry_run)
+    )
     confirmation = dataclasses.replace(request.confirmation(), ask=ask_at_terminal, how="--trust-config")
     if dry_run:
         from lits.runs.planning import print_plan
@@ -102,8 +117,9 @@ def run_to_end(request: RunSpec | ResumeRequest, *, dry_run: bool = False) -> in
         with exits_as_errors():
             return print_plan(settings, confirmation=confirmation)
     quiet = isinstance(request, RunSpec) and not request.progress  # --set progress=false
-    return execute(run_dir, settings, resume=resume, confirmation=confirmation,
-                   stream=Silent() if quiet else None).report(exit_on_stragglers=True)
+    return execute(
+        run_dir, settings, resume=resume, confirmation=confirmation, stream=Silent() if quiet else None
+    ).report(exit_on_stragglers=True)
 
 
 def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunSettings]:
@@ -129,26 +145,46 @@ class Silent(io.StringIO):
         return len(text)
 
 
-def execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmation, resume: bool = False,
-            objects: Mapping[str, object] | None = None, stream: Optional[TextIO] = None) -> Finished:
+def execute(
+    run_dir: RunDir,
+    settings: RunSettings,
+    *,
+    confirmation: Confirmation,
+    resume: bool = False,
+    objects: Mapping[str, object] | None = None,
+    stream: TextIO | None = None,
+) -> Finished:
     """Run the selected instances, holding the save dir (a second run into it is refused before its first
     call); raises :class:`UserError` for a bad setting, a full disk, a save dir in use, or a command or a key
     destination that a file asked for and nobody confirmed (checked before anything starts).  The run's
     progress lines go to ``stream`` (default: stderr; :class:`Silent` for none)."""
     run_dir.lock()  # held already by new_run; a resumed run takes it here
-    finished: Optional[Finished] = None
+    finished: Finished | None = None
     try:
         with exits_as_errors():
-            finished = _execute(run_dir, settings, confirmation=confirmation, resume=resume, objects=objects,
-                                stream=stream or sys.stderr)
+            finished = _execute(
+                run_dir,
+                settings,
+                confirmation=confirmation,
+                resume=resume,
+                objects=objects,
+                stream=stream or sys.stderr,
+            )
         return finished
     finally:
         if finished is None or not finished.outcome.stragglers:  # a call in flight may still write: held
-            run_dir.unlock()                                      # until the process ends
+            run_dir.unlock()  # until the process ends
 
 
-def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmation, resume: bool,
-             objects: Mapping[str, object] | None, stream: TextIO) -> Finished:
+def _execute(
+    run_dir: RunDir,
+    settings: RunSettings,
+    *,
+    confirmation: Confirmation,
+    resume: bool,
+    objects: Mapping[str, object] | None,
+    stream: TextIO,
+) -> Finished:
     from lits.registry import get_registration, infer_task_type
     from lits.runs.results.provenance import environment, record_models
     from lits.runs.runner import run_instances
@@ -162,8 +198,10 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
         from lits.runs.ray.executor import require_ray
 
         if attempts.shared:
-            raise UserError("--memory-arg scope=run passes memory from instance to instance in order, which "
-                            "--executor ray does not keep; use --executor local (or scope=instance)")
+            raise UserError(
+                "--memory-arg scope=run passes memory from instance to instance in order, which "
+                "--executor ray does not keep; use --executor local (or scope=instance)"
+            )
         require_ray()
     dataset = settings["dataset"]
     try:
@@ -194,8 +232,10 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
         set_agent_args(settings, mode, config.model_dump())
         which = f"models {describe_models(settings)}" if uses_own_models(settings) else f"model {models['policy'].name}"
         where = call_destinations(settings)  # said before the first request (the slot probe below)
-        print(f"lits: {mode} {dataset} with {which} -> {run_dir.root}{'; calls go to ' + where if where else ''}",
-              file=stream)
+        print(
+            f"lits: {mode} {dataset} with {which} -> {run_dir.root}{'; calls go to ' + where if where else ''}",
+            file=stream,
+        )
         record_models(settings, models)
         settings["environment"] = environment()
         with resource_errors(run_dir, mode):
@@ -205,8 +245,9 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
         for line in (line for each in owned for line in each.notices()):  # e.g. copies a hosted API bills
             print(f"lits: {line}", file=stream)
         stats = ProcessStats(run_dir, owned, components)
-        make_agent = agent_factory(agent_reg.obj, config, components, run_dir, mode, agent_reg.name,
-                                   bn_model=models["bn"])
+        make_agent = agent_factory(
+            agent_reg.obj, config, components, run_dir, mode, agent_reg.name, bn_model=models["bn"]
+        )
         with control.handling_sigint():
             if settings["executor"] == "ray":
                 from lits.runs.ray.executor import RayExecutor
@@ -220,11 +261,20 @@ def _execute(run_dir: RunDir, settings: RunSettings, *, confirmation: Confirmati
                 budget = budget_of(settings.get("budget"))
                 run = run_instances if budget is None else budgeted(budget, config, make_agent)
                 with stats.saved_periodically(), resource_errors(run_dir, mode):
-                    outcome = run(make_agent, components, selected, run_dir, mode=mode,
-                                            concurrency=settings["concurrency"], resume=resume,
-                                            control=control, after_instance=stats.save, attempts=attempts,
-                                            progress_stream=stream,
-                                            one_at_a_time=one_slot_servers(owned, len(selected)))
+                    outcome = run(
+                        make_agent,
+                        components,
+                        selected,
+                        run_dir,
+                        mode=mode,
+                        concurrency=settings["concurrency"],
+                        resume=resume,
+                        control=control,
+                        after_instance=stats.save,
+                        attempts=attempts,
+                        progress_stream=stream,
+                        one_at_a_time=one_slot_servers(owned, len(selected)),
+                    )
             stats.save(outcome.seconds, durable=True)
             return _finished(run_dir, mode, settings, outcome, [idx for idx, _ in selected])
     finally:
@@ -244,7 +294,7 @@ def _object_models(objects: Mapping[str, object]) -> list[LanguageModel]:
     return [m for m in found if isinstance(m, LanguageModel)]
 
 
-def _open_cache(run_dir: RunDir, settings: RunSettings) -> Optional[ResponseCache | ReplayStore]:
+def _open_cache(run_dir: RunDir, settings: RunSettings) -> ResponseCache | ReplayStore | None:
     if settings.get("no_cache"):
         return None
     from lits.lm.cache import CacheError, ResponseCache
@@ -317,8 +367,7 @@ def _summed(counts: list[dict[str, float | int]]) -> dict[str, float | int]:
     return out
 
 
-def _finished(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOutcome,
-              selected: list[int]) -> Finished:
+def _finished(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOutcome, selected: list[int]) -> Finished:
     """Write the summary for what finished; a full disk is one line naming ``--resume``."""
     if outcome.stop_reason == RESOURCE:
         with contextlib.suppress(Exception):  # the disk may be too full for the summary too
@@ -336,12 +385,11 @@ def format_summary(summary: Summary) -> str:
     if not summary.get("models"):
         return table
     first = table.split("\n", 1)[0]
-    width = len(first) - len(first[len("instances"):].lstrip()) - 2
+    width = len(first) - len(first[len("instances") :].lstrip()) - 2
     return f"{'models':<{width}}  {summary['models']}\n{table}"
 
 
-def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOutcome,
-              total: int) -> Summary:
+def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOutcome, total: int) -> Summary:
     from lits.runs.results.evaluation import aggregate, instance_counts
     from lits.runs.results.stats import whole_run
 
@@ -368,7 +416,7 @@ def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
     return summary
 
 
-def constrained_by(settings: RunSettings) -> Optional[str]:
+def constrained_by(settings: RunSettings) -> str | None:
     """How a server held replies to the legal ones (``grammar (llama.cpp)``), or None when no model did: then
     "invalid replies" is the model's own rate, else only what slipped past the constraint."""
     from lits.lm.constraints import DIALECT_NAMES

@@ -6,7 +6,7 @@ One home for both a local run (:mod:`lits.runs.session`) and every Ray worker
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from lits.errors import UserError, one_line
 from lits.lm.base import LanguageModel
@@ -47,7 +47,7 @@ def agent_registration(settings: RunSettings, mode: str, task_type: str) -> tupl
 
 def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> BaseModel:
     """The agent's config from ``--search-arg``/``--chain-arg`` values; an unknown key suggests the closest."""
-    config_class: Optional[Callable[..., BaseModel]] = reg.meta.get("config_class")
+    config_class: Callable[..., BaseModel] | None = reg.meta.get("config_class")
     if config_class is None:
         from lits.agents import ChainConfig, TreeSearchConfig
 
@@ -59,15 +59,17 @@ def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> B
         from lits.store import unknown_name_message
 
         flag = "--search-arg" if mode == "search" else "--chain-arg"
-        raise UserError(f"{reg.name}: " + unknown_name_message(f"{flag} setting", unknown[0], known)
-                        .replace("; registered:", "; its settings:"))
+        raise UserError(
+            f"{reg.name}: "
+            + unknown_name_message(f"{flag} setting", unknown[0], known).replace("; registered:", "; its settings:")
+        )
     try:
         return config_class(**values)
     except Exception as exc:
         raise UserError(f"{reg.name}: {one_line(exc)}") from None
 
 
-def create_run_model(settings: RunSettings, spec: Optional[ModelSpec] = None) -> LanguageModel:
+def create_run_model(settings: RunSettings, spec: ModelSpec | None = None) -> LanguageModel:
     """A language model as the run's settings describe it (backend, server, bounds, prices).
 
     ``spec`` is one component's model (:func:`lits.runs.model_specs.role_spec`); default: ``--model``."""
@@ -89,9 +91,15 @@ def create_run_model(settings: RunSettings, spec: Optional[ModelSpec] = None) ->
             raise UserError(f"api_key_env={key_env} for model {spec['model']}: ${key_env} is not set")
         extra["api_key"] = key
     try:
-        model = create_model(spec["model"], base_url=spec["base_url"], api=spec["api"],
-                             concurrency=settings["concurrency"], price_in=settings.get("price_in") or 0.0,
-                             price_out=settings.get("price_out") or 0.0, **extra)
+        model = create_model(
+            spec["model"],
+            base_url=spec["base_url"],
+            api=spec["api"],
+            concurrency=settings["concurrency"],
+            price_in=settings.get("price_in") or 0.0,
+            price_out=settings.get("price_out") or 0.0,
+            **extra,
+        )
     except ValueError as exc:
         raise UserError(one_line(exc)) from None
     model.log_prompts = bool(settings.get("log_prompts"))
@@ -130,9 +138,15 @@ def distinct_models(models: Mapping[str, LanguageModel]) -> list[LanguageModel]:
     return out
 
 
-def build_components(settings: RunSettings, models: Mapping[str, Optional[LanguageModel]], config: object,
-                     task_type: str, objects: Optional[Mapping[str, object]] = None, *,
-                     start_resources: bool = True) -> Components:
+def build_components(
+    settings: RunSettings,
+    models: Mapping[str, LanguageModel | None],
+    config: object,
+    task_type: str,
+    objects: Mapping[str, object] | None = None,
+    *,
+    start_resources: bool = True,
+) -> Components:
     """The run's components from its settings, each calling its own model (see :func:`create_run_models`).
 
     ``objects``: components the caller gave as classes or built objects (the Python API), by role;
@@ -141,14 +155,23 @@ def build_components(settings: RunSettings, models: Mapping[str, Optional[Langua
 
     given = objects or {}
     return create_components(
-        settings["dataset"], models["policy"], eval_model=models["eval"], transition_model=models["transition"],
-        policy=given.get("policy", settings["policy"]), transition=given.get("transition", settings["transition"]),
-        reward=given.get("reward", settings.get("reward")), n_actions=getattr(config, "n_actions", 1),
-        temperature=getattr(config, "temperature", 0.0), resource_args=settings["dataset_args"],
-        resource=settings.get("resource"), resource_options=settings.get("resource_args") or {},
-        framework=settings.get("search_framework"), policy_kwargs=_depth_limit(task_type, config),
+        settings["dataset"],
+        models["policy"],
+        eval_model=models["eval"],
+        transition_model=models["transition"],
+        policy=given.get("policy", settings["policy"]),
+        transition=given.get("transition", settings["transition"]),
+        reward=given.get("reward", settings.get("reward")),
+        n_actions=getattr(config, "n_actions", 1),
+        temperature=getattr(config, "temperature", 0.0),
+        resource_args=settings["dataset_args"],
+        resource=settings.get("resource"),
+        resource_options=settings.get("resource_args") or {},
+        framework=settings.get("search_framework"),
+        policy_kwargs=_depth_limit(task_type, config),
         reward_kwargs=settings.get("reward_args") or {},
-        start_resources=start_resources)
+        start_resources=start_resources,
+    )
 
 
 def _depth_limit(task_type: str, config: object) -> dict[str, object]:
@@ -159,20 +182,33 @@ def _depth_limit(task_type: str, config: object) -> dict[str, object]:
     return {"max_depth": limit} if limit else {}
 
 
-def agent_factory(agent_cls: Any, config: object, components: Components, run_dir: RunDir, mode: str,
-                  name: str, bn_model: Optional[LanguageModel] = None) -> Callable[[], Agent]:
+def agent_factory(
+    agent_cls: Any,
+    config: object,
+    components: Components,
+    run_dir: RunDir,
+    mode: str,
+    name: str,
+    bn_model: LanguageModel | None = None,
+) -> Callable[[], Agent]:
     """Agents that tag their calls with the name they are registered under, not their class name.
 
     ``bn_model``: a search's branching-necessity evaluator model (``--bn-model``; Chain-in-Tree continuation)."""
     serves = getattr(agent_cls, "TASK_TYPES", None)
     if serves is not None and components.task_type not in serves:
-        raise ValueError(f"--{mode} {name} works on {' and '.join(serves)} tasks, not on this "
-                         f"{components.task_type} dataset")
+        raise ValueError(
+            f"--{mode} {name} works on {' and '.join(serves)} tasks, not on this {components.task_type} dataset"
+        )
 
     def make_agent() -> Agent:
         if mode == "search":
-            agent = agent_cls(config, components.policy, components.transition,
-                              components.reward_model, checkpoint_dir=run_dir.checkpoints)
+            agent = agent_cls(
+                config,
+                components.policy,
+                components.transition,
+                components.reward_model,
+                checkpoint_dir=run_dir.checkpoints,
+            )
             agent.search_name = name
             if bn_model is not None:
                 agent.bn_model = bn_model

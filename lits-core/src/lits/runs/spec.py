@@ -14,10 +14,18 @@ import time
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, Optional, Union, get_args
+from typing import Annotated, Any, Literal, Mapping, get_args
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from lits.errors import UserError
 from lits.runs.run_settings import GivenModel, RunSettings, non_finite
@@ -25,7 +33,7 @@ from lits.runs.trust import Confirmation, Given, given_values
 
 Role = Literal["policy", "eval", "transition", "bn"]
 #: A component given by registered name, by class, or as an object built by the caller.
-ComponentChoice = Union[str, type, object, None]
+ComponentChoice = str | type | object | None
 
 #: Calls in flight against an HTTP server when ``concurrency`` is not given: enough to keep a
 #: local vLLM / llama.cpp server batching.  In-process models take one call at a time.
@@ -36,25 +44,32 @@ SERVER_CONCURRENCY = 16
 _ACROSS = {
     "resource_args": ("needs resource NAME (e.g. resource='mcp')", "needs --resource NAME (e.g. --resource mcp)"),
     "ray_address": ("needs executor='ray'", "needs --executor ray"),
-    "offline": ("needs replay_from=RUN (it refuses to pay for what RUN did not record)",
-                "needs --replay-from RUN (it refuses to pay for what RUN did not record)"),
-    "replay_from": ("answers through the response cache: drop no_cache, and run with executor='local'",
-                    "answers through the response cache: drop --no-cache, and run with --executor local"),
+    "offline": (
+        "needs replay_from=RUN (it refuses to pay for what RUN did not record)",
+        "needs --replay-from RUN (it refuses to pay for what RUN did not record)",
+    ),
+    "replay_from": (
+        "answers through the response cache: drop no_cache, and run with executor='local'",
+        "answers through the response cache: drop --no-cache, and run with --executor local",
+    ),
 }
 
 
 class SpecError(UserError):
     """A spec field with a bad value: ``field`` and what is wrong with it."""
 
-    def __init__(self, field: str, problem: str, flag_problem: Optional[str] = None) -> None:
+    def __init__(self, field: str, problem: str, flag_problem: str | None = None) -> None:
         super().__init__(f"{field} {problem}")
         self.field, self.problem, self.flag_problem = field, problem, flag_problem
         #: The config file the bad value came from, when it did.
-        self.source: Optional[str] = None
+        self.source: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.source}: {self.field} {self.problem} (fix it in the file)" if self.source else \
-            f"{self.field} {self.problem}"
+        return (
+            f"{self.source}: {self.field} {self.problem} (fix it in the file)"
+            if self.source
+            else f"{self.field} {self.problem}"
+        )
 
     def flagless(self, prefix: str) -> UserError:
         """The same problem after ``prefix`` (``--set limt is not a run setting ...``)."""
@@ -82,12 +97,12 @@ class Setting:
     The command line's options, the resume rules and ``docs/run-settings.md`` are made from these."""
 
     #: The ``lits search``/``lits chain`` option group, None for a field with no flag.
-    group: Optional[Group]
+    group: Group | None
     help: str
     computes: bool
-    metavar: Optional[str] = None
+    metavar: str | None = None
     #: The flag when it is not ``--field-name`` (``K=V`` fields: ``--dataset-arg`` for ``dataset_args``).
-    flag: Optional[str] = None
+    flag: str | None = None
     #: Its options are written out in the CLI (the ``--ROLE-model`` family), not made from the field.
     hand_written: bool = False
 
@@ -102,8 +117,8 @@ class ComponentModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: Optional[str] = None
-    base_url: Optional[str] = None
+    model: str | None = None
+    base_url: str | None = None
     args: dict[str, object] = Field(default_factory=dict)
 
 
@@ -115,125 +130,277 @@ class RunSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    command: Annotated[Literal["search", "chain"], Setting(
-        None, "the kind of run: `lits search` or `lits chain`", computes=True)] = "search"
+    command: Annotated[
+        Literal["search", "chain"], Setting(None, "the kind of run: `lits search` or `lits chain`", computes=True)
+    ] = "search"
     # data
     dataset: Annotated[str, Setting("data", "registered dataset name (e.g. blocksworld)", computes=True)] = Field(
-        min_length=1)
-    dataset_args: Annotated[dict[str, object], Setting(
-        "data", "keyword argument for the dataset loader (repeatable)", computes=True)] = Field(default_factory=dict)
+        min_length=1
+    )
+    dataset_args: Annotated[
+        dict[str, object], Setting("data", "keyword argument for the dataset loader (repeatable)", computes=True)
+    ] = Field(default_factory=dict)
     offset: Annotated[int, Setting("data", "skip the first N instances (default 0)", computes=True)] = 0
-    limit: Annotated[Optional[int], Setting("data", "run at most N instances", computes=True)] = None
-    resource: Annotated[Optional[str], Setting(
-        "data", "tools from this registered resource instead of the dataset's own (tool-use datasets), "
-                "e.g. 'mcp' for an MCP server's tools", computes=True, metavar="NAME")] = None
-    resource_args: Annotated[dict[str, object], Setting(
-        "data", "keyword argument for the resource, e.g. command=\"python -m my_server\", "
-                "url=http://127.0.0.1:PORT/mcp, timeout=SECONDS (repeatable)", computes=True)] = Field(
-        default_factory=dict)
+    limit: Annotated[int | None, Setting("data", "run at most N instances", computes=True)] = None
+    resource: Annotated[
+        str | None,
+        Setting(
+            "data",
+            "tools from this registered resource instead of the dataset's own (tool-use datasets), "
+            "e.g. 'mcp' for an MCP server's tools",
+            computes=True,
+            metavar="NAME",
+        ),
+    ] = None
+    resource_args: Annotated[
+        dict[str, object],
+        Setting(
+            "data",
+            'keyword argument for the resource, e.g. command="python -m my_server", '
+            "url=http://127.0.0.1:PORT/mcp, timeout=SECONDS (repeatable)",
+            computes=True,
+        ),
+    ] = Field(default_factory=dict)
     # model
-    model: Annotated[str, Setting(
-        "model", "'local' (embedded Gemma 3 270M, the default), 'scripted' (offline echo for "
-                 "smoke tests), a .gguf file (llama.cpp in process), or a model name served at --base-url",
-        computes=True)] = "local"
-    base_url: Annotated[Optional[str], Setting(
-        "model", "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL); "
-                 "the key comes only from $OPENAI_API_KEY or $LITS_API_KEY", computes=False)] = None
-    api: Annotated[Optional[Literal["chat", "completion"]], Setting(
-        "model", "endpoint to use on the server (default: chat)", computes=True)] = None
-    component_models: Annotated[dict[Role, ComponentModel], Setting(
-        "model", "a component's own model, server and model settings (policy, eval, transition, bn); on resume "
-                 "only its base URL, api_key_env and constraints may change", computes=True,
-        flag="--ROLE-model, --ROLE-base-url, --ROLE-model-arg", hand_written=True)] = Field(default_factory=dict)
-    concurrency: Annotated[Optional[int], Setting(
-        "model", "model calls in flight at once, across instances (default: 16 against a server, "
-                 "1 for the embedded or scripted model; recorded in config.json)", computes=False)] = None
-    call_budget: Annotated[Optional[float], Setting(
-        "model", "time one model call may take, retries of server faults included (default 300)", computes=False,
-        metavar="SECONDS")] = None
-    read_timeout: Annotated[Optional[float], Setting(
-        "model", "time one attempt waits for the server's reply (default 60; a hang costs at most this)",
-        computes=False, metavar="SECONDS")] = None
-    cache: Annotated[Optional[str], Setting(
-        "model", "response cache file (default: cache.sqlite in the save dir); "
-                 "share one between runs to never pay twice for a call (keyed on the model name "
-                 "and request, not the server's address)", computes=False, metavar="PATH")] = None
+    model: Annotated[
+        str,
+        Setting(
+            "model",
+            "'local' (embedded Gemma 3 270M, the default), 'scripted' (offline echo for "
+            "smoke tests), a .gguf file (llama.cpp in process), or a model name served at --base-url",
+            computes=True,
+        ),
+    ] = "local"
+    base_url: Annotated[
+        str | None,
+        Setting(
+            "model",
+            "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL); "
+            "the key comes only from $OPENAI_API_KEY or $LITS_API_KEY",
+            computes=False,
+        ),
+    ] = None
+    api: Annotated[
+        Literal["chat", "completion"] | None,
+        Setting("model", "endpoint to use on the server (default: chat)", computes=True),
+    ] = None
+    component_models: Annotated[
+        dict[Role, ComponentModel],
+        Setting(
+            "model",
+            "a component's own model, server and model settings (policy, eval, transition, bn); on resume "
+            "only its base URL, api_key_env and constraints may change",
+            computes=True,
+            flag="--ROLE-model, --ROLE-base-url, --ROLE-model-arg",
+            hand_written=True,
+        ),
+    ] = Field(default_factory=dict)
+    concurrency: Annotated[
+        int | None,
+        Setting(
+            "model",
+            "model calls in flight at once, across instances (default: 16 against a server, "
+            "1 for the embedded or scripted model; recorded in config.json)",
+            computes=False,
+        ),
+    ] = None
+    call_budget: Annotated[
+        float | None,
+        Setting(
+            "model",
+            "time one model call may take, retries of server faults included (default 300)",
+            computes=False,
+            metavar="SECONDS",
+        ),
+    ] = None
+    read_timeout: Annotated[
+        float | None,
+        Setting(
+            "model",
+            "time one attempt waits for the server's reply (default 60; a hang costs at most this)",
+            computes=False,
+            metavar="SECONDS",
+        ),
+    ] = None
+    cache: Annotated[
+        str | None,
+        Setting(
+            "model",
+            "response cache file (default: cache.sqlite in the save dir); "
+            "share one between runs to never pay twice for a call (keyed on the model name "
+            "and request, not the server's address)",
+            computes=False,
+            metavar="PATH",
+        ),
+    ] = None
     no_cache: Annotated[bool, Setting("model", "do not read or write the response cache", computes=False)] = False
-    log_prompts: Annotated[bool, Setting(
-        "model", "also record each call's prompt and reply in inference.jsonl (shown by `lits view`; "
-                 "makes the log many times larger)", computes=False)] = False
+    log_prompts: Annotated[
+        bool,
+        Setting(
+            "model",
+            "also record each call's prompt and reply in inference.jsonl (shown by `lits view`; "
+            "makes the log many times larger)",
+            computes=False,
+        ),
+    ] = False
     #: Replies held to the known choices or not are different replies: resume refuses a change (docs/models.md).
-    free_replies: Annotated[bool, Setting(
-        "model", "never ask the server to hold replies to the known choices (legal actions, Yes/No "
-                 "lines); measures the model's own format-following (recorded in config.json)", computes=True)] = False
+    free_replies: Annotated[
+        bool,
+        Setting(
+            "model",
+            "never ask the server to hold replies to the known choices (legal actions, Yes/No "
+            "lines); measures the model's own format-following (recorded in config.json)",
+            computes=True,
+        ),
+    ] = False
     price_in: Annotated[float, Setting("model", "price per 1M input tokens (default 0)", computes=False)] = 0.0
     price_out: Annotated[float, Setting("model", "price per 1M output tokens (default 0)", computes=False)] = 0.0
     # run
-    save_dir: Annotated[Optional[Path], Setting(
-        "run", "where all run artifacts go (default: runs/NAME-TIME)", computes=False)] = None
-    executor: Annotated[Literal["local", "ray"], Setting(
-        "run", "where instances run: 'local' (threads of this process, the default) or 'ray' (tasks "
-               "on a Ray cluster; needs lits-core[ray], and LiTS and the run's plugins on every node)",
-        computes=False)] = "local"
-    ray_address: Annotated[Optional[str], Setting(
-        "run", "with --executor ray: the cluster to join, 'auto' (the running one) or HOST:PORT "
-               "(default: start a local Ray instance for this run)", computes=False, metavar="ADDR")] = None
+    save_dir: Annotated[
+        Path | None, Setting("run", "where all run artifacts go (default: runs/NAME-TIME)", computes=False)
+    ] = None
+    executor: Annotated[
+        Literal["local", "ray"],
+        Setting(
+            "run",
+            "where instances run: 'local' (threads of this process, the default) or 'ray' (tasks "
+            "on a Ray cluster; needs lits-core[ray], and LiTS and the run's plugins on every node)",
+            computes=False,
+        ),
+    ] = "local"
+    ray_address: Annotated[
+        str | None,
+        Setting(
+            "run",
+            "with --executor ray: the cluster to join, 'auto' (the running one) or HOST:PORT "
+            "(default: start a local Ray instance for this run)",
+            computes=False,
+            metavar="ADDR",
+        ),
+    ] = None
     #: Never recorded, and no file can set it (see :mod:`lits.runs.trust`).
-    trust_config: Annotated[bool, Setting(
-        "run", "start the commands (e.g. resource_args.command) and send the API key to the base URLs "
-               "that --config or, with --resume, the run's config.json names; without it a run asks "
-               "at a terminal, else stops in one line (see docs/models.md)", computes=False)] = False
+    trust_config: Annotated[
+        bool,
+        Setting(
+            "run",
+            "start the commands (e.g. resource_args.command) and send the API key to the base URLs "
+            "that --config or, with --resume, the run's config.json names; without it a run asks "
+            "at a terminal, else stops in one line (see docs/models.md)",
+            computes=False,
+        ),
+    ] = False
     #: An attempt that solves ends the instance (pass@N).
-    attempts: Annotated[int, Setting(
-        "run", "try each instance up to N times; an attempt that solves ends it (pass@1 and pass@N in "
-               "the summary; default 1)", computes=True, metavar="N")] = 1
-    memory_args: Annotated[dict[str, object], Setting(
-        "run", "memory between attempts: augmentors=fact,reflection (see `lits plugins`), and their "
-               "options, e.g. max_facts=8 (repeatable)", computes=True)] = Field(default_factory=dict)
+    attempts: Annotated[
+        int,
+        Setting(
+            "run",
+            "try each instance up to N times; an attempt that solves ends it (pass@1 and pass@N in "
+            "the summary; default 1)",
+            computes=True,
+            metavar="N",
+        ),
+    ] = 1
+    memory_args: Annotated[
+        dict[str, object],
+        Setting(
+            "run",
+            "memory between attempts: augmentors=fact,reflection (see `lits plugins`), and their "
+            "options, e.g. max_facts=8 (repeatable)",
+            computes=True,
+        ),
+    ] = Field(default_factory=dict)
     #: A recorded run's save dir: each model request is answered from its recorded replies where it has them
     #: (:mod:`lits.lm.replay`).
-    replay_from: Annotated[Optional[str], Setting(
-        "run", "answer each model request from the replies the run in RUN recorded (its response "
-               "cache): the k-th sample of a request is the k-th recorded; only what RUN lacks is paid "
-               "for (see docs/comparing-methods.md)", computes=True, metavar="RUN")] = None
+    replay_from: Annotated[
+        str | None,
+        Setting(
+            "run",
+            "answer each model request from the replies the run in RUN recorded (its response "
+            "cache): the k-th sample of a request is the k-th recorded; only what RUN lacks is paid "
+            "for (see docs/comparing-methods.md)",
+            computes=True,
+            metavar="RUN",
+        ),
+    ] = None
     #: A request the recorded run has no reply for fails its instance, unpaid; said again by each command.
-    offline: Annotated[bool, Setting(
-        "run", "with --replay-from: pay for nothing; an instance asking what RUN did not record fails, "
-               "named in one line (give it again with each --resume)", computes=False)] = False
-    policy: Annotated[ComponentChoice, Setting(
-        "run", "registered policy name (default: by dataset, else generic)", computes=True)] = None
-    transition: Annotated[ComponentChoice, Setting(
-        "run", "registered transition name (default: the dataset's)", computes=True)] = None
+    offline: Annotated[
+        bool,
+        Setting(
+            "run",
+            "with --replay-from: pay for nothing; an instance asking what RUN did not record fails, "
+            "named in one line (give it again with each --resume)",
+            computes=False,
+        ),
+    ] = False
+    policy: Annotated[
+        ComponentChoice, Setting("run", "registered policy name (default: by dataset, else generic)", computes=True)
+    ] = None
+    transition: Annotated[
+        ComponentChoice, Setting("run", "registered transition name (default: the dataset's)", computes=True)
+    ] = None
     # search runs
-    search: Annotated[Optional[str], Setting(
-        "search", "registered search algorithm (default: the search framework's, else mcts)", computes=True)] = None
-    search_args: Annotated[dict[str, object], Setting(
-        "search", "search setting, e.g. n_iterations=10 (see the algorithm's config; repeatable)",
-        computes=True)] = Field(default_factory=dict)
-    search_framework: Annotated[Optional[str], Setting(
-        "search", "a registered bundle of policy, transition and reward (e.g. rest, tot_bfs, rap); "
-                  "--policy/--transition/--reward still override its parts", computes=True, metavar="NAME")] = None
+    search: Annotated[
+        str | None,
+        Setting("search", "registered search algorithm (default: the search framework's, else mcts)", computes=True),
+    ] = None
+    search_args: Annotated[
+        dict[str, object],
+        Setting(
+            "search", "search setting, e.g. n_iterations=10 (see the algorithm's config; repeatable)", computes=True
+        ),
+    ] = Field(default_factory=dict)
+    search_framework: Annotated[
+        str | None,
+        Setting(
+            "search",
+            "a registered bundle of policy, transition and reward (e.g. rest, tot_bfs, rap); "
+            "--policy/--transition/--reward still override its parts",
+            computes=True,
+            metavar="NAME",
+        ),
+    ] = None
     reward: Annotated[ComponentChoice, Setting("search", "registered reward model name", computes=True)] = None
     #: Keywords of the reward model's class, checked when it is built.
-    reward_args: Annotated[dict[str, object], Setting(
-        "search", "reward model setting, e.g. separator='<extra_0>' for prm-classifier (see "
-                  "lits plugins --show NAME; repeatable)", computes=True)] = Field(default_factory=dict)
+    reward_args: Annotated[
+        dict[str, object],
+        Setting(
+            "search",
+            "reward model setting, e.g. separator='<extra_0>' for prm-classifier (see "
+            "lits plugins --show NAME; repeatable)",
+            computes=True,
+        ),
+    ] = Field(default_factory=dict)
     # chain runs
-    chain: Annotated[Optional[str], Setting(
-        "chain", "registered chain agent (default: by task type)", computes=True)] = None
-    chain_args: Annotated[dict[str, object], Setting(
-        "chain", "chain setting, e.g. max_steps=10 (repeatable)", computes=True)] = Field(default_factory=dict)
+    chain: Annotated[str | None, Setting("chain", "registered chain agent (default: by task type)", computes=True)] = (
+        None
+    )
+    chain_args: Annotated[
+        dict[str, object], Setting("chain", "chain setting, e.g. max_steps=10 (repeatable)", computes=True)
+    ] = Field(default_factory=dict)
     #: ``tokens=N``, ``calls=N`` or ``seconds=N``: one compute budget for the run (:mod:`lits.runs.budget`).
-    budget: Annotated[Optional[str], Setting(
-        "chain", "one compute budget for the whole run, tokens=N, calls=N or seconds=N (model seconds): "
-                 "--chain sc draws up to k chains per instance, stops an instance whose vote is settled "
-                 "and gives what it did not spend to the others", computes=True, metavar="UNIT=N")] = None
+    budget: Annotated[
+        str | None,
+        Setting(
+            "chain",
+            "one compute budget for the whole run, tokens=N, calls=N or seconds=N (model seconds): "
+            "--chain sc draws up to k chains per instance, stops an instance whose vote is settled "
+            "and gives what it did not spend to the others",
+            computes=True,
+            metavar="UNIT=N",
+        ),
+    ] = None
     #: A library call may pass ``progress=False``.
-    progress: Annotated[bool, Setting(
-        None, "print the command line's progress (the run's first line, a status line per instance) to "
-              "stderr; never recorded", computes=False)] = True
+    progress: Annotated[
+        bool,
+        Setting(
+            None,
+            "print the command line's progress (the run's first line, a status line per instance) to "
+            "stderr; never recorded",
+            computes=False,
+        ),
+    ] = True
     #: What was given outside any file (None: all of it, as a Python call gives it).
-    _given: Optional[Given] = PrivateAttr(default=None)
+    _given: Given | None = PrivateAttr(default=None)
 
     def __init__(self, /, **values: Any) -> None:
         """``RunSpec(...)`` checks as :meth:`make` does: a bad value is one :class:`SpecError` line."""
@@ -254,8 +421,11 @@ class RunSpec(BaseModel):
         found = None if info.field_name == "component_models" else non_finite(value)
         if found is not None:
             where, number = found
-            raise ValueError(f"must hold finite numbers only ({where} is {number})" if where else
-                             f"must be a finite number, not {number}")
+            raise ValueError(
+                f"must hold finite numbers only ({where} is {number})"
+                if where
+                else f"must be a finite number, not {number}"
+            )
         return value
 
     @field_validator("model", mode="before")
@@ -277,8 +447,10 @@ class RunSpec(BaseModel):
         if isinstance(value, base) or (isinstance(value, type) and issubclass(value, base)):
             return value
         shown = " ".join(repr(value).split())[:80]
-        raise ValueError(f"must be a registered {info.field_name} name (see `lits plugins`), a "
-                         f"lits.components.base.{base.__name__} subclass or an object of one, not {shown}")
+        raise ValueError(
+            f"must be a registered {info.field_name} name (see `lits plugins`), a "
+            f"lits.components.base.{base.__name__} subclass or an object of one, not {shown}"
+        )
 
     @field_validator("offset")
     @classmethod
@@ -289,14 +461,14 @@ class RunSpec(BaseModel):
 
     @field_validator("limit", "concurrency", "attempts")
     @classmethod
-    def _at_least_one(cls, value: Optional[int]) -> Optional[int]:
+    def _at_least_one(cls, value: int | None) -> int | None:
         if value is not None and value < 1:
             raise ValueError("must be at least 1")
         return value
 
     @field_validator("budget")
     @classmethod
-    def _budget(cls, value: Optional[str]) -> Optional[str]:
+    def _budget(cls, value: str | None) -> str | None:
         from lits.runs.budget import parse_budget
 
         if value is not None:
@@ -308,7 +480,7 @@ class RunSpec(BaseModel):
 
     @field_validator("call_budget", "read_timeout")
     @classmethod
-    def _seconds(cls, value: Optional[float]) -> Optional[float]:
+    def _seconds(cls, value: float | None) -> float | None:
         if value is not None and value <= 0:
             raise ValueError("must be more than 0 seconds")
         return value
@@ -335,15 +507,19 @@ class RunSpec(BaseModel):
             if getattr(self, name):
                 raise ValueError(f"{name} is for {other} runs, and this is a {self.command} run")
         if self.budget is not None and (self.command != "chain" or self.executor == "ray" or self.attempts > 1):
-            raise ValueError("budget spreads self-consistency chains over one local run (lits chain --chain sc, "
-                             "without --attempts or --executor ray)")
+            raise ValueError(
+                "budget spreads self-consistency chains over one local run (lits chain --chain sc, "
+                "without --attempts or --executor ray)"
+            )
         from lits.runs.model_specs import check_model_args
 
         for role, chosen in self.component_models.items():
             chosen.args = check_model_args(role, chosen.args)
         if self.executor == "ray" and self.objects():
-            raise ValueError("components given as objects cannot be sent to Ray workers; register them "
-                             "in a plugin and pass their names")
+            raise ValueError(
+                "components given as objects cannot be sent to Ray workers; register them "
+                "in a plugin and pass their names"
+            )
         return self
 
     def with_fields(self, **fields: object) -> "RunSpec":
@@ -352,8 +528,9 @@ class RunSpec(BaseModel):
             return self
         current = {name: getattr(self, name) for name in self.model_fields_set}
         if "component_models" in current:  # as given again: a checked model's key_env is its api_key_env
-            current["component_models"] = {role: _given_model(chosen.model_dump())
-                                           for role, chosen in self.component_models.items()}
+            current["component_models"] = {
+                role: _given_model(chosen.model_dump()) for role, chosen in self.component_models.items()
+            }
         merged = RunSpec.make(**{**current, **fields})
         if self._given is None:
             return merged
@@ -372,8 +549,11 @@ class RunSpec(BaseModel):
 
     def objects(self) -> dict[str, object]:
         """The components given as classes or objects rather than registered names."""
-        return {role: value for role in ("policy", "transition", "reward")
-                if (value := getattr(self, role)) is not None and not isinstance(value, str)}
+        return {
+            role: value
+            for role in ("policy", "transition", "reward")
+            if (value := getattr(self, role)) is not None and not isinstance(value, str)
+        }
 
     def resolved_concurrency(self) -> int:
         """``concurrency``, else 1 for in-process models and 16 for a server (the largest over components)."""
@@ -408,20 +588,35 @@ class RunSpec(BaseModel):
         """The settings recorded in ``config.json``: every field but the save dir, objects by class name."""
         from lits import __version__
 
-        models: dict[str, GivenModel] = {role: {"model": m.model, "base_url": m.base_url, "args": dict(m.args)}
-                                         for role, m in self.component_models.items()}
+        models: dict[str, GivenModel] = {
+            role: {"model": m.model, "base_url": m.base_url, "args": dict(m.args)}
+            for role, m in self.component_models.items()
+        }
         out: RunSettings = {
-            "command": self.command, "dataset": self.dataset, "dataset_args": dict(self.dataset_args),
-            "offset": self.offset, "limit": self.limit, "resource": self.resource,
+            "command": self.command,
+            "dataset": self.dataset,
+            "dataset_args": dict(self.dataset_args),
+            "offset": self.offset,
+            "limit": self.limit,
+            "resource": self.resource,
             "resource_args": dict(self.resource_args),
-            "policy": component_name(self.policy), "transition": component_name(self.transition),
-            "model": self.model, "base_url": self.base_url, "api": self.api,
+            "policy": component_name(self.policy),
+            "transition": component_name(self.transition),
+            "model": self.model,
+            "base_url": self.base_url,
+            "api": self.api,
             "component_models": models,
             "concurrency": self.resolved_concurrency(),
-            "call_budget": self.call_budget, "read_timeout": self.read_timeout,
-            "price_in": self.price_in, "price_out": self.price_out, "log_prompts": self.log_prompts,
-            "cache": self.cache, "no_cache": self.no_cache, "executor": self.executor,
-            "ray_address": self.ray_address, "lits_version": __version__,
+            "call_budget": self.call_budget,
+            "read_timeout": self.read_timeout,
+            "price_in": self.price_in,
+            "price_out": self.price_out,
+            "log_prompts": self.log_prompts,
+            "cache": self.cache,
+            "no_cache": self.no_cache,
+            "executor": self.executor,
+            "ray_address": self.ray_address,
+            "lits_version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
         if self.free_replies:  # absent otherwise, as in runs made before the setting existed
@@ -444,18 +639,20 @@ class RunSpec(BaseModel):
         return out
 
     @classmethod
-    def from_layers(cls, config_file: Optional[str], given: Mapping[str, object], sets: list[str]) -> "RunSpec":
+    def from_layers(cls, config_file: str | None, given: Mapping[str, object], sets: list[str]) -> "RunSpec":
         """A spec from a config file, then values given (a mapping field's keys merge), then ``--set``
         overrides: what ``lits search --config F ... --set K=V`` describes."""
         values = read_spec_file(config_file) if config_file else {}
         if "trust_config" in values:
-            raise UserError(f"{config_file}: trust_config cannot be set in a file; give --trust-config on the "
-                            "command line")
+            raise UserError(
+                f"{config_file}: trust_config cannot be set in a file; give --trust-config on the command line"
+            )
         from_file = set(values)
         command = given.get("command")
         if command and values.get("command", command) != command:
-            raise UserError(f"{config_file} describes a {values['command']} run; run it with "
-                            f"`lits {values['command']}`")
+            raise UserError(
+                f"{config_file} describes a {values['command']} run; run it with `lits {values['command']}`"
+            )
         for key, value in given.items():
             if isinstance(value, dict) and isinstance(before := values.get(key), dict):
                 value = {**before, **value}
@@ -467,8 +664,12 @@ class RunSpec(BaseModel):
             spec = cls.make(**values)
         except SpecError as exc:
             root = exc.field.split(".")[0]
-            if config_file and root in from_file and root not in given and not any(
-                    pair.replace("-", "_").startswith(root) for pair in sets):
+            if (
+                config_file
+                and root in from_file
+                and root not in given
+                and not any(pair.replace("-", "_").startswith(root) for pair in sets)
+            ):
                 exc.source = str(config_file)  # the file holds the bad value: the line names it, not a flag
             raise
         return spec.given_in_file({**given, **apply_overrides({}, sets)}) if config_file else spec
@@ -489,8 +690,10 @@ class RunSpec(BaseModel):
             values["component_models"] = {role: _given_model(spec) for role, spec in models.items()}
         for role in ("policy", "transition", "reward"):
             if str(values.get(role) or "").startswith(OBJECT_PREFIX):
-                raise UserError(f"the run's {role} was an object ({str(values[role])[len(OBJECT_PREFIX):]}), which "
-                                "config.json cannot rebuild; run it again from Python with the same object")
+                raise UserError(
+                    f"the run's {role} was an object ({str(values[role])[len(OBJECT_PREFIX) :]}), which "
+                    "config.json cannot rebuild; run it again from Python with the same object"
+                )
         return cls.make(**{**values, **changes}).given_in_file(changes)
 
 
@@ -514,8 +717,9 @@ def settings_declared() -> dict[str, Setting]:
 
 
 #: Settings that may change when a run is resumed: where and how calls are made, not what is computed.
-OPERATIONAL_FIELDS = frozenset(name for name, declared in settings_declared().items()
-                               if not declared.computes and name not in UNRECORDED)
+OPERATIONAL_FIELDS = frozenset(
+    name for name, declared in settings_declared().items() if not declared.computes and name not in UNRECORDED
+)
 
 
 def _given_model(spec: object) -> object:
@@ -527,7 +731,7 @@ def _given_model(spec: object) -> object:
     return {**spec, "args": {("api_key_env" if k == KEY_ENV else k): v for k, v in args.items()}}
 
 
-def component_name(value: ComponentChoice) -> Optional[str]:
+def component_name(value: ComponentChoice) -> str | None:
     if value is None or isinstance(value, str):
         return value
     cls = value if isinstance(value, type) else type(value)
@@ -553,8 +757,10 @@ def read_spec_file(path: str | Path) -> dict[str, object]:
     except OSError as exc:
         raise UserError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x}); save it "
-                        "as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)") from None
+        raise UserError(
+            f"{path} is not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x}); save it "
+            "as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)"
+        ) from None
     if path.suffix in (".yaml", ".yml"):
         from lits.extras import require
 
@@ -602,7 +808,7 @@ def _closest(name: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def default_concurrency(model: Optional[str]) -> int:
+def default_concurrency(model: str | None) -> int:
     from lits.runs.model_specs import is_gguf
 
     return 1 if model in (None, "", "local", "scripted") or is_gguf(model) else SERVER_CONCURRENCY
@@ -620,16 +826,20 @@ def _spec_error(exc: ValidationError) -> SpecError:
         model_fields = list(ComponentModel.model_fields) if loc[0] == "component_models" else []
         close = difflib.get_close_matches(loc[-1], model_fields, n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return SpecError(".".join(loc), f"is not a setting{hint}; the settings: {', '.join(model_fields)}"
-                         if model_fields else "is not a setting")
+        return SpecError(
+            ".".join(loc),
+            f"is not a setting{hint}; the settings: {', '.join(model_fields)}" if model_fields else "is not a setting",
+        )
     if err.get("type") == "extra_forbidden":
         return SpecError(loc[0], "is not a run setting" + _closest(loc[0]))
     if loc[0] == "component_models" and loc[-1] == "[key]":  # a misspelled role
         roles = list(get_args(Role))
         close = difflib.get_close_matches(loc[1], roles, n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return SpecError(f"component_models.{loc[1]}", f"is not a component with its own model{hint}; "
-                         f"the components: {', '.join(roles)}")
+        return SpecError(
+            f"component_models.{loc[1]}",
+            f"is not a component with its own model{hint}; the components: {', '.join(roles)}",
+        )
     if err.get("type") == "missing":
         return SpecError(loc[0], "is required")
     problem = message if message.startswith(("must", "needs", "is ")) else f"is not valid: {message}"

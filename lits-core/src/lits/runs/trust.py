@@ -27,7 +27,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from lits.errors import UserError
 from lits.secrets import KEY_ENV_VARS, is_masked, safe_url
@@ -71,9 +71,9 @@ class Confirmation:
     """Who stands behind a run's settings: ``given`` (None: all of them, as a Python call gives them),
     ``trusted`` (``--trust-config``), ``ask`` (a terminal's yes) and how to confirm, for the refusal."""
 
-    given: Optional[Given] = None
+    given: Given | None = None
     trusted: bool = False
-    ask: Optional[Callable[[list[Action]], bool]] = field(default=None, compare=False)
+    ask: Callable[[list[Action]], bool] | None = field(default=None, compare=False)
     how: str = "trust_config=True"
 
 
@@ -88,23 +88,26 @@ def given_values(fields: Mapping[str, object]) -> Given:
         if isinstance(args, Mapping):
             key_envs |= {args.get("api_key_env"), args.get("key_env")}
     commands = [command_identity(fields.get("resource_args")), ray_identity(fields.get("ray_address"))]
-    return Given(frozenset(u for u in urls if isinstance(u, str)), frozenset(k for k in key_envs if isinstance(k, str)),
-                 frozenset(c for c in commands if c))
+    return Given(
+        frozenset(u for u in urls if isinstance(u, str)),
+        frozenset(k for k in key_envs if isinstance(k, str)),
+        frozenset(c for c in commands if c),
+    )
 
 
-def ray_identity(address: object) -> Optional[str]:
+def ray_identity(address: object) -> str | None:
     """A Ray cluster to join: its results come back as pickles, so joining one runs what it sends."""
     return f"ray {address}" if isinstance(address, str) and address not in ("", "auto") else None
 
 
-def command_identity(resource_args: object) -> Optional[str]:
+def command_identity(resource_args: object) -> str | None:
     """A resource's command with its working directory and environment, as one comparable string."""
     if not isinstance(resource_args, Mapping) or not resource_args.get("command"):
         return None
     return json.dumps({key: resource_args.get(key) for key in ("command", "cwd", "env")}, sort_keys=True, default=str)
 
 
-def actions(settings: RunSettings, given: Optional[Given]) -> list[Action]:
+def actions(settings: RunSettings, given: Given | None) -> list[Action]:
     """The commands the run would start and the keys it would send, each marked given or not."""
     from lits.runs.model_specs import KEY_ENV, ROLES, calls_a_server, role_spec, server_url
 
@@ -113,14 +116,17 @@ def actions(settings: RunSettings, given: Optional[Given]) -> list[Action]:
     command = command_identity(resource_args)
     if command:
         env = resource_args.get("env")
-        extra = [f"in {resource_args['cwd']}" if resource_args.get("cwd") else "",
-                 f"with env {', '.join(sorted(str(k) for k in env))}" if isinstance(env, Mapping) and env else ""]
+        extra = [
+            f"in {resource_args['cwd']}" if resource_args.get("cwd") else "",
+            f"with env {', '.join(sorted(str(k) for k in env))}" if isinstance(env, Mapping) and env else "",
+        ]
         shown = " ".join([f"start `{resource_args['command']}`", *[e for e in extra if e]])
         out[command] = Action(shown, f"command {command}", given is None or command in given.commands)
     ray = ray_identity(settings.get("ray_address")) if settings.get("executor") == "ray" else None
     if ray:
-        out[ray] = Action(f"join the Ray cluster at {settings.get('ray_address')}", ray,
-                          given is None or ray in given.commands)
+        out[ray] = Action(
+            f"join the Ray cluster at {settings.get('ray_address')}", ray, given is None or ray in given.commands
+        )
     for role in ROLES:
         spec = role_spec(settings, role)
         base_url = spec["base_url"]
@@ -132,12 +138,20 @@ def actions(settings: RunSettings, given: Optional[Given]) -> list[Action]:
             continue  # no key to send
         if variable not in KEY_ENV_VARS and KEY_VARIABLE.fullmatch(variable) is None:
             identity = f"key variable {variable}"
-            out.setdefault(identity, Action(f"use ${variable} as the API key", identity,
-                                            given is None or variable in given.key_envs))
+            out.setdefault(
+                identity,
+                Action(f"use ${variable} as the API key", identity, given is None or variable in given.key_envs),
+            )
         url = server_url(base_url)
         identity = f"key ${variable} to {url}"
-        out.setdefault(identity, Action(f"send ${variable} to {safe_url(url)}", identity,
-                                        given is None or base_url is None or base_url in given.urls))
+        out.setdefault(
+            identity,
+            Action(
+                f"send ${variable} to {safe_url(url)}",
+                identity,
+                given is None or base_url is None or base_url in given.urls,
+            ),
+        )
     return list(out.values())
 
 
@@ -151,8 +165,10 @@ def confirm(settings: RunSettings, confirmation: Confirmation) -> list[Action]:
     if pending and not (confirmation.ask is not None and confirmation.ask(pending)):
         what = "; ".join(a.shown for a in pending)
         where = "on the command line" if confirmation.how.startswith("--") else "in the call"
-        raise UserError(f"the run's settings come from a file and would {what}; nothing was started or sent: "
-                        f"check them and give {confirmation.how} (or give these values {where})")
+        raise UserError(
+            f"the run's settings come from a file and would {what}; nothing was started or sent: "
+            f"check them and give {confirmation.how} (or give these values {where})"
+        )
     remember(a.digest for a in wanted)
     return [a for a in wanted if not a.given]
 
@@ -178,7 +194,8 @@ def ask_at_terminal(pending: list[Action]) -> bool:
 
 def _store() -> Path:
     base = os.environ.get(ENV_STATE_DIR) or os.path.join(
-        os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state"), "lits")
+        os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state"), "lits"
+    )
     return Path(base) / "trusted"
 
 

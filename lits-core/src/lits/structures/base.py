@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Generic, Iterable, Optional, Self, TypeVar
+from typing import Any, Generic, Iterable, Self, TypeVar
 
 from lits.durable import atomic_write_text
 from lits.type_registry import PLAIN, deserialize, register_type, serialize
@@ -39,7 +39,7 @@ class Step:
     transition appends such steps unchanged (seed contract, case 2).
     """
 
-    error: Optional[str] = dataclasses.field(default=None, kw_only=True)
+    error: str | None = dataclasses.field(default=None, kw_only=True)
 
     def get_action(self) -> object:
         return getattr(self, "action", None)
@@ -142,9 +142,7 @@ class TrajectoryState(list, State, Generic[StepT]):
 
     def __eq__(self, other: object) -> bool:
         return (
-            type(self) is type(other)
-            and list.__eq__(self, other)
-            and self._extra_fields() == other._extra_fields()  # type: ignore[attr-defined]
+            type(self) is type(other) and list.__eq__(self, other) and self._extra_fields() == other._extra_fields()  # type: ignore[attr-defined]
         )
 
     def __ne__(self, other: object) -> bool:  # list's own __ne__ would ignore the type and extra fields

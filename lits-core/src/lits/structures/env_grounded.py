@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from lits.structures.base import Step, StringAction, TrajectoryState
 from lits.type_registry import register_type
@@ -17,8 +16,8 @@ class EnvAction(StringAction):
 @register_type
 @dataclasses.dataclass
 class EnvStep(Step):
-    action: Optional[EnvAction] = None
-    next_state: Optional[str] = None
+    action: EnvAction | None = None
+    next_state: str | None = None
 
     def verb_step(self) -> str:
         return "" if self.action is None else str(self.action)
@@ -42,7 +41,7 @@ class EnvState(TrajectoryState[EnvStep]):
         return self.init_state
 
     @property
-    def last_action(self) -> Optional[EnvAction]:
+    def last_action(self) -> EnvAction | None:
         return self[-1].action if self else None
 
     def render(self) -> str:

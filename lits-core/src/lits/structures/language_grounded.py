@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from lits.structures.base import Step, TrajectoryState
 from lits.type_registry import register_type
@@ -15,7 +14,7 @@ class ThoughtStep(Step):
     """One reasoning fragment; ``answer`` is set when the fragment states the final answer."""
 
     action: str = ""
-    answer: Optional[str] = None
+    answer: str | None = None
 
     def verb_step(self) -> str:
         return self.action

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Mapping, Optional, Protocol, Sequence, TypedDict
+from typing import Any, Iterator, Mapping, Protocol, Sequence, TypedDict
 
 from lits.structures.base import State, Step, field_names
 from lits.type_registry import PLAIN, deserialize, register_type, serialize
@@ -27,11 +27,11 @@ class SearchNode:
     """
 
     id: int = 0
-    parent: Optional["SearchNode"] = dataclasses.field(default=None, repr=False)
+    parent: "SearchNode" | None = dataclasses.field(default=None, repr=False)
     children: list["SearchNode"] = dataclasses.field(default_factory=list, repr=False)
     action: object = None
-    step: Optional[Step] = None
-    state: Optional[State] = None
+    step: Step | None = None
+    state: State | None = None
     depth: int = 0
     fast_reward: float = 0.0
     fast_reward_details: dict[str, object] = dataclasses.field(default_factory=dict)
@@ -42,7 +42,7 @@ class SearchNode:
     born: int = 0
     #: Chain-in-Tree: the branching-necessity verdict taken before expanding this node (method, branch, score,
     #: why), or None when no evaluator ran (see :mod:`lits.agents.tree.continuation`).
-    branching: Optional[Branching] = None
+    branching: Branching | None = None
 
     # -- tree walking ------------------------------------------------------
     def add_child(self, child: "SearchNode") -> "SearchNode":
@@ -54,7 +54,7 @@ class SearchNode:
     def path(self) -> list["SearchNode"]:
         """Nodes from the root to this node, inclusive."""
         out: list[SearchNode] = []
-        node: Optional[SearchNode] = self
+        node: SearchNode | None = self
         while node is not None:
             out.append(node)
             node = node.parent
@@ -75,8 +75,7 @@ class SearchNode:
         out["children"] = [c.to_dict() for c in self.children]
         return out
 
-    def to_flat_dict(self, skip: tuple[str, ...] = (),
-                     given: Optional[Mapping[str, object]] = None) -> dict[str, object]:
+    def to_flat_dict(self, skip: tuple[str, ...] = (), given: Mapping[str, object] | None = None) -> dict[str, object]:
         """This node's own fields (no parent, no children): one journal record; ``given`` fields are taken
         as they are (already serialized)."""
         cls = type(self)
@@ -141,7 +140,7 @@ class MCTSNode(SearchNode):
         cached = self.__dict__.get("_sum")
         if cached is None or cached[0] is not rewards or cached[1] > len(rewards):
             cached = (rewards, 0, 0.0)
-        total = cached[2] + sum(rewards[cached[1]:])
+        total = cached[2] + sum(rewards[cached[1] :])
         self.__dict__["_sum"] = (rewards, len(rewards), total)
         virtual = self.__dict__.get("virtual_losses") or ()
         count = len(rewards) + len(virtual)
@@ -176,7 +175,7 @@ def backpropagate(path: Sequence[Backed], aggregate: str = "mean") -> list[float
     rewards = [n.reward for n in path[1:]]
     values = []
     for i, node in enumerate(path):
-        tail = rewards[max(i, 1) - 1:]
+        tail = rewards[max(i, 1) - 1 :]
         value = (max(tail) if aggregate == "max" else sum(tail) / len(tail)) if tail else 0.0
         node.cum_rewards.append(value)
         node.visits += 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, Optional
+from typing import Literal
 
 from lits.structures.base import Step, StringAction, TrajectoryState
 from lits.type_registry import register_type
@@ -18,17 +18,17 @@ class ToolUseAction(StringAction):
 @dataclasses.dataclass
 class ToolUseStep(Step):
     think: str = ""
-    action: Optional[ToolUseAction] = None
-    observation: Optional[str] = None
-    answer: Optional[str] = None
-    assistant_message: Optional[str] = None
+    action: ToolUseAction | None = None
+    observation: str | None = None
+    answer: str | None = None
+    assistant_message: str | None = None
 
     def transcript(
         self,
         *,
         cue: bool = False,
         observation: bool = True,
-        clip: Optional[int] = None,
+        clip: int | None = None,
         error: Literal["line", "observation", None] = "line",
     ) -> str:
         """The step as ReAct transcript lines: Thought, Action, Answer, Observation, Error.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from lits.components.transition.env_grounded import EnvGroundedTransition
 from lits.structures.base import State, Step
@@ -45,7 +45,8 @@ def _why(exc: BaseException) -> str:
 
 # -- datasets --------------------------------------------------------------------
 
-def _load_examples(where: str, dataset: str, limit: Optional[int], args: dict[str, object]) -> list[dict[str, Any]]:
+
+def _load_examples(where: str, dataset: str, limit: int | None, args: dict[str, object]) -> list[dict[str, Any]]:
     from lits.registry import load_dataset
 
     try:
@@ -70,8 +71,9 @@ def _check_queries(where: str, examples: list[dict[str, Any]]) -> None:
             seen[str(ident)] = index
 
 
-def _examples_and_task_type(where: str, dataset: str, limit: Optional[int],
-                            args: dict[str, object]) -> tuple[list[dict[str, Any]], str]:
+def _examples_and_task_type(
+    where: str, dataset: str, limit: int | None, args: dict[str, object]
+) -> tuple[list[dict[str, Any]], str]:
     """The dataset's examples (each with a query) and its task type, or a ConformanceError."""
     from lits.registry import infer_task_type
 
@@ -83,7 +85,7 @@ def _examples_and_task_type(where: str, dataset: str, limit: Optional[int],
         fail(where, _why(exc))
 
 
-def check_dataset(dataset: str, limit: Optional[int] = None, **dataset_args: object) -> int:
+def check_dataset(dataset: str, limit: int | None = None, **dataset_args: object) -> int:
     """Check any registered dataset (all task types); returns how many examples were checked.
 
     Examples load and each has a non-empty query (and a unique ``id`` when it
@@ -125,8 +127,9 @@ def _check_gold_answers(where: str, examples: list[dict[str, Any]], meta: dict[s
                 fail(at, f"evaluate() given its own answer {gold!r} does not say solved=True (got {verdict!r})")
 
 
-def _evaluate(at: str, evaluate: Callable[[Mapping[str, object], str], object], example: dict[str, Any],
-              answer: str) -> Mapping[str, object]:
+def _evaluate(
+    at: str, evaluate: Callable[[Mapping[str, object], str], object], example: dict[str, Any], answer: str
+) -> Mapping[str, object]:
     try:
         verdict = evaluate(example, answer)
     except Exception as exc:
@@ -169,8 +172,10 @@ def _check_resource(where: str, dataset: str, args: dict[str, object]) -> None:
 
 # -- env-grounded domains ------------------------------------------------------------
 
-def check_env_domain(dataset: str, limit: Optional[int] = None, *, transition: Optional[str] = None,
-                     **dataset_args: object) -> int:
+
+def check_env_domain(
+    dataset: str, limit: int | None = None, *, transition: str | None = None, **dataset_args: object
+) -> int:
     """Check an env-grounded domain example by example; returns how many examples were checked.
 
     The transition (registered under ``transition``, default the dataset's
@@ -236,10 +241,15 @@ def _check_prompt_registered(where: str, dataset: str, cls: type, components: Co
 
     if not isinstance(components.policy, EnvGroundedPolicy):
         return  # the plugin's own policy: its prompts are its own business
-    if getattr(cls, "TASK_TYPE", "env_grounded") is None and \
-            STORE.find("prompt", prompt_name("policy", "env_grounded", dataset, user=True)) is None:
-        fail(where, f"{cls.__name__} sets TASK_TYPE = None (no generic prompts) but no policy user prompt "
-                    f"is registered for it: @register_user_prompt('policy', 'env_grounded', {dataset!r})")
+    if (
+        getattr(cls, "TASK_TYPE", "env_grounded") is None
+        and STORE.find("prompt", prompt_name("policy", "env_grounded", dataset, user=True)) is None
+    ):
+        fail(
+            where,
+            f"{cls.__name__} sets TASK_TYPE = None (no generic prompts) but no policy user prompt "
+            f"is registered for it: @register_user_prompt('policy', 'env_grounded', {dataset!r})",
+        )
     user = PromptRegistry.get_usr("policy", "env_grounded", dataset, "env_grounded")
     if not isinstance(user, dict) or "state" not in user:
         fail(where, f"the env_grounded policy's user prompt for {dataset!r} is not a dict with a 'state' template")
@@ -257,7 +267,7 @@ def _check_goal(at: str, what: str, value: object) -> None:
         fail(at, f"goal_check() on {what} gives progress {progress!r}, outside [0, 1]")
 
 
-def first_difference(a: object, b: object, path: str = "") -> Optional[str]:
+def first_difference(a: object, b: object, path: str = "") -> str | None:
     """Where two JSON-like values first differ (``children[0].action: 'x' != 'y'``), or None."""
     if isinstance(a, dict) and isinstance(b, dict):
         for key in list(a) + [k for k in b if k not in a]:
@@ -287,8 +297,11 @@ def check_round_trip(at: str, what: str, state: State) -> None:
         fail(at, f"{what} does not survive a save/load round trip: {_why(exc)}")
     if type(back) is not type(state) or not back == state:  # not !=: list's __ne__ skips State.__eq__
         diff = first_difference(payload, back.to_dict() if hasattr(back, "to_dict") else back)
-        fail(at, f"{what} comes back from a save/load round trip as a different "
-                 f"{type(back).__name__}" + (f" ({diff})" if diff else ""))
+        fail(
+            at,
+            f"{what} comes back from a save/load round trip as a different "
+            f"{type(back).__name__}" + (f" ({diff})" if diff else ""),
+        )
 
 
 class _DomainCheck:
@@ -296,8 +309,7 @@ class _DomainCheck:
 
     def __init__(self, at: str, index: int, example: dict[str, Any], components: Any) -> None:
         self.at, self.index, self.example = at, index, example
-        self.transition, self.policy, self.reward = (components.transition, components.policy,
-                                                     components.reward_model)
+        self.transition, self.policy, self.reward = (components.transition, components.policy, components.reward_model)
         self.query = example["query"]
 
     def run(self) -> None:
@@ -351,7 +363,7 @@ class _DomainCheck:
             fail(self.at, f"validate_action() returned {verdict!r}, not (ok, reason)")
         self.execute(start, PROBE_ACTION, None)
 
-    def execute(self, state: EnvState, action: object, rejected: Optional[str]) -> tuple[EnvState, dict[str, object]]:
+    def execute(self, state: EnvState, action: object, rejected: str | None) -> tuple[EnvState, dict[str, object]]:
         """``step()`` on ``action``; with a ``rejected`` message an error step is a failure."""
         before = state.to_dict()
         step = action if isinstance(action, Step) else EnvStep(action=EnvAction(str(action)))
@@ -371,8 +383,11 @@ class _DomainCheck:
             fail(self.at, f"{rejected}: {error}")
         if not error:
             if not isinstance(aux, Mapping) or "goal_reached" not in aux:
-                fail(self.at, f"step() on {shown!r} returned no 'goal_reached' "
-                              "(return new_state, {'goal_reached': self.goal_check(...)})")
+                fail(
+                    self.at,
+                    f"step() on {shown!r} returned no 'goal_reached' "
+                    "(return new_state, {'goal_reached': self.goal_check(...)})",
+                )
             _check_goal(self.at, f"the state after {shown!r}", aux["goal_reached"])
         if not isinstance(new.env_state, str):
             fail(self.at, f"the snapshot after {shown!r} is a {type(new.env_state).__name__}, not a str")
@@ -402,8 +417,11 @@ class _DomainCheck:
                     user["evaluate"].format(action=actions[0] if actions else PROBE_ACTION, **values)
                 user.get("evaluate_many", EVALUATE_MANY).format(candidates="1. a\n2. b", **values)
             except (KeyError, IndexError, ValueError, AttributeError) as exc:
-                fail(self.at, f"the reward's prompt does not render ({_why(exc)}); its fields are {fields}, "
-                              "and action / candidates")
+                fail(
+                    self.at,
+                    f"the reward's prompt does not render ({_why(exc)}); its fields are {fields}, "
+                    "and action / candidates",
+                )
         self.check_prompt_heads(start, actions, prompt)
 
     def check_prompt_heads(self, start: EnvState, actions: list[str], prompt: Any) -> None:
@@ -422,7 +440,8 @@ class _DomainCheck:
                 out[f"policy's prompt at {name}"] = prompt.messages(state, self.query, actions)
                 if isinstance(self.reward, EnvGroundedPRM):
                     out[f"judge's prompt at {name}"] = self.reward.judge_messages(
-                        state, [EnvAction(a) for a in actions[:2] or [PROBE_ACTION]], self.query)
+                        state, [EnvAction(a) for a in actions[:2] or [PROBE_ACTION]], self.query
+                    )
             return out
 
         wrong = prompt_head_problem(render(), render(), [prompt.fields(start, self.query)["goals"]])
@@ -453,7 +472,9 @@ class _DomainCheck:
                 extra = {k: v for k, v in aux.items() if k != "fast_reward"}
                 value, _ = self.reward.reward(start, action, fast_reward=scores[0][0], **extra)
             except Exception as exc:
-                fail(self.at, f"the reward model ({type(self.reward).__name__}) raised {_why(exc)} "
-                              "with the scripted model")
+                fail(
+                    self.at,
+                    f"the reward model ({type(self.reward).__name__}) raised {_why(exc)} with the scripted model",
+                )
             if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (scores[0][0], value)):
                 fail(self.at, f"the reward model gives {scores[0][0]!r} / {value!r}, not finite numbers")

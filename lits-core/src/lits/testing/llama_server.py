@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, Iterator, Optional, Sequence
+from typing import IO, Iterator, Sequence
 
 import httpx
 
@@ -30,20 +30,56 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def llama_server(model: Path, *, n_ctx: int = 4096, threads: Optional[int] = None, extra: Sequence[str] = (),
-                 log: Optional[Path] = None, ready_within: float = 120.0, binary: Optional[Path] = None,
-                 slots: int = 1) -> Iterator[str]:
+def llama_server(
+    model: Path,
+    *,
+    n_ctx: int = 4096,
+    threads: int | None = None,
+    extra: Sequence[str] = (),
+    log: Path | None = None,
+    ready_within: float = 120.0,
+    binary: Path | None = None,
+    slots: int = 1,
+) -> Iterator[str]:
     """Serve ``model`` on a free loopback port; yields the base URL (``http://127.0.0.1:PORT/v1``).
 
     ``n_ctx`` is each slot's context (``llama-server`` splits its context among its slots)."""
     port = free_port()
     threads_text = str(threads or os.cpu_count() or 2)
     if binary is None:
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-                   "--port", str(port), "--n_threads", threads_text, "--n_ctx", str(n_ctx), *extra]
+        command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_threads",
+            threads_text,
+            "--n_ctx",
+            str(n_ctx),
+            *extra,
+        ]
     else:
-        command = [str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-                   "--threads", threads_text, "--ctx-size", str(n_ctx * slots), "--parallel", str(slots), *extra]
+        command = [
+            str(binary),
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--threads",
+            threads_text,
+            "--ctx-size",
+            str(n_ctx * slots),
+            "--parallel",
+            str(slots),
+            *extra,
+        ]
     sink: IO[str] | int = log.open("w") if log is not None else subprocess.DEVNULL  # never a pipe: it could fill
     proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
@@ -61,7 +97,7 @@ def llama_server(model: Path, *, n_ctx: int = 4096, threads: Optional[int] = Non
             sink.close()
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], base: str, within: float, log: Optional[Path]) -> None:
+def _wait_ready(proc: subprocess.Popen[bytes], base: str, within: float, log: Path | None) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if proc.poll() is not None:

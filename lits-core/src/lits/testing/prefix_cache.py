@@ -36,7 +36,7 @@ class PagedPrefixCache:
         size = self.block_size
         keys, chain = [], hashlib.blake2b(digest_size=16)
         for start in range(0, len(tokens) - size + 1, size):
-            chain.update("\0".join(tokens[start:start + size]).encode() + b"\1")
+            chain.update("\0".join(tokens[start : start + size]).encode() + b"\1")
             keys.append(chain.copy().digest())
         usable = max(0, (len(tokens) - 1) // size)  # blocks wholly before the last token
         with self._lock:

@@ -13,8 +13,10 @@ from collections.abc import Mapping, Sequence
 
 from lits.lm.base import Prompt
 
-RULE = ("put the instructions, examples and the problem first in every role's prompt and what changes by node "
-        "last (docs/writing-a-domain-plugin.md, \"Prompts for prefix caches\")")
+RULE = (
+    "put the instructions, examples and the problem first in every role's prompt and what changes by node "
+    'last (docs/writing-a-domain-plugin.md, "Prompts for prefix caches")'
+)
 
 
 def flat(prompt: Prompt) -> str:
@@ -24,8 +26,9 @@ def flat(prompt: Prompt) -> str:
     return "".join(f"<{m.get('role')}>\n{m.get('content')}\n" for m in prompt)
 
 
-def prompt_head_problem(prompts: Mapping[str, Prompt], again: Mapping[str, Prompt],
-                        problem: Sequence[str]) -> str | None:
+def prompt_head_problem(
+    prompts: Mapping[str, Prompt], again: Mapping[str, Prompt], problem: Sequence[str]
+) -> str | None:
     """What is wrong with ``prompts`` (name -> prompt, all for one instance) for a prefix cache, or None.
 
     ``again`` is the same prompts rendered a second time; each text in ``problem`` (the instance's goal, say)
@@ -34,13 +37,17 @@ def prompt_head_problem(prompts: Mapping[str, Prompt], again: Mapping[str, Promp
         first, second = flat(prompt), flat(again[name])
         if first != second:
             at = len(os.path.commonprefix([first, second]))
-            return (f"the {name} differs when rendered twice (from character {at}: {first[at:at + 40]!r}); "
-                    "nothing volatile (a time, a counter, a random id) may go into a prompt")
+            return (
+                f"the {name} differs when rendered twice (from character {at}: {first[at : at + 40]!r}); "
+                "nothing volatile (a time, a counter, a random id) may go into a prompt"
+            )
     texts = [flat(p) for p in prompts.values()]
     head = os.path.commonprefix(texts)
     for text in problem:
         if text and all(text in t for t in texts) and text not in head:
             names = " and ".join(prompts)
-            return (f"the {names} share only their first {len(head)} characters (up to {head[-40:]!r}), "
-                    f"before the problem ({text[:40]!r}) is given; {RULE}")
+            return (
+                f"the {names} share only their first {len(head)} characters (up to {head[-40:]!r}), "
+                f"before the problem ({text[:40]!r}) is given; {RULE}"
+            )
     return None

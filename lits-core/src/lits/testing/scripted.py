@@ -6,7 +6,7 @@ import functools
 import hashlib
 import re
 import threading
-from typing import Callable, Optional, Sequence
+from typing import Callable, Sequence
 
 from lits.lm.base import Completion, GenerationParams, LanguageModel, Prompt, TokenLogprob
 from lits.lm.usage import note_request
@@ -42,11 +42,11 @@ class ScriptedModel(LanguageModel):
         self,
         responses: Sequence[str] | Responder | None = None,
         *,
-        scorer: Optional[Scorer] = None,
+        scorer: Scorer | None = None,
         name: str = "scripted",
         concurrency: int = 1,
         chat_native: bool = False,
-        prefix_cache: Optional[PagedPrefixCache] = None,
+        prefix_cache: PagedPrefixCache | None = None,
     ) -> None:
         super().__init__(concurrency=concurrency)
         self.name = name
@@ -129,11 +129,11 @@ def listed_actions(text: str) -> list[str]:
             return []
         line_end = text.find("\n", at)
         line_end = len(text) if line_end < 0 else line_end
-        if not text[at + len("actions:"):line_end].strip():
+        if not text[at + len("actions:") : line_end].strip():
             break
         end = at
     listed = []
-    for line in text[line_end + 1:].splitlines():
+    for line in text[line_end + 1 :].splitlines():
         if not line.strip():
             break
         listed.append(line.strip())
@@ -150,7 +150,7 @@ def obedient_reply(text: str, params: GenerationParams, index: int) -> str:
 
 
 @functools.lru_cache(maxsize=16, typed=True)  # typed: temperature 1 and 1.0 hash differently
-def _obedient_answer(text: str, temperature: float) -> tuple[Optional[str], tuple[str, ...]]:
+def _obedient_answer(text: str, temperature: float) -> tuple[str | None, tuple[str, ...]]:
     """What every sample of a request shares: the answer to its questions, or the shuffled listed actions."""
     question = "yes or no" in text.lower()
     numbered = re.findall(r"^(\d+)\. ", text, re.MULTILINE) if question else []
@@ -171,5 +171,3 @@ def _obedient_answer(text: str, temperature: float) -> tuple[Optional[str], tupl
 
 def _stable_hash(text: str) -> str:
     return "h" + hashlib.sha256(text.encode()).hexdigest()[:8]
-
-

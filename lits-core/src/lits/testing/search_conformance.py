@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from lits.components.transition.env_grounded import EnvGroundedTransition
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
@@ -56,8 +56,9 @@ class CounterTransition(EnvGroundedTransition):
     def init_state(self, **kwargs: Any) -> EnvState:
         return EnvState(init_state=kwargs["init_state_str"])
 
-    def _step(self, state: EnvState, step_or_action: object, query_or_goals: Any,
-              **kwargs: object) -> tuple[EnvState, dict[str, object]]:
+    def _step(
+        self, state: EnvState, step_or_action: object, query_or_goals: Any, **kwargs: object
+    ) -> tuple[EnvState, dict[str, object]]:
         action = str(step_or_action.action if isinstance(step_or_action, EnvStep) else step_or_action)
         now = _count(state.env_state)
         now = now * 2 if action == "double" else now + int(action.split()[1])
@@ -70,12 +71,18 @@ def _register_toy() -> None:
     from lits.store import add_registration, register_prompt
 
     add_registration("transition", TOY_DOMAIN, CounterTransition, task_type="env_grounded", owner=_OWNER)
-    add_registration("dataset", TOY_DOMAIN, lambda **kwargs: [dict(TOY_EXAMPLE)], task_type="env_grounded",
-                     owner=_OWNER)
+    add_registration(
+        "dataset", TOY_DOMAIN, lambda **kwargs: [dict(TOY_EXAMPLE)], task_type="env_grounded", owner=_OWNER
+    )
     register_prompt("policy", "env_grounded", TOY_DOMAIN, "Reach the target number.", owner=_OWNER)
-    register_prompt("policy", "env_grounded", TOY_DOMAIN, {
-        "state": "Goal: {goals}\nNow: {env_state}\nMoves so far:\n{plan}Valid actions:\n{actions}\n\nNext move:\n"},
-        user=True, owner=_OWNER)
+    register_prompt(
+        "policy",
+        "env_grounded",
+        TOY_DOMAIN,
+        {"state": "Goal: {goals}\nNow: {env_state}\nMoves so far:\n{plan}Valid actions:\n{actions}\n\nNext move:\n"},
+        user=True,
+        owner=_OWNER,
+    )
 
 
 class _Killed(Exception):
@@ -85,13 +92,16 @@ class _Killed(Exception):
 class _Run:
     """One search run on the toy domain, with fresh components (as a fresh process has)."""
 
-    def __init__(self, cls: type, config: BaseModel, checkpoint_dir: Path, kill_after: Optional[int] = None) -> None:
+    def __init__(self, cls: type, config: BaseModel, checkpoint_dir: Path, kill_after: int | None = None) -> None:
         from lits.components.factory import create_components
         from lits.testing.scripted import ScriptedModel
 
-        parts = create_components(TOY_DOMAIN, ScriptedModel(chat_native=True),
-                                  n_actions=getattr(config, "n_actions", 2),
-                                  temperature=getattr(config, "temperature", 0.8))
+        parts = create_components(
+            TOY_DOMAIN,
+            ScriptedModel(chat_native=True),
+            n_actions=getattr(config, "n_actions", 2),
+            temperature=getattr(config, "temperature", 0.8),
+        )
         self.calls = 0
         propose = parts.policy.get_actions
 
@@ -121,7 +131,7 @@ def _every_checkpoint_on_disk() -> Iterator[None]:
         journal.FLUSH_SECONDS = saved
 
 
-def _config(where: str, reg: Registration, search_args: Optional[Mapping[str, object]]) -> BaseModel:
+def _config(where: str, reg: Registration, search_args: Mapping[str, object] | None) -> BaseModel:
     from lits.agents import TreeSearchConfig
 
     config_class: type[BaseModel] = reg.meta.get("config_class") or TreeSearchConfig
@@ -150,7 +160,7 @@ def _check_result(where: str, result: object, stop_reasons: Sequence[str]) -> No
         fail(where, "the tree never grew past the root on the toy domain")
 
 
-def _difference(whole: SearchResult, other: SearchResult) -> Optional[str]:
+def _difference(whole: SearchResult, other: SearchResult) -> str | None:
     """How ``other`` differs from the uninterrupted run ``whole`` (tree, best path, stop reason, counters)."""
     diff = first_difference(whole.root.to_dict(), other.root.to_dict())
     if diff:
@@ -165,9 +175,13 @@ def _difference(whole: SearchResult, other: SearchResult) -> Optional[str]:
     return f"the stats differ ({stats})" if stats else None
 
 
-def check_search(name: str, search_args: Optional[Mapping[str, object]] = None, *,
-                 kill_after: Optional[Sequence[int]] = None,
-                 stop_reasons: Sequence[str] = STOP_REASONS) -> SearchResult:
+def check_search(
+    name: str,
+    search_args: Mapping[str, object] | None = None,
+    *,
+    kill_after: Sequence[int] | None = None,
+    stop_reasons: Sequence[str] = STOP_REASONS,
+) -> SearchResult:
     """Check the search registered as ``name``; returns its uninterrupted ``SearchResult``.
 
     ``search_args`` are its settings (small defaults for ``n_actions``,
@@ -193,8 +207,12 @@ def check_search(name: str, search_args: Optional[Mapping[str, object]] = None, 
     if problems or not issubclass(cls, BaseTreeSearch):
         fail(where, "; ".join(problems) or f"{cls.__name__} does not subclass BaseTreeSearch")
     config = _config(where, reg, search_args)
-    with isolated_registry(), _every_checkpoint_on_disk(), fan_out_width(1), \
-            tempfile.TemporaryDirectory(prefix="lits-check-search-") as tmp:
+    with (
+        isolated_registry(),
+        _every_checkpoint_on_disk(),
+        fan_out_width(1),
+        tempfile.TemporaryDirectory(prefix="lits-check-search-") as tmp,
+    ):
         _register_toy()
         whole = _uninterrupted(where, cls, config, Path(tmp), stop_reasons)
         total = whole.calls
@@ -221,32 +239,51 @@ def _uninterrupted(where: str, cls: type, config: BaseModel, tmp: Path, stop_rea
         runs.append(_Whole(result, run.calls))
     diff = _difference(runs[0].result, runs[1].result)
     if diff:
-        fail(where, f"two uninterrupted runs differ: {diff} (break ties by node id; derive randomness "
-                    "from the seed, the instance and the iteration)")
+        fail(
+            where,
+            f"two uninterrupted runs differ: {diff} (break ties by node id; derive randomness "
+            "from the seed, the instance and the iteration)",
+        )
     if runs[0].calls < 2:
-        fail(where, f"made {runs[0].calls} policy call(s) on the toy domain with {config.model_dump()}; "
-                    "give it settings that let it expand more than once")
+        fail(
+            where,
+            f"made {runs[0].calls} policy call(s) on the toy domain with {config.model_dump()}; "
+            "give it settings that let it expand more than once",
+        )
     return runs[0]
 
 
-def _kill_and_resume(where: str, cls: type, config: BaseModel, directory: Path, k: int, total: int,
-                     whole: SearchResult) -> None:
+def _kill_and_resume(
+    where: str, cls: type, config: BaseModel, directory: Path, k: int, total: int, whole: SearchResult
+) -> None:
     killed = _Run(cls, config, directory, kill_after=k)
     try:
         killed.run()
     except _Killed:
         pass
     except Exception as exc:
-        fail(where, f"killed after {k} of {total} policy calls, it raised {type(exc).__name__}: {exc} "
-                    "instead of letting the kill through")
+        fail(
+            where,
+            f"killed after {k} of {total} policy calls, it raised {type(exc).__name__}: {exc} "
+            "instead of letting the kill through",
+        )
     else:
-        fail(where, f"the policy raised after {k} of {total} calls, but the search went on "
-                    "(let exceptions from components propagate)")
+        fail(
+            where,
+            f"the policy raised after {k} of {total} calls, but the search went on "
+            "(let exceptions from components propagate)",
+        )
     journal = directory / "0.journal.jsonl"
-    if k == total // 2 and getattr(config, "checkpoint_every", 1) == 1 and \
-            (not journal.exists() or not journal.read_text().strip()):
-        fail(where, f"killed after {k} of {total} policy calls, it had journaled nothing: call "
-                    "self.save_checkpoint(self.iteration) after each iteration so a resume continues mid-instance")
+    if (
+        k == total // 2
+        and getattr(config, "checkpoint_every", 1) == 1
+        and (not journal.exists() or not journal.read_text().strip())
+    ):
+        fail(
+            where,
+            f"killed after {k} of {total} policy calls, it had journaled nothing: call "
+            "self.save_checkpoint(self.iteration) after each iteration so a resume continues mid-instance",
+        )
     resumed = _Run(cls, config, directory)
     try:
         result = resumed.run(resume=True)
@@ -254,5 +291,7 @@ def _kill_and_resume(where: str, cls: type, config: BaseModel, directory: Path, 
         fail(where, f"resuming after a kill at policy call {k + 1} of {total} raised {type(exc).__name__}: {exc}")
     diff = _difference(whole, result)
     if diff:
-        fail(where, f"resumed after a kill at policy call {k + 1} of {total}, the result is not an "
-                    f"uninterrupted run's: {diff}")
+        fail(
+            where,
+            f"resumed after a kill at policy call {k + 1} of {total}, the result is not an uninterrupted run's: {diff}",
+        )

@@ -9,5 +9,13 @@ a bad tool call never crashes a search.
 from lits.tools.base import BaseTool, Tool, ToolFailed, ToolUnavailable, execute_tool_action, parse_tool_call
 from lits.tools.builtin import CalculatorTool, SearchTool
 
-__all__ = ["BaseTool", "CalculatorTool", "SearchTool", "Tool", "ToolFailed", "ToolUnavailable", "execute_tool_action",
-           "parse_tool_call"]
+__all__ = [
+    "BaseTool",
+    "CalculatorTool",
+    "SearchTool",
+    "Tool",
+    "ToolFailed",
+    "ToolUnavailable",
+    "execute_tool_action",
+    "parse_tool_call",
+]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, ClassVar, Optional, Sequence, TypedDict
+from typing import Any, ClassVar, Sequence, TypedDict
 
 from pydantic import BaseModel, ValidationError
 
@@ -39,7 +39,7 @@ class BaseTool:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
-    args_schema: ClassVar[Optional[type[BaseModel]]] = None
+    args_schema: ClassVar[type[BaseModel] | None] = None
     timeout: float = DEFAULT_TIMEOUT
 
     def __init__(self, **kwargs: object) -> None:
@@ -97,7 +97,7 @@ def parse_tool_call(action: object) -> tuple[str, dict[str, object]]:
     return name, args
 
 
-def execute_tool_action(action: object, tools: Sequence[BaseTool], timeout: Optional[float] = None) -> str:
+def execute_tool_action(action: object, tools: Sequence[BaseTool], timeout: float | None = None) -> str:
     """Run the tool call ``action``; every problem comes back as an observation string."""
     try:
         name, args = parse_tool_call(action)
@@ -127,6 +127,7 @@ def failure_reason(exc: BaseException) -> str:
 
 class _Outcome(TypedDict, total=False):
     """What the worker thread left behind."""
+
     value: object
     unavailable: ToolUnavailable
     error: str

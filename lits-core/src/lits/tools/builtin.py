@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Callable, ClassVar, Optional
+from typing import Callable, ClassVar
 
 from pydantic import BaseModel, Field
 
 from lits.tools.base import BaseTool
 
 _OPS: dict[type, Callable[..., float]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-    ast.USub: operator.neg, ast.UAdd: operator.pos,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
 }
 
 
@@ -40,7 +46,7 @@ class CalculatorTool(BaseTool):
 
     name: ClassVar[str] = "calculator"
     description: ClassVar[str] = "Evaluate an arithmetic expression."
-    args_schema: ClassVar[Optional[type[BaseModel]]] = CalculatorInput
+    args_schema: ClassVar[type[BaseModel] | None] = CalculatorInput
 
     def _run(self, expression: str) -> str:
         value = _evaluate(ast.parse(expression, mode="eval"))
@@ -56,9 +62,9 @@ class SearchTool(BaseTool):
 
     name: ClassVar[str] = "search"
     description: ClassVar[str] = "Find documents that contain the query words."
-    args_schema: ClassVar[Optional[type[BaseModel]]] = SearchInput
+    args_schema: ClassVar[type[BaseModel] | None] = SearchInput
 
-    def __init__(self, documents: Optional[list[str]] = None, top_k: int = 3, **kwargs: object) -> None:
+    def __init__(self, documents: list[str] | None = None, top_k: int = 3, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.documents = list(documents or [])
         self.top_k = top_k

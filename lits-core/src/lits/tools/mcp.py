@@ -40,10 +40,10 @@ def _annotation(schema: object) -> Any:
         return Literal[schema["const"]]  # type: ignore[misc]
     options = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(options, list) and options:
-        return Union[tuple(_annotation(o) for o in options)]  # type: ignore[return-value]
+        return Union[tuple(_annotation(o) for o in options)]  # type: ignore[return-value]  # noqa: UP007 (built at run time)
     kind = schema.get("type")
     if isinstance(kind, list) and kind:
-        return Union[tuple(_annotation({**schema, "type": k}) for k in kind)]  # type: ignore[return-value]
+        return Union[tuple(_annotation({**schema, "type": k}) for k in kind)]  # type: ignore[return-value]  # noqa: UP007
     if kind in _SCALARS:
         return _SCALARS[kind]
     if kind == "array":
@@ -65,8 +65,9 @@ def canonical_schema(schema: object, parent: str = "") -> object:
         return schema
     if parent in ("properties", "$defs", "definitions", "patternProperties"):
         return {key: canonical_schema(value) for key, value in schema.items()}
-    return {key: value if key in _LITERAL_KEYS else canonical_schema(value, key)
-            for key, value in sorted(schema.items())}
+    return {
+        key: value if key in _LITERAL_KEYS else canonical_schema(value, key) for key, value in sorted(schema.items())
+    }
 
 
 def args_model(tool_name: str, schema: dict[str, Any]) -> type[BaseModel]:
@@ -87,11 +88,12 @@ def args_model(tool_name: str, schema: dict[str, Any]) -> type[BaseModel]:
             default: object = ...
         else:
             default = prop.get("default")
-            annotation = Optional[annotation]
+            annotation = Optional[annotation]  # noqa: UP045 (a type built at run time)
         fields[f"field_{index}"] = (annotation, Field(default, **options))
     extra: Literal["forbid", "ignore"] = "forbid" if schema.get("additionalProperties") is False else "ignore"
     return create_model(  # type: ignore[call-overload,no-any-return]
-        f"{tool_name}_args", __config__=ConfigDict(extra=extra, populate_by_name=False), **fields)
+        f"{tool_name}_args", __config__=ConfigDict(extra=extra, populate_by_name=False), **fields
+    )
 
 
 class McpTool(BaseTool):
@@ -104,8 +106,14 @@ class McpTool(BaseTool):
 
     def __init__(self, connection: McpConnection, info: Tool, timeout: float) -> None:
         schema = dict(info.input_schema or {})
-        super().__init__(connection=connection, name=info.name, description=info.description or "",
-                         input_schema=schema, args_schema=args_model(info.name, schema), timeout=timeout)
+        super().__init__(
+            connection=connection,
+            name=info.name,
+            description=info.description or "",
+            input_schema=schema,
+            args_schema=args_model(info.name, schema),
+            timeout=timeout,
+        )
 
     def spec(self) -> dict[str, object]:
         """The server's own schema (keys in canonical order): the model sees what the server declared."""
@@ -146,8 +154,9 @@ def result_text(result: CallToolResult, limit: int = RESULT_CHARS) -> str:
 
 
 def _joined_text(result: CallToolResult) -> str:
-    return "\n".join(block.text for block in getattr(result, "content", None) or []
-                     if getattr(block, "type", "") == "text")
+    return "\n".join(
+        block.text for block in getattr(result, "content", None) or [] if getattr(block, "type", "") == "text"
+    )
 
 
 def cap_text(text: str, limit: int = RESULT_CHARS) -> str:
@@ -181,21 +190,33 @@ def tool_context(connection: McpConnection, tools: list[McpTool]) -> str:
     return f"Tools from the MCP server {connection.spec.label}: {names}."
 
 
-def server_spec(command: Optional[str] = None, url: Optional[str] = None, cwd: Optional[str] = None,
-                env: Optional[dict[str, object]] = None, timeout: float = DEFAULT_TIMEOUT,
-                start_timeout: float = START_TIMEOUT, **unknown: object) -> tuple[McpServerSpec, float, float]:
+def server_spec(
+    command: str | None = None,
+    url: str | None = None,
+    cwd: str | None = None,
+    env: dict[str, object] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    start_timeout: float = START_TIMEOUT,
+    **unknown: object,
+) -> tuple[McpServerSpec, float, float]:
     """``--resource-arg`` values checked, nothing started: the server, the tool time-out and the start time-out
     (what ``--dry-run`` checks)."""
     if unknown:
-        raise ValueError(f"unknown --resource-arg for mcp: {', '.join(sorted(unknown))} "
-                         "(known: command, url, cwd, env, timeout, start_timeout)")
+        raise ValueError(
+            f"unknown --resource-arg for mcp: {', '.join(sorted(unknown))} "
+            "(known: command, url, cwd, env, timeout, start_timeout)"
+        )
     if env is not None and not isinstance(env, dict):
         raise ValueError('--resource-arg env must be a JSON object, e.g. env=\'{"NAME": "value"}\'')
     for key, value in (("timeout", timeout), ("start_timeout", start_timeout)):
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"--resource-arg {key} must be a number of seconds more than 0, not {value!r}")
-    spec = McpServerSpec(command=None if command is None else str(command), url=None if url is None else str(url),
-                         cwd=cwd, env={str(k): str(v) for k, v in (env or {}).items()})
+    spec = McpServerSpec(
+        command=None if command is None else str(command),
+        url=None if url is None else str(url),
+        cwd=cwd,
+        env={str(k): str(v) for k, v in (env or {}).items()},
+    )
     return spec, float(timeout), float(start_timeout)
 
 

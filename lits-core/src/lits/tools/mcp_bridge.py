@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Any, Awaitable, Callable, NoReturn, Optional, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Awaitable, Callable, NoReturn, TypeVar
 
 from lits.secrets import KEY_ENV_VARS, redact_text
 from lits.tools.base import ToolUnavailable
@@ -49,15 +49,17 @@ class McpServerLost(ToolUnavailable):
 class McpServerSpec:
     """Where the server is: a command to start (stdio) or a streamable-HTTP URL."""
 
-    command: Optional[str] = None
-    url: Optional[str] = None
-    cwd: Optional[str] = None
+    command: str | None = None
+    url: str | None = None
+    cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if bool(self.command) == bool(self.url):
-            raise ValueError("the mcp resource needs exactly one of --resource-arg command=\"...\" (a server "
-                             "started over stdio) or --resource-arg url=http://127.0.0.1:PORT/mcp")
+            raise ValueError(
+                'the mcp resource needs exactly one of --resource-arg command="..." (a server '
+                "started over stdio) or --resource-arg url=http://127.0.0.1:PORT/mcp"
+            )
         if self.command is not None and not shlex.split(self.command):
             raise ValueError("--resource-arg command is empty")
 
@@ -89,14 +91,14 @@ class McpConnection:
         self.spec = spec
         self.start_timeout = start_timeout
         self.tools: list[Tool] = []  # the server's Tool descriptions, as listed at start-up
-        self.instructions: Optional[str] = None
+        self.instructions: str | None = None
         self.restarts_left = RESTARTS
-        self._session: Optional[ClientSession] = None
-        self._lost: Optional[str] = None  # why the server is gone for good
-        self._stop: Optional[asyncio.Event] = None
-        self._holder: Optional[Future[None]] = None
+        self._session: ClientSession | None = None
+        self._lost: str | None = None  # why the server is gone for good
+        self._stop: asyncio.Event | None = None
+        self._holder: Future[None] | None = None
         self._finished = threading.Event()  # the holder task has left the SDK's context managers
-        self._errlog: Optional[IO[str]] = None
+        self._errlog: IO[str] | None = None
         self._lock = threading.Lock()  # one restart at a time
         self._generation = 0
         self._calls: dict[int, Future[CallToolResult]] = {}  # worker thread id -> its call in flight
@@ -115,7 +117,7 @@ class McpConnection:
             raise
 
     def _connect(self) -> None:
-        ready: Future[tuple[list[Tool], Optional[str], ClientSession]] = Future()
+        ready: Future[tuple[list[Tool], str | None, ClientSession]] = Future()
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8") if self.spec.command else None
         stop_box: Future[asyncio.Event] = Future()
         self._finished = finished = threading.Event()
@@ -127,8 +129,9 @@ class McpConnection:
             self._holder.cancel()  # stuck before the session was up: stopping it cannot wait for a reply
             self._discard()
             self._close_errlog()
-            raise ValueError(f"MCP server {self.spec.label} did not answer within {self.start_timeout:g} s "
-                             "of starting") from None
+            raise ValueError(
+                f"MCP server {self.spec.label} did not answer within {self.start_timeout:g} s of starting"
+            ) from None
         except Exception as exc:
             self._discard()  # first: the server's stderr is complete once it has stopped
             why = self._why(exc)
@@ -138,8 +141,12 @@ class McpConnection:
         self._session, self.tools, self.instructions = session, tools, instructions
         self._generation += 1
 
-    async def _hold(self, ready: Future[tuple[list[Tool], Optional[str], ClientSession]],
-                    stop_box: Future[asyncio.Event], finished: threading.Event) -> None:
+    async def _hold(
+        self,
+        ready: Future[tuple[list[Tool], str | None, ClientSession]],
+        stop_box: Future[asyncio.Event],
+        finished: threading.Event,
+    ) -> None:
         """Open the transport and session, report the tool list, then keep both open until told to stop.
 
         The same task enters and leaves the SDK's context managers (anyio requires it)."""
@@ -262,7 +269,7 @@ class McpConnection:
                 self._calls.pop(me, None)
         raise McpServerLost(f"MCP server {self.spec.label} stopped answering")  # pragma: no cover
 
-    def cancel(self, thread_id: Optional[int]) -> bool:
+    def cancel(self, thread_id: int | None) -> bool:
         """Cancel the call made by ``thread_id`` (its worker then ends at once)."""
         future = self._calls.get(thread_id) if thread_id is not None else None
         return bool(future is not None and future.cancel())

@@ -15,7 +15,7 @@ import os
 import re
 import signal
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, IO, AsyncIterator, Optional, Union
+from typing import TYPE_CHECKING, IO, AsyncIterator
 
 if TYPE_CHECKING:
     from anyio.abc import Process
@@ -51,12 +51,12 @@ class LineSplitter:
         self._size = 0
         self._over = False
 
-    def feed(self, chunk: bytes) -> list[Union[bytes, CutLine]]:
-        lines: list[Union[bytes, CutLine]] = []
+    def feed(self, chunk: bytes) -> list[bytes | CutLine]:
+        lines: list[bytes | CutLine] = []
         start = 0
         while True:
             end = chunk.find(b"\n", start)
-            self._add(chunk[start:end if end >= 0 else len(chunk)])
+            self._add(chunk[start : end if end >= 0 else len(chunk)])
             if end < 0:
                 return lines
             lines.append(self._take())
@@ -71,13 +71,13 @@ class LineSplitter:
             self._parts = [b"".join(self._parts)[: self.head]]
             self._over = True
 
-    def _take(self) -> Union[bytes, CutLine]:
-        line: Union[bytes, CutLine] = CutLine(self._parts[0], self._size) if self._over else b"".join(self._parts)
+    def _take(self) -> bytes | CutLine:
+        line: bytes | CutLine = CutLine(self._parts[0], self._size) if self._over else b"".join(self._parts)
         self._parts, self._size, self._over = [], 0, False
         return line
 
 
-def cut_reply(line: CutLine) -> Optional[dict[str, object]]:
+def cut_reply(line: CutLine) -> dict[str, object] | None:
     """A JSON-RPC response for the request a cut line answered: its text's head and the note; None when the
     head does not say which request it answers."""
     found = _ID.search(line.head)
@@ -86,7 +86,7 @@ def cut_reply(line: CutLine) -> Optional[dict[str, object]]:
     text = ""
     start = _TEXT.search(line.head)
     if start is not None:
-        raw = line.head[start.end():].decode("utf-8", "ignore")
+        raw = line.head[start.end() :].decode("utf-8", "ignore")
         closing = re.search(r'(?<!\\)(?:\\\\)*"', raw)  # the string may end inside the head
         raw = raw[: closing.end() - 1] if closing else _PARTIAL_ESCAPE.sub("", raw)
         with contextlib.suppress(ValueError):
@@ -94,11 +94,14 @@ def cut_reply(line: CutLine) -> Optional[dict[str, object]]:
     note = CUT_NOTE.format(size=line.size)
     # Marked as an error so the SDK does not hold the head against the tool's output schema; the tool reads
     # the note and gives the head to the model as the result (see lits.tools.mcp.McpTool).
-    return {"jsonrpc": "2.0", "id": json.loads(found.group(1)),
-            "result": {"content": [{"type": "text", "text": f"{text}\n{note}"}], "isError": True}}
+    return {
+        "jsonrpc": "2.0",
+        "id": json.loads(found.group(1)),
+        "result": {"content": [{"type": "text", "text": f"{text}\n{note}"}], "isError": True},
+    }
 
 
-def _message(line: Union[bytes, CutLine]) -> Union[SessionMessage, Exception]:
+def _message(line: bytes | CutLine) -> SessionMessage | Exception:
     """A session message for one line, or the exception the session reports for a line it cannot read."""
     from mcp import types
     from mcp.shared.message import SessionMessage
@@ -115,15 +118,17 @@ def _message(line: Union[bytes, CutLine]) -> Union[SessionMessage, Exception]:
 
 
 @contextlib.asynccontextmanager
-async def bounded_stdio(argv: list[str], cwd: Optional[str], env: dict[str, str],
-                        errlog: Optional[IO[str]]) -> AsyncIterator[
-        tuple[MemoryObjectReceiveStream[Union[SessionMessage, Exception]], MemoryObjectSendStream[SessionMessage]]]:
+async def bounded_stdio(
+    argv: list[str], cwd: str | None, env: dict[str, str], errlog: IO[str] | None
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+]:
     """The server started as ``argv`` (its own process group), as the SDK's read and write streams."""
     import anyio
 
     process = await anyio.open_process(argv, cwd=cwd, env=env, stderr=errlog, start_new_session=True)
-    read_writer: MemoryObjectSendStream[Union[SessionMessage, Exception]]
-    read_stream: MemoryObjectReceiveStream[Union[SessionMessage, Exception]]
+    read_writer: MemoryObjectSendStream[SessionMessage | Exception]
+    read_stream: MemoryObjectReceiveStream[SessionMessage | Exception]
     write_stream: MemoryObjectSendStream[SessionMessage]
     write_reader: MemoryObjectReceiveStream[SessionMessage]
     read_writer, read_stream = anyio.create_memory_object_stream(0)

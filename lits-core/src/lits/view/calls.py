@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Optional, TypedDict, cast
+from typing import TYPE_CHECKING, Mapping, TypedDict, cast
 
 from lits.observability import UNUSED_REPLY
 
@@ -16,8 +16,21 @@ CURVE_POINTS = 2000
 #: A call shared by more nodes than this is listed only on the root (as not attributable).
 SHARED_MAX = 64
 #: Fields of one call in the page, in this order (rows are lists: 10,000 calls stay small).
-CALL_FIELDS = ("time", "seconds", "component", "phase", "depth", "iteration", "tokens_in", "tokens_out",
-               "cached", "cost", "prompt", "reply", "kind")
+CALL_FIELDS = (
+    "time",
+    "seconds",
+    "component",
+    "phase",
+    "depth",
+    "iteration",
+    "tokens_in",
+    "tokens_out",
+    "cached",
+    "cost",
+    "prompt",
+    "reply",
+    "kind",
+)
 
 
 class CallRecord(TypedDict, total=False):
@@ -63,10 +76,21 @@ def read_calls(path: Path) -> list[CallRecord]:
 def call_row(record: CallRecord) -> list[object]:
     """One call as the page keeps it (see CALL_FIELDS); prompt and reply only where the log has them."""
     ctx = record.get("context") or {}
-    return [round(float(record.get("time") or 0.0), 4), round(float(record.get("seconds") or 0.0), 5),
-            ctx.get("component"), ctx.get("phase"), ctx.get("depth"), ctx.get("iteration"),
-            int(record.get("tokens_in") or 0), int(record.get("tokens_out") or 0), bool(record.get("cached")),
-            float(record.get("cost") or 0.0), record.get("prompt"), record.get("reply"), record.get("kind")]
+    return [
+        round(float(record.get("time") or 0.0), 4),
+        round(float(record.get("seconds") or 0.0), 5),
+        ctx.get("component"),
+        ctx.get("phase"),
+        ctx.get("depth"),
+        ctx.get("iteration"),
+        int(record.get("tokens_in") or 0),
+        int(record.get("tokens_out") or 0),
+        bool(record.get("cached")),
+        float(record.get("cost") or 0.0),
+        record.get("prompt"),
+        record.get("reply"),
+        record.get("kind"),
+    ]
 
 
 class Totals(TypedDict, total=False):
@@ -141,8 +165,10 @@ def in_flight(calls: list[CallRecord]) -> list[list[float]]:
             points.append(point)
     if len(points) > CURVE_POINTS:  # keep the peaks: the highest count in each bucket
         step = len(points) / CURVE_POINTS
-        points = [max(points[int(i * step):int((i + 1) * step)] or [points[-1]], key=lambda p: p[1])
-                  for i in range(CURVE_POINTS)] + [points[-1]]
+        points = [
+            max(points[int(i * step) : int((i + 1) * step)] or [points[-1]], key=lambda p: p[1])
+            for i in range(CURVE_POINTS)
+        ] + [points[-1]]
     return points
 
 
@@ -193,7 +219,7 @@ def attribute_calls(tree: InstanceTree, calls: list[CallRecord]) -> dict[int, li
     for i, call in enumerate(calls):
         ctx = call.get("context") or {}
         depth, iteration = ctx.get("depth"), ctx.get("iteration")
-        owners: Optional[list[int]] = None
+        owners: list[int] | None = None
         if paths and isinstance(iteration, int) and isinstance(depth, int) and iteration < len(paths):
             path = paths[iteration]
             owners = [path[depth]] if depth < len(path) else None
@@ -207,9 +233,8 @@ def attribute_calls(tree: InstanceTree, calls: list[CallRecord]) -> dict[int, li
 
 def _path_ids(nodes: Mapping[int, NodeRow], leaf: int) -> list[int]:
     path: list[int] = []
-    node_id: Optional[int] = leaf
+    node_id: int | None = leaf
     while node_id is not None and node_id in nodes:
         path.append(node_id)
         node_id = nodes[node_id]["parent"]
     return path[::-1]
-

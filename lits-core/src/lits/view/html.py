@@ -24,9 +24,11 @@ REPORT_NAME = "report.html"
 #: The viewer's script, in order: parts of one function body (they share its scope, nothing is global
 #: but ``window.litsView``, the hook scripts and tests use).
 SCRIPT_PARTS = ("base.js", "charts.js", "run_page.js", "tree_view.js", "app.js")
-SCRIPT_HEAD = ("/* LiTS run viewer: a run page and a tree page per instance, drawn from the JSON embedded in this "
-               "file.\n   Plain JavaScript (lits/view/static/js), canvas for trees and SVG for charts: nothing is "
-               "fetched, nothing is third-party. */\n(function () {\n  \"use strict\";\n")
+SCRIPT_HEAD = (
+    "/* LiTS run viewer: a run page and a tree page per instance, drawn from the JSON embedded in this "
+    "file.\n   Plain JavaScript (lits/view/static/js), canvas for trees and SVG for charts: nothing is "
+    'fetched, nothing is third-party. */\n(function () {\n  "use strict";\n'
+)
 
 
 def _static(*name: str) -> str:
@@ -48,8 +50,13 @@ def embed_json(data: object) -> str:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
     except ValueError:  # NaN or infinity somewhere (a reward model may return them): JSON has neither
         text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(raw, escaped)
     return text
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping, Optional, cast
+from typing import Any, Mapping, cast
 
 from lits import layout
 from lits.components import parsing
@@ -52,8 +52,11 @@ def run_config(root: Path) -> RunSettings:
 def instance_ids(root: Path) -> list[int]:
     """Instances with a result, a journal or a chain checkpoint, in order."""
     found: set[int] = set()
-    for folder, suffix in ((layout.RESULTS, ".json"), (layout.CHECKPOINTS, ".journal.jsonl"),
-                           (layout.CHECKPOINTS, ".json")):
+    for folder, suffix in (
+        (layout.RESULTS, ".json"),
+        (layout.CHECKPOINTS, ".journal.jsonl"),
+        (layout.CHECKPOINTS, ".json"),
+    ):
         for path in (root / folder).glob(f"*{suffix}") if (root / folder).is_dir() else []:
             stem = path.name[: -len(suffix)]
             if stem.isdigit():
@@ -83,18 +86,27 @@ def build_report(root: Path) -> dict[str, Any]:
         instances.append(instance_row(idx, result, tree, mine, timings.get(idx) or {}))
         if tree is not None:
             by_node = attribute_calls(tree, mine)
-            trees[str(idx)] = {**tree, "calls": [call_row(c) for c in mine],
-                               "node_calls": {str(k): v for k, v in by_node.items()},
-                               "costs": cost_pictures(mine)}
+            trees[str(idx)] = {
+                **tree,
+                "calls": [call_row(c) for c in mine],
+                "node_calls": {str(k): v for k, v in by_node.items()},
+                "costs": cost_pictures(mine),
+            }
     summary = read_json(root / layout.SUMMARY)
     finished = [r for r in instances if r["status"] == "finished"]
     return {
         "run": {
-            "dir": str(root.resolve()), "name": root.resolve().name, "command": command,
-            "method": method_label(config), "dataset": config.get("dataset"),
-            "model": config.get("model") or "local", "models": models_line(config), "config": config,
+            "dir": str(root.resolve()),
+            "name": root.resolve().name,
+            "command": command,
+            "method": method_label(config),
+            "dataset": config.get("dataset"),
+            "model": config.get("model") or "local",
+            "models": models_line(config),
+            "config": config,
             "summary": summary if isinstance(summary, dict) else None,
-            "finished": len(finished), "running": len(instances) - len(finished),
+            "finished": len(finished),
+            "running": len(instances) - len(finished),
             "solved": sum(1 for r in finished if r["solved"]),
             "inference": totals(calls),
             "spend": spend(cast(Mapping[str, float], totals(calls)), sum(1 for r in finished if r["solved"])),
@@ -107,8 +119,9 @@ def build_report(root: Path) -> dict[str, Any]:
     }
 
 
-def instance_row(idx: int, result: Optional[dict[str, Any]], tree: Optional[InstanceTree],
-                 calls: list[CallRecord], timing: dict[str, Any]) -> dict[str, Any]:
+def instance_row(
+    idx: int, result: dict[str, Any] | None, tree: InstanceTree | None, calls: list[CallRecord], timing: dict[str, Any]
+) -> dict[str, Any]:
     """One line of the instance table."""
     evaluation = (result or {}).get("eval") or {}
     query = (result or {}).get("query")
@@ -133,13 +146,13 @@ def instance_row(idx: int, result: Optional[dict[str, Any]], tree: Optional[Inst
     }
 
 
-def _invalid(timing: dict[str, Any]) -> Optional[str]:
+def _invalid(timing: dict[str, Any]) -> str | None:
     """``"17/142"``: the instance's unparseable replies of all it parsed (None when it parsed none)."""
     counts = parsing.total(timing.get("parse") or {})
     return f"{counts['unparseable']}/{counts['replies']}" if counts["replies"] else None
 
 
-def _iterations(result: Optional[dict[str, Any]], tree: Optional[InstanceTree]) -> Optional[int]:
+def _iterations(result: dict[str, Any] | None, tree: InstanceTree | None) -> int | None:
     """The search's iterations, or a chain's steps (a chain's result has no iteration count)."""
     if result and result.get("iterations") is not None:
         return int(result["iterations"])

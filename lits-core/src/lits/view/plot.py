@@ -20,10 +20,14 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 #: (row key, axis label) of each panel's x axis.
-SPEND_AXES = (("tokens", "tokens (in + out)"), ("calls", "model calls"), ("seconds", "seconds (all instances)"),
-              ("cost", "cost ($)"),
-              ("evaluated_prompt_tokens_per_solved", "evaluated prompt tokens / solved"),
-              ("model_seconds_per_solved", "model seconds / solved"))
+SPEND_AXES = (
+    ("tokens", "tokens (in + out)"),
+    ("calls", "model calls"),
+    ("seconds", "seconds (all instances)"),
+    ("cost", "cost ($)"),
+    ("evaluated_prompt_tokens_per_solved", "evaluated prompt tokens / solved"),
+    ("model_seconds_per_solved", "model seconds / solved"),
+)
 ACCURACY_LABEL = "accuracy (%)"
 FORMATS = (".png", ".svg")
 INSTALL_HINT = "pip install 'lits-core[plot]'"
@@ -87,8 +91,15 @@ def compare_figure(rows: list[CompareRow]) -> Figure:
             ax.annotate(str(row["method"]), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
             bar = _paired_bar(row)
             if bar is not None:
-                drawn = ax.errorbar([x], [y], yerr=[[bar[0]], [bar[1]]], fmt="none", capsize=3, zorder=2,
-                                    ecolor=colours[str(row["method"])])
+                drawn = ax.errorbar(
+                    [x],
+                    [y],
+                    yerr=[[bar[0]], [bar[1]]],
+                    fmt="none",
+                    capsize=3,
+                    zorder=2,
+                    ecolor=colours[str(row["method"])],
+                )
                 drawn.lines[2][0].set_gid(f"interval-{key}")
         ax.set_xlabel(label)
         ax.set_ylabel(ACCURACY_LABEL)
@@ -100,8 +111,14 @@ def compare_figure(rows: list[CompareRow]) -> Figure:
             ax.set_xlim(left=0, right=max(xs) * 1.25)
         else:  # nothing spent on this axis (e.g. no --price-in/--price-out): say so, not 1e-9
             ax.set_xlim(-0.05, 1)
-            ax.text(0.5, 0.5, f"every run: 0 {'(no prices set)' if key == 'cost' else ''}".strip(),
-                    transform=ax.transAxes, ha="center", color="0.45")
+            ax.text(
+                0.5,
+                0.5,
+                f"every run: 0 {'(no prices set)' if key == 'cost' else ''}".strip(),
+                transform=ax.transAxes,
+                ha="center",
+                color="0.45",
+            )
         ax.grid(True, alpha=0.3)
     datasets = sorted({str(r.get("dataset")) for r in rows})
     fig.suptitle(f"Accuracy against compute — {', '.join(datasets)} ({len(rows)} runs)")
@@ -109,8 +126,11 @@ def compare_figure(rows: list[CompareRow]) -> Figure:
 
 
 #: x-axis label of each ``lits curve --budget``.
-BUDGET_LABELS = {"iterations": "iterations (MCTS) / depths (BFS)", "calls": "model calls per instance",
-                 "tokens": "tokens (in + out) per instance"}
+BUDGET_LABELS = {
+    "iterations": "iterations (MCTS) / depths (BFS)",
+    "calls": "model calls per instance",
+    "tokens": "tokens (in + out) per instance",
+}
 
 
 def curve_figure(curves: list[RunCurve]) -> Figure:
@@ -127,31 +147,56 @@ def curve_figure(curves: list[RunCurve]) -> Figure:
     first = curves[0]
     for k, curve in enumerate(curves):
         rows = curve.rows(first if k else None)
-        known = [(p["budget"], 100.0 * p["accuracy"], p["paired_with_first"]) for p in rows
-                 if p["accuracy"] is not None]
+        known = [
+            (p["budget"], 100.0 * p["accuracy"], p["paired_with_first"]) for p in rows if p["accuracy"] is not None
+        ]
         xs, ys = [x for x, _, _ in known], [y for _, y, _ in known]
         # later runs hollow and larger, so a point two runs share shows both
-        (line,) = ax.plot(xs, ys, marker="osD^v<>"[k % 7], linestyle=("-", "--", "-.", ":")[k % 4],
-                          color=f"C{k % 10}", label=f"[{k}] {curve.label}", zorder=3 + k,
-                          markersize=6 + 3 * min(k, 2), markerfacecolor="none" if k else None, markeredgewidth=1.5)
+        (line,) = ax.plot(
+            xs,
+            ys,
+            marker="osD^v<>"[k % 7],
+            linestyle=("-", "--", "-.", ":")[k % 4],
+            color=f"C{k % 10}",
+            label=f"[{k}] {curve.label}",
+            zorder=3 + k,
+            markersize=6 + 3 * min(k, 2),
+            markerfacecolor="none" if k else None,
+            markeredgewidth=1.5,
+        )
         line.set_gid(f"curve-{k}")
-        bars = [(x, y, paired) for x, y, paired in known
-                if paired is not None and paired["interval"] is not None and paired["accuracy_a"] is not None]
+        bars = [
+            (x, y, paired)
+            for x, y, paired in known
+            if paired is not None and paired["interval"] is not None and paired["accuracy_a"] is not None
+        ]
         if bars:
             lows = [y - 100.0 * (p["accuracy_a"] + p["interval"][0]) for _, y, p in bars]  # type: ignore[index,operator]
             highs = [100.0 * (p["accuracy_a"] + p["interval"][1]) - y for _, y, p in bars]  # type: ignore[index,operator]
-            ax.errorbar([x for x, _, _ in bars], [y for _, y, _ in bars],
-                        yerr=[[max(0.0, v) for v in lows], [max(0.0, v) for v in highs]], fmt="none",
-                        ecolor=f"C{k % 10}", elinewidth=1.2, capsize=4, alpha=0.7, zorder=2)
+            ax.errorbar(
+                [x for x, _, _ in bars],
+                [y for _, y, _ in bars],
+                yerr=[[max(0.0, v) for v in lows], [max(0.0, v) for v in highs]],
+                fmt="none",
+                ecolor=f"C{k % 10}",
+                elinewidth=1.2,
+                capsize=4,
+                alpha=0.7,
+                zorder=2,
+            )
     ax.set_xlabel(BUDGET_LABELS.get(first.budget, first.budget))
     ax.set_ylabel(ACCURACY_LABEL)
     ax.set_ylim(-5, 105)
     ax.set_xlim(left=0)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=9)
-    ax.set_title(f"Anytime accuracy by {first.budget} ({len(curves)} run{'s' if len(curves) > 1 else ''}; "
-                 "bars: 95 % paired interval against [0])" if len(curves) > 1 else
-                 f"Anytime accuracy by {first.budget}", fontsize=10)
+    ax.set_title(
+        f"Anytime accuracy by {first.budget} ({len(curves)} run{'s' if len(curves) > 1 else ''}; "
+        "bars: 95 % paired interval against [0])"
+        if len(curves) > 1
+        else f"Anytime accuracy by {first.budget}",
+        fontsize=10,
+    )
     return fig
 
 

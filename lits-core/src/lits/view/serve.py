@@ -12,7 +12,7 @@ import sys
 import threading
 import webbrowser
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 from lits.view.html import render_report
 from lits.view.model import build_report
@@ -60,7 +60,7 @@ def page_handler(run_root: Path) -> type[http.server.BaseHTTPRequestHandler]:
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
-def loopback_host(host: Optional[str], port: int) -> bool:
+def loopback_host(host: str | None, port: int) -> bool:
     """True when a request's Host header names this server by a loopback name (with its port, or none)."""
     if not host:
         return False
@@ -68,7 +68,7 @@ def loopback_host(host: Optional[str], port: int) -> bool:
     name, port_text = host, ""
     if host.startswith("["):  # [::1] or [::1]:PORT
         end = host.find("]")
-        name, rest = host[: end + 1], host[end + 1:]
+        name, rest = host[: end + 1], host[end + 1 :]
         port_text = rest[1:] if rest.startswith(":") else rest
     elif ":" in host:
         name, _, port_text = host.partition(":")
@@ -82,9 +82,14 @@ def make_server(run_root: Path, port: int) -> http.server.ThreadingHTTPServer:
     return server
 
 
-def serve(run_root: Path, port: int, *, open_browser: bool = True,
-          announce: Callable[[str], None] = lambda line: print(line, flush=True),
-          ready: Optional[threading.Event] = None) -> None:
+def serve(
+    run_root: Path,
+    port: int,
+    *,
+    open_browser: bool = True,
+    announce: Callable[[str], None] = lambda line: print(line, flush=True),
+    ready: threading.Event | None = None,
+) -> None:
     """Serve until Ctrl-C (KeyboardInterrupt is handled here: the server closes cleanly)."""
     server = make_server(run_root, port)
     url = f"http://{HOST}:{server.server_address[1]}/"

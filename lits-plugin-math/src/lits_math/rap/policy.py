@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 from lits.api import Policy, count_reask, count_reply, normalize_text, register_policy
 
@@ -30,7 +30,7 @@ class RAPPolicy(Policy[SubQAState, SubQAStep]):
     def __init__(
         self,
         base_model: Any = None,
-        task_name: Optional[str] = None,
+        task_name: str | None = None,
         n_actions: int = 3,
         temperature: float = 0.8,
         max_depth: int = 5,
@@ -68,10 +68,20 @@ class RAPPolicy(Policy[SubQAState, SubQAStep]):
                 reasked = True
                 count_reask()
                 again = self.base_model.generate(
-                    [*prompt, {"role": "assistant", "content": str(output)},
-                     {"role": "user", "content": "That reply held no sub-question. Write only the next "
-                                                 "sub-question, on one line."}],
-                    n=1, temperature=temperature, max_tokens=self.max_tokens, stop=STOP)
+                    [
+                        *prompt,
+                        {"role": "assistant", "content": str(output)},
+                        {
+                            "role": "user",
+                            "content": "That reply held no sub-question. Write only the next "
+                            "sub-question, on one line.",
+                        },
+                    ],
+                    n=1,
+                    temperature=temperature,
+                    max_tokens=self.max_tokens,
+                    stop=STOP,
+                )
                 sub_question = self._parse(str(again[0]), final) if again else ""
                 count_reply(bool(sub_question))
             key = normalize_text(sub_question)

@@ -15,7 +15,7 @@ next sub-question) and ``{sub_question}``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping
 
 from lits.api import Message, Prompt, register_system_prompt, register_user_prompt
 
@@ -53,7 +53,7 @@ POLICY_USER = {
     "pair": PAIR,
     "instruction": (
         "Write only Q{index}: one short sub-question whose answer brings the problem closer "
-        "to solved. If the answers so far are enough, write \"" + FINAL_PREFIX + "\" and the problem."
+        'to solved. If the answers so far are enough, write "' + FINAL_PREFIX + '" and the problem.'
     ),
 }
 
@@ -62,7 +62,7 @@ TRANSITION_USER = {
     "pair": PAIR,
     "instruction": (
         "Write only A{index}: answer Q{index} in one line. If Q{index} is the final question, "
-        "end with \"The answer is <number>.\""
+        'end with "The answer is <number>."'
     ),
 }
 
@@ -152,7 +152,7 @@ class SubQAPrompt:
         text = self.text(body, fields)
         if not chat:
             return f"{self.system}\n\n{text}" if self.system else text
-        instruction: Optional[str] = self.user.get("instruction")
+        instruction: str | None = self.user.get("instruction")
         msgs: list[Message] = []
         if self.system:
             msgs.append({"role": "system", "content": self.system})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 from lits.api import RewardModel, judge_yes, register_reward_model
 
@@ -24,8 +24,7 @@ class RapPRM(RewardModel[SubQAState, str]):
     TASK_TYPE = "language_grounded"
     AGENT_NAME = "rap"
 
-    def __init__(self, base_model: Any = None, task_name: Optional[str] = None, alpha: float = 0.5,
-                 **kwargs: Any) -> None:
+    def __init__(self, base_model: Any = None, task_name: str | None = None, alpha: float = 0.5, **kwargs: Any) -> None:
         super().__init__(base_model, task_name, **kwargs)
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {alpha}")
@@ -33,7 +32,12 @@ class RapPRM(RewardModel[SubQAState, str]):
         self.prompt = SubQAPrompt(self.task_prompt_spec, self.usr_prompt_spec, REWARD_USER)
 
     def _fast_reward(
-        self, state: SubQAState, action: Any, query: Any, query_idx: Optional[int], from_phase: str = "",
+        self,
+        state: SubQAState,
+        action: Any,
+        query: Any,
+        query_idx: int | None,
+        from_phase: str = "",
         **kwargs: Any,
     ) -> tuple[float, dict[str, Any]]:
         sub_question = str(getattr(action, "sub_question", action) or "").strip()
@@ -57,7 +61,7 @@ class RapPRM(RewardModel[SubQAState, str]):
         if usefulness is None or confidence is None:  # one signal (or none): use it alone
             value = next((v for v in (usefulness, confidence) if v is not None), 0.0)
         else:
-            value = usefulness ** self.alpha * confidence ** (1.0 - self.alpha)
+            value = usefulness**self.alpha * confidence ** (1.0 - self.alpha)
         return _unit(value), {"usefulness": usefulness, "confidence": confidence, "alpha": self.alpha}
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from lits.structures.base import Step, TrajectoryState
 from lits.api import register_state, register_type
@@ -22,12 +21,12 @@ class SubQAStep(Step):
     sub_question: str = ""
     sub_answer: str = ""
     confidence: float = 0.0
-    answer: Optional[str] = None
+    answer: str | None = None
 
     def get_action(self) -> str:
         return self.sub_question
 
-    def get_answer(self) -> Optional[str]:
+    def get_answer(self) -> str | None:
         return self.answer
 
     def verb_step(self) -> str:
@@ -40,7 +39,7 @@ class SubQAStep(Step):
 class SubQAState(TrajectoryState[SubQAStep]):
     """The sub-questions asked so far, in order."""
 
-    def get_final_answer(self) -> Optional[str]:
+    def get_final_answer(self) -> str | None:
         """The answer to the original problem, once the latest step gives one."""
         return self[-1].get_answer() if self else None
 

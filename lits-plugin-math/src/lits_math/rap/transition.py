@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from lits.api import (
-    Equivalence, Extractor, LlmTransition, extract_stated_answer, majority_vote, normalize_text,
-    register_transition, same_text,
+    Equivalence,
+    Extractor,
+    LlmTransition,
+    extract_stated_answer,
+    majority_vote,
+    normalize_text,
+    register_transition,
+    same_text,
 )
 
 from lits_math.rap.prompts import FINAL_PREFIX, TRANSITION_USER, SubQAPrompt, is_final_question
@@ -39,13 +45,13 @@ class RAPTransition(LlmTransition[SubQAState, Any]):
     def __init__(
         self,
         base_model: Any = None,
-        task_name: Optional[str] = None,
+        task_name: str | None = None,
         n_samples: int = 3,
         temperature: float = 0.8,
         max_tokens: int = 256,
-        extract_answer: Optional[Extractor] = None,
-        equivalent: Optional[Equivalence] = None,
-        answer_cue: Optional[Callable[[str], Optional[str]]] = extract_stated_answer,
+        extract_answer: Extractor | None = None,
+        equivalent: Equivalence | None = None,
+        answer_cue: Callable[[str], str | None] | None = extract_stated_answer,
         final_prefix: str = FINAL_PREFIX,
         **kwargs: Any,
     ) -> None:
@@ -80,8 +86,11 @@ class RAPTransition(LlmTransition[SubQAState, Any]):
         step = self._settle(sub_question, answers)
         if isinstance(step_or_action, SubQAStep):  # keep any extra fields of a subclass, on a copy
             step = dataclasses.replace(
-                step_or_action, sub_question=sub_question, sub_answer=step.sub_answer,
-                confidence=step.confidence, answer=step.answer,
+                step_or_action,
+                sub_question=sub_question,
+                sub_answer=step.sub_answer,
+                confidence=step.confidence,
+                answer=step.answer,
             )
         new_state.append(step)
         return new_state, {"confidence": step.confidence}
@@ -110,14 +119,14 @@ class RAPTransition(LlmTransition[SubQAState, Any]):
         text = answers[winner]
         count = next(c["count"] for c in vote.clusters if c["answer"] == vote.answer)
         confidence = round(count / max(1, len(answers)), 4)
-        final: Optional[str] = None
+        final: str | None = None
         if is_final_question(sub_question, self.final_prefix) or (
             self.answer_cue is not None and self.answer_cue(text) is not None
         ):
             final = self.extract_answer(text) or keys[winner]
         return SubQAStep(sub_question=sub_question, sub_answer=text, confidence=confidence, answer=final)
 
-    def _vote_key(self, text: str) -> Optional[str]:
+    def _vote_key(self, text: str) -> str | None:
         if not text:
             return None
         extracted = self.extract_answer(text)

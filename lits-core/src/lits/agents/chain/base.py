@@ -6,7 +6,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from lits import layout
 from lits.agents.chain.repeats import STEER_ROUNDS, RepeatTracker
@@ -25,15 +25,14 @@ class ChainResult:
     solved: bool
     steps: int
     stopped: str
-    proposals: Optional[list[tuple[str, bool]]] = None
+    proposals: list[tuple[str, bool]] | None = None
     #: Every sampled chain's final state, when the agent sampled several (self-consistency).
-    samples: Optional[list[TrajectoryState[Step]]] = None
+    samples: list[TrajectoryState[Step]] | None = None
     #: Repeats met (:mod:`lits.agents.chain.repeats`); None when there were none.
-    stats: Optional[dict[str, int]] = None
+    stats: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"solved": self.solved, "steps": self.steps, "stopped": self.stopped,
-                "state": self.state.to_dict()}
+        return {"solved": self.solved, "steps": self.steps, "stopped": self.stopped, "state": self.state.to_dict()}
 
 
 class ChainAgent:
@@ -44,8 +43,14 @@ class ChainAgent:
 
     chain_name = "chain"
 
-    def __init__(self, config: Optional[ChainConfig] = None, policy: Optional[Policy[Any, Any]] = None,
-                 transition: Optional[Transition[Any, Any]] = None, *, checkpoint_dir: Optional[Path] = None) -> None:
+    def __init__(
+        self,
+        config: ChainConfig | None = None,
+        policy: Policy[Any, Any] | None = None,
+        transition: Transition[Any, Any] | None = None,
+        *,
+        checkpoint_dir: Path | None = None,
+    ) -> None:
         if policy is None or transition is None:
             raise ValueError(f"{type(self).__name__} needs a policy and a transition")
         self.config = config or ChainConfig.model_validate({})
@@ -54,20 +59,32 @@ class ChainAgent:
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
         self.proposals: list[tuple[str, bool]] = []
 
-    def run(self, query: object, query_idx: int, example: Mapping[str, object], *,
-            resume: bool = False) -> ChainResult:
+    def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> ChainResult:
         repeats = RepeatTracker()
         with call_context(instance=query_idx, search=self.chain_name):
             state = self._load(query_idx, repeats) if resume else None
             state, solved, stopped = self.walk(query, query_idx, example, state, save=True, repeats=repeats)
         self.proposals.extend(self._take_proposals(query_idx))
-        return ChainResult(state=state, solved=solved, steps=len(state), stopped=stopped,
-                           proposals=sorted(self.proposals), stats=repeats.stats())
+        return ChainResult(
+            state=state,
+            solved=solved,
+            steps=len(state),
+            stopped=stopped,
+            proposals=sorted(self.proposals),
+            stats=repeats.stats(),
+        )
 
-    def walk(self, query: object, query_idx: int, example: Mapping[str, object],
-             state: Optional[TrajectoryState[Step]] = None, *, save: bool = False,
-             temperature: Optional[float] = None,
-             repeats: Optional[RepeatTracker] = None) -> tuple[TrajectoryState[Step], bool, str]:
+    def walk(
+        self,
+        query: object,
+        query_idx: int,
+        example: Mapping[str, object],
+        state: TrajectoryState[Step] | None = None,
+        *,
+        save: bool = False,
+        temperature: float | None = None,
+        repeats: RepeatTracker | None = None,
+    ) -> tuple[TrajectoryState[Step], bool, str]:
         """One chain from ``state`` (None: the start): ``(final state, solved, why it stopped)``; ``temperature``
         overrides the config's; ``repeats`` counts the repeats met (with ``avoid_repeats``)."""
         deadline = time.monotonic() + self.config.runtime_limit if self.config.runtime_limit else None
@@ -86,9 +103,15 @@ class ChainAgent:
                 stopped = "time"
                 break
             with call_context(phase="chain", depth=len(state)):
-                steps = self.policy.get_actions(state, n_actions=1, temperature=temp,
-                                                query=query, query_idx=query_idx, from_phase="chain",
-                                                **self.step_options())
+                steps = self.policy.get_actions(
+                    state,
+                    n_actions=1,
+                    temperature=temp,
+                    query=query,
+                    query_idx=query_idx,
+                    from_phase="chain",
+                    **self.step_options(),
+                )
                 if not steps:
                     stopped = "no_action"
                     break
@@ -102,8 +125,16 @@ class ChainAgent:
         solved = bool(self.transition.is_terminal(state, query_or_goals=query))
         return state, solved, "solution" if solved else stopped
 
-    def _steer(self, tracker: RepeatTracker, state: TrajectoryState[Step], after: TrajectoryState[Step],
-               step: Step, query: object, query_idx: int, temperature: float) -> TrajectoryState[Step]:
+    def _steer(
+        self,
+        tracker: RepeatTracker,
+        state: TrajectoryState[Step],
+        after: TrajectoryState[Step],
+        step: Step,
+        query: object,
+        query_idx: int,
+        temperature: float,
+    ) -> TrajectoryState[Step]:
         """``after``, or when it revisits a state, the first other step's state that does not (asked of a policy
         that takes ``exclude``, :data:`STEER_ROUNDS` times at most)."""
         from lits.components.base import accepts_exclude
@@ -112,13 +143,21 @@ class ChainAgent:
             return after
         excluded = [str(step.get_action())]
         for _ in range(STEER_ROUNDS):
-            others = self.policy.get_actions(state, n_actions=1, temperature=temperature, query=query,
-                                             query_idx=query_idx, from_phase="chain", exclude=excluded,
-                                             **self.step_options())
+            others = self.policy.get_actions(
+                state,
+                n_actions=1,
+                temperature=temperature,
+                query=query,
+                query_idx=query_idx,
+                from_phase="chain",
+                exclude=excluded,
+                **self.step_options(),
+            )
             if not others:
                 break
-            candidate: TrajectoryState[Step] = self.transition.step(state, others[0], query, query_idx,
-                                                                     from_phase="chain")[0]
+            candidate: TrajectoryState[Step] = self.transition.step(
+                state, others[0], query, query_idx, from_phase="chain"
+            )[0]
             if not tracker.revisits(candidate):
                 tracker.steered_away += 1
                 return candidate
@@ -133,10 +172,10 @@ class ChainAgent:
         take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)
         return [tuple(p) for p in take(query_idx)] if take is not None else []
 
-    def _path(self, query_idx: int) -> Optional[Path]:
+    def _path(self, query_idx: int) -> Path | None:
         return self.checkpoint_dir / layout.chain_checkpoint_name(query_idx) if self.checkpoint_dir else None
 
-    def _save(self, query_idx: int, state: State, repeats: Optional[RepeatTracker] = None) -> None:
+    def _save(self, query_idx: int, state: State, repeats: RepeatTracker | None = None) -> None:
         path = self._path(query_idx)
         if path is not None:
             self.proposals.extend(self._take_proposals(query_idx))
@@ -149,7 +188,7 @@ class ChainAgent:
                 payload[parsing.CHECKPOINT_KEY] = parsed
             atomic_write_text(path, json.dumps(payload))
 
-    def _load(self, query_idx: int, repeats: Optional[RepeatTracker] = None) -> Optional[TrajectoryState[Step]]:
+    def _load(self, query_idx: int, repeats: RepeatTracker | None = None) -> TrajectoryState[Step] | None:
         path = self._path(query_idx)
         if path is None or not path.exists():
             return None

@@ -8,7 +8,7 @@ states an answer after one calculation).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from lits.agents.chain.base import ChainAgent
 from lits.agents.config import CoTConfig
@@ -18,6 +18,7 @@ class CoTChain(ChainAgent):
     chain_name = "cot"
     config: CoTConfig
 
-    def __init__(self, config: Optional[CoTConfig] = None, policy: Any = None, transition: Any = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, config: CoTConfig | None = None, policy: Any = None, transition: Any = None, **kwargs: Any
+    ) -> None:
         super().__init__(config or CoTConfig.model_validate({}), policy, transition, **kwargs)

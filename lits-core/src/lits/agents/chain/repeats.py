@@ -10,7 +10,6 @@ kept, and its observation says so, since the model needs the nudge, not a ban.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from lits.structures.base import Step, TrajectoryState
 
@@ -20,8 +19,10 @@ STEER_ROUNDS = 2
 
 def repeat_note(earlier: int) -> str:
     """What an observation gains when its call and result repeat step ``earlier`` (1-based)."""
-    return (f"\n(Note: step {earlier} made this same call and got this same result; running it again will not "
-            "change it. Use that result, or try a different call.)")
+    return (
+        f"\n(Note: step {earlier} made this same call and got this same result; running it again will not "
+        "change it. Use that result, or try a different call.)"
+    )
 
 
 @dataclass
@@ -74,20 +75,20 @@ class RepeatTracker:
         self.repeats += 1
         step.observation = str(step.observation) + repeat_note(earlier)
 
-    def stats(self) -> Optional[dict[str, int]]:
+    def stats(self) -> dict[str, int] | None:
         """The counts, or None when nothing repeated (a record without repeats stays as it was)."""
         if not (self.steered_away or self.repeats):
             return None
         return {"repeats": self.repeats, "steered_away": self.steered_away}
 
 
-def state_key(state: TrajectoryState[Step]) -> Optional[str]:
+def state_key(state: TrajectoryState[Step]) -> str | None:
     """An env-grounded state's snapshot; None for states that have none."""
     env = getattr(state, "env_state", None)
     return env if isinstance(env, str) else None
 
 
-def call_key(step: Step) -> Optional[tuple[str, str]]:
+def call_key(step: Step) -> tuple[str, str] | None:
     """A tool step's call and its result; None for steps without an observed call."""
     action = getattr(step, "action", None)
     observation = getattr(step, "observation", None)

@@ -17,7 +17,7 @@ the count the budget granted it, keeping the chains it drew before.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Sequence
 
 from lits.agents.chain.base import ChainAgent, ChainResult
 from lits.agents.config import SelfConsistencyConfig
@@ -51,14 +51,14 @@ class SelfConsistencyChain(ChainAgent):
     TASK_TYPES = ("language_grounded", "tool_use")
     config: SelfConsistencyConfig
 
-    def __init__(self, config: Optional[SelfConsistencyConfig] = None, policy: Any = None, transition: Any = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, config: SelfConsistencyConfig | None = None, policy: Any = None, transition: Any = None, **kwargs: Any
+    ) -> None:
         super().__init__(config or SelfConsistencyConfig.model_validate({}), policy, transition, **kwargs)
         #: Set under a run's budget: chains are drawn up to ``draws.granted[idx]`` (at most ``k``).
-        self.draws: Optional[Draws] = None
+        self.draws: Draws | None = None
 
-    def run(self, query: object, query_idx: int, example: Mapping[str, object], *,
-            resume: bool = False) -> ChainResult:
+    def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> ChainResult:
         samples: list[Sample] = []
         counted: list[RepeatTracker] = []
         wanted = self.config.k
@@ -70,28 +70,38 @@ class SelfConsistencyChain(ChainAgent):
                 greedy = j == 0 and self.config.greedy_first
                 counted.append(RepeatTracker())  # each sample is a chain of its own
                 with sampling_stream(j), call_context(sample=j):
-                    samples.append(self.walk(query, query_idx, example, temperature=0.0 if greedy else None,
-                                             repeats=counted[-1]))
+                    samples.append(
+                        self.walk(query, query_idx, example, temperature=0.0 if greedy else None, repeats=counted[-1])
+                    )
         self.proposals.extend(self._take_proposals(query_idx))
         state, solved, stopped = _representative(samples)
-        totals = RepeatTracker(steered_away=sum(t.steered_away for t in counted),
-                               repeats=sum(t.repeats for t in counted))
+        totals = RepeatTracker(
+            steered_away=sum(t.steered_away for t in counted), repeats=sum(t.repeats for t in counted)
+        )
         stats = totals.stats()
         if self.draws is not None:  # how many chains the budget let it draw (its vote counts only answers)
             stats = {**(stats or {}), "chains": len(samples)}
-        return ChainResult(state=state, solved=solved, steps=sum(len(s) for s, _, _ in samples), stopped=stopped,
-                           proposals=sorted(self.proposals), samples=[s for s, _, _ in samples], stats=stats)
+        return ChainResult(
+            state=state,
+            solved=solved,
+            steps=sum(len(s) for s, _, _ in samples),
+            stopped=stopped,
+            proposals=sorted(self.proposals),
+            samples=[s for s, _, _ in samples],
+            stats=stats,
+        )
 
 
 def _representative(samples: list[Sample]) -> Sample:
     """The first chain whose answer is the most common one (plain text match), or the first chain."""
     answers = [_answer(state) for state, _, _ in samples]
-    counts = [sum(1 for other in answers if a is not None and other is not None and same_text(a, other))
-              for a in answers]
+    counts = [
+        sum(1 for other in answers if a is not None and other is not None and same_text(a, other)) for a in answers
+    ]
     best = max(range(len(samples)), key=lambda i: (counts[i], -i))
     return samples[best]
 
 
-def _answer(state: object) -> Optional[str]:
+def _answer(state: object) -> str | None:
     final = state.get_final_answer() if hasattr(state, "get_final_answer") else None
     return None if final is None else str(final)

@@ -21,7 +21,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from lits import layout
 from lits.agents.config import TreeSearchConfig
@@ -39,10 +39,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 #: Nodes created inside :meth:`BaseTreeSearch.numbered` go to this list instead of taking ids.
-_PENDING: contextvars.ContextVar[Optional[list[SearchNode]]] = contextvars.ContextVar(
-    "lits_pending_nodes", default=None)
+_PENDING: contextvars.ContextVar[list[SearchNode] | None] = contextvars.ContextVar("lits_pending_nodes", default=None)
 #: The iteration a concurrent rollout works for (call tags), when it differs from ``self.iteration``.
-_ITERATION: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("lits_iteration", default=None)
+_ITERATION: contextvars.ContextVar[int | None] = contextvars.ContextVar("lits_iteration", default=None)
 _PROVISIONAL = 1 << 40  # provisional ids sort after every real one, in creation order
 
 
@@ -105,7 +104,7 @@ class BaseTreeSearch(ABC):
         transition: Transition[Any, Any],
         reward_model: RewardModel[Any, Any],
         *,
-        checkpoint_dir: Optional[Path] = None,
+        checkpoint_dir: Path | None = None,
     ) -> None:
         self.config = config
         self.policy = policy
@@ -118,7 +117,7 @@ class BaseTreeSearch(ABC):
         self.iteration = 0  # completed iterations (or depths)
         self.stats: dict[str, Any] = {"nodes": 1, "expansions": 0, "duplicates": 0, "proposed": 0}
         self._next_id = 1
-        self._deadline: Optional[float] = None
+        self._deadline: float | None = None
         self._solutions: list[SearchNode] = []  # kept as found: no tree walk per iteration
         self._lock = threading.Lock()
         #: What changed since the last checkpoint, and the instance's journal (none without checkpoint_dir).
@@ -126,7 +125,7 @@ class BaseTreeSearch(ABC):
         self._provisional = _PROVISIONAL
         self.proposals: list[tuple[str, bool]] = []  # journaled, so a resume keeps them
         #: The branching-necessity evaluator's model (``--bn-model``); None: the policy's.
-        self.bn_model: Optional[LanguageModel] = None
+        self.bn_model: LanguageModel | None = None
 
     # -- the algorithm -----------------------------------------------------
     @abstractmethod
@@ -142,8 +141,9 @@ class BaseTreeSearch(ABC):
         return "budget"
 
     # -- running -----------------------------------------------------------
-    def run(self, query: object, query_idx: int, example: Mapping[str, object], *,
-            resume: bool = False) -> SearchResult:
+    def run(
+        self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False
+    ) -> SearchResult:
         """Search one instance (continuing its journal when ``resume``); the tree ends compacted on disk."""
         self.query, self.query_idx = query, query_idx
         limit = self.config.runtime_limit
@@ -188,7 +188,7 @@ class BaseTreeSearch(ABC):
         )
 
     # -- helpers for subclasses ----------------------------------------------
-    def new_node(self, cls: Optional[type[N]] = None, **fields: Any) -> N:
+    def new_node(self, cls: type[N] | None = None, **fields: Any) -> N:
         """A node with the next id (inside :meth:`numbered`, an id given when its task is numbered)."""
         pending = _PENDING.get()
         with self._lock:
@@ -284,9 +284,17 @@ class BaseTreeSearch(ABC):
         with self.phase(phase, depth=node.depth, iteration=self.iteration):
             return self.sample(node, self.config.n_actions, phase)
 
-    def sample(self, node: SearchNode, n: int, phase: str = "expand", *, count: bool = True,
-               temperature: Optional[float] = None, greedy_first: Optional[bool] = None,
-               exclude: Sequence[str] = ()) -> list[Step]:
+    def sample(
+        self,
+        node: SearchNode,
+        n: int,
+        phase: str = "expand",
+        *,
+        count: bool = True,
+        temperature: float | None = None,
+        greedy_first: bool | None = None,
+        exclude: Sequence[str] = (),
+    ) -> list[Step]:
         """``n`` steps from the policy for ``node`` (counted as an expansion unless ``count`` is false).
 
         ``temperature`` overrides the search's (the BN evaluator samples at its own).
@@ -307,8 +315,14 @@ class BaseTreeSearch(ABC):
         for k, temp in ((greedy, 0.0), (n - greedy, temperature)):
             if k:
                 steps += self.policy.get_actions(
-                    node.state, n_actions=k, temperature=temp,
-                    query=self.query, query_idx=self.query_idx, from_phase=phase, **whole, **told,
+                    node.state,
+                    n_actions=k,
+                    temperature=temp,
+                    query=self.query,
+                    query_idx=self.query_idx,
+                    from_phase=phase,
+                    **whole,
+                    **told,
                 )
         if self.config.sibling_aware and accepts_exclude(self.policy):
             for round_ in range(1, SIBLING_ROUNDS + 1):
@@ -317,11 +331,18 @@ class BaseTreeSearch(ABC):
                 have = distinct_actions(steps)
                 step_up = SIBLING_TEMPERATURE_STEP * round_
                 hotter = max(temperature, min(SIBLING_MAX_TEMPERATURE, temperature + step_up))
-                more = list(self.policy.get_actions(
-                    node.state, n_actions=n - len(have), temperature=hotter,
-                    query=self.query, query_idx=self.query_idx, from_phase=phase, exclude=[*exclude, *have],
-                    **whole,
-                ))
+                more = list(
+                    self.policy.get_actions(
+                        node.state,
+                        n_actions=n - len(have),
+                        temperature=hotter,
+                        query=self.query,
+                        query_idx=self.query_idx,
+                        from_phase=phase,
+                        exclude=[*exclude, *have],
+                        **whole,
+                    )
+                )
                 if not distinct_actions(more):
                     break
                 steps += more
@@ -356,8 +377,9 @@ class BaseTreeSearch(ABC):
             actions = [c.action for c in parent.children]
             steps = [c.step for c in parent.children]
             with self.phase(phase, depth=parent.depth, iteration=self.iteration):
-                scores = self.reward_model.fast_rewards(parent.state, actions, self.query, self.query_idx,
-                                                        from_phase=phase, steps=steps)
+                scores = self.reward_model.fast_rewards(
+                    parent.state, actions, self.query, self.query_idx, from_phase=phase, steps=steps
+                )
             for child, (value, details) in zip(parent.children, scores):
                 child.fast_reward, child.fast_reward_details = value, details
                 self.mark(child)
@@ -379,11 +401,13 @@ class BaseTreeSearch(ABC):
         self.materialize(parent, phase)
         with self.phase(phase, depth=node.depth, iteration=self.iteration):
             step_or_action = node.step if node.step is not None else node.action
-            node.state, aux = self.transition.step(parent.state, step_or_action, self.query,
-                                                   self.query_idx, from_phase=phase)
+            node.state, aux = self.transition.step(
+                parent.state, step_or_action, self.query, self.query_idx, from_phase=phase
+            )
             extra = {k: v for k, v in aux.items() if k not in ("fast_reward",)}
             node.reward, node.reward_details = self.reward_model.reward(
-                parent.state, node.action, fast_reward=node.fast_reward, **extra)
+                parent.state, node.action, fast_reward=node.fast_reward, **extra
+            )
             node.is_terminal = bool(self.transition.is_terminal(node.state, query_or_goals=self.query))
             self.mark(node)
             if node.is_terminal:
@@ -398,7 +422,7 @@ class BaseTreeSearch(ABC):
         """Every terminal node of the tree, in tree order."""
         return [n for n in self.root.iter_tree() if n.is_terminal]
 
-    def first_solution(self) -> Optional[SearchNode]:
+    def first_solution(self) -> SearchNode | None:
         """The solution with the lowest id (found first in tree order, whatever the thread timing)."""
         return min(self._solutions, key=lambda n: n.id) if self._solutions else None
 

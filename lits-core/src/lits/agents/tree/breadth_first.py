@@ -7,7 +7,7 @@ nothing, so their reward-model calls would be paid for nothing.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from lits.agents.config import BFSConfig
 from lits.agents.tree.base import BaseTreeSearch, SearchResult
@@ -87,7 +87,7 @@ def bfs(
     n_actions: int = 3,
     max_depth: int = 6,
     beam_width: int = 3,
-    example: Optional[Mapping[str, object]] = None,
+    example: Mapping[str, object] | None = None,
     query_idx: int = 0,
     **settings: Any,
 ) -> SearchResult:

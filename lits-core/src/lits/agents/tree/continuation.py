@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Callable, Optional, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Protocol, Sequence, TypeVar
 
 from lits.agents.config import TreeSearchConfig
 from lits.answers import answer_rules
@@ -70,7 +70,7 @@ class TreeSearch(Protocol):
     def transition(self) -> Any: ...
 
     @property
-    def bn_model(self) -> Optional[LanguageModel]: ...
+    def bn_model(self) -> LanguageModel | None: ...
 
     @property
     def query(self) -> object: ...
@@ -84,17 +84,26 @@ class TreeSearch(Protocol):
     @property
     def _lock(self) -> threading.Lock: ...
 
-    def new_node(self, cls: Optional[type[N]] = None, **fields: Any) -> N: ...
+    def new_node(self, cls: type[N] | None = None, **fields: Any) -> N: ...
 
     def mark(self, node: SearchNode) -> None: ...
 
     def phase(self, name: str, **tags: object) -> call_context: ...
 
-    def sample(self, node: SearchNode, n: int, phase: str = "expand", *, count: bool = True,
-               temperature: Optional[float] = None, greedy_first: Optional[bool] = None,
-               exclude: Sequence[str] = ()) -> list[Step]: ...
+    def sample(
+        self,
+        node: SearchNode,
+        n: int,
+        phase: str = "expand",
+        *,
+        count: bool = True,
+        temperature: float | None = None,
+        greedy_first: bool | None = None,
+        exclude: Sequence[str] = (),
+    ) -> list[Step]: ...
 
     def score_children(self, parents: list[SearchNode], phase: str = "expand") -> None: ...
+
 
 #: The score above which a method branches when ``bn_threshold`` is not given.
 DEFAULT_THRESHOLDS = {"sc": 0.0, "sc_exact": 0.0, "entropy": 0.6, "direct": 0.5, "confidence": 0.4}
@@ -181,8 +190,11 @@ def reopen(search: TreeSearch, path: Sequence[SearchNode], phase: str = "reopen"
             have.add(key)
             node.add_child(search.new_node(action=_action(step), step=step))
     search.score_children([node], phase)
-    node.branching = {**node.branching, "branch": True, "why": node.branching["why"] + "; reopened: the chain "
-                      "below it ended unsolved"}
+    node.branching = {
+        **node.branching,
+        "branch": True,
+        "why": node.branching["why"] + "; reopened: the chain below it ended unsolved",
+    }
     search.mark(node)
     with search._lock:
         search.stats["bn_reopened"] = search.stats.get("bn_reopened", 0) + 1
@@ -194,16 +206,23 @@ def _candidates(search: TreeSearch, node: SearchNode, phase: str, k: int) -> lis
 
     def one(j: int) -> list[Step]:
         with sampling_stream(j), call_context(sample=j):  # with greedy_first, only the first sample is greedy
-            return search.sample(node, 1, phase, count=False, temperature=search.config.bn_temperature,
-                                 greedy_first=j == 0 and search.config.greedy_first)[:1]
+            return search.sample(
+                node,
+                1,
+                phase,
+                count=False,
+                temperature=search.config.bn_temperature,
+                greedy_first=j == 0 and search.config.greedy_first,
+            )[:1]
 
     drawn = [step for steps in parallel_map(one, range(k)) for step in steps]
     usable = [s for s in drawn if not s.error]
     return usable or drawn[:1]
 
 
-def _agreement(search: TreeSearch, node: SearchNode, phase: str, method: str, candidates: list[Step],
-               threshold: float) -> tuple[Branching, int, list[Step]]:
+def _agreement(
+    search: TreeSearch, node: SearchNode, phase: str, method: str, candidates: list[Step], threshold: float
+) -> tuple[Branching, int, list[Step]]:
     """The verdict on sampled steps, the BN model calls it took, and the one step to keep if not branching."""
     clusters = _clusters(search, candidates)
     sizes = sorted((len(c) for c in clusters), reverse=True)
@@ -235,7 +254,7 @@ def _clusters(search: TreeSearch, steps: Sequence[Step]) -> list[list[Step]]:
     """
     extract = getattr(search.transition, "extract_answer", None)
     equivalent = _equivalence(search)
-    groups: list[tuple[Optional[str], str, list[Step]]] = []
+    groups: list[tuple[str | None, str, list[Step]]] = []
     for step in steps:
         answer = step.get_answer() if hasattr(step, "get_answer") else None
         if answer is None and callable(extract):
@@ -244,7 +263,8 @@ def _clusters(search: TreeSearch, steps: Sequence[Step]) -> list[list[Step]]:
         text = _text_key(step)
         for known, words, members in groups:
             if (said is None and known is None and words == text) or (
-                    said is not None and known is not None and equivalent(said, known)):
+                said is not None and known is not None and equivalent(said, known)
+            ):
                 members.append(step)
                 break
         else:
@@ -265,8 +285,7 @@ def _normalized_entropy(sizes: Sequence[int], total: int) -> float:
     return entropy / math.log(total)
 
 
-def _confidence(search: TreeSearch, node: SearchNode, phase: str,
-                threshold: float) -> tuple[Branching, list[Step]]:
+def _confidence(search: TreeSearch, node: SearchNode, phase: str, threshold: float) -> tuple[Branching, list[Step]]:
     """The expansion's first step and how sure the model was of it; siblings only when it was unsure.
 
     A model that answers one sample per request (llama.cpp's slots) is asked for the first step alone and,
@@ -284,13 +303,20 @@ def _confidence(search: TreeSearch, node: SearchNode, phase: str,
     probability = _probability_of(usable[0], replies, per_token) if usable else None
     if probability is None:
         score = 1.0
-        why = ("the policy proposed no usable step" if not usable
-               else "no reply of the model's reads as the step: branch to be safe"
-               if any(r.logprobs for r in replies) else "the model gave no log-probabilities: branch to be safe")
+        why = (
+            "the policy proposed no usable step"
+            if not usable
+            else "no reply of the model's reads as the step: branch to be safe"
+            if any(r.logprobs for r in replies)
+            else "the model gave no log-probabilities: branch to be safe"
+        )
     else:
         score = round(1 - probability, 4)
-        why = (f"the model gave its step's tokens a mean probability {probability:.2f}" if per_token
-               else f"the model gave its step probability {probability:.2f}")
+        why = (
+            f"the model gave its step's tokens a mean probability {probability:.2f}"
+            if per_token
+            else f"the model gave its step probability {probability:.2f}"
+        )
     branch = score > threshold
     if not branch:
         steps = usable[:1]
@@ -302,14 +328,14 @@ def _confidence(search: TreeSearch, node: SearchNode, phase: str,
     return {"method": "confidence", "branch": branch, "score": score, "why": why}, steps
 
 
-def _probability_of(step: Step, replies: Sequence[Completion], per_token: bool = False) -> Optional[float]:
+def _probability_of(step: Step, replies: Sequence[Completion], per_token: bool = False) -> float | None:
     """The probability the model gave the reply that became ``step`` (the last one that says it)."""
     said = _text_key(step)
     saying = [reply for reply in replies if said and said in _text_key(reply)]
     return reply_probability(saying[-1], per_token) if saying else None
 
 
-def reply_probability(reply: Completion, per_token: bool = False) -> Optional[float]:
+def reply_probability(reply: Completion, per_token: bool = False) -> float | None:
     """The probability the model gave the reply's text (its tokens' together, or their geometric mean with
     ``per_token``); None without log-probabilities."""
     if not reply.logprobs:
@@ -323,8 +349,11 @@ def _direct(search: TreeSearch, node: SearchNode, phase: str, threshold: float) 
     reply = _ask(search, "direct", question=_query(search), progress=_progress(node))
     answer = _yes_no(reply)
     score = {True: 0.0, False: 1.0, None: 1.0}[answer]
-    why = {True: "the BN model called the next step obvious", False: "the BN model saw several options",
-           None: f"no Yes/No in the BN model's reply {reply[:40]!r}: branch to be safe"}[answer]
+    why = {
+        True: "the BN model called the next step obvious",
+        False: "the BN model saw several options",
+        None: f"no Yes/No in the BN model's reply {reply[:40]!r}: branch to be safe",
+    }[answer]
     return {"method": "direct", "branch": score > threshold, "score": score, "why": why}, 1
 
 
@@ -345,14 +374,17 @@ def _ask(search: TreeSearch, key: str, **fields: str) -> str:
     model = search.bn_model if search.bn_model is not None else policy.base_model
     if model is None:
         raise ValueError("add_continuation with a BN model call needs a model (--bn-model, or the policy's)")
-    prompt: Prompt = ([{"role": "system", "content": str(system)}, {"role": "user", "content": user}]
-                      if model.chat_native else f"{system}\n\n{user}".lstrip())
+    prompt: Prompt = (
+        [{"role": "system", "content": str(system)}, {"role": "user", "content": user}]
+        if model.chat_native
+        else f"{system}\n\n{user}".lstrip()
+    )
     with call_context(component=PROMPT_COMPONENT):
         replies = model.generate(prompt, n=1, temperature=0.0, max_tokens=8, stop=["\n"])
     return str(replies[0]) if replies else ""
 
 
-def _yes_no(reply: str) -> Optional[bool]:
+def _yes_no(reply: str) -> bool | None:
     words = reply.strip().lower().lstrip("*\"' ").split()
     first = words[0].strip(".,:;!*\"'") if words else ""
     return True if first == "yes" else False if first == "no" else None

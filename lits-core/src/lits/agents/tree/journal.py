@@ -29,7 +29,7 @@ import os
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
 from lits import fastjson
 from lits.durable import atomic_writer
@@ -54,23 +54,29 @@ class TreeJournal:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._fh: Optional[TextIO] = None
+        self._fh: TextIO | None = None
         # The clock starts now: a search shorter than FLUSH_SECONDS writes its tree once, when it is compacted.
         self._written = time.monotonic()
         self.bytes_written = 0
         self._nodes: dict[int, dict[str, object]] = {}
         self._paths: list[int] = []
         self._proposals: list[tuple[str, bool]] = []
-        self._counters: Optional[tuple[int, int, dict[str, Any]]] = None
+        self._counters: tuple[int, int, dict[str, Any]] | None = None
         #: The lines this journal wrote, kept as compaction needs them (latest text per node), while the
         #: file holds nothing else and the copy stays small: compaction then reads nothing back.
-        self._mirror: Optional[_Mirror] = None
+        self._mirror: _Mirror | None = None
         self._mirror_usable = True
 
     # -- writing -------------------------------------------------------------
-    def append(self, iteration: int, next_id: int, stats: dict[str, Any],
-               nodes: Iterable[SearchNode], paths: list[int],
-               proposals: Iterable[tuple[str, bool]] = ()) -> None:
+    def append(
+        self,
+        iteration: int,
+        next_id: int,
+        stats: dict[str, Any],
+        nodes: Iterable[SearchNode],
+        paths: list[int],
+        proposals: Iterable[tuple[str, bool]] = (),
+    ) -> None:
         """One checkpoint: the changed ``nodes`` and the leaves of the paths backed up since the last one.
 
         Checkpoints that come faster than FLUSH_SECONDS are merged into one line
@@ -96,9 +102,16 @@ class TreeJournal:
         texts = [(i, _dumps(self._nodes[i])) for i in sorted(self._nodes)]
         proposals = [_dumps(list(p)) for p in self._proposals]
         # The compact JSON of the whole record, built from its parts.
-        line = (_dumps({"iteration": iteration, "next_id": next_id, "stats": stats})[:-1]
-                + ',"nodes":[' + ",".join(text for _, text in texts) + '],"paths":' + _dumps(self._paths)
-                + ',"proposals":[' + ",".join(proposals) + "]}\n")
+        line = (
+            _dumps({"iteration": iteration, "next_id": next_id, "stats": stats})[:-1]
+            + ',"nodes":['
+            + ",".join(text for _, text in texts)
+            + '],"paths":'
+            + _dumps(self._paths)
+            + ',"proposals":['
+            + ",".join(proposals)
+            + "]}\n"
+        )
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self._mirror is None and self._mirror_usable:
@@ -133,7 +146,7 @@ class TreeJournal:
         nodes: dict[int, str] = {}
         paths: list[object] = []
         proposals: list[str] = []
-        last: Optional[dict[str, Any]] = None
+        last: dict[str, Any] | None = None
         count = 0
         mirror = self._mirror if self._mirror_usable else None
         if mirror is not None:
@@ -163,6 +176,7 @@ class TreeJournal:
         tail = _dumps({k: last[k] for k in ("iteration", "next_id", "stats")})[1:]
         try:
             with atomic_writer(self.path, grouped=True) as fh:
+
                 def write(piece: str) -> None:
                     fh.write(piece)
                     self.bytes_written += len(piece)
@@ -192,8 +206,9 @@ class TreeJournal:
     def exists(self) -> bool:
         return self.path.is_file() and self.path.stat().st_size > 0
 
-    def replay(self, backup: Optional[Callable[[list[SearchNode]], object]] = None
-               ) -> Optional[tuple[SearchNode, dict[str, Any]]]:
+    def replay(
+        self, backup: Callable[[list[SearchNode]], object] | None = None
+    ) -> tuple[SearchNode, dict[str, Any]] | None:
         """The tree and the last line's counters, or None for an empty journal.
 
         ``backup(path)`` re-applies the search's backup to each journaled path
@@ -201,7 +216,7 @@ class TreeJournal:
         """
         nodes: dict[int, SearchNode] = {}
         proposals: list[tuple[str, bool]] = []
-        last: Optional[dict[str, Any]] = None
+        last: dict[str, Any] | None = None
         for record in self._records():
             last = record
             proposals.extend((str(a), bool(d)) for a, d in record.get("proposals") or [])
@@ -219,8 +234,12 @@ class TreeJournal:
             return None
         if 0 not in nodes:
             raise JournalError(f"{self.path}: the journal has no root node")
-        return nodes[0], {"iteration": int(last["iteration"]), "next_id": int(last["next_id"]),
-                          "stats": dict(last.get("stats") or {}), "proposals": proposals}
+        return nodes[0], {
+            "iteration": int(last["iteration"]),
+            "next_id": int(last["next_id"]),
+            "stats": dict(last.get("stats") or {}),
+            "proposals": proposals,
+        }
 
     def _records(self) -> Iterator[dict[str, Any]]:
         """The journal's records, parsed one line at a time; a torn last line is dropped (and cut off the file)."""
@@ -237,8 +256,10 @@ class TreeJournal:
                     record = json.loads(line)
                 except ValueError:
                     if any(rest.strip() for rest in fh):
-                        raise JournalError(f"{self.path}: line {number} is damaged; the run cannot resume "
-                                           "from this journal (delete it to redo the instance)") from None
+                        raise JournalError(
+                            f"{self.path}: line {number} is damaged; the run cannot resume "
+                            "from this journal (delete it to redo the instance)"
+                        ) from None
                     torn_at = number
                     break
                 good_bytes += len(line)
@@ -262,12 +283,17 @@ class _Mirror:
         self.nodes: dict[int, str] = {}
         self.paths: list[object] = []
         self.proposals: list[str] = []
-        self.last: Optional[tuple[int, int, dict[str, Any]]] = None
+        self.last: tuple[int, int, dict[str, Any]] | None = None
         self.lines = 0
         self.size = 0
 
-    def add(self, texts: list[tuple[int, str]], paths: list[int], proposals: list[str],
-            counters: tuple[int, int, dict[str, Any]]) -> None:
+    def add(
+        self,
+        texts: list[tuple[int, str]],
+        paths: list[int],
+        proposals: list[str],
+        counters: tuple[int, int, dict[str, Any]],
+    ) -> None:
         for node_id, text in texts:
             self.size += len(text) - len(self.nodes.get(node_id, ""))
             self.nodes[node_id] = text
@@ -290,7 +316,7 @@ def _flat(node: SearchNode, skip: tuple[str, ...] = ()) -> dict[str, object]:
     return out
 
 
-def _state_delta(node: SearchNode) -> Optional[dict[str, object]]:
+def _state_delta(node: SearchNode) -> dict[str, object] | None:
     """A state that is its parent's plus steps, as those steps alone (None: journal it whole).
 
     Its parent's steps must be its first steps (the very objects, as a transition's copy shares them) and
@@ -321,8 +347,11 @@ def _same_fields(state: TrajectoryState[Any], base: TrajectoryState[Any]) -> boo
 def _plain_trajectory(cls: type) -> bool:
     """A list-of-steps state serialized as :class:`TrajectoryState` does (one that writes itself its own way
     is journaled whole)."""
-    return (issubclass(cls, TrajectoryState) and cls.to_dict is TrajectoryState.to_dict
-            and cls.from_dict.__func__ is TrajectoryState.from_dict.__func__)  # type: ignore[attr-defined]
+    return (
+        issubclass(cls, TrajectoryState)
+        and cls.to_dict is TrajectoryState.to_dict
+        and cls.from_dict.__func__ is TrajectoryState.from_dict.__func__  # type: ignore[attr-defined]
+    )
 
 
 def _apply(nodes: dict[int, SearchNode], flat: dict[str, Any], deltas: dict[int, dict[str, Any]]) -> None:
@@ -350,7 +379,7 @@ def _rebuild_states(nodes: dict[int, SearchNode], deltas: dict[int, dict[str, An
     """Each journaled-as-delta state: its parent's state (rebuilt first) copied, plus its own steps."""
     for node_id in sorted(deltas):
         chain = []
-        node: Optional[SearchNode] = nodes[node_id]
+        node: SearchNode | None = nodes[node_id]
         while node is not None and node.id in deltas:  # ancestors in this record come first
             chain.append(node)
             node = node.parent

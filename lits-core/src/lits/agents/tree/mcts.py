@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Optional, cast
+from typing import cast
 
 from lits.agents.config import MCTSConfig
 from lits.agents.tree.base import BaseTreeSearch
@@ -139,7 +139,7 @@ class MCTS(BaseTreeSearch):
         depth_limit = self.config.rollout_depth if self.config.rollout_depth is not None else self.config.max_depth
         path = list(path)
         node = path[-1]
-        rng: Optional[random.Random] = None  # seeding costs microseconds: only a sampling rollout needs one
+        rng: random.Random | None = None  # seeding costs microseconds: only a sampling rollout needs one
         while node.children and not self.out_of_time():
             if rng is None and self.config.simulate == "sample":
                 rng = random.Random(seed)
@@ -152,7 +152,7 @@ class MCTS(BaseTreeSearch):
             self.expand(node, "simulate")
         return path
 
-    def _pick(self, children: list[MCTSNode], rng: Optional[random.Random]) -> MCTSNode:
+    def _pick(self, children: list[MCTSNode], rng: random.Random | None) -> MCTSNode:
         if rng is not None:
             weights = [max(1e-6, c.fast_reward) for c in children]
             return rng.choices(children, weights=weights, k=1)[0]
@@ -162,7 +162,7 @@ class MCTS(BaseTreeSearch):
         solved = self.terminal_nodes()
         if solved:
             return super().best_path()
-        node: Optional[MCTSNode] = cast(MCTSNode, self.root)
+        node: MCTSNode | None = cast(MCTSNode, self.root)
         path: list[SearchNode] = []
         while node is not None:
             path.append(node)

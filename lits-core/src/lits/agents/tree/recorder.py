@@ -9,7 +9,7 @@ folder there is no journal and nothing is kept.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from lits.agents.tree.journal import TreeJournal
 from lits.structures.node import SearchNode
@@ -19,7 +19,7 @@ class TreeRecorder:
     """One instance's journal and the changes waiting for its next checkpoint."""
 
     def __init__(self) -> None:
-        self.journal: Optional[TreeJournal] = None
+        self.journal: TreeJournal | None = None
         self._dirty: dict[int, SearchNode] = {}  # changed since the last checkpoint, by object id
         self._paths: list[int] = []  # leaves of the paths backed up since the last checkpoint
 
@@ -32,7 +32,7 @@ class TreeRecorder:
         self.journal = TreeJournal(path)
         self._dirty, self._paths = {}, []
 
-    def replay(self, backup: Callable[[list[SearchNode]], object]) -> Optional[tuple[SearchNode, dict[str, Any]]]:
+    def replay(self, backup: Callable[[list[SearchNode]], object]) -> tuple[SearchNode, dict[str, Any]] | None:
         """The journaled tree and its counters (None: no journal, or an empty one)."""
         if self.journal is None or not self.journal.exists():
             return None
@@ -51,8 +51,9 @@ class TreeRecorder:
         if self.journal is not None:
             self._paths.append(leaf.id)
 
-    def checkpoint(self, iteration: int, next_id: int, stats: dict[str, Any],
-                   proposals: list[tuple[str, bool]]) -> None:
+    def checkpoint(
+        self, iteration: int, next_id: int, stats: dict[str, Any], proposals: list[tuple[str, bool]]
+    ) -> None:
         """Hand what changed since the last checkpoint to the journal."""
         if self.journal is None:
             return

@@ -11,7 +11,7 @@ cache hits across siblings.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 from lits.components.base import Policy
 from lits.components.parsing import count_reask, count_reply
@@ -21,17 +21,25 @@ from lits.structures.language_grounded import ThoughtState, ThoughtStep
 
 FINAL = "The answer is"
 #: The ask for the rest of a solution in one reply (``whole_solution``).
-WHOLE = ("Write the solution from step {index} to the end, one step per line; the last line states the result "
-         "as \"{final} X\".")
+WHOLE = (
+    "Write the solution from step {index} to the end, one step per line; the last line states the result "
+    'as "{final} X".'
+)
 
 
 class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
     TASK_TYPE = "language_grounded"
     AGENT_NAME = "concat"
 
-    def __init__(self, base_model: Optional[LanguageModel] = None, task_name: Optional[str] = None,
-                 max_tokens: int = 200, max_depth: Optional[int] = None, solution_max_tokens: int = 640,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        base_model: LanguageModel | None = None,
+        task_name: str | None = None,
+        max_tokens: int = 200,
+        max_depth: int | None = None,
+        solution_max_tokens: int = 640,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(base_model, task_name, **kwargs)
         self.max_tokens = max_tokens
         #: The bound of a reply that holds the rest of the solution (``whole_solution``).
@@ -50,8 +58,11 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
     def completion_prompt(self, state: ThoughtState, query: object, exclude: Sequence[str] = ()) -> str:
         """Problem, numbered steps so far, and the cue for the next step (after the siblings not to repeat)."""
         step = self._template("step", "Step {index}:")
-        lines = [str(self.task_prompt_spec or "").strip(), "",
-                 self._template("question", "Problem: {question}\n").format(question=query).rstrip()]
+        lines = [
+            str(self.task_prompt_spec or "").strip(),
+            "",
+            self._template("question", "Problem: {question}\n").format(question=query).rstrip(),
+        ]
         lines += [f"{step.format(index=i)} {s.action}" for i, s in enumerate(state, 1) if s.action]
         cue = step.format(index=len(state) + 1)
         if exclude:
@@ -59,8 +70,9 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         lines.append(f"{cue} {self._template('final', FINAL)}" if self._is_last(state) else cue)
         return "\n".join(lines).lstrip()
 
-    def messages(self, state: ThoughtState, query: object, exclude: Sequence[str] = (),
-                 whole: bool = False) -> list[Message]:
+    def messages(
+        self, state: ThoughtState, query: object, exclude: Sequence[str] = (), whole: bool = False
+    ) -> list[Message]:
         """System prompt, worked examples as earlier user/assistant turns, then the ask for the next step (or,
         ``whole``, for the rest of the solution; from the start, the prompt's ``chat_whole`` ask alone)."""
         done = [s.action for s in state if s.action]
@@ -74,8 +86,11 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         # Asked for a whole solution, a small chat model copied a short worked example's brevity (1 of 10 GSM8K
         # problems solved against 2 without it), so it reasons in its own style.
         examples = [] if whole else self._example_turns()
-        return [{"role": "system", "content": str(self.task_prompt_spec or "")}, *examples,
-                {"role": "user", "content": user}]
+        return [
+            {"role": "system", "content": str(self.task_prompt_spec or "")},
+            *examples,
+            {"role": "user", "content": user},
+        ]
 
     def _ask(self, query: object, done: list[str], index: int, last: bool, whole: bool = False) -> str:
         step = self._template("step", "Step {index}:")
@@ -100,14 +115,20 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         for example in spec.get("chat_examples") or []:
             steps = [str(s) for s in example.get("steps") or []]
             for k, step_text in enumerate(steps):
-                turns.append({"role": "user", "content": self._ask(example.get("question"), steps[:k], k + 1,
-                                                                    False)})
+                turns.append({"role": "user", "content": self._ask(example.get("question"), steps[:k], k + 1, False)})
                 turns.append({"role": "assistant", "content": step_text})
         return turns
 
-    def _get_actions(self, state: ThoughtState, n_actions: int, temperature: float, query: object = None,
-                     exclude: Sequence[str] = (), whole_solution: bool = False,
-                     **kwargs: object) -> list[ThoughtStep]:
+    def _get_actions(
+        self,
+        state: ThoughtState,
+        n_actions: int,
+        temperature: float,
+        query: object = None,
+        exclude: Sequence[str] = (),
+        whole_solution: bool = False,
+        **kwargs: object,
+    ) -> list[ThoughtStep]:
         """``n_actions`` sampled steps, repeats included (the search counts and drops them); ``exclude``: the
         siblings' steps, shown so the model writes a different one.  ``whole_solution``: each reply holds the
         rest of the solution, one step per line, kept as one step (a chain's chain of thought in one call)."""
@@ -115,8 +136,9 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
             raise ValueError("ConcatPolicy needs a base_model")
         chat = bool(getattr(self.base_model, "chat_native", False))
         whole = whole_solution
-        prompt: Prompt = (self.messages(state, query, exclude, whole) if chat
-                          else self.completion_prompt(state, query, exclude))
+        prompt: Prompt = (
+            self.messages(state, query, exclude, whole) if chat else self.completion_prompt(state, query, exclude)
+        )
         step = self._template("step", "Step {index}:")
         cue = step.format(index=len(state) + 1)
         # A completion model writes one line per step; a chat model may wrap, so stop at the next cue.
@@ -125,8 +147,9 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         else:
             stop = [f"\n{step.format(index=len(state) + 2)}", "\nProblem:", "\n\n\n"] if chat else ["\n"]
         max_tokens = self.solution_max_tokens if whole else self.max_tokens
-        replies = self.base_model.generate(prompt, n=n_actions, temperature=temperature, max_tokens=max_tokens,
-                                           stop=stop)
+        replies = self.base_model.generate(
+            prompt, n=n_actions, temperature=temperature, max_tokens=max_tokens, stop=stop
+        )
         forced = self._template("final", FINAL) if self._is_last(state) and not chat and not whole else ""
         steps: list[ThoughtStep] = []
         reasked = False
@@ -138,9 +161,16 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
                 count_reask()
                 ask = self._ask_line(len(state) + 1, whole)
                 again = self.base_model.generate(
-                    [*prompt, {"role": "assistant", "content": str(reply)},
-                     {"role": "user", "content": f"That reply was empty. {ask}"}],
-                    n=1, temperature=temperature, max_tokens=max_tokens, stop=stop)
+                    [
+                        *prompt,
+                        {"role": "assistant", "content": str(reply)},
+                        {"role": "user", "content": f"That reply was empty. {ask}"},
+                    ],
+                    n=1,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    stop=stop,
+                )
                 text = (_whole(str(again[0]), step) if whole else _one_step(str(again[0]), cue)) if again else ""
                 count_reply(bool(text))
             text = f"{forced} {text}".strip() if forced else text
@@ -163,13 +193,14 @@ def _not_again(exclude: Sequence[str], what: str) -> str:
 def _whole(reply: str, step: str) -> str:
     """A reply holding several steps, one per line, as one line: each line without an echoed step cue."""
     cue = re.compile("^" + re.escape(step).replace(re.escape("{index}"), r"\d+") + r"\s*")
-    return " ".join(" ".join(cue.sub("", line.strip(), count=1).split()) for line in reply.splitlines()
-                    if line.strip()).strip()
+    return " ".join(
+        " ".join(cue.sub("", line.strip(), count=1).split()) for line in reply.splitlines() if line.strip()
+    ).strip()
 
 
 def _one_step(reply: str, cue: str) -> str:
     """The reply without an echoed step cue, on one line (whitespace collapsed)."""
     text = reply.strip()
     if text.startswith(cue):
-        text = text[len(cue):]
+        text = text[len(cue) :]
     return " ".join(text.split())

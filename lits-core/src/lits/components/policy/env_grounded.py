@@ -14,7 +14,7 @@ Two ways to pick actions:
 from __future__ import annotations
 
 import threading
-from typing import Callable, Literal, Optional, Sequence
+from typing import Callable, Literal, Sequence
 
 from lits.components.base import Policy
 from lits.components.env_prompting import EnvPrompt, parse_action_line
@@ -27,7 +27,9 @@ Strategy = Literal["auto", "rank", "generate"]
 
 #: A chat model asked for one action line stops at the line's end (it tends to explain itself after).
 CHAT_STOP = ["\n"]
-REASK = "Reply again with exactly one action, written as in the list of valid actions when there is one, and nothing else."
+REASK = (
+    "Reply again with exactly one action, written as in the list of valid actions when there is one, and nothing else."
+)
 
 
 class DiversityStats:
@@ -69,10 +71,10 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
 
     def __init__(
         self,
-        base_model: Optional[LanguageModel] = None,
-        task_name: Optional[str] = None,
-        generate_all_actions: Optional[Callable[[str], list[str]]] = None,
-        validate_action: Optional[Callable[[str, str], tuple[bool, str]]] = None,
+        base_model: LanguageModel | None = None,
+        task_name: str | None = None,
+        generate_all_actions: Callable[[str], list[str]] | None = None,
+        validate_action: Callable[[str, str], tuple[bool, str]] | None = None,
         n_actions: int = 3,
         temperature: float = 0.8,
         max_temperature: float = 1.2,
@@ -87,8 +89,10 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         if strategy not in ("auto", "rank", "generate"):
             raise ValueError(f"strategy must be auto, rank or generate, not {strategy!r}")
         if strategy == "rank" and "loglikelihood" in getattr(base_model, "cannot", ()):
-            raise ValueError(f"strategy=rank ranks actions by log-likelihood, which model "
-                             f"{getattr(base_model, 'name', '?')} cannot give; use strategy=generate (or auto)")
+            raise ValueError(
+                f"strategy=rank ranks actions by log-likelihood, which model "
+                f"{getattr(base_model, 'name', '?')} cannot give; use strategy=generate (or auto)"
+            )
         self.generate_all_actions = generate_all_actions
         self.validate_action = validate_action
         self.max_temperature = max_temperature
@@ -146,7 +150,7 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         self,
         state: EnvState,
         query: object,
-        valid: Optional[list[str]],
+        valid: list[str] | None,
         n: int,
         temperature: float,
         exclude: Sequence[str],
@@ -161,8 +165,12 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         target = n if valid is None else min(n, len([a for a in valid if a not in seen]))
         # A server that answers one sample per request is asked for one action at a time, each request
         # held to the actions still left: the same requests, and no sample is a duplicate.
-        one_by_one = (bool(valid) and self.constrain_replies and getattr(self.base_model, "constrain_replies", True)
-                      and not getattr(self.base_model, "batches_samples", True))
+        one_by_one = (
+            bool(valid)
+            and self.constrain_replies
+            and getattr(self.base_model, "constrain_replies", True)
+            and not getattr(self.base_model, "batches_samples", True)
+        )
         temp = temperature
         short = False  # the last request brought fewer new actions than it asked for
         for _ in range(target + self.max_attempts - 1 if one_by_one else self.max_attempts):
@@ -176,9 +184,14 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
             ask = 1 if one_by_one else want
             prompt = self._prompt_for(state, query, remaining)
             chat = isinstance(prompt, list)
-            replies = self.base_model.generate(prompt, n=ask, temperature=temp, max_tokens=self.max_tokens,
-                                               stop=CHAT_STOP if chat else None,
-                                               reply_lines=self._reply_lines(remaining))
+            replies = self.base_model.generate(
+                prompt,
+                n=ask,
+                temperature=temp,
+                max_tokens=self.max_tokens,
+                stop=CHAT_STOP if chat else None,
+                reply_lines=self._reply_lines(remaining),
+            )
             before = len(chosen)
             self.stats.add(calls=1, outputs=len(replies))
             reasked = False
@@ -206,23 +219,33 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
             chosen.extend(fill)
         return chosen[:n]
 
-    def _reask(self, state: EnvState, prompt: list[Message], reply: str, lookup: Optional[dict[str, str]],
-               temperature: float) -> Optional[str]:
+    def _reask(
+        self, state: EnvState, prompt: list[Message], reply: str, lookup: dict[str, str] | None, temperature: float
+    ) -> str | None:
         """Tell a chat model why its reply was unusable and ask once more (counted as a re-ask)."""
         assert self.base_model is not None
         text = parse_action_line(reply)
-        why = (f"{text!r} is not one of the valid actions" if text else "the reply held no action")
+        why = f"{text!r} is not one of the valid actions" if text else "the reply held no action"
         if text and lookup is None and self.validate_action is not None:
             why = f"{text!r} cannot be done: {self.validate_action(state.env_state, text)[1]}"
-        follow_up: list[Message] = [*prompt, {"role": "assistant", "content": reply},
-                     {"role": "user", "content": f"That cannot be used: {why}. {REASK}"}]
+        follow_up: list[Message] = [
+            *prompt,
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": f"That cannot be used: {why}. {REASK}"},
+        ]
         count_reask()
         allowed = list(lookup.values()) if lookup is not None else None
-        again = self.base_model.generate(follow_up, n=1, temperature=temperature, max_tokens=self.max_tokens,
-                                         stop=CHAT_STOP, reply_lines=self._reply_lines(allowed))
+        again = self.base_model.generate(
+            follow_up,
+            n=1,
+            temperature=temperature,
+            max_tokens=self.max_tokens,
+            stop=CHAT_STOP,
+            reply_lines=self._reply_lines(allowed),
+        )
         return self._accept(state, parse_action_line(again[0]), lookup) if again else None
 
-    def _reply_lines(self, actions: Optional[list[str]]) -> Optional[list[list[str]]]:
+    def _reply_lines(self, actions: list[str] | None) -> list[list[str]] | None:
         """One line, one of ``actions`` (None: free text, when nothing is enumerated or constraining is off)."""
         return [actions] if actions and self.constrain_replies else None
 
@@ -231,7 +254,7 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
             return self.prompt.messages(state, query, valid)
         return self.prompt.completion(state, query, valid)
 
-    def _accept(self, state: EnvState, text: str, lookup: Optional[dict[str, str]]) -> Optional[str]:
+    def _accept(self, state: EnvState, text: str, lookup: dict[str, str] | None) -> str | None:
         if not text:
             return None
         if lookup is not None:

@@ -6,10 +6,12 @@ module is the documents' import path to it.
 
 from typing import Any
 
+
 def __getattr__(name: str) -> Any:
     if name == "RAPPolicy":
         from lits.extras import require
 
-        return require("lits_math.rap.policy", install="lits-plugin-math", what="RAPPolicy",
-                       package="the math plugin").RAPPolicy
+        return require(
+            "lits_math.rap.policy", install="lits-plugin-math", what="RAPPolicy", package="the math plugin"
+        ).RAPPolicy
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

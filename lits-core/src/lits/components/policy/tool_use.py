@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Optional, Sequence, cast
+from typing import Any, Sequence, cast
 
 from lits.components.base import Policy
 from lits.components.parsing import count_reask, count_reply
@@ -39,10 +39,13 @@ COMPLETION_STOPS = (*STOPS, "\n\n")
 
 
 #: The re-ask after a malformed reply (our own words; the policy's format in one line).
-REASK = ('Reply again: one "Thought:" line, then either one "Action:" with a JSON object on one line, or '
-         '"Answer:" with the final answer.')
+REASK = (
+    'Reply again: one "Thought:" line, then either one "Action:" with a JSON object on one line, or '
+    '"Answer:" with the final answer.'
+)
 
-def _json_object_after(text: str, start: int) -> Optional[str]:
+
+def _json_object_after(text: str, start: int) -> str | None:
     """The balanced ``{...}`` beginning at or after ``start`` (None if absent or unbalanced)."""
     begin = text.find("{", start)
     if begin < 0:
@@ -62,7 +65,7 @@ def _json_object_after(text: str, start: int) -> Optional[str]:
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return text[begin:i + 1]
+                return text[begin : i + 1]
     return None
 
 
@@ -111,8 +114,8 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
 
     def __init__(
         self,
-        base_model: Optional[LanguageModel] = None,
-        task_name: Optional[str] = None,
+        base_model: LanguageModel | None = None,
+        task_name: str | None = None,
         tools: Sequence[BaseTool] = (),
         tool_context: str = "",
         max_tokens: int = 256,
@@ -144,9 +147,11 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
         examples = self._user_spec().get("examples")
         if examples:
             system += f"\n\nExample:\n{examples}"
-        turns = [{"role": "system", "content": system},
-                 {"role": "user", "content": self._question(query)},
-                 *state.to_messages()]
+        turns = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": self._question(query)},
+            *state.to_messages(),
+        ]
         return cast(list[Message], turns)
 
     def completion_prompt(self, state: ToolUseState, query: object) -> str:
@@ -159,14 +164,20 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
         parts.append("\n".join(body))
         return "\n\n".join(parts)
 
-    def _get_actions(self, state: ToolUseState, n_actions: int, temperature: float, query: object = None,
-                     **kwargs: object) -> list[ToolUseStep]:
+    def _get_actions(
+        self, state: ToolUseState, n_actions: int, temperature: float, query: object = None, **kwargs: object
+    ) -> list[ToolUseStep]:
         if self.base_model is None:
             raise ValueError("ToolUsePolicy needs a base_model")
         chat = bool(getattr(self.base_model, "chat_native", False))
         prompt: Prompt = self.messages(state, query) if chat else self.completion_prompt(state, query)
-        replies = self.base_model.generate(prompt, n=n_actions, temperature=temperature, max_tokens=self.max_tokens,
-                                           stop=list(STOPS if chat else COMPLETION_STOPS))
+        replies = self.base_model.generate(
+            prompt,
+            n=n_actions,
+            temperature=temperature,
+            max_tokens=self.max_tokens,
+            stop=list(STOPS if chat else COMPLETION_STOPS),
+        )
         steps, seen = [], set()
         reasked = False
         for reply in replies:
@@ -186,11 +197,15 @@ class ToolUsePolicy(Policy[ToolUseState, ToolUseStep]):
     def _reask(self, prompt: Sequence[Message], reply: str, error: str, temperature: float) -> ToolUseStep:
         """Tell a chat model why its reply could not be used and ask once more (counted as a re-ask)."""
         assert self.base_model is not None
-        follow_up: list[Message] = [*prompt, {"role": "assistant", "content": reply},
-                     {"role": "user", "content": f"That reply cannot be used: {error}. {REASK}"}]
+        follow_up: list[Message] = [
+            *prompt,
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": f"That reply cannot be used: {error}. {REASK}"},
+        ]
         count_reask()
-        again = self.base_model.generate(follow_up, n=1, temperature=temperature, max_tokens=self.max_tokens,
-                                         stop=list(STOPS))
+        again = self.base_model.generate(
+            follow_up, n=1, temperature=temperature, max_tokens=self.max_tokens, stop=list(STOPS)
+        )
         return parse_reply(str(again[0])) if again else ToolUseStep(assistant_message=reply, error=error)
 
     def _create_error_steps(self, n_actions: int, error_msg: str) -> list[ToolUseStep]:

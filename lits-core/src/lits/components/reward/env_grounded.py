@@ -11,7 +11,7 @@ reached: rewards stay on the 0..1 scale every shipped reward model uses.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Sequence
 
 from lits.components.base import RewardModel
 from lits.components.env_prompting import EnvPrompt
@@ -37,13 +37,13 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
     #: False once the backend turned out unable to score text.
     use_scoring: bool = True
     #: The domain's action functions (given by the factory): the valid actions scored against.
-    generate_all_actions: Optional[Callable[[str], list[str]]] = None
-    validate_action: Optional[Callable[[str, str], tuple[bool, str]]] = None
+    generate_all_actions: Callable[[str], list[str]] | None = None
+    validate_action: Callable[[str, str], tuple[bool, str]] | None = None
 
     def __init__(
         self,
-        base_model: Optional[LanguageModel] = None,
-        task_name: Optional[str] = None,
+        base_model: LanguageModel | None = None,
+        task_name: str | None = None,
         fast_weight: float = 0.5,
         goal_reward: float = 1.0,
         judge_siblings_together: bool = True,
@@ -67,7 +67,12 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         self.use_scoring = True
 
     def _fast_reward(
-        self, state: EnvState, action: EnvAction, query: object, query_idx: Optional[int], from_phase: str = "",
+        self,
+        state: EnvState,
+        action: EnvAction,
+        query: object,
+        query_idx: int | None,
+        from_phase: str = "",
         **kwargs: Any,
     ) -> tuple[float, dict[str, object]]:
         if self.base_model is None or action is None:
@@ -87,11 +92,19 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             return f"{self.policy_prompt.completion(state, query, valid)}\n\n{question()}"
 
         verdict = score_else_ask(
-            self.base_model, question if template else None,
-            system=str(self.task_prompt_spec or ""), scoring=self.use_scoring,
-            answer=(self.policy_prompt.completion(state, query, self._valid(state)),
-                    self.policy_prompt.continuation(str(action))) if scored else None,
-            reply_lines=[["Yes", "No"]] if self.constrain_replies else None, asking=asking)
+            self.base_model,
+            question if template else None,
+            system=str(self.task_prompt_spec or ""),
+            scoring=self.use_scoring,
+            answer=(
+                self.policy_prompt.completion(state, query, self._valid(state)),
+                self.policy_prompt.continuation(str(action)),
+            )
+            if scored
+            else None,
+            reply_lines=[["Yes", "No"]] if self.constrain_replies else None,
+            asking=asking,
+        )
         if verdict.unsupported:
             self.use_scoring = False
         if verdict.route == "loglikelihood":
@@ -101,8 +114,13 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         return verdict.p_yes, {"self_eval": verdict.p_yes}
 
     def _fast_rewards(
-        self, state: EnvState, actions: list[EnvAction], query: object, query_idx: Optional[int],
-        from_phase: str = "", steps: Sequence[Optional[Step]] = (),
+        self,
+        state: EnvState,
+        actions: list[EnvAction],
+        query: object,
+        query_idx: int | None,
+        from_phase: str = "",
+        steps: Sequence[Step | None] = (),
     ) -> list[tuple[float, dict[str, object]]]:
         """All siblings judged in one request where the backend allows (one dependent round, one slot).
 
@@ -116,31 +134,46 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             try:
                 prompt = self.policy_prompt.completion(state, query, self._valid(state))
                 logprobs = self.base_model.loglikelihood(
-                    prompt, [self.policy_prompt.continuation(str(a)) for a in actions])
+                    prompt, [self.policy_prompt.continuation(str(a)) for a in actions]
+                )
                 return [(math.exp(min(0.0, lp)), {"logprob": lp}) for lp in logprobs]
             except LoglikelihoodUnsupported:
                 self.use_scoring = False
         if self.judge_siblings_together and getattr(self.base_model, "chat_native", False):
             judged = self._judge_together(state, actions, query)
             missing = [i for i, value in enumerate(judged) if value is None]
-            redo = super()._fast_rewards(state, [actions[i] for i in missing], query, query_idx,
-                                         from_phase=from_phase, steps=[steps[i] for i in missing] if steps else ())
+            redo = super()._fast_rewards(
+                state,
+                [actions[i] for i in missing],
+                query,
+                query_idx,
+                from_phase=from_phase,
+                steps=[steps[i] for i in missing] if steps else (),
+            )
             again = dict(zip(missing, redo))
             shown_at = {i: place for place, i in enumerate(self._shown_order(state, actions), start=1)}
-            return [again[i] if value is None else
-                    (value, {"self_eval": value, "judged_with_siblings": True, "shown_at": shown_at[i]})
-                    for i, value in enumerate(judged)]
+            return [
+                again[i]
+                if value is None
+                else (value, {"self_eval": value, "judged_with_siblings": True, "shown_at": shown_at[i]})
+                for i, value in enumerate(judged)
+            ]
         return super()._fast_rewards(state, actions, query, query_idx, from_phase=from_phase, steps=steps)
 
-    def _judge_together(self, state: EnvState, actions: list[EnvAction], query: object) -> list[Optional[float]]:
+    def _judge_together(self, state: EnvState, actions: list[EnvAction], query: object) -> list[float | None]:
         assert self.base_model is not None
         prompt = self.judge_messages(state, actions, query)
         order = self._shown_order(state, actions)
         verdicts_allowed = [[f"{k}: Yes", f"{k}: No"] for k in range(1, len(actions) + 1)]
-        reply = self.base_model.generate(prompt, temperature=0.0, max_tokens=8 * len(actions), top_logprobs=5,
-                                         reply_lines=verdicts_allowed if self.constrain_replies else None)[0]
+        reply = self.base_model.generate(
+            prompt,
+            temperature=0.0,
+            max_tokens=8 * len(actions),
+            top_logprobs=5,
+            reply_lines=verdicts_allowed if self.constrain_replies else None,
+        )[0]
         verdicts = numbered_yes_probabilities(reply, len(actions))
-        judged: list[Optional[float]] = [None] * len(actions)
+        judged: list[float | None] = [None] * len(actions)
         for shown, i in enumerate(order):
             judged[i] = verdicts[shown]
         return judged

@@ -15,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import Callable, NamedTuple, Optional, Sequence, Union
+from typing import Callable, NamedTuple, Sequence
 
 from lits.components.parsing import count_fallback, count_reply
 from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, ModelError, Prompt
 
 
-def label_probability(reply: object, labels: tuple[str, str] = ("yes", "no")) -> Optional[float]:
+def label_probability(reply: object, labels: tuple[str, str] = ("yes", "no")) -> float | None:
     """P(first label) / P(either label) from a reply's first-token top log-probabilities (case ignored);
     None when the reply has no log-probabilities or neither label is among its likely first tokens."""
     logprobs = getattr(reply, "logprobs", None)
@@ -64,7 +64,7 @@ def yes_probability(reply: object) -> float:
 _NUMBERED_ANSWER = re.compile(r"^\W*(\d+)\s*[:.)\-]?\s*\**\s*(yes|no)\b", re.IGNORECASE | re.MULTILINE)
 
 
-def numbered_yes_probabilities(reply: object, count: int) -> list[Optional[float]]:
+def numbered_yes_probabilities(reply: object, count: int) -> list[float | None]:
     """P(Yes) per item of a reply answering ``count`` numbered questions ("1: Yes", "2: No", ...).
 
     The text says which item each answer belongs to; when the reply's Yes/No
@@ -76,7 +76,7 @@ def numbered_yes_probabilities(reply: object, count: int) -> list[Optional[float
         number = int(match.group(1))
         if 1 <= number <= count and number not in verdicts:
             verdicts[number] = 1.0 if match.group(2).lower() == "yes" else 0.0
-    soft: list[Optional[float]] = []
+    soft: list[float | None] = []
     for token in getattr(reply, "logprobs", None) or ():
         if token.token.strip().lower() in ("yes", "no"):
             yes = sum(math.exp(lp) for t, lp in token.top.items() if t.strip().lower() == "yes")
@@ -96,6 +96,7 @@ def shuffled_order(items: list[str], salt: str = "") -> list[int]:
     Judges favour the first-listed candidate; showing siblings in an order
     drawn from their own text spreads that bias over them, while the same
     request always gets the same order (so caches and reruns agree)."""
+
     def key(i: int) -> str:
         return hashlib.sha256(f"{salt}\0{i}\0{items[i]}".encode()).hexdigest()
 
@@ -110,7 +111,7 @@ class Verdict(NamedTuple):
     #: or "none" (nothing scored and no question to ask: ``p_yes`` is 0, no opinion).
     route: str
     #: The scored answer's log-probability (the answer-text route only).
-    logprob: Optional[float] = None
+    logprob: float | None = None
     #: False when the reply said neither label (``p_yes`` is then the 0.5 fallback).
     parsed: bool = True
     #: True when the backend refused to score text: the caller may stop trying.
@@ -119,19 +120,19 @@ class Verdict(NamedTuple):
 
 def score_else_ask(
     model: LanguageModel,
-    question: Union[str, Callable[[], str], None],
+    question: str | Callable[[], str] | None,
     *,
     system: str = "",
-    answer: Optional[tuple[str, str]] = None,
+    answer: tuple[str, str] | None = None,
     per: int = 1,
     labels: tuple[str, str] = ("Yes", "No"),
     system_in_text: bool = False,
     scoring: bool = True,
     max_tokens: int = 3,
     top_logprobs: int = 5,
-    reply_lines: Optional[Sequence[Sequence[str]]] = None,
+    reply_lines: Sequence[Sequence[str]] | None = None,
     needs_logprobs: str = "",
-    asking: Optional[Callable[[bool], Prompt]] = None,
+    asking: Callable[[bool], Prompt] | None = None,
 ) -> Verdict:
     """Score by log-likelihood where the backend can, else ask ``question`` and read the yes/no reply.
 
@@ -164,15 +165,18 @@ def score_else_ask(
         prompt = [{"role": "system", "content": system}, {"role": "user", "content": asked}]
     if asking is not None:
         prompt = asking(model.chat_native)
-    reply = model.generate(prompt, temperature=0.0, max_tokens=max_tokens, top_logprobs=top_logprobs,
-                           reply_lines=reply_lines)[0]
+    reply = model.generate(
+        prompt, temperature=0.0, max_tokens=max_tokens, top_logprobs=top_logprobs, reply_lines=reply_lines
+    )[0]
     route = "logprobs" if reply.logprobs else "text"
     if not needs_logprobs:
         return Verdict(yes_probability(reply), route, unsupported=unsupported)
     if route == "text":
         where = getattr(model, "base_url", None) or model.name
-        raise ModelError(f"{needs_logprobs} needs token log-probabilities, but {where} returned none; use a "
-                         "server that returns logprobs (vLLM, llama.cpp) or a backend that scores text")
+        raise ModelError(
+            f"{needs_logprobs} needs token log-probabilities, but {where} returned none; use a "
+            "server that returns logprobs (vLLM, llama.cpp) or a backend that scores text"
+        )
     p_yes = label_probability(reply, labels)
     count_reply(p_yes is not None)  # in "invalid replies", as every judge's are
     if p_yes is None:  # neither label among the likely first tokens: no opinion, counted and flagged
@@ -181,11 +185,11 @@ def score_else_ask(
     return Verdict(p_yes, route, unsupported=unsupported)
 
 
-def _question(question: Union[str, Callable[[], str], None]) -> str:
+def _question(question: str | Callable[[], str] | None) -> str:
     return question() if callable(question) else question or ""
 
 
-def judge_yes(model: LanguageModel, question: str, system: Optional[str] = None) -> tuple[float, str]:
+def judge_yes(model: LanguageModel, question: str, system: str | None = None) -> tuple[float, str]:
     """P(Yes) for ``question`` (which should end with a cue such as "Answer:"), and the route used."""
     verdict = score_else_ask(model, question, system=system or "Answer with Yes or No.")
     return verdict.p_yes, verdict.route

@@ -9,7 +9,7 @@ weak; a domain with a verifiable signal should register its own reward model.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from lits.components.base import RewardModel
 from lits.components.reward.judging import judge_yes
@@ -28,18 +28,30 @@ def history(state: ToolUseState) -> str:
 
 
 def judge_question(state: ToolUseState, proposal: str, query: object, is_answer: bool) -> str:
-    ask = ("Is this the correct final answer to the question?" if is_answer
-           else "Is this a useful next step towards answering the question?")
-    return (f"Question: {query}\nSteps so far:\n{history(state)}\nProposed next step:\n{proposal}\n"
-            f"{ask} Answer Yes or No.\nAnswer:")
+    ask = (
+        "Is this the correct final answer to the question?"
+        if is_answer
+        else "Is this a useful next step towards answering the question?"
+    )
+    return (
+        f"Question: {query}\nSteps so far:\n{history(state)}\nProposed next step:\n{proposal}\n"
+        f"{ask} Answer Yes or No.\nAnswer:"
+    )
 
 
-class ToolUsePRM(RewardModel[ToolUseState, Optional[ToolUseAction]]):
+class ToolUsePRM(RewardModel[ToolUseState, ToolUseAction | None]):
     TASK_TYPE = "tool_use"
     AGENT_NAME = "tool_use"
 
-    def _fast_reward(self, state: ToolUseState, action: Optional[ToolUseAction], query: object,
-                     query_idx: Optional[int], from_phase: str = "", **kwargs: Any) -> tuple[float, dict[str, object]]:
+    def _fast_reward(
+        self,
+        state: ToolUseState,
+        action: ToolUseAction | None,
+        query: object,
+        query_idx: int | None,
+        from_phase: str = "",
+        **kwargs: Any,
+    ) -> tuple[float, dict[str, object]]:
         step = kwargs.get("step")
         if not isinstance(step, ToolUseStep):
             step = ToolUseStep(action=action) if action is not None else None
@@ -49,12 +61,13 @@ class ToolUsePRM(RewardModel[ToolUseState, Optional[ToolUseAction]]):
             return 0.0, {"skipped": "no action or answer"}
         proposal = step.transcript(observation=False, error=None)  # the transition may already have filled it in
         system = str(self.task_prompt_spec) if self.task_prompt_spec else SYSTEM
-        p_yes, route = judge_yes(self.base_model, judge_question(state, proposal, query, step.answer is not None),
-                                 system=system)
+        p_yes, route = judge_yes(
+            self.base_model, judge_question(state, proposal, query, step.answer is not None), system=system
+        )
         return p_yes, {"self_eval": p_yes, "route": route}
 
     def reward(
-        self, state: ToolUseState, action: Optional[ToolUseAction], **kwargs: Any
+        self, state: ToolUseState, action: ToolUseAction | None, **kwargs: Any
     ) -> tuple[float, dict[str, object]]:
         fast = float(kwargs.get("fast_reward", 0.0))
         confidence = float(kwargs.get("confidence", 1.0))

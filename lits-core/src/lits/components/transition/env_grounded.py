@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from lits.components.base import Transition
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
@@ -16,13 +16,12 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
     actions before your ``_step`` sees them.
     """
 
-    TASK_TYPE: ClassVar[Optional[str]] = "env_grounded"
+    TASK_TYPE: ClassVar[str | None] = "env_grounded"
     AGENT_NAME = "env_grounded"
     #: A step budget a domain may keep (the seeds pass ``max_steps=10``); agents use their own limits.
-    max_steps: Optional[int] = None
+    max_steps: int | None = None
 
-    def __init__(self, base_model: Optional[LanguageModel] = None, task_name: Optional[str] = None,
-                 **kwargs: object) -> None:
+    def __init__(self, base_model: LanguageModel | None = None, task_name: str | None = None, **kwargs: object) -> None:
         super().__init__(base_model, task_name, **kwargs)
 
     # -- the domain's part -------------------------------------------------
@@ -47,7 +46,7 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
         return {}
 
     @staticmethod
-    def action_correct(query_or_goals: str, action: str) -> Optional[bool]:
+    def action_correct(query_or_goals: str, action: str) -> bool | None:
         """Whether a proposed action is right, when the evaluation goals can tell (else None).
 
         Used only at evaluation, to report the duplicate rate among incorrect proposals.
@@ -71,7 +70,7 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
         state: EnvState,
         step_or_action: object,
         query_or_goals: object = None,
-        query_idx: Optional[int] = None,
+        query_idx: int | None = None,
         from_phase: str = "",
         **kwargs: object,
     ) -> tuple[EnvState, dict[str, object]]:
@@ -96,7 +95,7 @@ class EnvGroundedTransition(Transition[EnvState, EnvAction]):
     def is_terminal(self, state: EnvState, query_or_goals: Any = None, **kwargs: Any) -> bool:
         return bool(self.goal_check(query_or_goals, state.env_state)[0])
 
-    def _invalid_reason(self, env_state: str, action: str) -> Optional[str]:
+    def _invalid_reason(self, env_state: str, action: str) -> str | None:
         if self.has_enumerable_actions():
             valid = legal_actions(type(self), env_state)
             if action not in valid:
@@ -134,5 +133,8 @@ def legal_actions(transition: type, env_state: str) -> list[str]:
     from lits.store import owner_of
 
     what = f"a {type(actions).__name__}" if not isinstance(actions, (list, tuple)) else "a list holding non-strings"
-    raise PluginContractError(owner_of(transition), f"{transition.__module__}.{transition.__qualname__}"
-                              f".generate_actions returned {what}, not a list of action strings")
+    raise PluginContractError(
+        owner_of(transition),
+        f"{transition.__module__}.{transition.__qualname__}"
+        f".generate_actions returned {what}, not a list of action strings",
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Sequence
 
 from lits.components.base import Transition
 from lits.structures.tool_use import ToolUseAction, ToolUseState, ToolUseStep
@@ -14,14 +14,14 @@ MALFORMED = "Assistant output did not provide an action or an answer. Reply with
 class ToolUseTransition(Transition[ToolUseState, ToolUseAction]):
     """Materializes tool observations for ToolUsePolicy-driven search and chains."""
 
-    TASK_TYPE: ClassVar[Optional[str]] = "tool_use"
+    TASK_TYPE: ClassVar[str | None] = "tool_use"
     AGENT_NAME = "tool_use"
 
     def __init__(
         self,
         tools: Sequence[BaseTool] = (),
         observation_on_error: str = "Tool execution failed.",
-        tool_timeout: Optional[float] = None,
+        tool_timeout: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -32,10 +32,14 @@ class ToolUseTransition(Transition[ToolUseState, ToolUseAction]):
     def init_state(self, **kwargs: object) -> ToolUseState:
         return ToolUseState()
 
-    def _step(self, state: ToolUseState, step_or_action: object, query_or_goals: object,
-              **kwargs: object) -> tuple[ToolUseState, dict[str, object]]:
-        step = step_or_action if isinstance(step_or_action, ToolUseStep) else \
-            ToolUseStep(action=ToolUseAction(str(step_or_action)))
+    def _step(
+        self, state: ToolUseState, step_or_action: object, query_or_goals: object, **kwargs: object
+    ) -> tuple[ToolUseState, dict[str, object]]:
+        step = (
+            step_or_action
+            if isinstance(step_or_action, ToolUseStep)
+            else ToolUseStep(action=ToolUseAction(str(step_or_action)))
+        )
         new_state = state.copy()
         if step.answer is not None:  # case 1: final answer, nothing to execute
             new_state.append(step)

@@ -17,7 +17,7 @@ a server that stops computing when the client goes away bills less.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import httpx
 
@@ -43,7 +43,7 @@ class CallSpend:
     unused: list[UnusedReply] = field(default_factory=list)
 
 
-def reply_usage(reply: Optional[httpx.Response]) -> Optional[tuple[int, int]]:
+def reply_usage(reply: httpx.Response | None) -> tuple[int, int] | None:
     """Prompt and completion tokens a 2xx reply says it used; None when it says nothing."""
     if reply is None or not 200 <= reply.status_code < 300:
         return None
@@ -70,7 +70,7 @@ class CallBill:
         self._unused: list[tuple[int, int]] = []
         self._abandoned = 0
         #: The last reply seen: an abandoned copy's estimate when the call fails (read only then).
-        self._last: Optional[httpx.Response] = None
+        self._last: httpx.Response | None = None
 
     def answered(self, reply: httpx.Response) -> None:
         """An attempt's reply (the one its hedged copies raced for)."""
@@ -91,7 +91,7 @@ class CallBill:
         self.requests += 1
         self._abandoned += 1
 
-    def settle(self, used: Optional[httpx.Response]) -> CallSpend:
+    def settle(self, used: httpx.Response | None) -> CallSpend:
         """What the call cost beyond ``used`` (the reply it returns; None when it failed)."""
         replies = [UnusedReply(tokens_in, tokens_out) for tokens_in, tokens_out in self._unused]
         if self._abandoned:

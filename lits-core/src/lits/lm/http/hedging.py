@@ -32,7 +32,7 @@ import os
 import queue
 import threading
 import time
-from typing import Callable, Optional, Protocol, Union
+from typing import Callable, Protocol
 
 import httpx
 
@@ -55,8 +55,10 @@ def hedge_mode_from_env() -> str:
     """``$LITS_HEDGE`` or ``auto``; a bad value is a one-line error."""
     mode = os.environ.get(ENV_HEDGE, "").strip().lower() or "auto"
     if mode not in HEDGE_MODES:
-        raise ValueError(f"${ENV_HEDGE} must be auto (copies only to a server on this machine), on or off, "
-                         f"got {os.environ.get(ENV_HEDGE)!r}")
+        raise ValueError(
+            f"${ENV_HEDGE} must be auto (copies only to a server on this machine), on or off, "
+            f"got {os.environ.get(ENV_HEDGE)!r}"
+        )
     return mode
 
 
@@ -101,7 +103,7 @@ class HedgeBudget:
         self.allowed: Callable[[], bool] = lambda: True
         #: An idle slot of the run's ``--concurrency`` for a copy (its release), or None when every slot is
         #: busy or wanted: copies use only idle capacity and never exceed the bound.  Set by the model.
-        self.spare_slot: Callable[[], Optional[Callable[[], None]]] = lambda: _nothing
+        self.spare_slot: Callable[[], Callable[[], None] | None] = lambda: _nothing
         self.calls = 0
         self.hedged = 0
         self.won = 0
@@ -116,7 +118,7 @@ class HedgeBudget:
         with self._lock:
             self.calls += 1
 
-    def take(self) -> Optional[Callable[[], None]]:
+    def take(self) -> Callable[[], None] | None:
         """A copy's idle slot (its release; counted) when the copy stays within the share, else None."""
         with self._lock:
             if self.hedged >= self.share * self.calls + self.burst or not self.allowed():
@@ -159,13 +161,18 @@ class _NoLeftovers:
 
 
 #: What one copy ended with: its response or the error it raised, and how long it took.
-Outcome = tuple[Union[httpx.Response, BaseException], float]
+Outcome = tuple[httpx.Response | BaseException, float]
 
 
 def copy_request(request: httpx.Request) -> httpx.Request:
     """An independent copy of a request whose body was already read (a JSON call's)."""
-    return httpx.Request(request.method, request.url, headers=request.headers, content=request.content,
-                         extensions=dict(request.extensions))
+    return httpx.Request(
+        request.method,
+        request.url,
+        headers=request.headers,
+        content=request.content,
+        extensions=dict(request.extensions),
+    )
 
 
 class _CopyThreads:
@@ -216,7 +223,7 @@ class _Race:
 
     def _run(self, index: int, request: httpx.Request, release: Callable[[], None]) -> None:
         started = time.monotonic()
-        outcome: Union[httpx.Response, BaseException]
+        outcome: httpx.Response | BaseException
         try:
             outcome = self.send(request)
         except BaseException as exc:  # handed to the caller's thread, which raises it
@@ -231,7 +238,7 @@ class _Race:
         if late and isinstance(outcome, httpx.Response):
             outcome.close()  # counted as abandoned when the call settled
 
-    def next(self, timeout: Optional[float] = None) -> Optional[tuple[int, Outcome]]:
+    def next(self, timeout: float | None = None) -> tuple[int, Outcome] | None:
         try:
             return self.results.get(timeout=timeout)
         except queue.Empty:
@@ -254,9 +261,15 @@ class _Race:
             self.leftovers.abandoned()
 
 
-def hedged_send(send: Callable[[httpx.Request], httpx.Response], request: httpx.Request,
-                delay: Callable[[], Optional[float]], budget: HedgeBudget,
-                *, interruptible: bool = False, leftovers: Optional[Leftovers] = None) -> tuple[httpx.Response, float]:
+def hedged_send(
+    send: Callable[[httpx.Request], httpx.Response],
+    request: httpx.Request,
+    delay: Callable[[], float | None],
+    budget: HedgeBudget,
+    *,
+    interruptible: bool = False,
+    leftovers: Leftovers | None = None,
+) -> tuple[httpx.Response, float]:
     """Send ``request``; once it has waited ``delay()`` seconds send one copy (if the budget allows).
 
     ``delay`` is asked again while the call waits (None: nothing learned yet),
@@ -273,7 +286,7 @@ def hedged_send(send: Callable[[httpx.Request], httpx.Response], request: httpx.
     race = _Race(send, leftovers)
     started = time.monotonic()
     race.start(request)
-    ended: Optional[tuple[int, Outcome]] = None
+    ended: tuple[int, Outcome] | None = None
     while ended is None:
         due = delay()
         waited = time.monotonic() - started
@@ -317,9 +330,14 @@ class _Watched:
     with the copy's own.
     """
 
-    def __init__(self, send: Callable[[httpx.Request], httpx.Response], request: httpx.Request,
-                 delay: Callable[[], Optional[float]], budget: HedgeBudget,
-                 leftovers: Leftovers = _NoLeftovers()) -> None:
+    def __init__(
+        self,
+        send: Callable[[httpx.Request], httpx.Response],
+        request: httpx.Request,
+        delay: Callable[[], float | None],
+        budget: HedgeBudget,
+        leftovers: Leftovers = _NoLeftovers(),
+    ) -> None:
         self.send, self.request, self.delay, self.budget = send, request, delay, budget
         self.leftovers = leftovers
         self.interrupt = Interrupt()
@@ -328,7 +346,7 @@ class _Watched:
         self.settled = False
         self.copied = False
         self.copy_ended = threading.Event()
-        self.copy_outcome: Optional[Outcome] = None
+        self.copy_outcome: Outcome | None = None
         self._lock = threading.Lock()
 
     def run(self) -> tuple[httpx.Response, float]:
@@ -341,7 +359,7 @@ class _Watched:
     def _run(self) -> tuple[httpx.Response, float]:
         _WATCH.watch(self)
         try:
-            first: Union[httpx.Response, BaseException] = self.send(self.request)
+            first: httpx.Response | BaseException = self.send(self.request)
         except BaseException as exc:  # handed on below, once the copy's is known
             first = exc
         took = time.monotonic() - self.started
@@ -395,7 +413,7 @@ class _Watched:
 
     def _run_copy(self, release: Callable[[], None]) -> None:
         started = time.monotonic()
-        outcome: Union[httpx.Response, BaseException]
+        outcome: httpx.Response | BaseException
         try:
             copy = copy_request(self.request)
             # Its own interrupt, fired only when the first copy answered first.  (The first copy may have
@@ -428,13 +446,13 @@ class _Watch:
         self._heap: list[tuple[float, int, _Watched]] = []
         self._order = itertools.count()
         self._cond = threading.Condition()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
     def watch(self, call: _Watched) -> None:
         self._push(call, self._due(call, call.started))
 
     @staticmethod
-    def _due(call: _Watched, now: float) -> Optional[float]:
+    def _due(call: _Watched, now: float) -> float | None:
         """When to look at ``call`` next; None when its copy is due now."""
         delay = call.delay()
         if delay is None:
@@ -442,7 +460,7 @@ class _Watch:
         due = call.started + delay
         return due if due > now else None
 
-    def _push(self, call: _Watched, when: Optional[float]) -> None:
+    def _push(self, call: _Watched, when: float | None) -> None:
         with self._cond:
             heapq.heappush(self._heap, (time.monotonic() if when is None else when, next(self._order), call))
             if self._thread is None:
@@ -479,8 +497,13 @@ class HedgedTransport(httpx.BaseTransport):
     ``lits_took``, the time of the copy that answered.
     """
 
-    def __init__(self, inner: httpx.BaseTransport, budget: HedgeBudget, patience: Patience,
-                 interruptible: Callable[[httpx.Request], bool] = lambda request: False) -> None:
+    def __init__(
+        self,
+        inner: httpx.BaseTransport,
+        budget: HedgeBudget,
+        patience: Patience,
+        interruptible: Callable[[httpx.Request], bool] = lambda request: False,
+    ) -> None:
         self.inner, self.budget, self.patience = inner, budget, patience
         #: Whether ``inner`` honours a request's ``lits_interrupt`` (then the first copy is sent inline).
         self.interruptible = interruptible
@@ -491,9 +514,14 @@ class HedgedTransport(httpx.BaseTransport):
         if not self.budget.enabled:
             return self._send(request)
         kind = request_kind(request)
-        response, took = hedged_send(self._send, request, lambda: self.patience.hedge_delay(kind), self.budget,
-                                     interruptible=self.interruptible(request),
-                                     leftovers=request.extensions.get("lits_leftovers"))
+        response, took = hedged_send(
+            self._send,
+            request,
+            lambda: self.patience.hedge_delay(kind),
+            self.budget,
+            interruptible=self.interruptible(request),
+            leftovers=request.extensions.get("lits_leftovers"),
+        )
         response.extensions["lits_took"] = took
         return response
 

@@ -19,9 +19,10 @@ import http.client
 import socket
 import threading
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Optional
+from typing import BinaryIO, Callable
 
 import httpx
+
 
 class Interrupt:
     """Lets another thread cut one in-flight request short: a hedged call whose copy answered first.
@@ -32,7 +33,7 @@ class Interrupt:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sock: Optional[socket.socket] = None
+        self._sock: socket.socket | None = None
         self.fired = False
         #: Whether firing cut a request that was on its socket (sent, or being sent): one the server may
         #: answer and bill.  False when it fired before the request got that far (it is never sent).
@@ -74,7 +75,7 @@ class LeanHTTPTransport(httpx.BaseTransport):
 
     def __init__(self, fallback: Callable[[], httpx.BaseTransport]) -> None:
         self._make_fallback = fallback
-        self._fallback: Optional[httpx.BaseTransport] = None
+        self._fallback: httpx.BaseTransport | None = None
         self._idle: dict[_Key, list[Connection]] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -177,10 +178,10 @@ class Connection:
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
-        self.sock: Optional[socket.socket] = None
-        self._reader: Optional[BinaryIO] = None
+        self.sock: socket.socket | None = None
+        self._reader: BinaryIO | None = None
 
-    def connect(self, timeout: Optional[float]) -> None:
+    def connect(self, timeout: float | None) -> None:
         try:
             sock = socket.create_connection((self.host, self.port), timeout)
         except TimeoutError as exc:
@@ -191,8 +192,9 @@ class Connection:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock, self._reader = sock, sock.makefile("rb")
 
-    def send(self, method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes,
-             timeout: Optional[float]) -> None:
+    def send(
+        self, method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes, timeout: float | None
+    ) -> None:
         assert self.sock is not None
         names = {name.lower() for name, _ in headers}
         lines = [method.encode("ascii") + b" " + target + b" HTTP/1.1"]
@@ -204,7 +206,7 @@ class Connection:
         self.sock.settimeout(timeout)
         self.sock.sendall(b"\r\n".join(lines) + b"\r\n\r\n" + body)
 
-    def receive(self, method: str, timeout: Optional[float]) -> Reply:
+    def receive(self, method: str, timeout: float | None) -> Reply:
         """The reply to the request sent (interim 1xx replies skipped)."""
         assert self.sock is not None and self._reader is not None
         self.sock.settimeout(timeout)

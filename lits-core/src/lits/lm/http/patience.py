@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from typing import Any, Hashable, Mapping, Optional
+from typing import Any, Hashable, Mapping
 
 import httpx
 
@@ -60,20 +60,20 @@ class Patience:
             self._seen.setdefault(endpoint, deque(maxlen=self._window)).append(seconds)
             self._p95.pop(endpoint, None)
 
-    def read_timeout(self, endpoint: Hashable) -> Optional[float]:
+    def read_timeout(self, endpoint: Hashable) -> float | None:
         with self._lock:
             seen = self._seen.get(endpoint)
             if seen is None or len(seen) < self.warmup:
                 return None
             return max(self.floor, self.factor * max(seen))
 
-    def hedge_delay(self, endpoint: Hashable) -> Optional[float]:
+    def hedge_delay(self, endpoint: Hashable) -> float | None:
         """When to send a second copy: the 95th percentile of recent replies of that kind
         (:meth:`reply_time`), never sooner than :data:`HEDGE_FLOOR`; None when nothing is known."""
         recent = self.reply_time(endpoint)
         return None if recent is None else max(HEDGE_FLOOR, recent)
 
-    def reply_time(self, endpoint: Hashable) -> Optional[float]:
+    def reply_time(self, endpoint: Hashable) -> float | None:
         """The 95th percentile of recent replies of that kind.
 
         A kind not yet seen often enough borrows from a kind of the same path
@@ -90,9 +90,15 @@ class Patience:
             if not (isinstance(endpoint, tuple) and len(endpoint) == 2 and isinstance(endpoint[1], int)):
                 return None
             path, work = endpoint
-            known = sorted((k[1], list(v)) for k, v in self._seen.items()
-                           if isinstance(k, tuple) and len(k) == 2 and k[0] == path and isinstance(k[1], int)
-                           and len(v) >= HEDGE_WARMUP)
+            known = sorted(
+                (k[1], list(v))
+                for k, v in self._seen.items()
+                if isinstance(k, tuple)
+                and len(k) == 2
+                and k[0] == path
+                and isinstance(k[1], int)
+                and len(v) >= HEDGE_WARMUP
+            )
         if not known:
             return None
         below = [pair for pair in known if pair[0] <= work]

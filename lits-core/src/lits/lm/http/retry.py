@@ -37,7 +37,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Hashable, Optional
+from typing import Callable, Hashable
 
 import httpx
 import tenacity
@@ -47,11 +47,17 @@ from lits.lm.http.patience import Patience, request_kind
 
 RETRY_STATUS = frozenset({408, 409, 425, 429})
 #: Error-body phrases that mean "this prompt can never fit" even on a 5xx.
-PERMANENT_MARKERS = ("context_length_exceeded", "maximum context length", "context length",
-                     "exceeds the context", "context window", "too many tokens")
+PERMANENT_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "exceeds the context",
+    "context window",
+    "too many tokens",
+)
 
 #: ``check(request, response)`` -> why a 2xx reply is unusable and worth retrying, or None.
-ReplyCheck = Callable[[httpx.Request, httpx.Response], Optional[str]]
+ReplyCheck = Callable[[httpx.Request, httpx.Response], str | None]
 
 
 class TransientReply(Exception):
@@ -72,7 +78,7 @@ class RetryPolicy:
     max_wait: float = 20.0
     max_retry_after: float = 60.0
     connect_budget: float = 10.0
-    max_attempts: Optional[int] = None
+    max_attempts: int | None = None
     adaptive_read_timeout: bool = True
     patience_floor: float = 1.0
     patience_factor: float = 4.0
@@ -109,11 +115,15 @@ class FaultStats:
 
     def snapshot(self) -> dict[str, float | int]:
         with self._lock:
-            return {"retries": self._retries, "seconds_lost": round(self._seconds_lost, 3),
-                    "failed_calls": self._failed_calls, "server_requests": self._requests}
+            return {
+                "retries": self._retries,
+                "seconds_lost": round(self._seconds_lost, 3),
+                "failed_calls": self._failed_calls,
+                "server_requests": self._requests,
+            }
 
 
-def retry_after_seconds(response: httpx.Response, cap: float) -> Optional[float]:
+def retry_after_seconds(response: httpx.Response, cap: float) -> float | None:
     """Seconds from a ``Retry-After`` header (delta or HTTP date), capped."""
     value = response.headers.get("retry-after")
     if not value:
@@ -135,7 +145,7 @@ def is_permanent_body(response: httpx.Response) -> bool:
     return any(marker in text for marker in PERMANENT_MARKERS)
 
 
-def attempts_of(obj: object) -> Optional[int]:
+def attempts_of(obj: object) -> int | None:
     """How many attempts the transport made for a returned response or raised error."""
     if isinstance(obj, httpx.Response):
         value = obj.extensions.get("lits_attempts")
@@ -159,7 +169,7 @@ class _Call:
         self.request = request
         self.policy = transport.policy
         self.start = time.monotonic()
-        self.timeouts: dict[str, Optional[float]] = dict(request.extensions.get("timeout") or {})
+        self.timeouts: dict[str, float | None] = dict(request.extensions.get("timeout") or {})
         self.attempt_started = self.start
         self.delays: dict[int, float] = {}
         #: Every reply the server gave this call, used or not (what it billed).
@@ -168,7 +178,7 @@ class _Call:
         #: Replies so far that asked the call to wait (a ``Retry-After``): each doubles the next allowance.
         self.throttled = 0
         #: The read timeout each attempt was given (what tests and the fault counters look at).
-        self.read_timeouts: list[Optional[float]] = []
+        self.read_timeouts: list[float | None] = []
         #: Read timeouts so far: each doubles the learned patience of the next attempt (a reply that is
         #: merely slow still arrives; a hang that repeats costs 1x, 2x, 4x ... the patience, not the full
         #: read timeout each time).
@@ -196,13 +206,12 @@ class _Call:
         learned = self.transport.patience.read_timeout(self.kind)
         if learned is not None and self.policy.adaptive_read_timeout:
             read = timeouts.get("read")
-            patience = learned * (2 ** self.timeouts_seen)
+            patience = learned * (2**self.timeouts_seen)
             timeouts["read"] = patience if read is None else min(patience, read)
         if self.read_floor is not None and timeouts.get("read") is not None:
             timeouts["read"] = max(float(timeouts["read"] or 0.0), self.read_floor)
         self.read_timeouts.append(timeouts.get("read"))
-        self.request.extensions["timeout"] = {k: left if v is None else min(v, left)
-                                              for k, v in timeouts.items()}
+        self.request.extensions["timeout"] = {k: left if v is None else min(v, left) for k, v in timeouts.items()}
         self.request.extensions["lits_attempt"] = len(self.read_timeouts)
         try:
             response = self._send(self.request)
@@ -214,7 +223,7 @@ class _Call:
             took = time.monotonic() - self.attempt_started
         self.transport.server_answered = True
         status = response.status_code
-        reason: Optional[str] = None
+        reason: str | None = None
         if status in RETRY_STATUS or (status >= 500 and not is_permanent_body(response)):
             self.statuses[status] = self.statuses.get(status, 0) + 1
             reason = f"HTTP {status}"
@@ -304,10 +313,10 @@ class RetryTransport(httpx.BaseTransport):
         inner: httpx.BaseTransport,
         *,
         policy: RetryPolicy = RetryPolicy(),
-        check: Optional[ReplyCheck] = None,
-        stats: Optional[FaultStats] = None,
+        check: ReplyCheck | None = None,
+        stats: FaultStats | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        patience: Optional[Patience] = None,
+        patience: Patience | None = None,
     ) -> None:
         self.inner = inner
         #: How a wait between attempts is spent (tests pass a fake that records it).

@@ -64,15 +64,21 @@ def wire_transport(concurrency: int) -> httpx.BaseTransport:
     limits = httpx.Limits(max_connections=max(100, concurrency * 2), max_keepalive_connections=max(20, concurrency))
     # TCP_NODELAY: a request's headers and body leave at once instead of waiting on an ACK.
     return LeanHTTPTransport(
-        lambda: httpx.HTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]))
+        lambda: httpx.HTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    )
 
 
-def server_transport(policy: RetryPolicy, stats: FaultStats, *, concurrency: int, check: ReplyCheck,
-                     gate: Callable[[], None]) -> ServerTransport:
+def server_transport(
+    policy: RetryPolicy, stats: FaultStats, *, concurrency: int, check: ReplyCheck, gate: Callable[[], None]
+) -> ServerTransport:
     """Retries (tenacity) over hedged copies (``policy.hedge_share`` of the calls; 0: none) over ``gate`` over
     the wire (:func:`wire_transport`); retry and hedging learn from one :class:`Patience`."""
     patience = Patience(policy.patience_floor, policy.patience_factor)
-    hedging = HedgedTransport(GatedTransport(wire_transport(concurrency), gate), HedgeBudget(policy.hedge_share),
-                              patience, interruptible=lambda request: request.url.scheme == "http")
+    hedging = HedgedTransport(
+        GatedTransport(wire_transport(concurrency), gate),
+        HedgeBudget(policy.hedge_share),
+        patience,
+        interruptible=lambda request: request.url.scheme == "http",
+    )
     retry = RetryTransport(hedging, policy=policy, check=check, stats=stats, patience=patience)
     return ServerTransport(retry, hedging)

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Iterator, Optional, TextIO
+from typing import Iterator, TextIO
 
 from lits.lm.base import stop_new_calls
 from lits.lm.cache import CacheError
@@ -32,7 +32,7 @@ NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR,
 INTERRUPT, BREAKER, RESOURCE = "interrupt", "breaker", "resource"
 
 
-def resource_problem(exc: BaseException, where: str = "") -> Optional[str]:
+def resource_problem(exc: BaseException, where: str = "") -> str | None:
     """One line for an error of the machine rather than the model (disk, permissions, cache), else None.
 
     ``where`` names the folder written when the error names no file (a failed
@@ -62,7 +62,7 @@ def innermost_frames(exc: BaseException) -> list[FrameType]:
     return frames[::-1]
 
 
-def _file_in_traceback(exc: BaseException) -> Optional[str]:
+def _file_in_traceback(exc: BaseException) -> str | None:
     """The file a failed ``write`` was writing: a ``path`` of the innermost frame that has one.
 
     A write to an open file raises an OSError without a file name; the
@@ -78,7 +78,7 @@ def _file_in_traceback(exc: BaseException) -> Optional[str]:
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     seen: set[int] = set()
-    current: Optional[BaseException] = exc
+    current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         yield current
@@ -92,12 +92,12 @@ class RunControl:
     the run (a server down for good should not burn the whole dataset).
     """
 
-    def __init__(self, *, breaker: int = BREAKER_LIMIT, stream: Optional[TextIO] = None) -> None:
+    def __init__(self, *, breaker: int = BREAKER_LIMIT, stream: TextIO | None = None) -> None:
         self.breaker = breaker
         self.stream = stream or sys.stderr  # looked up now: a default bound at import outlives a swapped stderr
-        self.reason: Optional[str] = None
+        self.reason: str | None = None
         self.message = ""
-        self.stopped_at: Optional[float] = None
+        self.stopped_at: float | None = None
         self._failures_in_a_row = 0
         self._last_failure = ""
         self._lock = threading.Lock()
@@ -139,15 +139,17 @@ class RunControl:
         stop_new_calls(False)
 
     # -- Ctrl-C ------------------------------------------------------------------
-    def _on_sigint(self, signum: int, frame: Optional[FrameType]) -> None:
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
         self._signals += 1
         if self._signals > 1:
-            self._say("lits: interrupted again: exiting at once (finished instances are kept; --resume "
-                      "continues the rest)")
+            self._say(
+                "lits: interrupted again: exiting at once (finished instances are kept; --resume continues the rest)"
+            )
             os._exit(130)
         if self.stop(INTERRUPT, "interrupted"):
-            self._say("lits: stopping: no new instances or model calls; calls in flight finish "
-                      "(Ctrl-C again to quit at once)")
+            self._say(
+                "lits: stopping: no new instances or model calls; calls in flight finish (Ctrl-C again to quit at once)"
+            )
 
     def _say(self, line: str) -> None:
         """Write from a signal handler: unbuffered, so it cannot collide with a print it interrupted."""

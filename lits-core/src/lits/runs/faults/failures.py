@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator
 
 from lits.errors import PluginContractError, UserError
 from lits.lm.base import ModelError, ServerUnreachable
@@ -83,7 +83,7 @@ def _said(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def plugin_frame(exc: BaseException) -> Optional[tuple[str, str]]:
+def plugin_frame(exc: BaseException) -> tuple[str, str] | None:
     """(plugin, ``module.function``) of the innermost frame of ``exc``'s traceback that is a plugin's code."""
     from lits.store import plugin_of_module
 

@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Mapping, Optional, TextIO
+from typing import Any, Mapping, TextIO
 
 from lits import layout
 from lits.durable import atomic_write_text
@@ -76,8 +76,12 @@ def ray_session(address: str | None) -> Iterator[None]:
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV)}
-    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                               "logging_level": logging.ERROR, "runtime_env": {"env_vars": env} if env else None}
+    options: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": logging.ERROR,
+        "runtime_env": {"env_vars": env} if env else None,
+    }
     temp: str | None = None
     if address:
         _check_reachable(address)
@@ -106,6 +110,7 @@ def ray_session(address: str | None) -> Iterator[None]:
 
 def _shutdown(ray: ModuleType) -> None:
     """``ray.shutdown()`` (it stops the processes a local instance started), waited for a bounded time."""
+
     def close() -> None:
         with contextlib.suppress(Exception):
             ray.shutdown()
@@ -146,8 +151,10 @@ def _check_reachable(address: str) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=5).close()
     except OSError as exc:
-        raise UserError(f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it with "
-                        "`ray start --head` or check --ray-address") from None
+        raise UserError(
+            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it with "
+            "`ray start --head` or check --ray-address"
+        ) from None
 
 
 def worker_homes(nodes: list[dict[str, Any]]) -> list[str]:
@@ -169,7 +176,7 @@ class ClusterStats:
         self.relative = ProcessStats(run_dir.root).relative
         self.started = time.perf_counter()
         #: The latest counters by worker incarnation: (policy stats, faults).
-        self.snapshots: dict[str, tuple[Optional[Mapping[str, object]], Optional[Mapping[str, object]]]] = {}
+        self.snapshots: dict[str, tuple[Mapping[str, object] | None, Mapping[str, object] | None]] = {}
         self.busy_area = 0.0
 
     def save(self, seconds: float | None = None, *, durable: bool = False) -> None:
@@ -202,8 +209,15 @@ class RayExecutor:
         self.outcome = RunOutcome()
         self.submitted: dict[int, int] = {}
 
-    def run(self, examples: list[Item], *, resume: bool, control: RunControl,
-            progress_stream: TextIO | None = None, grace: float = STOP_GRACE) -> RunOutcome:
+    def run(
+        self,
+        examples: list[Item],
+        *,
+        resume: bool,
+        control: RunControl,
+        progress_stream: TextIO | None = None,
+        grace: float = STOP_GRACE,
+    ) -> RunOutcome:
         """Every example not already finished, failed ones retried after the rest, until done or stopped."""
         progress_stream = progress_stream or sys.stderr  # now, not at import: tests swap sys.stderr
         run_dir, outcome = self.run_dir, self.outcome
@@ -216,15 +230,24 @@ class RayExecutor:
         self.progress = Progress(len(todo), self.log, progress_stream)
         self.execution = run_dir.logger()
         self.control, self.stream = control, progress_stream
-        self.execution.info("%s on Ray: %d instances to run, %d already done", self.mode, len(todo),
-                            len(outcome.skipped))
+        self.execution.info(
+            "%s on Ray: %d instances to run, %d already done", self.mode, len(todo), len(outcome.skipped)
+        )
         started = time.perf_counter()
         try:
             with ray_session(self.settings.get("ray_address")), ray_errors_to(self.execution), self.progress:
                 self._start(len(todo))
                 try:
-                    in_rounds(todo, resume, RETRY_ROUNDS, outcome, control, self.progress, progress_stream,
-                              lambda pending, resume_of: self._round(pending, resume_of, grace))
+                    in_rounds(
+                        todo,
+                        resume,
+                        RETRY_ROUNDS,
+                        outcome,
+                        control,
+                        self.progress,
+                        progress_stream,
+                        lambda pending, resume_of: self._round(pending, resume_of, grace),
+                    )
                 finally:
                     self.watch.stop()
                 if self.watch.lost is None:  # a lost cluster answers nothing: no counts to take
@@ -247,20 +270,30 @@ class RayExecutor:
         from lits.runs.ray.actors import RunCoordinator
 
         settings = self.settings
-        cache = None if settings.get("no_cache") else str(  # absolute: the coordinator has its own cwd
-            Path(settings.get("cache") or self.run_dir.root / "cache.sqlite").resolve())
+        cache = (
+            None
+            if settings.get("no_cache")
+            else str(  # absolute: the coordinator has its own cwd
+                Path(settings.get("cache") or self.run_dir.root / "cache.sqlite").resolve()
+            )
+        )
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
         self.coordinator_name = f"lits-run-{os.getpid()}-{time.time_ns()}"  # also names the workers' scratch
         options = RunCoordinator.options  # type: ignore[attr-defined]
         self.coordinator = options(name=self.coordinator_name, scheduling_strategy=here).remote(
-            settings["concurrency"], cache)
+            settings["concurrency"], cache
+        )
         self.watch = ClusterWatch(self.coordinator, ray.get_runtime_context().get_node_id()).start()
-        self.homes = worker_homes(ray.nodes())[:max(1, instances)]
+        self.homes = worker_homes(ray.nodes())[: max(1, instances)]
         count = len(self.homes)
         self.per_worker = max(1, math.ceil(settings["concurrency"] / count))
         self.workers = [self._new_worker(i) for i in range(count)]
-        self.execution.info("Ray: %d workers, %d instances at once each, %d calls in flight in all", count,
-                            self.per_worker, settings["concurrency"])
+        self.execution.info(
+            "Ray: %d workers, %d instances at once each, %d calls in flight in all",
+            count,
+            self.per_worker,
+            settings["concurrency"],
+        )
 
     def _new_worker(self, slot: int) -> Any:
         """Worker ``slot`` on its home node; it holds no CPU, so a worker whose node is lost restarts on
@@ -271,8 +304,11 @@ class RayExecutor:
 
         home = NodeAffinitySchedulingStrategy(node_id=self.homes[slot], soft=True)
         return InstanceWorker.options(  # type: ignore[attr-defined]
-            num_cpus=0, max_concurrency=self.per_worker + 1, max_restarts=WORKER_RESTARTS,
-            max_task_retries=WORKER_RESTARTS, scheduling_strategy=home,
+            num_cpus=0,
+            max_concurrency=self.per_worker + 1,
+            max_restarts=WORKER_RESTARTS,
+            max_task_retries=WORKER_RESTARTS,
+            scheduling_strategy=home,
         ).remote(f"w{slot}", self.settings, self.mode, self.coordinator_name)
 
     def _finish_cluster(self) -> None:
@@ -290,8 +326,12 @@ class RayExecutor:
             self.outcome.attempts[idx] = self.outcome.attempts.get(idx, 0) + counts[idx] - self.submitted[idx]
         if again:
             listed = ", ".join(map(str, again[:10])) + (" ..." if len(again) > 10 else "")
-            print(f"lits: a Ray worker died; {len(again)} instance(s) ran again on a restarted worker "
-                  f"({listed}); their paid calls came from the cache", file=self.stream, flush=True)
+            print(
+                f"lits: a Ray worker died; {len(again)} instance(s) ran again on a restarted worker "
+                f"({listed}); their paid calls came from the cache",
+                file=self.stream,
+                flush=True,
+            )
             self.execution.warning("Ray task retries after a worker died: instances %s", again)
         self.stats.busy_area = area
         with contextlib.suppress(Exception):
@@ -312,8 +352,7 @@ class RayExecutor:
         while queue or inflight:
             lost = self.watch.lost
             if lost is not None:  # nothing in flight will come back: stop now, keep what finished
-                self.control.stop(BREAKER, f"stopped: lost the Ray cluster: {lost}; the finished instances "
-                                           "are kept")
+                self.control.stop(BREAKER, f"stopped: lost the Ray cluster: {lost}; the finished instances are kept")
                 self.outcome.interrupted.extend(idx for idx, _ in inflight.values())
                 return len(inflight)
             if not self.control.stopping:
@@ -359,8 +398,15 @@ class RayExecutor:
         from lits.runs.attempts import attempt_paths
 
         folder = self.run_dir.checkpoints
-        files = {f"checkpoints/{p.name}": p.read_bytes() for p in sorted(folder.glob(f"{idx}.*"))
-                 if p.name.split(".")[0] == str(idx) and not p.name.endswith(".tmp")} if folder.is_dir() else {}
+        files = (
+            {
+                f"checkpoints/{p.name}": p.read_bytes()
+                for p in sorted(folder.glob(f"{idx}.*"))
+                if p.name.split(".")[0] == str(idx) and not p.name.endswith(".tmp")
+            }
+            if folder.is_dir()
+            else {}
+        )
         root = self.run_dir.root
         return {**files, **{relative: (root / relative).read_bytes() for relative in attempt_paths(root, idx)}}
 
@@ -413,8 +459,11 @@ class RayExecutor:
             self.outcome.no_retry.add(idx)
         self.progress.update(None)
         if kind == "unreachable":
-            self.control.stop(BREAKER, f"stopped: the model server was never reached ({message}); check "
-                                       "--base-url and that the server runs")
+            self.control.stop(
+                BREAKER,
+                f"stopped: the model server was never reached ({message}); check --base-url and that the server runs",
+            )
             return
-        self.control.failed(" ".join(message.split())[:300], server=kind == "model",
-                            log=str(self.run_dir.execution_log_path))
+        self.control.failed(
+            " ".join(message.split())[:300], server=kind == "model", log=str(self.run_dir.execution_log_path)
+        )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Optional
+from typing import Any
 
 #: Seconds between two checks.
 CHECK_EVERY = 2.0
@@ -25,12 +25,13 @@ PING_TIMEOUT = 10.0
 class ClusterWatch:
     """Checks the cluster from a daemon thread; :attr:`lost` says why it is gone, else None."""
 
-    def __init__(self, coordinator: Any, node_id: str, every: float = CHECK_EVERY,
-                 silent_for: float = SILENT_FOR) -> None:
+    def __init__(
+        self, coordinator: Any, node_id: str, every: float = CHECK_EVERY, silent_for: float = SILENT_FOR
+    ) -> None:
         self.coordinator, self.node_id = coordinator, node_id
         self.every, self.silent_for = every, silent_for
         self._last_ok = time.monotonic()
-        self._dead: Optional[str] = None
+        self._dead: str | None = None
         self._problem = ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="lits-ray-watch", daemon=True)
@@ -43,7 +44,7 @@ class ClusterWatch:
         self._stop.set()
 
     @property
-    def lost(self) -> Optional[str]:
+    def lost(self) -> str | None:
         if self._dead is not None:
             return self._dead
         silent = time.monotonic() - self._last_ok

@@ -76,8 +76,14 @@ class _Built:
         from lits.runs.faults.control import RunControl
         from lits.runs.attempts import AttemptSettings
         from lits.runs.runner import Progress, _Runner
-        from lits.runs.setup import (agent_factory, agent_registration, build_components, create_run_models,
-                                      distinct_models, make_config)
+        from lits.runs.setup import (
+            agent_factory,
+            agent_registration,
+            build_components,
+            create_run_models,
+            distinct_models,
+            make_config,
+        )
 
         settings = settings.copy()
         task_type = infer_task_type(settings["dataset"])
@@ -89,8 +95,7 @@ class _Built:
         self.own_cache: WorkerCache | None = None
         shared_cache: ResponseStore | None = None
         if not settings.get("no_cache") and settings.get("ray_cache") == "worker":
-            self.own_cache = shared_cache = WorkerCache(root / "cache.sqlite",
-                                                        ray.get(coordinator.cache_dump.remote()))
+            self.own_cache = shared_cache = WorkerCache(root / "cache.sqlite", ray.get(coordinator.cache_dump.remote()))
         elif not settings.get("no_cache"):
             shared_cache = SharedCache(coordinator)
         for pool, model in enumerate(self.models):  # each model's slots for the cluster; the run's one cache
@@ -98,15 +103,24 @@ class _Built:
             model.use_cache(shared_cache)
         self.components = build_components(settings, models, config, task_type)
         self.run_dir = RunDir(root).create()
-        make_agent = agent_factory(agent_reg.obj, config, self.components, self.run_dir, mode, agent_reg.name,
-                                   bn_model=models["bn"])
+        make_agent = agent_factory(
+            agent_reg.obj, config, self.components, self.run_dir, mode, agent_reg.name, bn_model=models["bn"]
+        )
         self.log = InferenceLog()
         self._collecting = collecting(self.log)
         self._collecting.__enter__()  # for the worker's life: every call of every instance lands here
         self.progress = Progress(0, self.log, stream=open(os.devnull, "w"))
-        self.runner = _worker_runner(_Runner)(make_agent, self.components, self.run_dir, mode,
-                                              RunControl(breaker=0), self.log, self.progress, None,
-                                              AttemptSettings.of(settings))
+        self.runner = _worker_runner(_Runner)(
+            make_agent,
+            self.components,
+            self.run_dir,
+            mode,
+            RunControl(breaker=0),
+            self.log,
+            self.progress,
+            None,
+            AttemptSettings.of(settings),
+        )
         self.lines = _Lines()
         self.runner.execution.addHandler(self.lines)
         self.concurrency = int(settings["concurrency"])
@@ -137,9 +151,11 @@ class InstanceWorker:
                     text = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
                     if isinstance(exc, KeyError):
                         text = " ".join(str(exc.args[0] if exc.args else exc).split())[:400]
-                    self.build_error = (f"a Ray worker on {socket.gethostname()} cannot build the run's "
-                                        f"components ({text}); LiTS and every plugin the run uses must be "
-                                        "installed on every node of the cluster")
+                    self.build_error = (
+                        f"a Ray worker on {socket.gethostname()} cannot build the run's "
+                        f"components ({text}); LiTS and every plugin the run uses must be "
+                        "installed on every node of the cluster"
+                    )
             return self.built
 
     def run(self, idx: int, example: dict[str, Any], resume: bool, files: dict[str, bytes]) -> dict[str, Any]:
@@ -165,19 +181,28 @@ class InstanceWorker:
             built.model.cache.flush()  # what this instance paid is stored before it counts as done
         outcome = built.runner.outcome
         with built.runner.lock:
-            status = ("finished" if idx in outcome.finished else "interrupted" if idx in outcome.interrupted
-                      else "failed")
+            status = (
+                "finished" if idx in outcome.finished else "interrupted" if idx in outcome.interrupted else "failed"
+            )
             error = outcome.failed.pop(idx, "")
             for listed in (outcome.finished, outcome.interrupted):
                 while idx in listed:
                     listed.remove(idx)
         if status != "finished":  # a retry must not count this attempt's proposals
             take_proposals(built.components.policy, idx)
-        return {"idx": idx, "status": status, "error": error, "error_kind": _error_kind(built, idx),
-                "files": self._take_files(built.run_dir.root, idx), "records": self._take_records(built, idx),
-                "log": list(built.lines.local.lines), "worker": self.incarnation,
-                "policy_stats": _policy_stats(built), "faults": _summed_faults(built.models),
-                "cache_entries": built.own_cache.take_fresh() if built.own_cache is not None else []}
+        return {
+            "idx": idx,
+            "status": status,
+            "error": error,
+            "error_kind": _error_kind(built, idx),
+            "files": self._take_files(built.run_dir.root, idx),
+            "records": self._take_records(built, idx),
+            "log": list(built.lines.local.lines),
+            "worker": self.incarnation,
+            "policy_stats": _policy_stats(built),
+            "faults": _summed_faults(built.models),
+            "cache_entries": built.own_cache.take_fresh() if built.own_cache is not None else [],
+        }
 
     def _take_files(self, root: Path, idx: int) -> dict[str, bytes]:
         out: dict[str, bytes] = {}

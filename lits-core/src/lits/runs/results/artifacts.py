@@ -14,7 +14,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional, cast
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from lits import layout
 from lits.durable import atomic_write_text
@@ -73,7 +73,7 @@ def _is_json(data: bytes) -> bool:
 class RunDir:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self._lock_fd: Optional[int] = None
+        self._lock_fd: int | None = None
 
     def resume_hint(self, mode: str = "search") -> str:
         return f"lits {mode} --resume --save-dir {self.root}"
@@ -111,15 +111,19 @@ class RunDir:
             self.root.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by child processes (PEP 446)
         except OSError as exc:
-            raise UserError(f"cannot write the save dir {self.root} ({exc.strerror or exc}); fix its permissions "
-                            "or choose another --save-dir") from None
+            raise UserError(
+                f"cannot write the save dir {self.root} ({exc.strerror or exc}); fix its permissions "
+                "or choose another --save-dir"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             holder = _holder(fd)
             os.close(fd)
-            raise UserError(f"{self.root} is in use by another run{holder}; wait for it to end (or stop it) and "
-                            "try again, or choose another --save-dir") from None
+            raise UserError(
+                f"{self.root} is in use by another run{holder}; wait for it to end (or stop it) and "
+                "try again, or choose another --save-dir"
+            ) from None
         with contextlib.suppress(OSError):  # the pid only names the holder in the refusal
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -137,8 +141,7 @@ class RunDir:
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         return self
 
-    def write_json(self, relative: str, payload: object, *, indent: Optional[int] = 1,
-                   durable: bool = True) -> Path:
+    def write_json(self, relative: str, payload: object, *, indent: int | None = 1, durable: bool = True) -> Path:
         """``payload`` as JSON, atomically; ``indent=None`` for bulk data nobody reads by eye (5x faster);
         ``durable=False`` skips the fsync (see :func:`lits.durable.atomic_writer`)."""
         path = self.root / relative
@@ -161,15 +164,19 @@ class RunDir:
             raise FileNotFoundError(f"{self.root} is not a LiTS run directory (no config.json)")
         config = self.read_json(self.config_path, "restore it from a copy, or start a new run with another --save-dir")
         if not isinstance(config, dict):
-            raise RunFileError(f"{self.config_path} is damaged (not a JSON object); restore it from a copy, "
-                               "or start a new run with another --save-dir")
+            raise RunFileError(
+                f"{self.config_path} is damaged (not a JSON object); restore it from a copy, "
+                "or start a new run with another --save-dir"
+            )
         newer = layout.newer_format(config)
         if newer is not None:
             raise RunFileError(f"{self.root}: {newer}")
         found = non_finite(config)
         if found is not None:  # json reads NaN and Infinity; no setting means anything with one
-            raise RunFileError(f"{self.config_path} has {found[0]} = {found[1]}, and every number in a run's "
-                               "settings must be finite; fix it, or start a new run with another --save-dir")
+            raise RunFileError(
+                f"{self.config_path} has {found[0]} = {found[1]}, and every number in a run's "
+                "settings must be finite; fix it, or start a new run with another --save-dir"
+            )
         return cast("RunSettings", config)  # what write_config wrote
 
     def read_json(self, path: Path, remedy: str) -> object:
@@ -207,8 +214,7 @@ class RunDir:
         for idx in sorted(self.done()):
             record = self.read_json(self.result_path(idx), self._redo(idx, mode))
             if not isinstance(record, dict) or "final_state" not in record:
-                raise RunFileError(f"{self.result_path(idx)} is damaged (not a result record); "
-                                   f"{self._redo(idx, mode)}")
+                raise RunFileError(f"{self.result_path(idx)} is damaged (not a result record); {self._redo(idx, mode)}")
             out[idx] = cast("ResultRecord", record)  # what the runner wrote
         return out
 
@@ -244,7 +250,7 @@ class RunDir:
                 return
             cut = tail.rfind(b"\n")
             found_start = cut >= 0 or len(tail) == size  # else the line is longer than the window
-            if found_start and not _is_json(tail[cut + 1:]):
+            if found_start and not _is_json(tail[cut + 1 :]):
                 fh.truncate(size - len(tail) + cut + 1)  # drop the torn record
             else:  # a whole record that lost only its newline (or a huge line the reader will skip)
                 fh.seek(size)
@@ -265,12 +271,12 @@ class RunDir:
             log.addHandler(handler)
         return log
 
-    def close_logger(self, log: Optional[logging.Logger]) -> None:
+    def close_logger(self, log: logging.Logger | None) -> None:
         """Close the log's files; one that cannot be flushed (a full tmpfs fails at close, not at the write) is
         an OSError naming it, raised once every handler is closed."""
         if log is None:
             return
-        failed: Optional[OSError] = None
+        failed: OSError | None = None
         for handler in list(log.handlers):
             try:
                 handler.close()
@@ -298,8 +304,9 @@ def check_writable(root: Path) -> None:
             break
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
-        raise UserError(f"cannot write the save dir {root}: {probe} is a file, not a folder; "
-                        "choose another --save-dir")
+        raise UserError(f"cannot write the save dir {root}: {probe} is a file, not a folder; choose another --save-dir")
     if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write the save dir {root}: {probe} is not writable; "
-                        "fix its permissions or choose another --save-dir")
+        raise UserError(
+            f"cannot write the save dir {root}: {probe} is not writable; "
+            "fix its permissions or choose another --save-dir"
+        )

@@ -11,9 +11,23 @@ from lits import layout
 from lits.runs.results.paired import PairedComparison, compare_paired, describe
 from lits.runs.results.spend import spend
 
-COLUMNS = ("method", "dataset", "model", "instances", "accuracy", "tokens_in", "tokens_out", "calls",
-           "cached", "seconds", "requests", "tokens_cached", "cached_share", "evaluated_prompt_tokens_per_solved",
-           "model_seconds_per_solved")
+COLUMNS = (
+    "method",
+    "dataset",
+    "model",
+    "instances",
+    "accuracy",
+    "tokens_in",
+    "tokens_out",
+    "calls",
+    "cached",
+    "seconds",
+    "requests",
+    "tokens_cached",
+    "cached_share",
+    "evaluated_prompt_tokens_per_solved",
+    "model_seconds_per_solved",
+)
 
 
 class CompareRow(TypedDict):
@@ -62,25 +76,27 @@ def compare_rows(save_dirs: list[Path]) -> list[CompareRow]:
             raise ValueError(f"{root}: unreadable run file ({exc})") from None
         inference = summary.get("inference") or {}
         figures = spend(inference, int(summary.get("solved") or 0))
-        rows.append({
-            "method": method_label(config),
-            "dataset": config.get("dataset"),
-            "model": config.get("model") or "local",
-            "instances": summary.get("instances", 0),
-            "accuracy": summary.get("accuracy", 0.0),
-            "tokens_in": inference.get("tokens_in", 0),
-            "tokens_out": inference.get("tokens_out", 0),
-            "calls": inference.get("calls", 0),
-            "cached": inference.get("cache_hits", 0),
-            "seconds": round(summary.get("seconds_per_instance", 0.0) * summary.get("instances", 0), 1),
-            "cost": inference.get("cost", 0.0),
-            "save_dir": str(root),
-            "requests": figures["requests"],
-            "tokens_cached": figures["cached_prompt_tokens"],
-            "cached_share": figures["cached_share"],
-            "evaluated_prompt_tokens_per_solved": figures["evaluated_prompt_tokens_per_solved"],
-            "model_seconds_per_solved": figures["model_seconds_per_solved"],
-        })
+        rows.append(
+            {
+                "method": method_label(config),
+                "dataset": config.get("dataset"),
+                "model": config.get("model") or "local",
+                "instances": summary.get("instances", 0),
+                "accuracy": summary.get("accuracy", 0.0),
+                "tokens_in": inference.get("tokens_in", 0),
+                "tokens_out": inference.get("tokens_out", 0),
+                "calls": inference.get("calls", 0),
+                "cached": inference.get("cache_hits", 0),
+                "seconds": round(summary.get("seconds_per_instance", 0.0) * summary.get("instances", 0), 1),
+                "cost": inference.get("cost", 0.0),
+                "save_dir": str(root),
+                "requests": figures["requests"],
+                "tokens_cached": figures["cached_prompt_tokens"],
+                "cached_share": figures["cached_share"],
+                "evaluated_prompt_tokens_per_solved": figures["evaluated_prompt_tokens_per_solved"],
+                "model_seconds_per_solved": figures["model_seconds_per_solved"],
+            }
+        )
     outcomes = [_solved_by_instance(root) for root in save_dirs]
     for row, solved in zip(rows[1:], outcomes[1:]):
         row["paired_with_first"] = compare_paired(outcomes[0], solved)
@@ -104,20 +120,47 @@ def _solved_by_instance(root: Path) -> dict[object, bool]:
 
 def paired_lines(rows: list[CompareRow]) -> list[str]:
     """Each run after the first against the first, one line each."""
-    return [describe(str(rows[0]["method"]), str(row["method"]), row["paired_with_first"])
-            for row in rows[1:] if "paired_with_first" in row]
+    return [
+        describe(str(rows[0]["method"]), str(row["method"]), row["paired_with_first"])
+        for row in rows[1:]
+        if "paired_with_first" in row
+    ]
 
 
 def format_rows(rows: list[CompareRow], *, markdown: bool = False) -> str:
-    header = ["method", "dataset", "model", "n", "accuracy", "tokens in", "tokens out", "calls", "seconds",
-              "requests", "cached prompt", "eval. prompt / solved", "model s / solved"]
-    body = [[str(r["method"]), str(r["dataset"]), str(r["model"]), str(r["instances"]), f"{r['accuracy']:.1%}",
-             str(r["tokens_in"]), str(r["tokens_out"]),
-             f"{r['calls']}" + (f" (+{r['cached']} cached)" if r["cached"] else ""), f"{r['seconds']:.1f}",
-             str(r["requests"]), "-" if r["cached_share"] is None else f"{r['cached_share']:.1%}",
-             _per_solved(r["evaluated_prompt_tokens_per_solved"], ".0f"),
-             _per_solved(r["model_seconds_per_solved"], ".2f")]
-            for r in rows]
+    header = [
+        "method",
+        "dataset",
+        "model",
+        "n",
+        "accuracy",
+        "tokens in",
+        "tokens out",
+        "calls",
+        "seconds",
+        "requests",
+        "cached prompt",
+        "eval. prompt / solved",
+        "model s / solved",
+    ]
+    body = [
+        [
+            str(r["method"]),
+            str(r["dataset"]),
+            str(r["model"]),
+            str(r["instances"]),
+            f"{r['accuracy']:.1%}",
+            str(r["tokens_in"]),
+            str(r["tokens_out"]),
+            f"{r['calls']}" + (f" (+{r['cached']} cached)" if r["cached"] else ""),
+            f"{r['seconds']:.1f}",
+            str(r["requests"]),
+            "-" if r["cached_share"] is None else f"{r['cached_share']:.1%}",
+            _per_solved(r["evaluated_prompt_tokens_per_solved"], ".0f"),
+            _per_solved(r["model_seconds_per_solved"], ".2f"),
+        ]
+        for r in rows
+    ]
     if any(r["cost"] for r in rows):  # priced runs (hosted models, --price-in): cost as the paper's tables give it
         header.append("cost / instance")
         for row, r in zip(body, rows):

@@ -3,7 +3,7 @@ works again later from the save dir alone."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypedDict
 
 from lits.components import parsing
 from lits.observability import InferenceLog
@@ -24,12 +24,12 @@ class Summary(TypedDict, total=False):
     solved: int
     accuracy: float
     mean_progress: float
-    mean_plan_length_solved: Optional[float]
+    mean_plan_length_solved: float | None
     optimal_plans: int
     #: Answer-task instances that ended without an answer to judge.
     no_answer: int
     seconds_per_instance: float
-    metrics: dict[str, Optional[float]]
+    metrics: dict[str, float | None]
     diversity: dict[str, object]
     inference: dict[str, float]
     #: :func:`lits.runs.results.spend.spend`: requests, prompt tokens evaluated and from cache, model seconds, per solved.
@@ -48,13 +48,13 @@ class Summary(TypedDict, total=False):
     failed: int
     unfinished: int
     accuracy_of: str
-    policy_stats: Optional[dict[str, float]]
-    faults: Optional[dict[str, float]]
-    run_seconds: Optional[float]
-    calls_in_flight_avg: Optional[float]
+    policy_stats: dict[str, float] | None
+    faults: dict[str, float] | None
+    run_seconds: float | None
+    calls_in_flight_avg: float | None
     processes: int
-    stopped: Optional[str]
-    retried_instances: Optional[dict[int, int]]
+    stopped: str | None
+    retried_instances: dict[int, int] | None
     #: ``policy=A eval=B ...`` when a component has its own model.
     models: str
     #: ``--replay-from``: the recorded run, the calls answered from recorded replies and those paid.
@@ -63,8 +63,12 @@ class Summary(TypedDict, total=False):
     verifier: dict[str, Any]
 
 
-def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,
-              timings: Optional[dict[int, dict[str, Any]]] = None, attempts: Optional[int] = None) -> Summary:
+def aggregate(
+    results: Mapping[int, ResultRecord],
+    log: InferenceLog,
+    timings: dict[int, dict[str, Any]] | None = None,
+    attempts: int | None = None,
+) -> Summary:
     """Run-level metrics from per-instance results, their timings and the inference log (``attempts``: the
     run's ``--attempts``, for pass@N)."""
     timings = timings or {}
@@ -76,15 +80,12 @@ def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,
         "solved": len(solved),
         "accuracy": round(len(solved) / n, 4) if n else 0.0,
         "mean_progress": round(sum(e["progress"] for e in evals) / n, 4) if n else 0.0,
-        "mean_plan_length_solved": (
-            round(sum(e["plan_length"] for e in solved) / len(solved), 2) if solved else None
-        ),
+        "mean_plan_length_solved": (round(sum(e["plan_length"] for e in solved) / len(solved), 2) if solved else None),
         "optimal_plans": sum(1 for e in evals if e["optimal"]),
         # An answer task's instances that ended without an answer to judge (a model that never states one).
         "no_answer": sum(1 for e in evals if "answer" in e and e.get("answer") in (None, "")),
         "seconds_per_instance": (
-            round(sum((timings.get(i) or r).get("seconds", 0.0) for i, r in results.items()) / n, 2)
-            if n else 0.0
+            round(sum((timings.get(i) or r).get("seconds", 0.0) for i, r in results.items()) / n, 2) if n else 0.0
         ),
         "metrics": _mean_metrics(evals),
         "diversity": _diversity(results),
@@ -95,15 +96,14 @@ def aggregate(results: Mapping[int, ResultRecord], log: InferenceLog,
     }
     tried = pass_at(results)
     if tried is not None:
-        summary["pass_at"] = {"n": attempts or max(len(r.get("attempts") or ()) for r in results.values()),
-                              **tried}
+        summary["pass_at"] = {"n": attempts or max(len(r.get("attempts") or ()) for r in results.values()), **tried}
         notes = memory_use(results)
         if notes is not None:
             summary["memory"] = notes
     return summary
 
 
-def memory_use(results: Mapping[int, ResultRecord]) -> Optional[dict[str, float]]:
+def memory_use(results: Mapping[int, ResultRecord]) -> dict[str, float] | None:
     """What memory added to prompts: every prompt of an attempt carries its notes block, so the mean characters
     per attempt is the mean added to a prompt; the lines ``max_notes`` left out and the entries the augmentors'
     caps dropped.  None when no attempt had notes."""
@@ -111,13 +111,16 @@ def memory_use(results: Mapping[int, ResultRecord]) -> Optional[dict[str, float]
     blocks = [len(str(a["notes"])) + 2 if a.get("notes") else 0 for a in tried]  # + the blank line before it
     if not any(blocks):
         return None
-    return {"mean_chars": round(sum(blocks) / len(blocks), 1), "max_chars": max(blocks),
-            "attempts_with_notes": sum(1 for b in blocks if b),
-            "notes_left_out": sum(int(str(a.get("notes_left_out") or 0)) for a in tried),
-            "notes_dropped": sum(int(str(a.get("notes_dropped") or 0)) for a in tried)}
+    return {
+        "mean_chars": round(sum(blocks) / len(blocks), 1),
+        "max_chars": max(blocks),
+        "attempts_with_notes": sum(1 for b in blocks if b),
+        "notes_left_out": sum(int(str(a.get("notes_left_out") or 0)) for a in tried),
+        "notes_dropped": sum(int(str(a.get("notes_dropped") or 0)) for a in tried),
+    }
 
 
-def pass_at(results: Mapping[int, ResultRecord]) -> Optional[dict[str, float]]:
+def pass_at(results: Mapping[int, ResultRecord]) -> dict[str, float] | None:
     """pass@1 (the first attempt solved) and pass@N (any attempt did) over instances run with ``--attempts``;
     None for a run without attempts."""
     tried = [r["attempts"] for r in results.values() if r.get("attempts")]
@@ -126,9 +129,14 @@ def pass_at(results: Mapping[int, ResultRecord]) -> Optional[dict[str, float]]:
     n = len(tried)
     first = sum(1 for attempts in tried if attempts[0].get("solved"))
     anyone = sum(1 for attempts in tried if any(a.get("solved") for a in attempts))
-    return {"instances": n, "solved_at_1": first, "solved_at_n": anyone,
-            "pass_at_1": round(first / n, 4), "pass_at_n": round(anyone / n, 4),
-            "attempts_run": sum(len(attempts) for attempts in tried)}
+    return {
+        "instances": n,
+        "solved_at_1": first,
+        "solved_at_n": anyone,
+        "pass_at_1": round(first / n, 4),
+        "pass_at_n": round(anyone / n, 4),
+        "attempts_run": sum(len(attempts) for attempts in tried),
+    }
 
 
 def parse_totals(timings: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -149,7 +157,7 @@ def parse_totals(timings: dict[int, dict[str, Any]]) -> dict[str, Any]:
 UNKNOWN_WHEN_NONE = frozenset({"proposals_correct", "duplicate_rate_incorrect"})
 
 
-def _mean_metrics(evals: list[InstanceEval]) -> dict[str, Optional[float]]:
+def _mean_metrics(evals: list[InstanceEval]) -> dict[str, float | None]:
     """Each domain metric averaged over the instances that report it; None (shown "unknown") for a rate of
     :data:`UNKNOWN_WHEN_NONE` that no instance could measure."""
     values: dict[str, list[float]] = {}
@@ -167,9 +175,12 @@ def _diversity(results: Mapping[int, ResultRecord]) -> dict[str, object]:
     stats = [s for r in results.values() if (s := r.get("search_stats"))]
     unique = sum(s.get("unique_states", 0) for s in stats)
     expansions = sum(s.get("expansions", 0) for s in stats)
-    out: dict[str, object] = {"unique_states": unique, "expansions": expansions,
-                              "policy_calls_per_state": round(expansions / unique, 2) if unique else None,
-                              "duplicate_siblings_dropped": sum(s.get("duplicates", 0) for s in stats)}
+    out: dict[str, object] = {
+        "unique_states": unique,
+        "expansions": expansions,
+        "policy_calls_per_state": round(expansions / unique, 2) if unique else None,
+        "duplicate_siblings_dropped": sum(s.get("duplicates", 0) for s in stats),
+    }
     for key, name in (("steered_away", "repeats_steered_away"), ("repeats", "repeats_kept")):
         count = sum(s.get(key, 0) for s in stats)
         if count:  # chains (lits.agents.chain.repeats)
@@ -180,15 +191,21 @@ def _diversity(results: Mapping[int, ResultRecord]) -> dict[str, object]:
     return out
 
 
-def reevaluate(components: Components, results: Mapping[int, ResultRecord],
-               examples: Mapping[int, Mapping[str, object]],
-               attempt: Optional[Callable[[int, int], Optional[Mapping[str, Any]]]] = None) -> dict[int, ResultRecord]:
+def reevaluate(
+    components: Components,
+    results: Mapping[int, ResultRecord],
+    examples: Mapping[int, Mapping[str, object]],
+    attempt: Callable[[int, int], Mapping[str, Any] | None] | None = None,
+) -> dict[int, ResultRecord]:
     """Recompute each result's ``eval`` from its saved final state, and with ``--attempts`` each attempt's
     ``solved`` from the attempt's own saved record (``attempt(idx, k)``), so pass@N agrees with the new eval."""
     out: dict[int, ResultRecord] = {}
     for idx, result in results.items():
-        example = examples.get(idx) or {"query": result.get("query"), **result.get("example", {}),
-                                        "_proposals": result.get("proposals")}
+        example = examples.get(idx) or {
+            "query": result.get("query"),
+            **result.get("example", {}),
+            "_proposals": result.get("proposals"),
+        }
         judged = _judge(components, example, result)
         out[idx] = {**result, "eval": judged}
         tried = [dict(summary) for summary in result.get("attempts") or []]
@@ -204,16 +221,21 @@ def reevaluate(components: Components, results: Mapping[int, ResultRecord],
 
 def _judge(components: Components, example: Mapping[str, object], record: Mapping[str, Any]) -> InstanceEval:
     selected = (record.get("answer_selection") or {}).get("answer")
-    return evaluate_instance(components, example, deserialize(record["final_state"]),
-                             selected if isinstance(selected, str) else None)
+    return evaluate_instance(
+        components, example, deserialize(record["final_state"]), selected if isinstance(selected, str) else None
+    )
 
 
-def instance_counts(finished: int, total: Optional[int], failed: Optional[int]) -> Summary:
+def instance_counts(finished: int, total: int | None, failed: int | None) -> Summary:
     """Finished, failed and selected instances, kept apart: accuracy is over the finished ones."""
     total = finished if total is None else max(total, finished)
     failed = 0 if failed is None else min(failed, total - finished)
-    return {"total": total, "failed": failed, "unfinished": total - finished - failed,
-            "accuracy_of": "finished instances"}
+    return {
+        "total": total,
+        "failed": failed,
+        "unfinished": total - finished - failed,
+        "accuracy_of": "finished instances",
+    }
 
 
 def _instances_row(summary: Summary) -> str:
@@ -228,7 +250,7 @@ def _instances_row(summary: Summary) -> str:
     return ", ".join(parts) + f" (of {total})"
 
 
-def _faults_row(faults: Optional[Mapping[str, float]]) -> Optional[str]:
+def _faults_row(faults: Mapping[str, float] | None) -> str | None:
     if not faults or not (faults.get("retries") or faults.get("failed_calls")):
         return None
     text = f"{faults['retries']} retries, {faults.get('seconds_lost', 0.0):.1f}s lost"
@@ -241,8 +263,11 @@ def _unused_note(inference: Mapping[str, float]) -> str:
     if not unused:
         return ""
     estimated = inference.get("estimated_replies")
-    return (f" (with {unused:g} replies the server billed and no call used"
-            + (f", {estimated:g} of them estimated" if estimated else "") + ")")
+    return (
+        f" (with {unused:g} replies the server billed and no call used"
+        + (f", {estimated:g} of them estimated" if estimated else "")
+        + ")"
+    )
 
 
 def _thousands(count: object) -> str:
@@ -279,19 +304,29 @@ def format_table(summary: Summary) -> str:
         rows += format_budget(summary["budget"])
     tried = summary.get("pass_at")
     if tried:
-        rows.append((f"pass@1 / pass@{tried['n']}", f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} "
-                                         f"({tried['attempts_run']} attempts run)"))
+        rows.append(
+            (
+                f"pass@1 / pass@{tried['n']}",
+                f"{tried['pass_at_1']:.1%} / {tried['pass_at_n']:.1%} ({tried['attempts_run']} attempts run)",
+            )
+        )
     notes = summary.get("memory")
     if notes:
-        rows.append(("memory in prompts", f"+{notes['mean_chars']:.0f} chars per prompt (~{notes['mean_chars'] / 4:.0f}"
-                     f" tokens; at most {notes['max_chars']}), {notes['notes_left_out']} notes left out, "
-                     f"{notes['notes_dropped']} dropped"))
+        rows.append(
+            (
+                "memory in prompts",
+                f"+{notes['mean_chars']:.0f} chars per prompt (~{notes['mean_chars'] / 4:.0f}"
+                f" tokens; at most {notes['max_chars']}), {notes['notes_left_out']} notes left out, "
+                f"{notes['notes_dropped']} dropped",
+            )
+        )
     invalid = parsing.describe(summary.get("parse") or {})
     if invalid is not None:
         constrained = summary.get("constrained_replies")
         if constrained:  # the server could not produce an illegal choice: this is not the model's own rate
-            invalid += f" (choices held to the legal ones by the server's {constrained}; the model's own rate: " \
-                       "--free-replies)"
+            invalid += (
+                f" (choices held to the legal ones by the server's {constrained}; the model's own rate: --free-replies)"
+            )
         rows.append(("invalid replies", invalid))
     if summary.get("calls_in_flight_avg") is not None:
         rows.append(("calls in flight (avg)", summary["calls_in_flight_avg"]))
@@ -308,15 +343,24 @@ def format_table(summary: Summary) -> str:
         rows.append(("hedged requests", f"{hedged} copies sent, {won} answered first"))
     diversity = summary.get("diversity") or {}
     if diversity.get("repeats_steered_away") or diversity.get("repeats_kept"):
-        rows.append(("repeated states / calls", f"{diversity.get('repeats_steered_away', 0)} steered away, "
-                                                f"{diversity.get('repeats_kept', 0)} kept"))
+        rows.append(
+            (
+                "repeated states / calls",
+                f"{diversity.get('repeats_steered_away', 0)} steered away, {diversity.get('repeats_kept', 0)} kept",
+            )
+        )
     skipped = diversity.get("reward_calls_skipped")
     if skipped:
         rows.append(("reward calls skipped", f"{skipped} (scores nothing reads)"))
     replay = summary.get("replay")
     if replay:
-        rows.append(("replay", f"replayed {_thousands(replay.get('replayed'))}, paid {_thousands(replay.get('paid'))}"
-                               f"{' (offline)' if replay.get('offline') else ''} from {replay.get('from')}"))
+        rows.append(
+            (
+                "replay",
+                f"replayed {_thousands(replay.get('replayed'))}, paid {_thousands(replay.get('paid'))}"
+                f"{' (offline)' if replay.get('offline') else ''} from {replay.get('from')}",
+            )
+        )
     rows += [(name, "unknown" if value is None else value) for name, value in summary.get("metrics", {}).items()]
     if inf.get("cost"):
         rows.append(("cost", f"{inf['cost']}{_unused_note(inf)}" if inf.get("unused_replies") else inf["cost"]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Mapping, Optional, TypedDict
+from typing import Mapping, TypedDict
 
 #: Bootstrap resamples: the 2.5 % and 97.5 % quantiles move by well under a point between seeds at this count.
 RESAMPLES = 10_000
@@ -23,13 +23,13 @@ class PairedComparison(TypedDict):
     shared: int
     only_in_a: int
     only_in_b: int
-    accuracy_a: Optional[float]
-    accuracy_b: Optional[float]
+    accuracy_a: float | None
+    accuracy_b: float | None
     #: accuracy_b - accuracy_a over the shared instances, and its 95 % paired-bootstrap interval.
-    difference: Optional[float]
-    interval: Optional[tuple[float, float]]
+    difference: float | None
+    interval: tuple[float, float] | None
     #: McNemar's exact (binomial) two-sided p-value over the discordant instances.
-    p_value: Optional[float]
+    p_value: float | None
     solved_by_a_only: int
     solved_by_b_only: int
 
@@ -39,12 +39,13 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 
-def bootstrap_interval(differences: list[int], *, resamples: int = RESAMPLES, level: float = LEVEL,
-                       seed: int = 0) -> tuple[float, float]:
+def bootstrap_interval(
+    differences: list[int], *, resamples: int = RESAMPLES, level: float = LEVEL, seed: int = 0
+) -> tuple[float, float]:
     """The percentile interval of the mean of ``differences`` (per-instance solved_b - solved_a), resampling
     instances with replacement."""
     n = len(differences)
@@ -61,9 +62,16 @@ def compare_paired(a: Mapping[object, bool], b: Mapping[object, bool]) -> Paired
     only_a = sum(1 for key in shared if a[key] and not b[key])
     only_b = sum(1 for key in shared if b[key] and not a[key])
     out: PairedComparison = {
-        "shared": len(shared), "only_in_a": len(a) - len(shared), "only_in_b": len(b) - len(shared),
-        "accuracy_a": None, "accuracy_b": None, "difference": None, "interval": None, "p_value": None,
-        "solved_by_a_only": only_a, "solved_by_b_only": only_b,
+        "shared": len(shared),
+        "only_in_a": len(a) - len(shared),
+        "only_in_b": len(b) - len(shared),
+        "accuracy_a": None,
+        "accuracy_b": None,
+        "difference": None,
+        "interval": None,
+        "p_value": None,
+        "solved_by_a_only": only_a,
+        "solved_by_b_only": only_b,
     }
     if not shared:
         return out
@@ -82,10 +90,12 @@ def describe(name_a: str, name_b: str, paired: PairedComparison) -> str:
         return f"{name_b} − {name_a}: not paired (no instance in common)"
     lo, hi = paired["interval"] or (0.0, 0.0)
     diff = paired["difference"] or 0.0
-    line = (f"{name_b} − {name_a}: {100 * diff:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] (95 % paired "
-            f"bootstrap), McNemar p = {paired['p_value']:.3g}; solved only by {name_b}: "
-            f"{paired['solved_by_b_only']}, only by {name_a}: {paired['solved_by_a_only']}, "
-            f"over {paired['shared']} shared instances")
+    line = (
+        f"{name_b} − {name_a}: {100 * diff:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] (95 % paired "
+        f"bootstrap), McNemar p = {paired['p_value']:.3g}; solved only by {name_b}: "
+        f"{paired['solved_by_b_only']}, only by {name_a}: {paired['solved_by_a_only']}, "
+        f"over {paired['shared']} shared instances"
+    )
     unshared = paired["only_in_a"] + paired["only_in_b"]
     if unshared:
         line += f" ({unshared} instances in only one run left out)"

@@ -36,8 +36,11 @@ def plugin_versions() -> dict[str, str]:
         name = ep.dist.name if ep.dist is not None else ep.name
         version = ep.dist.version if ep.dist is not None else "unknown"
         info = loaded.get(name)
-        note = "" if info is not None and not info.error else (
-            " (failed to load)" if info is not None else " (not loaded)")
+        note = (
+            ""
+            if info is not None and not info.error
+            else (" (failed to load)" if info is not None else " (not loaded)")
+        )
         out[name] = version + note
     return dict(sorted(out.items()))
 
@@ -55,8 +58,11 @@ def environment() -> dict[str, object]:
 def model_record(model: object, concurrency: int) -> dict[str, object]:
     """The backend's own description plus how hard the run drove it."""
     describe = getattr(model, "describe", None)
-    record = dict(describe()) if describe is not None else {"backend": type(model).__name__,
-                                                            "name": getattr(model, "name", None)}
+    record = (
+        dict(describe())
+        if describe is not None
+        else {"backend": type(model).__name__, "name": getattr(model, "name", None)}
+    )
     record["concurrency"] = concurrency
     return record
 

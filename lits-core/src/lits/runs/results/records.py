@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NotRequired, Optional, Sized, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NotRequired, Sized, TypedDict
 
 from lits.answers import Vote, majority_vote, same_text
 from lits.components.factory import Components
@@ -19,10 +19,10 @@ class InstanceEval(TypedDict):
     progress: float
     plan: list[str]
     plan_length: int
-    optimal_length: Optional[int]
+    optimal_length: int | None
     optimal: bool
     metrics: dict[str, object]
-    answer: NotRequired[Optional[str]]
+    answer: NotRequired[str | None]
 
 
 class ResultRecord(TypedDict):
@@ -34,12 +34,12 @@ class ResultRecord(TypedDict):
     example: dict[str, object]
     mode: str
     solved_by_agent: bool
-    stopped: Optional[str]
-    iterations: Optional[int]
+    stopped: str | None
+    iterations: int | None
     final_state: dict[str, object]
     eval: InstanceEval
-    answer_selection: Optional[dict[str, object]]
-    search_stats: Optional[dict[str, float]]
+    answer_selection: dict[str, object] | None
+    search_stats: dict[str, float] | None
     #: The policy's sampled proposals ``(action, duplicate)``.
     proposals: list[tuple[str, bool]]
     #: With ``--attempts``: each attempt's summary (:func:`lits.runs.attempts.summary_of`).
@@ -65,15 +65,16 @@ def result_record(idx: int, example: dict[str, Any], result: Any, components: Co
         "stopped": result.stopped,
         "iterations": getattr(result, "iterations", None),
         "final_state": state.to_dict(),
-        "eval": evaluate_instance(components, {**example, "_proposals": proposals}, state,
-                                  vote.answer if vote is not None else None),
+        "eval": evaluate_instance(
+            components, {**example, "_proposals": proposals}, state, vote.answer if vote is not None else None
+        ),
         "answer_selection": vote.to_dict() if vote is not None else None,
         "search_stats": getattr(result, "stats", None),
         "proposals": proposals,
     }
 
 
-def _vote(result: Any, components: Components) -> Optional[Vote]:
+def _vote(result: Any, components: Components) -> Vote | None:
     """Self-consistency over the answers of all terminal nodes (language-grounded search)."""
     if components.task_type != "language_grounded":
         return None
@@ -81,7 +82,7 @@ def _vote(result: Any, components: Components) -> Optional[Vote]:
     return majority_vote(answers, components.equivalent or same_text)
 
 
-def _chain_vote(result: object, components: Components) -> Optional[Vote]:
+def _chain_vote(result: object, components: Components) -> Vote | None:
     """Self-consistency over the final answers of a chain agent's samples (``--chain sc``)."""
     samples = getattr(result, "samples", None)
     if not samples:
@@ -115,7 +116,7 @@ def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: En
         metrics["duplicate_rate_incorrect"] = (sum(wrong) / len(wrong) if wrong else 0.0) if verdicts else None
     plan = [str(s.action) for s in state if s.action is not None and s.error is None]
     optimal = example.get("optimal_plan")
-    optimal_len: Optional[int] = len(optimal) if optimal else example.get("n_steps")
+    optimal_len: int | None = len(optimal) if optimal else example.get("n_steps")
     return {
         "solved": bool(reached),
         "progress": round(float(progress), 4),
@@ -127,8 +128,12 @@ def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: En
     }
 
 
-def evaluate_answer_instance(evaluate: Optional[Callable[..., Mapping[str, object]]], example: Mapping[str, object],
-                             state: Sized, answer: Optional[str] = None) -> InstanceEval:
+def evaluate_answer_instance(
+    evaluate: Callable[..., Mapping[str, object]] | None,
+    example: Mapping[str, object],
+    state: Sized,
+    answer: str | None = None,
+) -> InstanceEval:
     """Tool use / QA: the final answer, judged by the dataset's ``evaluate`` or by exact match.
 
     ``answer`` is the answer selected across several trajectories (majority
@@ -141,12 +146,21 @@ def evaluate_answer_instance(evaluate: Optional[Callable[..., Mapping[str, objec
     else:
         verdict = {"solved": answer is not None and same_text(answer, example.get("answer"))}
     solved = bool(verdict.pop("solved", False))
-    return {"solved": solved, "progress": float(solved), "answer": answer, "plan": [],
-            "plan_length": len(state), "optimal_length": None, "optimal": False, "metrics": verdict}
+    return {
+        "solved": solved,
+        "progress": float(solved),
+        "answer": answer,
+        "plan": [],
+        "plan_length": len(state),
+        "optimal_length": None,
+        "optimal": False,
+        "metrics": verdict,
+    }
 
 
-def evaluate_instance(components: Components, example: Mapping[str, Any], state: Any,
-                      answer: Optional[str] = None) -> InstanceEval:
+def evaluate_instance(
+    components: Components, example: Mapping[str, Any], state: Any, answer: str | None = None
+) -> InstanceEval:
     if components.task_type == "env_grounded":
         return evaluate_env_instance(components.transition, example, state)
     return evaluate_answer_instance(components.evaluate, example, state, answer)

@@ -6,7 +6,7 @@ import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import TYPE_CHECKING, Mapping
 
 from lits import layout
 from lits.runs.run_settings import RunSettings
@@ -27,9 +27,9 @@ class InstanceOutcome:
     id: str
     query: object
     finished: bool
-    solved: Optional[bool]
-    answer: Optional[str]
-    error: Optional[str] = None
+    solved: bool | None
+    answer: str | None
+    error: str | None = None
     #: The instance's result record (:class:`~lits.runs.results.records.ResultRecord`); empty when it did not finish.
     record: Mapping[str, object] = field(default_factory=dict, repr=False)
 
@@ -43,7 +43,7 @@ class RunResult:
     dataset: str
     summary: Summary
     instances: list[InstanceOutcome]
-    stopped: Optional[str] = None
+    stopped: str | None = None
     config: RunSettings = field(default_factory=RunSettings, repr=False)
 
     @property
@@ -51,7 +51,7 @@ class RunResult:
         return sum(bool(i.solved) for i in self.instances)
 
     @property
-    def accuracy(self) -> Optional[float]:
+    def accuracy(self) -> float | None:
         """Solved over finished instances (None when none finished)."""
         value = self.summary.get("accuracy")
         return float(value) if value is not None else None
@@ -65,7 +65,7 @@ class RunResult:
         """Calls, cache hits, tokens, model seconds and money over the whole run."""
         return dict(self.summary.get("inference") or {})
 
-    def tree(self, idx: int) -> Optional[InstanceTree]:
+    def tree(self, idx: int) -> InstanceTree | None:
         """Instance ``idx``'s search tree (nodes with visits, values, the chosen path), as ``lits view`` draws it;
         a chain's steps as a path."""
         from lits.runs.results.tree import instance_tree
@@ -78,29 +78,46 @@ class RunResult:
         from lits.extras import require
 
         pd = require("pandas", install="pandas", what="RunResult.to_pandas")
-        return pd.DataFrame([{"idx": i.idx, "id": i.id, "query": i.query, "finished": i.finished,
-                              "solved": i.solved, "answer": i.answer, "error": i.error} for i in self.instances])
+        return pd.DataFrame(
+            [
+                {
+                    "idx": i.idx,
+                    "id": i.id,
+                    "query": i.query,
+                    "finished": i.finished,
+                    "solved": i.solved,
+                    "answer": i.answer,
+                    "error": i.error,
+                }
+                for i in self.instances
+            ]
+        )
 
     def _repr_html_(self) -> str:
         """A summary table in Jupyter."""
         rows = "".join(
             f"<tr><td>{i.idx}</td><td>{_cell(i.query)}</td><td>{_status(i)}</td><td>{_cell(i.answer)}</td></tr>"
-            for i in self.instances)
+            for i in self.instances
+        )
         accuracy = "n/a" if self.accuracy is None else f"{self.accuracy:.1%}"
         cost = self.cost
-        return (f"<div><b>{html.escape(self.command)} {html.escape(self.dataset)}</b>: solved {self.solved} of "
-                f"{len(self.instances)} ({accuracy}), {cost.get('calls', 0)} calls, "
-                f"{cost.get('tokens_in', 0)} / {cost.get('tokens_out', 0)} tokens; "
-                f"<code>{html.escape(str(self.save_dir))}</code>"
-                f"<table><tr><th>idx</th><th>query</th><th>outcome</th><th>answer</th></tr>{rows}</table></div>")
+        return (
+            f"<div><b>{html.escape(self.command)} {html.escape(self.dataset)}</b>: solved {self.solved} of "
+            f"{len(self.instances)} ({accuracy}), {cost.get('calls', 0)} calls, "
+            f"{cost.get('tokens_in', 0)} / {cost.get('tokens_out', 0)} tokens; "
+            f"<code>{html.escape(str(self.save_dir))}</code>"
+            f"<table><tr><th>idx</th><th>query</th><th>outcome</th><th>answer</th></tr>{rows}</table></div>"
+        )
 
     def __str__(self) -> str:
         accuracy = "n/a" if self.accuracy is None else f"{self.accuracy:.1%}"
-        return (f"{self.command} {self.dataset}: solved {self.solved} of {len(self.instances)} ({accuracy}) "
-                f"-> {self.save_dir}")
+        return (
+            f"{self.command} {self.dataset}: solved {self.solved} of {len(self.instances)} ({accuracy}) "
+            f"-> {self.save_dir}"
+        )
 
 
-def read_result(save_dir: Path, selected: list[int], failed: dict[int, str], stopped: Optional[str]) -> RunResult:
+def read_result(save_dir: Path, selected: list[int], failed: dict[int, str], stopped: str | None) -> RunResult:
     """The result of the run in ``save_dir`` for the ``selected`` instances."""
     from lits.runs.results.artifacts import RunDir
 
@@ -113,7 +130,7 @@ def read_result(save_dir: Path, selected: list[int], failed: dict[int, str], sto
     return RunResult(save_dir, command, str(config.get("dataset")), summary, instances, stopped, config)
 
 
-def _outcome(idx: int, record: Optional[ResultRecord], error: Optional[str]) -> InstanceOutcome:
+def _outcome(idx: int, record: ResultRecord | None, error: str | None) -> InstanceOutcome:
     if record is None:
         return InstanceOutcome(idx, str(idx), None, False, None, None, error or "not finished")
     evaluation: Mapping[str, object] = record.get("eval") or {}
@@ -122,9 +139,16 @@ def _outcome(idx: int, record: Optional[ResultRecord], error: Optional[str]) -> 
     plan = evaluation.get("plan")
     if answer is None and isinstance(plan, list) and plan:
         answer = "; ".join(str(step) for step in plan)
-    return InstanceOutcome(idx, str(record.get("id", idx)), record.get("query"), True,
-                           None if solved is None else bool(solved), None if answer is None else str(answer),
-                           None, record)
+    return InstanceOutcome(
+        idx,
+        str(record.get("id", idx)),
+        record.get("query"),
+        True,
+        None if solved is None else bool(solved),
+        None if answer is None else str(answer),
+        None,
+        record,
+    )
 
 
 def _status(outcome: InstanceOutcome) -> str:

@@ -11,7 +11,7 @@ these figures existed gets them too (``lits compare``).
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, TypedDict
+from typing import Mapping, TypedDict
 
 
 class Spend(TypedDict):
@@ -22,8 +22,8 @@ class Spend(TypedDict):
     requests: int
     prompt_tokens: int
     #: Of ``prompt_tokens``, those the servers served from their prefix cache (None: no server said).
-    cached_prompt_tokens: Optional[int]
-    cached_share: Optional[float]
+    cached_prompt_tokens: int | None
+    cached_share: float | None
     #: ``prompt_tokens`` the servers had to read: those not served from cache (all, where none said).
     evaluated_prompt_tokens: int
     generated_tokens: int
@@ -31,10 +31,10 @@ class Spend(TypedDict):
     model_seconds: float
     queued_seconds: float
     #: Seconds the servers say they worked (llama.cpp's ``timings``; None: no server said).
-    server_seconds: Optional[float]
+    server_seconds: float | None
     solved: int
-    evaluated_prompt_tokens_per_solved: Optional[float]
-    model_seconds_per_solved: Optional[float]
+    evaluated_prompt_tokens_per_solved: float | None
+    model_seconds_per_solved: float | None
 
 
 def spend(inference: Mapping[str, float], solved: int) -> Spend:
@@ -71,9 +71,14 @@ def spend_rows(figures: Spend, slot_wait_shown: float = 0.0) -> list[tuple[str, 
     if cached is None:
         rows.append(("prompt tokens", f"{figures['prompt_tokens']} (no server reported its cache)"))
     else:
-        rows.append(("prompt tokens", f"{figures['prompt_tokens']} ({cached} from the server's cache, "
-                                      f"{figures['cached_share'] or 0.0:.1%}; {figures['evaluated_prompt_tokens']} "
-                                      "evaluated)"))
+        rows.append(
+            (
+                "prompt tokens",
+                f"{figures['prompt_tokens']} ({cached} from the server's cache, "
+                f"{figures['cached_share'] or 0.0:.1%}; {figures['evaluated_prompt_tokens']} "
+                "evaluated)",
+            )
+        )
     per_solved = figures["evaluated_prompt_tokens_per_solved"]
     rows.append(("evaluated prompt tokens / solved", "- (none solved)" if per_solved is None else f"{per_solved:.0f}"))
     seconds = figures["model_seconds_per_solved"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
     from lits.runs.results.evaluation import Summary
@@ -24,13 +24,16 @@ class ProcessStats:
 
     def __init__(self, run_root: Path) -> None:
         folder = Path(run_root) / "stats"
-        taken = {int(p.stem.split("-")[-1]) for p in folder.glob("process-*.json")
-                 if p.stem.split("-")[-1].isdigit()} if folder.is_dir() else set()
+        taken = (
+            {int(p.stem.split("-")[-1]) for p in folder.glob("process-*.json") if p.stem.split("-")[-1].isdigit()}
+            if folder.is_dir()
+            else set()
+        )
         number = max(taken, default=0) + 1
         self.relative = f"stats/process-{number}.json"
 
 
-def merge_counts(parts: Sequence[Optional[Mapping[str, object]]]) -> Optional[dict[str, float]]:
+def merge_counts(parts: Sequence[Mapping[str, object] | None]) -> dict[str, float] | None:
     """Add numeric counters key by key; rates are recomputed from their parts."""
     present = [p for p in parts if p]
     if not present:
@@ -67,8 +70,8 @@ def whole_run(run_root: Path) -> Summary:
     busy = sum(float(p.get("busy_area") or 0.0) for p in parts)
     return {
         "policy_stats": merge_counts([p.get("policy_stats") for p in parts]),
-        "faults": merge_counts([p.get("faults") for p in parts]) or {"retries": 0, "seconds_lost": 0.0,
-                                                                      "failed_calls": 0},
+        "faults": merge_counts([p.get("faults") for p in parts])
+        or {"retries": 0, "seconds_lost": 0.0, "failed_calls": 0},
         "run_seconds": round(seconds, 3),
         "calls_in_flight_avg": round(busy / seconds, 2) if seconds > 0 else None,
         "processes": len(parts),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Mapping, NotRequired, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Mapping, NotRequired, TypedDict
 
 from lits import layout
 from lits.structures.node import PARENT_STEPS, backpropagate
@@ -131,24 +131,26 @@ def step_label(step: object, action: object = None) -> str:
 
 def _one_line(text: str) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
 
 
-def step_error(step: object) -> Optional[str]:
+def step_error(step: object) -> str | None:
     """The step's error (an invalid proposal: an illegal move, an unparsable tool call), if any."""
     if isinstance(step, dict) and step.get("error"):
         return str(step["error"])
     return None
 
 
-def _backed_up_values(nodes: dict[int, dict[str, Any]], leaves: list[int],
-                      aggregate: str) -> tuple[dict[int, int], dict[int, float]]:
+def _backed_up_values(
+    nodes: dict[int, dict[str, Any]], leaves: list[int], aggregate: str
+) -> tuple[dict[int, int], dict[int, float]]:
     """Visits and Q per node from the journaled paths (what backed-up paths mean)."""
-    shadow = {i: SimpleNamespace(reward=float(n.get("reward") or 0.0), cum_rewards=[], visits=0)
-              for i, n in nodes.items()}
+    shadow = {
+        i: SimpleNamespace(reward=float(n.get("reward") or 0.0), cum_rewards=[], visits=0) for i, n in nodes.items()
+    }
     for leaf in leaves:
         path: list[int] = []
-        node_id: Optional[int] = leaf
+        node_id: int | None = leaf
         while node_id is not None and node_id in nodes:
             path.append(node_id)
             node_id = nodes[node_id].get("parent")
@@ -169,8 +171,7 @@ def _born(nodes: dict[int, dict[str, Any]], first_seen: dict[int, int]) -> dict[
     return born
 
 
-def search_tree(journal: Path, aggregate: str, selected: list[int],
-                terminal_ids: set[int]) -> Optional[InstanceTree]:
+def search_tree(journal: Path, aggregate: str, selected: list[int], terminal_ids: set[int]) -> InstanceTree | None:
     """The tree of a search instance from its journal (None when it has not checkpointed yet)."""
     records = read_journal(journal)
     nodes, first_seen, leaves = merge_records(records)
@@ -182,41 +183,59 @@ def search_tree(journal: Path, aggregate: str, selected: list[int],
     rows = []
     for i in sorted(nodes):
         flat = nodes[i]
-        rows.append(node_row(i, flat.get("parent"), flat, visits=visits.get(i, 0) if leaves else None,
-                             q=q.get(i) if leaves else None, born=born.get(i, 0),
-                             on_path=i in on_path, terminal=bool(flat.get("is_terminal")) or i in terminal_ids))
+        rows.append(
+            node_row(
+                i,
+                flat.get("parent"),
+                flat,
+                visits=visits.get(i, 0) if leaves else None,
+                q=q.get(i) if leaves else None,
+                born=born.get(i, 0),
+                on_path=i in on_path,
+                terminal=bool(flat.get("is_terminal")) or i in terminal_ids,
+            )
+        )
     last = records[-1]
     proposals = [[str(a), bool(d)] for rec in records for a, d in rec.get("proposals") or []]
-    return {"kind": "search", "nodes": rows, "paths": leaves, "selected": selected,
-            "iterations": int(last.get("iteration") or 0), "stats": last.get("stats") or {},
-            "proposals": proposals, "aggregate": aggregate, "compact": bool(last.get("compact"))}
+    return {
+        "kind": "search",
+        "nodes": rows,
+        "paths": leaves,
+        "selected": selected,
+        "iterations": int(last.get("iteration") or 0),
+        "stats": last.get("stats") or {},
+        "proposals": proposals,
+        "aggregate": aggregate,
+        "compact": bool(last.get("compact")),
+    }
 
 
 class NodeRow(TypedDict):
     """One node of the page's tree (see :func:`node_row`)."""
+
     id: int
-    parent: Optional[int]
+    parent: int | None
     depth: int
     #: The action that led here, as text ("" at the root).
     action: str
     label: str
-    fast_reward: Optional[float]
-    reward: Optional[float]
-    visits: Optional[int]
-    q: Optional[float]
+    fast_reward: float | None
+    reward: float | None
+    visits: int | None
+    q: float | None
     born: int
     terminal: bool
     on_path: bool
     materialized: bool
-    error: Optional[str]
+    error: str | None
     detail: dict[str, object]
-    score: NotRequired[Optional[float]]
-
+    score: NotRequired[float | None]
 
 
 class InstanceTree(TypedDict):
     """One instance's tree as the page draws it: a search's (from its journal, or its chosen path alone) or
     a chain's steps as a path."""
+
     kind: str
     nodes: list[NodeRow]
     paths: list[int]
@@ -224,12 +243,22 @@ class InstanceTree(TypedDict):
     iterations: int
     stats: dict[str, object]
     proposals: list[list[object]]
-    aggregate: Optional[str]
+    aggregate: str | None
     compact: bool
     path_only: NotRequired[bool]
 
-def node_row(node_id: int, parent: Optional[int], flat: dict[str, Any], *, visits: Optional[int],
-             q: Optional[float], born: int, on_path: bool, terminal: bool) -> NodeRow:
+
+def node_row(
+    node_id: int,
+    parent: int | None,
+    flat: dict[str, Any],
+    *,
+    visits: int | None,
+    q: float | None,
+    born: int,
+    on_path: bool,
+    terminal: bool,
+) -> NodeRow:
     """One node as the page draws it; ``detail`` is what the side panel shows on a click."""
     step, action, state = flat.get("step"), flat.get("action"), flat.get("state")
     action_text = text_of(action) or text_of(step)
@@ -243,19 +272,28 @@ def node_row(node_id: int, parent: Optional[int], flat: dict[str, Any], *, visit
     if flat.get("branching"):  # Chain-in-Tree: whether the node needed branching, and why
         detail["branching"] = flat["branching"]
     row: NodeRow = {
-        "id": node_id, "parent": parent, "depth": int(flat.get("depth") or 0), "action": action_text,
+        "id": node_id,
+        "parent": parent,
+        "depth": int(flat.get("depth") or 0),
+        "action": action_text,
         "label": step_label(step, action) or ("root" if parent is None else f"node {node_id}"),
-        "fast_reward": _num(flat.get("fast_reward")), "reward": _num(flat.get("reward")),
-        "visits": visits, "q": None if q is None else round(q, 4), "born": born,
-        "terminal": terminal, "on_path": on_path, "materialized": state is not None or parent is None,
-        "error": step_error(step), "detail": detail,
+        "fast_reward": _num(flat.get("fast_reward")),
+        "reward": _num(flat.get("reward")),
+        "visits": visits,
+        "q": None if q is None else round(q, 4),
+        "born": born,
+        "terminal": terminal,
+        "on_path": on_path,
+        "materialized": state is not None or parent is None,
+        "error": step_error(step),
+        "detail": detail,
     }
     if "cum_reward" in flat:
         row["score"] = _num(flat.get("cum_reward"))
     return row
 
 
-def _num(value: object) -> Optional[float]:
+def _num(value: object) -> float | None:
     return round(float(value), 4) if isinstance(value, (int, float)) else None
 
 
@@ -267,11 +305,31 @@ def path_only_tree(path: list[dict[str, Any]], terminal_ids: set[int]) -> Instan
         visits = flat.get("visits")
         cum = flat.get("cum_rewards")
         q = sum(cum) / len(cum) if isinstance(cum, list) and cum else None
-        rows.append(node_row(node_id, parent, flat, visits=visits if isinstance(visits, int) else None, q=q,
-                             born=0, on_path=True, terminal=bool(flat.get("is_terminal")) or node_id in terminal_ids))
+        rows.append(
+            node_row(
+                node_id,
+                parent,
+                flat,
+                visits=visits if isinstance(visits, int) else None,
+                q=q,
+                born=0,
+                on_path=True,
+                terminal=bool(flat.get("is_terminal")) or node_id in terminal_ids,
+            )
+        )
         parent = node_id
-    return {"kind": "search", "nodes": rows, "paths": [], "selected": [r["id"] for r in rows], "iterations": 0,
-            "stats": {}, "proposals": [], "aggregate": None, "compact": True, "path_only": True}
+    return {
+        "kind": "search",
+        "nodes": rows,
+        "paths": [],
+        "selected": [r["id"] for r in rows],
+        "iterations": 0,
+        "stats": {},
+        "proposals": [],
+        "aggregate": None,
+        "compact": True,
+        "path_only": True,
+    }
 
 
 def chain_tree(final_state: object, init: object = None) -> InstanceTree:
@@ -279,19 +337,35 @@ def chain_tree(final_state: object, init: object = None) -> InstanceTree:
     steps = final_state.get("steps") if isinstance(final_state, dict) else None
     steps = steps if isinstance(steps, list) else []
     start = {k: v for k, v in final_state.items() if k != "steps"} if isinstance(final_state, dict) else {}
-    rows = [node_row(0, None, {"state": start or init, "depth": 0}, visits=None, q=None, born=0,
-                     on_path=True, terminal=False)]
+    rows = [
+        node_row(
+            0, None, {"state": start or init, "depth": 0}, visits=None, q=None, born=0, on_path=True, terminal=False
+        )
+    ]
     for i, step in enumerate(steps, start=1):
-        flat = {"step": step, "action": step.get("action") if isinstance(step, dict) else step,
-                "state": step, "depth": i}
-        rows.append(node_row(i, i - 1, flat, visits=None, q=None, born=i, on_path=True,
-                             terminal=i == len(steps)))
-    return {"kind": "chain", "nodes": rows, "paths": [], "selected": list(range(len(rows))),
-            "iterations": len(steps), "stats": {}, "proposals": [], "aggregate": None, "compact": True}
+        flat = {
+            "step": step,
+            "action": step.get("action") if isinstance(step, dict) else step,
+            "state": step,
+            "depth": i,
+        }
+        rows.append(node_row(i, i - 1, flat, visits=None, q=None, born=i, on_path=True, terminal=i == len(steps)))
+    return {
+        "kind": "chain",
+        "nodes": rows,
+        "paths": [],
+        "selected": list(range(len(rows))),
+        "iterations": len(steps),
+        "stats": {},
+        "proposals": [],
+        "aggregate": None,
+        "compact": True,
+    }
 
 
-def instance_tree(root: Path, idx: int, command: str, config: RunSettings,
-                  result: Optional[Mapping[str, Any]]) -> Optional[InstanceTree]:
+def instance_tree(
+    root: Path, idx: int, command: str, config: RunSettings, result: Mapping[str, Any] | None
+) -> InstanceTree | None:
     """A search instance's tree from its journal, or a chain instance's steps as a path (of the last attempt,
     under ``--attempts``)."""
     if command == "chain":
@@ -302,8 +376,7 @@ def instance_tree(root: Path, idx: int, command: str, config: RunSettings,
         return chain_tree(state) if state is not None else None
     path = [n for n in read_json(root / layout.path(idx)) or [] if isinstance(n, dict) and "id" in n]
     selected = [int(n["id"]) for n in path]
-    terminal = {int(n["id"]) for n in read_json(root / layout.terminal_nodes(idx)) or []
-                if isinstance(n, dict)}
+    terminal = {int(n["id"]) for n in read_json(root / layout.terminal_nodes(idx)) or [] if isinstance(n, dict)}
     aggregate = str((config.get("search_args") or {}).get("aggregate") or "mean")
     last = len((result or {}).get("attempts") or [None]) - 1
     journal = root / layout.attempt_checkpoints(last) / layout.journal_name(idx)

@@ -19,7 +19,7 @@ import socket
 import threading
 from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Mapping
 from urllib.parse import urlsplit
 
 #: 429 (with Retry-After), 500, 503, a hang past the client's read timeout, a dropped
@@ -40,7 +40,7 @@ class ChaosProxy:
     def __init__(
         self,
         upstream: str,
-        rates: Optional[Mapping[str, float]] = None,
+        rates: Mapping[str, float] | None = None,
         *,
         seed: int = 0,
         retry_after: str = "1",
@@ -93,7 +93,7 @@ class ChaosProxy:
             self._scripted.extend([kind] * times)
 
     # -- decisions ---------------------------------------------------------------
-    def decide(self, path: str, body: bytes) -> Optional[str]:
+    def decide(self, path: str, body: bytes) -> str | None:
         """The fault for this request (None: forward it untouched); deterministic per seed."""
         with self._lock:
             self.requests += 1
@@ -118,8 +118,7 @@ class ChaosProxy:
         self, method: str, path: str, body: bytes, headers: Mapping[str, str]
     ) -> tuple[int, dict[str, str], bytes]:
         """Send the request upstream; a failure there becomes a 502."""
-        conn = http.client.HTTPConnection(self.upstream_host, self.upstream_port,
-                                          timeout=self.upstream_timeout)
+        conn = http.client.HTTPConnection(self.upstream_host, self.upstream_port, timeout=self.upstream_timeout)
         sent = {k: v for k, v in headers.items() if k.lower() not in ("host", "content-length", "connection")}
         try:
             conn.request(method, path, body=body or None, headers=sent)
@@ -128,8 +127,11 @@ class ChaosProxy:
             kept = {k: v for k, v in reply.getheaders() if k.lower() in ("content-type", "retry-after")}
             return reply.status, kept, data
         except (OSError, http.client.HTTPException) as exc:
-            return 502, {"Content-Type": "application/json"}, json.dumps(
-                {"error": {"message": f"chaos proxy: upstream failed: {type(exc).__name__}"}}).encode()
+            return (
+                502,
+                {"Content-Type": "application/json"},
+                json.dumps({"error": {"message": f"chaos proxy: upstream failed: {type(exc).__name__}"}}).encode(),
+            )
         finally:
             conn.close()
 
@@ -140,8 +142,9 @@ class ChaosProxy:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, status: int, data: bytes, headers: Optional[Mapping[str, str]] = None,
-                      length: Optional[int] = None) -> None:
+            def _send(
+                self, status: int, data: bytes, headers: Mapping[str, str] | None = None, length: int | None = None
+            ) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

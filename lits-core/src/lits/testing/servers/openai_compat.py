@@ -21,7 +21,7 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping
 
 from lits.testing.prefix_cache import PagedPrefixCache
 from lits.testing.servers.vllm_rules import VLLMRules
@@ -51,20 +51,20 @@ def _tokens(text: str) -> list[tuple[int, str]]:
 class FakeOpenAIServer:
     def __init__(
         self,
-        responder: Optional[Responder] = None,
+        responder: Responder | None = None,
         *,
         latency: float = 0.0,
         ignore_n: bool = False,
-        token_scorer: Optional[TokenScorer] = None,
+        token_scorer: TokenScorer | None = None,
         echo_supported: bool = True,
         batch_prompts: bool = True,
-        slots: Optional[int] = None,
-        owned_by: Optional[str] = None,
+        slots: int | None = None,
+        owned_by: str | None = None,
         busy_for: float = 0.0,
-        vllm: Optional[str] = None,
+        vllm: str | None = None,
         refuse_unknown: bool = False,
-        prefix_cache: Optional[PagedPrefixCache] = None,
-        busy: Optional[threading.Event] = None,
+        prefix_cache: PagedPrefixCache | None = None,
+        busy: threading.Event | None = None,
     ) -> None:
         """``slots``: serve that many requests at once, queueing the rest, and say so at ``/props`` as
         llama.cpp's server does (None: all at once, no ``/props``).  ``owned_by``: the ``/v1/models`` field
@@ -97,7 +97,7 @@ class FakeOpenAIServer:
         #: ``prompt_tokens``, ``completion_tokens`` and ``cached_tokens`` over every successful reply.
         self.usage_reported = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
         self._in_flight = 0
-        self._failures: deque[tuple[int, Optional[str], Optional[str]]] = deque()
+        self._failures: deque[tuple[int, str | None, str | None]] = deque()
         #: Requests answered (any status), and the usage of the replies: what a hosted API bills, counted
         #: when the reply is sent, whether or not the client still waits for it.
         self.answered = 0
@@ -115,8 +115,9 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def fail_next(self, status: int, times: int = 1, retry_after: Optional[str] = None,
-                  message: Optional[str] = None) -> None:
+    def fail_next(
+        self, status: int, times: int = 1, retry_after: str | None = None, message: str | None = None
+    ) -> None:
         """Answer the next ``times`` requests with ``status`` (and a Retry-After header).
 
         ``message`` replaces the error text, e.g. to echo a key the way some servers do.
@@ -163,11 +164,13 @@ class FakeOpenAIServer:
             # A list of prompts: one choice per prompt, numbered in order (as vLLM answers).
             parts = [self._answer(path, {**body, "prompt": p, "n": 1}) for p in body["prompt"]]
             choices = [{**part["choices"][0], "index": i} for i, part in enumerate(parts)]
-            summed: dict[str, Any] = {k: sum(part["usage"][k] for part in parts) for k in parts[0]["usage"]
-                                      if k != "prompt_tokens_details"}
+            summed: dict[str, Any] = {
+                k: sum(part["usage"][k] for part in parts) for k in parts[0]["usage"] if k != "prompt_tokens_details"
+            }
             if self.prefix_cache is not None:
-                summed["prompt_tokens_details"] = {"cached_tokens": sum(
-                    part["usage"]["prompt_tokens_details"]["cached_tokens"] for part in parts)}
+                summed["prompt_tokens_details"] = {
+                    "cached_tokens": sum(part["usage"]["prompt_tokens_details"]["cached_tokens"] for part in parts)
+                }
             return {**parts[0], "choices": choices, "usage": summed}
         prompt = _prompt_text(body)
         n = 1 if self.ignore_n else int(body.get("n") or 1)
@@ -184,10 +187,12 @@ class FakeOpenAIServer:
             if chat:
                 choice["message"] = {"role": "assistant", "content": text}
                 if body.get("logprobs"):
-                    choice["logprobs"] = {"content": [
-                        {"token": tok, "logprob": -0.1, "top_logprobs": [{"token": tok, "logprob": -0.1}]}
-                        for _, tok in _tokens(text)
-                    ]}
+                    choice["logprobs"] = {
+                        "content": [
+                            {"token": tok, "logprob": -0.1, "top_logprobs": [{"token": tok, "logprob": -0.1}]}
+                            for _, tok in _tokens(text)
+                        ]
+                    }
             else:
                 full = prompt + text if body.get("echo") else text
                 choice["text"] = full
@@ -195,19 +200,29 @@ class FakeOpenAIServer:
                     toks = _tokens(full)
                     choice["logprobs"] = {
                         "tokens": [t for _, t in toks],
-                        "token_logprobs": [None if (body.get("echo") and off == 0) else
-                                           self.token_scorer(full[:off], t) for off, t in toks],
+                        "token_logprobs": [
+                            None if (body.get("echo") and off == 0) else self.token_scorer(full[:off], t)
+                            for off, t in toks
+                        ],
                         "text_offset": [off for off, _ in toks],
                         "top_logprobs": [{t: -0.1} for _, t in toks],
                     }
             choices.append(choice)
         words = prompt.split()
-        usage: dict[str, Any] = {"prompt_tokens": len(words), "completion_tokens": completion_tokens,
-                                 "total_tokens": len(words) + completion_tokens}
+        usage: dict[str, Any] = {
+            "prompt_tokens": len(words),
+            "completion_tokens": completion_tokens,
+            "total_tokens": len(words) + completion_tokens,
+        }
         if self.prefix_cache is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": self.prefix_cache.serve(words)}
-        return {"id": "fake", "object": "chat.completion" if chat else "text_completion",
-                "model": body.get("model", "fake"), "choices": choices, "usage": usage}
+        return {
+            "id": "fake",
+            "object": "chat.completion" if chat else "text_completion",
+            "model": body.get("model", "fake"),
+            "choices": choices,
+            "usage": usage,
+        }
 
     def _tally(self, usage: Mapping[str, Any]) -> None:
         details = usage.get("prompt_tokens_details") or {}
@@ -226,8 +241,7 @@ class FakeOpenAIServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, status: int, payload: Mapping[str, object],
-                      headers: Optional[dict[str, str]] = None) -> None:
+            def _send(self, status: int, payload: Mapping[str, object], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -287,8 +301,11 @@ class FakeOpenAIServer:
                         time.sleep(server.latency)
                     if failure is not None:
                         status, retry_after, message = failure
-                        self._send(status, {"error": {"message": message or f"injected failure {status}"}},
-                                   {"Retry-After": retry_after} if retry_after else None)
+                        self._send(
+                            status,
+                            {"error": {"message": message or f"injected failure {status}"}},
+                            {"Retry-After": retry_after} if retry_after else None,
+                        )
                     elif route.endswith(("/chat/completions", "/completions")):
                         refused = server.vllm.check(body) if server.vllm else None
                         if refused:
@@ -334,8 +351,9 @@ def obedient_server_process(latency: float) -> Iterator[str]:
     Its "model" samples the index-th listed legal action and says Yes to each
     (numbered) question, like :func:`lits.testing.scripted.obedient_reply`.
     """
-    proc = subprocess.Popen([sys.executable, "-c", _SERVE_OBEDIENT, str(latency)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVE_OBEDIENT, str(latency)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None
         yield proc.stdout.readline().strip()

@@ -13,23 +13,46 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping
 
 #: ``steps -> P(correct) per step``: the text before each separator (chat form: in the last message).
 StepScorer = Callable[[list[str]], list[float]]
 
 #: The pooling tasks a request may name (vLLM's PoolingTask); ``encode`` and ``reward`` were removed.
 POOLING_TASKS = frozenset({"embed", "classify", "token_embed", "token_classify", "plugin"})
-_COMMON = frozenset({"model", "user", "truncate_prompt_tokens", "padding", "truncation_side", "request_id",
-                     "priority", "mm_processor_kwargs", "cache_salt", "task", "dimensions", "use_activation",
-                     "encoding_format", "embed_dtype", "endianness", "add_special_tokens"})
+_COMMON = frozenset(
+    {
+        "model",
+        "user",
+        "truncate_prompt_tokens",
+        "padding",
+        "truncation_side",
+        "request_id",
+        "priority",
+        "mm_processor_kwargs",
+        "cache_salt",
+        "task",
+        "dimensions",
+        "use_activation",
+        "encoding_format",
+        "embed_dtype",
+        "endianness",
+        "add_special_tokens",
+    }
+)
 #: The fields of each request form (the completion-like ``input`` one and the chat-like ``messages`` one).
 TEXT_FIELDS = _COMMON | {"input"}
-CHAT_FIELDS = _COMMON | {"messages", "add_generation_prompt", "continue_final_message", "chat_template",
-                         "chat_template_kwargs", "media_io_kwargs"}
+CHAT_FIELDS = _COMMON | {
+    "messages",
+    "add_generation_prompt",
+    "continue_final_message",
+    "chat_template",
+    "chat_template_kwargs",
+    "media_io_kwargs",
+}
 
 
-def request_problem(body: object) -> Optional[str]:
+def request_problem(body: object) -> str | None:
     """Why ``body`` is not a valid Pooling API request, or None when it is one."""
     if not isinstance(body, dict):
         return "the body is not a JSON object"
@@ -46,11 +69,17 @@ def request_problem(body: object) -> Optional[str]:
         return f"task {task!r} is not one of {', '.join(sorted(POOLING_TASKS))}"
     if "input" in body:
         value = body["input"]
-        texts = isinstance(value, str) or (isinstance(value, list) and bool(value)
-                                           and all(isinstance(v, str) for v in value))
-        tokens = isinstance(value, list) and bool(value) and (
-            all(isinstance(v, int) for v in value)
-            or all(isinstance(v, list) and all(isinstance(t, int) for t in v) for v in value))
+        texts = isinstance(value, str) or (
+            isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+        )
+        tokens = (
+            isinstance(value, list)
+            and bool(value)
+            and (
+                all(isinstance(v, int) for v in value)
+                or all(isinstance(v, list) and all(isinstance(t, int) for t in v) for v in value)
+            )
+        )
         if not (texts or tokens):
             return "input must be a string, a list of strings, or token ids"
         return None
@@ -58,8 +87,11 @@ def request_problem(body: object) -> Optional[str]:
     if not isinstance(messages, list) or not messages:
         return "messages must be a non-empty list"
     for message in messages:
-        if not (isinstance(message, dict) and isinstance(message.get("role"), str)
-                and isinstance(message.get("content"), str)):
+        if not (
+            isinstance(message, dict)
+            and isinstance(message.get("role"), str)
+            and isinstance(message.get("content"), str)
+        ):
             return "each message needs a string role and content"
     if body.get("add_generation_prompt") and body.get("continue_final_message"):
         return "add_generation_prompt and continue_final_message cannot both be true"
@@ -70,7 +102,7 @@ class FakePoolingServer:
     """A classifier PRM behind ``/pooling`` at the server's root (its ``base_url`` ends in ``/v1``, as a
     vLLM server's is given)."""
 
-    def __init__(self, scorer: Optional[StepScorer] = None, *, separator: str = "<extra_0>") -> None:
+    def __init__(self, scorer: StepScorer | None = None, *, separator: str = "<extra_0>") -> None:
         self.scorer = scorer or (lambda steps: [0.5] * len(steps))
         self.separator = separator
         self.requests: list[object] = []
@@ -119,9 +151,14 @@ class FakePoolingServer:
             rows = [[1.0 - p, p] for p in self.scorer(steps)]
             items.append({"index": i, "object": "pooling", "data": rows})
             words += len(text.split())
-        return {"id": "pool-fake", "object": "list", "created": int(time.time()),
-                "model": body.get("model") or "fake", "data": items,
-                "usage": {"prompt_tokens": words, "total_tokens": words, "completion_tokens": 0}}
+        return {
+            "id": "pool-fake",
+            "object": "list",
+            "created": int(time.time()),
+            "model": body.get("model") or "fake",
+            "data": items,
+            "usage": {"prompt_tokens": words, "total_tokens": words, "completion_tokens": 0},
+        }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -143,8 +180,9 @@ class FakePoolingServer:
 
             def do_GET(self) -> None:
                 if self.path.partition("?")[0].rstrip("/") == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": "fake-prm", "object": "model",
-                                                                 "owned_by": "vllm"}]})
+                    self._send(
+                        200, {"object": "list", "data": [{"id": "fake-prm", "object": "model", "owned_by": "vllm"}]}
+                    )
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 

@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from lits.lm.constraints import VLLM_STRUCTURED_OUTPUTS
 
 #: The first vLLM without the ``guided_*`` request fields.
 VLLM_WITHOUT_GUIDED = (0, 12, 0)
-GUIDED_FIELDS = ("guided_json", "guided_regex", "guided_choice", "guided_grammar", "guided_whitespace_pattern",
-                 "guided_decoding_backend")
+GUIDED_FIELDS = (
+    "guided_json",
+    "guided_regex",
+    "guided_choice",
+    "guided_grammar",
+    "guided_whitespace_pattern",
+    "guided_decoding_backend",
+)
 #: The kinds of ``structured_outputs``, of which a request names exactly one.
 KINDS = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
 
@@ -38,24 +44,26 @@ class VLLMRules:
         self.guided = number < VLLM_WITHOUT_GUIDED
         self.refuse_unknown = refuse_unknown
 
-    def check(self, body: Mapping[str, Any]) -> Optional[str]:
+    def check(self, body: Mapping[str, Any]) -> str | None:
         """Why this server answers 400 to ``body`` (None: it does not)."""
-        unknown = [f for f in body if (f in GUIDED_FIELDS and not self.guided)
-                   or (f == "structured_outputs" and not self.structured_outputs)]
+        unknown = [
+            f
+            for f in body
+            if (f in GUIDED_FIELDS and not self.guided) or (f == "structured_outputs" and not self.structured_outputs)
+        ]
         if unknown and self.refuse_unknown:
             return f"vLLM {self.version} does not know the request field `{unknown[0]}`"
         if "structured_outputs" in body and self.structured_outputs:
             return _check_structured_outputs(body["structured_outputs"])
         return None
 
-    def constraint(self, body: Mapping[str, Any]) -> Optional[tuple[str, Any]]:
+    def constraint(self, body: Mapping[str, Any]) -> tuple[str, Any] | None:
         """The ``(kind, value)`` holding the reply to ``body`` (None: none this server knows)."""
         held = body.get("structured_outputs") if self.structured_outputs else None
         if isinstance(held, Mapping):
             return next(((k, held[k]) for k in KINDS if held.get(k) is not None), None)
         if self.guided:
-            return next(((f[len("guided_"):], body[f]) for f in GUIDED_FIELDS[:4] if body.get(f) is not None),
-                        None)
+            return next(((f[len("guided_") :], body[f]) for f in GUIDED_FIELDS[:4] if body.get(f) is not None), None)
         return None
 
     def hold(self, body: Mapping[str, Any], text: str, index: int) -> str:
@@ -71,7 +79,7 @@ class VLLMRules:
         return text  # json and grammars: the scripted replies are trusted
 
 
-def _check_structured_outputs(value: object) -> Optional[str]:
+def _check_structured_outputs(value: object) -> str | None:
     if not isinstance(value, Mapping):
         return "structured_outputs must be an object"
     named = [k for k in KINDS if value.get(k) is not None]
