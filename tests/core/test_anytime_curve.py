@@ -18,7 +18,7 @@ from lits.api import EnvAction, EnvStep, Policy
 from lits.components.policy.concat import ConcatPolicy
 from lits.structures import ThoughtStep
 from lits.testing import ScriptedModel
-from lits.runs.curve import curves, run_curve
+from lits.runs.sweeps.curve import curves, run_curve
 
 POINTS = (10, 20, 50)
 INSTANCES = 6
@@ -95,7 +95,7 @@ def test_the_curve_of_one_50_iteration_run_equals_separate_runs_at_10_20_and_50(
 
 
 def test_the_final_state_at_each_point_is_the_separate_runs_plan(runs: dict[int, Path]) -> None:
-    from lits.runs.curve import SearchRun, tree_at
+    from lits.runs.sweeps.curve import SearchRun, tree_at
     from lits.agents.tree.journal import TreeJournal
 
     run = SearchRun(runs[50])
@@ -217,7 +217,7 @@ def test_a_calls_budget_maps_each_instance_to_the_last_iteration_it_pays_for(run
 def test_what_the_curve_counts_by_iteration_b_is_what_a_separate_run_of_b_spent(
     runs: dict[int, Path], budget: str
 ) -> None:
-    from lits.runs.curve import SearchRun
+    from lits.runs.sweeps.curve import SearchRun
 
     spent = SearchRun(runs[50]).spend_by_iteration(budget)
     for n in (10, 20):
@@ -228,7 +228,7 @@ def test_what_the_curve_counts_by_iteration_b_is_what_a_separate_run_of_b_spent(
 def test_a_model_seconds_budget_counts_the_seconds_each_call_took_not_its_wait(
     runs: dict[int, Path], tmp_path: Path
 ) -> None:
-    from lits.runs.curve import SearchRun
+    from lits.runs.sweeps.curve import SearchRun
 
     copy = tmp_path / "run"
     shutil.copytree(runs[50], copy)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lits.lm.forced_scoring import forced_body, forced_logprob
+from lits.lm.server.forced_scoring import forced_body, forced_logprob
 
 
 def reply(*tokens: tuple[str, float, list[int]]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import pytest
 
 from lits.lm.base import GenerationParams, LanguageModel
 from lits.lm.cache import request_key
-from lits.lm.constraints import gbnf, regex, reply_lines
+from lits.lm.server.constraints import gbnf, regex, reply_lines
 from lits.lm.openai_compat import OpenAICompatibleModel, ServerRefused
 from lits.testing import ScriptedModel
 from lits.testing.servers.openai_compat import FakeOpenAIServer

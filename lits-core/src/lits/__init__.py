@@ -9,7 +9,7 @@ first time one of its names, or ``lits.api`` itself, is used.
 import importlib
 from typing import Any
 
-__version__ = "0.3.0"
+from lits.version import __version__
 
 #: Names of :mod:`lits.api` reachable as ``lits.NAME`` (the running side; the rest via ``lits.api``).
 _API = frozenset(

@@ -80,7 +80,7 @@ if TYPE_CHECKING:
         register_transition,
         register_user_prompt,
     )
-    from lits.runs.curve import curves, format_curves
+    from lits.runs.sweeps.curve import curves, format_curves
     from lits.runs.results.result import InstanceOutcome, RunResult
     from lits.runs.spec import ComponentModel, RunSpec, SpecError
     from lits.export.verifier import format_report, verifier_section
@@ -290,8 +290,8 @@ _HOMES: dict[str, str] = {
     "require": "lits.extras",
     "create_components": "lits.components.factory",
     "load_dataset": "lits.registry",
-    "curves": "lits.runs.curve",
-    "format_curves": "lits.runs.curve",
+    "curves": "lits.runs.sweeps.curve",
+    "format_curves": "lits.runs.sweeps.curve",
     "export_runs": "lits.export",
     "RowOptions": "lits.export.rows",
     "verifier_section": "lits.export.verifier",

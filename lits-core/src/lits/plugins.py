@@ -119,7 +119,7 @@ def load_plugins(*, strict: bool | None = None) -> list[PluginInfo]:
             return list(_STATE.infos)
         _STATE.loading = True
         try:
-            from lits import __version__
+            from lits.version import __version__
 
             for module_name in BUILTIN_MODULES:
                 info = PluginInfo(CORE_NAME, CORE_NAME, __version__, module_name, builtin=True)

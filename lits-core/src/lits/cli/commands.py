@@ -82,8 +82,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_curve(args: argparse.Namespace) -> int:
-    """``lits curve``: accuracy at each budget point, from each run's journals (:mod:`lits.runs.curve`)."""
-    from lits.runs.curve import curves, dump, format_curves, parse_points
+    """``lits curve``: accuracy at each budget point, from each run's journals (:mod:`lits.runs.sweeps.curve`)."""
+    from lits.runs.sweeps.curve import curves, dump, format_curves, parse_points
 
     plot = args.plot
     if plot and Path(plot).suffix.lower() not in (".png", ".svg"):

@@ -111,7 +111,7 @@ BUILTIN_COMMANDS = frozenset(
 def build_parser(with_plugins: bool = False, run_options: bool = True) -> argparse.ArgumentParser:
     """``run_options``: give ``search`` and ``chain`` their options (made from the spec, which other commands
     need not import)."""
-    from lits import __version__
+    from lits.version import __version__
 
     parser = argparse.ArgumentParser(prog="lits", description="LLM reasoning by tree search.")
     parser.add_argument("--version", action="version", version=f"lits {__version__}")

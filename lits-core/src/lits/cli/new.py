@@ -64,7 +64,7 @@ def tokens_for(kind: str, name: str) -> dict[str, str]:
 
 def core_range() -> dict[str, str]:
     """The lits-core releases a new plugin declares it works with: this minor version (0.3.x -> >=0.3,<0.4)."""
-    from lits import __version__
+    from lits.version import __version__
 
     major, minor = (int(part) for part in __version__.split(".")[:2])
     upper = f"{major + 1}.0" if major else f"0.{minor + 1}"

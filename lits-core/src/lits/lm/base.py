@@ -19,7 +19,7 @@ from typing import Any, Iterator, Sequence, TypedDict, Unpack, cast
 
 from lits.concurrency import tick_round
 from lits.lm.cache import EncodedJSON, ResponseStore, encoded, generate_keys, request_key
-from lits.lm.constraints import ReplyLines, reply_lines as as_reply_lines
+from lits.lm.server.constraints import ReplyLines, reply_lines as as_reply_lines
 from lits.lm.limits import CallLimiter, Limiter
 from lits.lm.usage import CallUsage, measuring
 from lits.observability import InferenceRecord, record_call
@@ -197,7 +197,7 @@ class GenerationParams:
     top_logprobs: int = 0
     seed: int | None = None
     #: Line i of each reply is one of ``reply_lines[i]`` where the server constrains decoding
-    #: (:mod:`lits.lm.constraints`); empty: free text.
+    #: (:mod:`lits.lm.server.constraints`); empty: free text.
     reply_lines: ReplyLines = ()
 
 
@@ -286,7 +286,7 @@ class LanguageModel(ABC):
         """Return ``n`` completions of ``prompt`` (a string or chat messages).
 
         ``reply_lines``: line i of a reply is one of ``reply_lines[i]``, where the backend can hold
-        decoding to that (:mod:`lits.lm.constraints`); callers still parse the reply."""
+        decoding to that (:mod:`lits.lm.server.constraints`); callers still parse the reply."""
         check_calls_allowed()
         if isinstance(stop, str):
             stop = [stop]

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lits.lm.base import Completion, GenerationParams, LanguageModel, ModelError, Prompt
-from lits.lm.constraints import gbnf
+from lits.lm.server.constraints import gbnf
 from lits.lm.usage import note_request
 
 if TYPE_CHECKING:

@@ -39,9 +39,9 @@ from lits.lm.http.patience import request_tokens, request_work
 from lits.lm.http.retry import RETRY_STATUS, FaultStats, RetryPolicy, attempts_of, is_permanent_body, statuses_of
 from lits.lm.http.stack import server_transport
 from lits.lm.pooling import POOLING_ENDPOINT, pooled_prompt, pooling_fault, server_root
-from lits.lm.forced_scoring import forced_body, forced_logprob
-from lits.lm.constraints import DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint, request_fields
-from lits.lm.server_slots import GenerationPace, SlotGate, probe_server
+from lits.lm.server.forced_scoring import forced_body, forced_logprob
+from lits.lm.server.constraints import DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint, request_fields
+from lits.lm.server.slots import GenerationPace, SlotGate, probe_server
 from lits.lm.usage import measuring, note_request, reported_usage
 from lits.observability import UNUSED_REPLY
 from lits.secrets import has_userinfo, is_masked, query_secrets, redact_text, safe_url
@@ -81,7 +81,7 @@ class OpenAICompatibleModel(LanguageModel):
     (default ``$LITS_HEDGE`` or ``auto``: only a server on this machine, as a
     hosted API bills each copy; ``on``: any; ``off``); see :mod:`lits.lm.http.hedging`.
     ``constraints`` says how the server constrains decoding (``gbnf``, ``structured_outputs``,
-    ``guided``, ``none``); ``auto`` (None): as the server says of itself (:mod:`lits.lm.constraints`).
+    ``guided``, ``none``); ``auto`` (None): as the server says of itself (:mod:`lits.lm.server.constraints`).
     """
 
     def __init__(
@@ -148,7 +148,7 @@ class OpenAICompatibleModel(LanguageModel):
             hedge_share=hedge_share,
         )
         self._faults = FaultStats()
-        #: Calls beyond the server's own slots wait here, not in its queue (see :mod:`lits.lm.server_slots`).
+        #: Calls beyond the server's own slots wait here, not in its queue (see :mod:`lits.lm.server.slots`).
         self.slots = SlotGate()
         #: How fast that server generates, so a long reply behind the gate is given its time.
         self.pace = GenerationPace()
@@ -351,7 +351,7 @@ class OpenAICompatibleModel(LanguageModel):
         return scores, tokens
 
     def _forced_loglikelihood(self, prompt: str, continuations: list[str]) -> tuple[list[float], int]:
-        """Each continuation generated under a grammar admitting only it (:mod:`lits.lm.forced_scoring`)."""
+        """Each continuation generated under a grammar admitting only it (:mod:`lits.lm.server.forced_scoring`)."""
         scores, tokens = [], 0
         for continuation in continuations:
             if not continuation:

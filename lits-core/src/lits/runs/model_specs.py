@@ -25,7 +25,7 @@ ROLES = ("policy", "eval", "transition", "bn")
 FALLBACK_ROLES = {"bn": "policy"}
 
 #: ``--ROLE-model-arg`` keys: the endpoint, where the key comes from, how the server constrains decoding
-#: (:mod:`lits.lm.constraints`), and sampling settings applied to every call of that model (they win over
+#: (:mod:`lits.lm.server.constraints`), and sampling settings applied to every call of that model (they win over
 #: what the component asks for).
 SAMPLING_ARGS: dict[str, type] = {"temperature": float, "max_tokens": int, "seed": int}
 MODEL_ARGS = ("api", "api_key_env", "constraints", *SAMPLING_ARGS)
@@ -77,7 +77,7 @@ def in_process(spec: str) -> bool:
 
 def check_model_args(role: str, args: Mapping[str, object]) -> dict[str, object]:
     """``--ROLE-model-arg`` values checked and typed; an unknown key names the closest known one."""
-    from lits.lm.constraints import dialect_setting
+    from lits.lm.server.constraints import dialect_setting
     from lits.store import unknown_name_message
 
     flag = f"--{role}-model-arg"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterator, Mapping, TextIO
 
 from lits import layout
 from lits.errors import UserError
-from lits.lm.server_slots import one_slot_servers
+from lits.lm.server.slots import one_slot_servers
 from lits.memory.memory import Memory
 from lits.runs.results.artifacts import RunDir, check_writable
 from lits.runs.attempts import AttemptSettings
@@ -256,7 +256,7 @@ def _execute(
                 stats = executor.stats  # type: ignore[assignment]
                 outcome = executor.run(selected, resume=resume, control=control, progress_stream=stream)
             else:
-                from lits.runs.budget import budget_of, budgeted
+                from lits.runs.sweeps.budget import budget_of, budgeted
 
                 budget = budget_of(settings.get("budget"))
                 run = run_instances if budget is None else budgeted(budget, config, make_agent)
@@ -305,7 +305,7 @@ def _open_cache(run_dir: RunDir, settings: RunSettings) -> ResponseCache | Repla
         raise UserError(str(exc)) from None
     if not settings.get("replay_from"):
         return cache
-    from lits.runs.replay import open_replay
+    from lits.runs.sweeps.replay import open_replay
 
     try:
         return open_replay(cache, settings)
@@ -405,11 +405,11 @@ def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
     if uses_own_models(settings):
         summary["models"] = describe_models(settings)
     if settings.get("budget"):
-        from lits.runs.budget import read_report
+        from lits.runs.sweeps.budget import read_report
 
         summary["budget"] = read_report(run_dir)
     if settings.get("replay_from"):
-        from lits.runs.replay import replay_counts
+        from lits.runs.sweeps.replay import replay_counts
 
         summary["replay"] = replay_counts(settings, summary["inference"])
     write_eval(run_dir, settings, summary)
@@ -419,7 +419,7 @@ def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
 def constrained_by(settings: RunSettings) -> str | None:
     """How a server held replies to the legal ones (``grammar (llama.cpp)``), or None when no model did: then
     "invalid replies" is the model's own rate, else only what slipped past the constraint."""
-    from lits.lm.constraints import DIALECT_NAMES
+    from lits.lm.server.constraints import DIALECT_NAMES
 
     unconstrained = DIALECT_NAMES[None]
     for spec in (settings.get("models") or {}).values():

@@ -377,7 +377,7 @@ class RunSpec(BaseModel):
     chain_args: Annotated[
         dict[str, object], Setting("chain", "chain setting, e.g. max_steps=10 (repeatable)", computes=True)
     ] = Field(default_factory=dict)
-    #: ``tokens=N``, ``calls=N`` or ``seconds=N``: one compute budget for the run (:mod:`lits.runs.budget`).
+    #: ``tokens=N``, ``calls=N`` or ``seconds=N``: one compute budget for the run (:mod:`lits.runs.sweeps.budget`).
     budget: Annotated[
         str | None,
         Setting(
@@ -469,7 +469,7 @@ class RunSpec(BaseModel):
     @field_validator("budget")
     @classmethod
     def _budget(cls, value: str | None) -> str | None:
-        from lits.runs.budget import parse_budget
+        from lits.runs.sweeps.budget import parse_budget
 
         if value is not None:
             try:
@@ -586,7 +586,7 @@ class RunSpec(BaseModel):
 
     def settings(self) -> RunSettings:
         """The settings recorded in ``config.json``: every field but the save dir, objects by class name."""
-        from lits import __version__
+        from lits.version import __version__
 
         models: dict[str, GivenModel] = {
             role: {"model": m.model, "base_url": m.base_url, "args": dict(m.args)}
@@ -626,7 +626,7 @@ class RunSpec(BaseModel):
         if self.attempts != 1 or self.memory_args:  # absent otherwise: a run without them records what it did
             out["attempts"], out["memory_args"] = self.attempts, dict(self.memory_args)
         if self.budget is not None:  # absent otherwise, as in runs made before the setting existed
-            from lits.runs.budget import parse_budget
+            from lits.runs.sweeps.budget import parse_budget
 
             out["budget"] = parse_budget(self.budget).as_setting()
         if self.command == "search":

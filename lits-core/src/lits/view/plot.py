@@ -1,6 +1,6 @@
 """``lits compare --plot``: accuracy against tokens, calls, seconds, cost, and evaluated prompt tokens and
 model seconds per solved instance, one point per run; ``lits curve --plot``: accuracy against a budget, one
-line per run (:mod:`lits.runs.curve`).
+line per run (:mod:`lits.runs.sweeps.curve`).
 
 The compute-matched picture: a method is only better if it is better at the
 same spend.  matplotlib (the ``plot`` extra) is imported here only, and
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 if TYPE_CHECKING:
     from lits.runs.results.compare import CompareRow
-    from lits.runs.curve import RunCurve
+    from lits.runs.sweeps.curve import RunCurve
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

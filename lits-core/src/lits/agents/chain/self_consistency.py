@@ -9,7 +9,7 @@ sample.  The vote (``answer_selection`` in the result) groups answers with
 the dataset's own equivalence, as the vote over a search's terminal nodes
 does.  A resumed instance runs its chains again from the response cache.
 
-Under a run's compute budget (``--budget``, :mod:`lits.runs.budget`) the run
+Under a run's compute budget (``--budget``, :mod:`lits.runs.sweeps.budget`) the run
 sets :attr:`SelfConsistencyChain.draws`: each instance then draws only up to
 the count the budget granted it, keeping the chains it drew before.
 """

@@ -38,7 +38,7 @@ class Summary(TypedDict, total=False):
     #: :func:`parse_totals`: replies parsed, unparseable, re-asked and made up, in total and by component.
     parse: dict[str, Any]
     pass_at: dict[str, float]
-    #: With ``--budget``: the run's budget and how it was spent (:class:`lits.runs.budget.BudgetReport`).
+    #: With ``--budget``: the run's budget and how it was spent (:class:`lits.runs.results.spend.BudgetReport`).
     budget: Any
     #: How a server held replies to the legal choices (``grammar (llama.cpp)``), when one did.
     constrained_replies: str
@@ -299,7 +299,7 @@ def format_table(summary: Summary) -> str:
         figures = {**figures, "requests": int(answered)}
     rows += spend_rows(figures, float((summary.get("faults") or {}).get("queued_seconds") or 0.0))
     if summary.get("budget"):
-        from lits.runs.budget import format_budget
+        from lits.runs.results.spend import format_budget
 
         rows += format_budget(summary["budget"])
     tried = summary.get("pass_at")

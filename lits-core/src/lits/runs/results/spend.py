@@ -88,3 +88,33 @@ def spend_rows(figures: Spend, slot_wait_shown: float = 0.0) -> list[tuple[str, 
     if figures["server_seconds"] is not None:
         rows.append(("server seconds", f"{figures['server_seconds']:.1f} (as the servers report)"))
     return rows
+
+
+class BudgetReport(TypedDict):
+    """``eval_results.json``'s ``budget``: what the run was given and how it spent it."""
+
+    unit: str
+    total: float
+    spent: float
+    #: Chains drawn, and how many instances drew each count (e.g. {"1": 3, "16": 2}).
+    chains: int
+    chains_per_instance: dict[str, int]
+    #: Instances whose vote settled before ``k`` chains (stopped early; their unspent share went to others).
+    settled_early: int
+    #: Instances still unsettled below ``k`` chains when the budget ran out (those with none have no result).
+    cut_by_budget: int
+
+
+def format_budget(report: BudgetReport) -> list[tuple[str, object]]:
+    """The console summary's lines for the budget."""
+    unit = report["unit"]
+    shown = f"{report['spent']:g} of {report['total']:g} {'model seconds' if unit == 'seconds' else unit}"
+    spread = ", ".join(f"{n} chains: {count}" for n, count in report["chains_per_instance"].items())
+    return [
+        ("budget spent", shown),
+        (
+            "chains drawn",
+            f"{report['chains']} ({spread}); {report['settled_early']} settled early, "
+            f"{report['cut_by_budget']} cut by the budget",
+        ),
+    ]

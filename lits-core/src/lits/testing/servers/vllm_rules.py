@@ -15,7 +15,7 @@ import re
 import warnings
 from typing import Any, Mapping
 
-from lits.lm.constraints import VLLM_STRUCTURED_OUTPUTS
+from lits.lm.server.constraints import VLLM_STRUCTURED_OUTPUTS
 
 #: The first vLLM without the ``guided_*`` request fields.
 VLLM_WITHOUT_GUIDED = (0, 12, 0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from lits.lm.constraints import gbnf
+from lits.lm.server.constraints import gbnf
 
 
 def forced_body(model: str, prompt: str, continuation: str) -> dict[str, object]:

@@ -19,32 +19,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, TypedDict
+from typing import Any, Callable, Mapping
 
 from lits.errors import UserError
 from lits.observability import UNUSED_REPLY, InferenceLog, InferenceRecord
 from lits.runs.results.artifacts import RunDir
+from lits.runs.results.spend import BudgetReport
 from lits.runs.faults.control import RunControl
 from lits.runs.runner import Agent, Item, RunOutcome, run_instances
 
 UNITS = ("tokens", "calls", "seconds")
 #: How the budget was spent, in the run's folder (``eval_results.json`` carries it as ``budget``).
 BUDGET_FILE = "budget.json"
-
-
-class BudgetReport(TypedDict):
-    """``eval_results.json``'s ``budget``: what the run was given and how it spent it."""
-
-    unit: str
-    total: float
-    spent: float
-    #: Chains drawn, and how many instances drew each count (e.g. {"1": 3, "16": 2}).
-    chains: int
-    chains_per_instance: dict[str, int]
-    #: Instances whose vote settled before ``k`` chains (stopped early; their unspent share went to others).
-    settled_early: int
-    #: Instances still unsettled below ``k`` chains when the budget ran out (those with none have no result).
-    cut_by_budget: int
 
 
 @dataclass(frozen=True)
@@ -285,18 +271,3 @@ def _merge(total: RunOutcome, part: RunOutcome) -> None:
         total.attempts[idx] = max(total.attempts.get(idx, 0), n)
     total.seconds += part.seconds
     total.stragglers = part.stragglers
-
-
-def format_budget(report: BudgetReport) -> list[tuple[str, object]]:
-    """The console summary's lines for the budget."""
-    unit = report["unit"]
-    shown = f"{report['spent']:g} of {report['total']:g} {'model seconds' if unit == 'seconds' else unit}"
-    spread = ", ".join(f"{n} chains: {count}" for n, count in report["chains_per_instance"].items())
-    return [
-        ("budget spent", shown),
-        (
-            "chains drawn",
-            f"{report['chains']} ({spread}); {report['settled_early']} settled early, "
-            f"{report['cut_by_budget']} cut by the budget",
-        ),
-    ]

@@ -12,7 +12,7 @@ request at a time and names itself ``"owned_by": "me"`` in ``/v1/models``.
 Other servers (vLLM, Ollama, hosted APIs) batch or say nothing: no gate.
 
 The same answers tell how the server constrains decoding (see
-:mod:`lits.lm.constraints`): both llama.cpp servers take a GBNF grammar, and
+:mod:`lits.lm.server.constraints`): both llama.cpp servers take a GBNF grammar, and
 vLLM (``"owned_by": "vllm"``) ``structured_outputs``, unless its ``/version``
 is older than 0.10.2, which knows only the ``guided_*`` fields.
 """
@@ -30,7 +30,7 @@ from typing import Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import httpx
 
-from lits.lm.constraints import VLLM_STRUCTURED_OUTPUTS, ConstraintDialect
+from lits.lm.server.constraints import VLLM_STRUCTURED_OUTPUTS, ConstraintDialect
 from lits.lm.usage import note_wait
 
 #: Patience per probe: a llama-cpp-python server busy reading a long prompt answers a GET only after ~10 s,
