@@ -178,7 +178,7 @@ def emulate(name: str, model_file: str, args: list[str], out: Path) -> dict[str,
 
     from lits.lm.base import GenerationParams
     from lits.testing.scripted import obedient_reply
-    from lits.testing.server import FakeOpenAIServer
+    from lits.testing import FakeOpenAIServer
 
     model = Path.home() / ".cache" / "lits" / "models" / model_file
     save = out / f"{name}-emulated"

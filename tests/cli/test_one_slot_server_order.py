@@ -12,7 +12,7 @@ import pytest
 from lits.lm.base import GenerationParams
 from lits.testing.prefix_cache import PagedPrefixCache
 from lits.testing.scripted import obedient_reply
-from lits.testing.server import FakeOpenAIServer
+from lits.testing import FakeOpenAIServer
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

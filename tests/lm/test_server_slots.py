@@ -15,7 +15,7 @@ import pytest
 
 from lits.lm.base import ModelError
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.lm import server_slots
+from lits.lm.server import slots as server_slots
 from lits.lm.server.slots import probe_slots
 from lits.testing.servers.openai_compat import FakeOpenAIServer
 

@@ -8,6 +8,7 @@ checks, :mod:`lits.runs.resuming`), so a run made from Python is checked the sam
 from __future__ import annotations
 
 import argparse
+import types
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence, Union, get_args, get_origin
 
 from pydantic.fields import FieldInfo
@@ -45,7 +46,7 @@ def add_spec_options(parser: argparse.ArgumentParser, command: str, hand_written
 def _parsing(info: FieldInfo, metavar: str | None) -> dict[str, Any]:
     """How argparse reads a field of this type: ``K=V`` pairs, a switch, a number, a choice or a name."""
     kind = info.annotation
-    if get_origin(kind) is Union:
+    if get_origin(kind) in (Union, types.UnionType):  # Optional[X] and X | None
         kind = next(arg for arg in get_args(kind) if arg is not type(None))
     if get_origin(kind) is dict:
         return {"action": "append", "default": [], "metavar": metavar or "K=V"}
