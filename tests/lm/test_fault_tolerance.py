@@ -38,11 +38,13 @@ def chaos(upstream: FakeOpenAIServer, request: pytest.FixtureRequest) -> Iterato
 @pytest.mark.parametrize("api", ["chat", "completion"])
 @pytest.mark.parametrize("chaos", [{kind: 0.4} for kind in FAULT_KINDS], indirect=True, ids=list(FAULT_KINDS))
 def test_each_fault_kind_alone_loses_no_completion(chaos, api, quick_model, fault_free):
-    model = quick_model(chaos.base_url, api=api)
+    # Only a hang needs a short read timeout; elsewhere a slow reply on a loaded machine must not time out.
+    model = quick_model(chaos.base_url, api=api, read_timeout=0.4 if "hang" in chaos.rates else 30.0)
     assert [model.complete(p).text for p in PROMPTS] == fault_free[api]
     injected = sum(chaos.faults.values())
     assert injected > 0
-    assert model.fault_stats()["retries"] == injected  # one failed attempt per fault, then success
+    # Every request beyond one per prompt was a counted retry, and every fault cost one.
+    assert model.fault_stats()["retries"] == chaos.requests - len(PROMPTS) >= injected
 
 
 @pytest.mark.parametrize("chaos", [evenly(FAULT_KINDS, 0.5)], indirect=True, ids=["every-kind-at-50%"])
