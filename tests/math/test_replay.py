@@ -210,3 +210,27 @@ def test_resume_from_python_takes_offline_for_a_replay_and_refuses_it_for_anothe
     assert again.summary["replay"]["offline"] is True
     with pytest.raises(UserError, match="offline needs replay_from"):
         api.resume(tmp_path / "rec", offline=True)
+
+
+def test_compare_shows_a_replays_replayed_and_paid_calls_and_the_run_it_replays(run_lits, lits, recorded, tmp_path):
+    assert lits(*REPLAYED, "--replay-from", recorded, "--save-dir", "replay").returncode == 0
+    replay = summary(tmp_path, "replay")["replay"]
+    shown = run_lits("compare", recorded, "replay")
+    assert shown.returncode == 0, shown.stderr
+    header, first, second = shown.stdout.splitlines()[:3]
+    assert "replayed / paid" in header and first.endswith("-")
+    assert second.endswith(f"{replay['replayed']} / 0")
+    assert f"run 2 (replay) replays run 1: {replay['replayed']} of its {replay['replayed']} calls answered" in (
+        shown.stdout
+    )
+
+
+def test_compare_json_names_the_run_a_replay_replays(run_lits, lits, recorded, tmp_path):
+    assert lits(*REPLAYED, "--replay-from", recorded, "--save-dir", "replay").returncode == 0
+    rows = json.loads(run_lits("compare", "--json", recorded, "replay").stdout)
+    assert rows[0]["replay"] is None
+    assert rows[1]["replay"] == {
+        "source": str(tmp_path / recorded),
+        "replayed": summary(tmp_path, "replay")["replay"]["replayed"],
+        "paid": 0,
+    }

@@ -61,7 +61,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from lits.runs.results.compare import compare_rows, format_rows, paired_lines
+    from lits.runs.results.compare import compare_rows, format_rows, paired_lines, replay_lines
 
     plot = getattr(args, "plot", None)
     if plot and Path(plot).suffix.lower() not in (".png", ".svg"):
@@ -71,9 +71,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
     else:
         print(format_rows(rows, markdown=args.markdown))
-        paired = paired_lines(rows)
-        if paired:
-            print("\n" + "\n".join(paired))
+        for notes in (replay_lines(rows), paired_lines(rows)):
+            if notes:
+                print("\n" + "\n".join(notes))
     if plot:
         from lits.view.plot import save_compare_plot
 

@@ -1,5 +1,6 @@
 """One comparable table across finished runs: accuracy, tokens, calls and time per method, and each run
-against the first, instance by instance (:mod:`lits.runs.results.paired`)."""
+against the first, instance by instance (:mod:`lits.runs.results.paired`).  A replay (``--replay-from``) says
+so: its replayed and paid calls, and the run it replayed."""
 
 from __future__ import annotations
 
@@ -54,6 +55,17 @@ class CompareRow(TypedDict):
     cached_share: float | None
     evaluated_prompt_tokens_per_solved: float | None
     model_seconds_per_solved: float | None
+    #: A replay's source run and its calls answered from it and paid for (None: not a replay).
+    replay: ReplaySource | None
+
+
+class ReplaySource(TypedDict):
+    """What a replayed run took from the run it replayed (``config.json``'s ``replay_from``)."""
+
+    #: The recorded run's folder, as the replay's ``config.json`` records it (absolute).
+    source: str
+    replayed: int
+    paid: int
 
 
 def method_label(config: Mapping[str, object]) -> str:
@@ -95,12 +107,40 @@ def compare_rows(save_dirs: list[Path]) -> list[CompareRow]:
                 "cached_share": figures["cached_share"],
                 "evaluated_prompt_tokens_per_solved": figures["evaluated_prompt_tokens_per_solved"],
                 "model_seconds_per_solved": figures["model_seconds_per_solved"],
+                "replay": _replay_of(config, inference),
             }
         )
     outcomes = [_solved_by_instance(root) for root in save_dirs]
     for row, solved in zip(rows[1:], outcomes[1:]):
         row["paired_with_first"] = compare_paired(outcomes[0], solved)
     return rows
+
+
+def _replay_of(config: Mapping[str, object], inference: Mapping[str, float]) -> ReplaySource | None:
+    """The run it replayed, and its calls answered from the recorded replies (the inference log's cached calls)
+    and paid, as its summary's ``replay`` counts them (:func:`lits.runs.sweeps.replay.replay_counts`)."""
+    if not config.get("replay_from"):
+        return None
+    replayed, paid = int(inference.get("cache_hits", 0)), int(inference.get("calls", 0))
+    return {"source": str(config["replay_from"]), "replayed": replayed, "paid": paid}
+
+
+def replay_lines(rows: list[CompareRow]) -> list[str]:
+    """One line per replay: the run it replayed (and whether that run is in the table), and what it paid."""
+    compared = {str(Path(r["save_dir"]).expanduser().absolute()): n for n, r in enumerate(rows, 1)}
+    lines = []
+    for n, row in enumerate(rows, 1):
+        replay = row["replay"]
+        if replay is None:
+            continue
+        here = compared.get(str(Path(replay["source"]).expanduser().absolute()))
+        calls = replay["replayed"] + replay["paid"]
+        lines.append(
+            f"run {n} ({row['save_dir']}) replays {'run ' + str(here) if here else replay['source']}: "
+            f"{replay['replayed']} of its {calls} calls answered from the recorded replies, {replay['paid']} paid"
+            + (" (the two share their samples: the paired interval compares the settings on them)" if here else "")
+        )
+    return lines
 
 
 def _solved_by_instance(root: Path) -> dict[object, bool]:
@@ -161,6 +201,11 @@ def format_rows(rows: list[CompareRow], *, markdown: bool = False) -> str:
         ]
         for r in rows
     ]
+    if any(r["replay"] for r in rows):  # replays (--replay-from): what they took from the run they replayed
+        header.append("replayed / paid")
+        for row, r in zip(body, rows):
+            replay = r["replay"]
+            row.append("-" if replay is None else f"{replay['replayed']} / {replay['paid']}")
     if any(r["cost"] for r in rows):  # priced runs (hosted models, --price-in): cost as the paper's tables give it
         header.append("cost / instance")
         for row, r in zip(body, rows):
