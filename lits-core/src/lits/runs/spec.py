@@ -381,10 +381,10 @@ class RunSpec(BaseModel):
     budget: Annotated[
         str | None,
         Setting(
-            "chain",
+            "run",
             "one compute budget for the whole run, tokens=N, calls=N or seconds=N (model seconds): "
-            "--chain sc draws up to k chains per instance, stops an instance whose vote is settled "
-            "and gives what it did not spend to the others",
+            "--chain sc draws up to k chains per instance and MCTS / BFS up to their iterations / depths; "
+            "an instance whose answer settled stops and what it did not spend goes to the others",
             computes=True,
             metavar="UNIT=N",
         ),
@@ -506,10 +506,10 @@ class RunSpec(BaseModel):
         for name in (other, f"{other}_args", *(("search_framework", "reward") if other == "search" else ())):
             if getattr(self, name):
                 raise ValueError(f"{name} is for {other} runs, and this is a {self.command} run")
-        if self.budget is not None and (self.command != "chain" or self.executor == "ray" or self.attempts > 1):
+        if self.budget is not None and (self.executor == "ray" or self.attempts > 1):
             raise ValueError(
-                "budget spreads self-consistency chains over one local run (lits chain --chain sc, "
-                "without --attempts or --executor ray)"
+                "budget spreads self-consistency chains or search iterations over one local run "
+                "(without --attempts or --executor ray)"
             )
         from lits.runs.model_specs import check_model_args
 

@@ -126,11 +126,21 @@ class BaseTreeSearch(ABC):
         self.proposals: list[tuple[str, bool]] = []  # journaled, so a resume keeps them
         #: The branching-necessity evaluator's model (``--bn-model``); None: the policy's.
         self.bn_model: LanguageModel | None = None
+        #: Under a run's compute budget (``--budget``, :mod:`lits.runs.sweeps.search_budget`): per instance, the
+        #: iterations (BFS: depths) it may reach now; the search's own limit stays what it tells the components.
+        self.granted: Mapping[int, int] | None = None
 
     # -- the algorithm -----------------------------------------------------
     @abstractmethod
     def search(self, query: object, query_idx: int) -> None:
         """Grow ``self.root``; read ``self.iteration`` to continue after a resume."""
+
+    def iteration_limit(self, limit: int) -> int:
+        """The search's own ``limit`` (``n_iterations``, BFS's ``max_depth``), or less while a run's budget granted
+        this instance less: the search stops there and a later grant continues it from its journal."""
+        if self.granted is None or self.query_idx not in self.granted:
+            return limit
+        return min(limit, self.granted[self.query_idx])
 
     def stop_reason(self) -> str:
         """Why :meth:`search` returned (subclasses may refine)."""

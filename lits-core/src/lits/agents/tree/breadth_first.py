@@ -23,7 +23,8 @@ class BFS(BaseTreeSearch):
     def search(self, query: object, query_idx: int) -> None:
         self.materialize(self.root)
         frontier = self._frontier()
-        while frontier and self.iteration < self.config.max_depth:
+        limit = self.iteration_limit(self.config.max_depth)  # a budget's grant: max_depth stays the depth limit
+        while frontier and self.iteration < limit:
             if self.out_of_time() or (self.config.early_stop and self.first_solution()):
                 break
             with self.phase("expand", depth=self.iteration):
@@ -75,7 +76,7 @@ class BFS(BaseTreeSearch):
             return "solution"
         if self.out_of_time():
             return "time"
-        return "budget" if self.iteration >= self.config.max_depth else "exhausted"
+        return "budget" if self.iteration >= self.iteration_limit(self.config.max_depth) else "exhausted"
 
 
 def bfs(

@@ -43,12 +43,13 @@ class MCTS(BaseTreeSearch):
 
     def search(self, query: object, query_idx: int) -> None:
         self.materialize(self.root)
-        while self.iteration < self.config.n_iterations:
+        limit = self.iteration_limit(self.config.n_iterations)
+        while self.iteration < limit:
             if self.out_of_time() or (self.config.early_stop and self.first_solution()):
                 break
             if self.root.is_terminal:
                 break
-            width = min(self.config.parallel_iterations, self.config.n_iterations - self.iteration)
+            width = min(self.config.parallel_iterations, limit - self.iteration)
             selected = self._select_batch(width)
             if len(selected) == 1:
                 paths = [self._rollout((selected[0], self.iteration))]
@@ -92,7 +93,7 @@ class MCTS(BaseTreeSearch):
             return "solution"
         if self.out_of_time():
             return "time"
-        if self.iteration >= self.config.n_iterations:
+        if self.iteration >= self.iteration_limit(self.config.n_iterations):
             return "budget"
         return "exhausted"
 

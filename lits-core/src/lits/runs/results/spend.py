@@ -11,7 +11,7 @@ these figures existed gets them too (``lits compare``).
 
 from __future__ import annotations
 
-from typing import Mapping, TypedDict
+from typing import Mapping, NotRequired, TypedDict
 
 
 class Spend(TypedDict):
@@ -96,12 +96,16 @@ class BudgetReport(TypedDict):
     unit: str
     total: float
     spent: float
-    #: Chains drawn, and how many instances drew each count (e.g. {"1": 3, "16": 2}).
-    chains: int
-    chains_per_instance: dict[str, int]
-    #: Instances whose vote settled before ``k`` chains (stopped early; their unspent share went to others).
+    #: Self-consistency: chains drawn, and how many instances drew each count (e.g. {"1": 3, "16": 2}).
+    chains: NotRequired[int]
+    chains_per_instance: NotRequired[dict[str, int]]
+    #: A search: iterations (BFS: depths) run, and how many instances ran each count.
+    iterations: NotRequired[int]
+    iterations_per_instance: NotRequired[dict[str, int]]
+    #: Instances settled below ``k`` chains or the search's own limit (stopped early; their unspent share went
+    #: to others).
     settled_early: int
-    #: Instances still unsettled below ``k`` chains when the budget ran out (those with none have no result).
+    #: Instances still unsettled below that when the budget ran out (those with none have no result).
     cut_by_budget: int
 
 
@@ -109,12 +113,16 @@ def format_budget(report: BudgetReport) -> list[tuple[str, object]]:
     """The console summary's lines for the budget."""
     unit = report["unit"]
     shown = f"{report['spent']:g} of {report['total']:g} {'model seconds' if unit == 'seconds' else unit}"
-    spread = ", ".join(f"{n} chains: {count}" for n, count in report["chains_per_instance"].items())
+    if "chains" in report:  # self-consistency's chains, else a search's iterations
+        what, drawn, count, per = "chains", "drawn", report["chains"], report.get("chains_per_instance") or {}
+    else:
+        what, drawn = "iterations", "run"
+        count, per = report.get("iterations", 0), report.get("iterations_per_instance") or {}
+    spread = ", ".join(f"{n} {what}: {many}" for n, many in per.items())
     return [
         ("budget spent", shown),
         (
-            "chains drawn",
-            f"{report['chains']} ({spread}); {report['settled_early']} settled early, "
-            f"{report['cut_by_budget']} cut by the budget",
+            f"{what} {drawn}",
+            f"{count} ({spread}); {report['settled_early']} settled early, {report['cut_by_budget']} cut by the budget",
         ),
     ]

@@ -13,6 +13,9 @@ dearest chain that instance drew so far (a first chain: the dearest chain of the
 more than its budget only if a chain costs more than every chain its instance drew before it.  A budget too
 small for every instance's first chain leaves the last instances without an answer (no result).  ``--resume`` reads what the run spent from its inference log and its votes from its
 result files, so it continues with the budget that was left.
+
+Searches (MCTS, BFS) are granted iterations (BFS: depths) in rounds the same way
+(:mod:`lits.runs.sweeps.search_budget`); both run their rounds through :class:`BudgetRounds`.
 """
 
 from __future__ import annotations
@@ -100,18 +103,37 @@ def chains_of(record: Mapping[str, Any]) -> int:
     return int(stats.get("chains") or sum(vote_counts(record)))
 
 
-def budgeted(budget: RunBudget, config: object, make_agent: Callable[[], Agent]) -> Callable[..., RunOutcome]:
-    """What runs the instances under ``budget`` (in place of :func:`run_instances`); only sc chains have one."""
-    from lits.agents.chain.self_consistency import SelfConsistencyChain
+#: What a method that cannot take a budget is told.
+TAKES_A_BUDGET = (
+    "--budget spreads self-consistency chains or search iterations over a run: "
+    "use it with --chain sc, or with lits search --search mcts or bfs"
+)
 
-    if not isinstance(make_agent(), SelfConsistencyChain):
-        raise UserError("--budget spreads self-consistency chains over a run: use it with --chain sc")
-    k = int(getattr(config, "k"))
+
+def budgeted(budget: RunBudget, config: object, make_agent: Callable[[], Agent]) -> Callable[..., RunOutcome]:
+    """What runs the instances under ``budget`` (in place of :func:`run_instances`): sc chains and searches
+    (MCTS, BFS) have one; any other method is refused in one line naming the flag."""
+    from lits.agents.chain.self_consistency import SelfConsistencyChain
+    from lits.runs.sweeps.search_budget import SearchBudgetRun, budgeted_search
+
+    agent = make_agent()
+    if isinstance(agent, SelfConsistencyChain):
+        k = int(getattr(config, "k"))
+
+        def rounds(run_dir: RunDir, mode: str, components: Any) -> BudgetRounds:
+            return BudgetedRun(budget, k, run_dir, mode)
+
+    else:
+        cap = budgeted_search(agent, config)
+
+        def rounds(run_dir: RunDir, mode: str, components: Any) -> BudgetRounds:
+            env_grounded = getattr(components, "task_type", None) == "env_grounded"
+            return SearchBudgetRun(budget, cap, run_dir, mode, env_grounded=env_grounded)
 
     def run(
         make: Callable[[], Agent], components: object, examples: list[Item], run_dir: RunDir, **options: Any
     ) -> RunOutcome:
-        return BudgetedRun(budget, k, run_dir, str(options.pop("mode"))).run(
+        return rounds(run_dir, str(options.pop("mode")), components).run(
             make, examples, components=components, **options
         )
 
@@ -128,7 +150,61 @@ def read_report(run_dir: RunDir) -> BudgetReport | None:
         return None
 
 
-class BudgetedRun:
+class BudgetRounds:
+    """Rounds of :func:`run_instances`, each round's grants fixed before it starts, until there are none."""
+
+    run_dir: RunDir
+    mode: str
+
+    def agent_factory(self, make_agent: Callable[[], Agent]) -> Callable[[], Agent]:
+        """Agents that draw only what the current grants allow."""
+        raise NotImplementedError
+
+    def grants(self, selected: list[int]) -> dict[int, int]:
+        """The next round's grants (instance -> what it may then have); empty when the run is over."""
+        raise NotImplementedError
+
+    def grant(self, grants: dict[int, int]) -> None:
+        """Let the agents draw up to ``grants``."""
+        raise NotImplementedError
+
+    def report(self, selected: list[int]) -> BudgetReport:
+        raise NotImplementedError
+
+    def run(self, make_agent: Callable[[], Agent], selected: list[Item], **options: Any) -> RunOutcome:
+        """Rounds until every instance settled, reached its own limit, or the budget has no room for more."""
+        control: RunControl = options["control"]
+        order = [idx for idx, _ in selected]
+        examples = dict(selected)
+        agents = self.agent_factory(make_agent)
+        if options.pop("resume", False):
+            self.run_dir.repair_inference_log()
+        total = RunOutcome()
+        while not control.stopping:
+            grants = self.grants(order)
+            if not grants:
+                break
+            self.grant(grants)
+            items = [(idx, examples[idx]) for idx in order if idx in grants]
+            # every round runs its instances again (not resumed): each draws what it was newly granted
+            outcome = run_instances(
+                agents,
+                options["components"],
+                items,
+                self.run_dir,
+                mode=self.mode,
+                **{k: v for k, v in options.items() if k != "components"},
+            )
+            _merge(total, outcome)
+            if outcome.failed or outcome.interrupted:
+                break  # the grants after this round would read results that are not there; --resume continues
+        total.skipped = sorted(set(order) - set(total.finished) - set(total.failed) - set(total.interrupted))
+        total.stop_reason, total.stop_message = control.reason, control.message
+        self.run_dir.write_json(BUDGET_FILE, dict(self.report(order)))
+        return total
+
+
+class BudgetedRun(BudgetRounds):
     """Rounds of :func:`run_instances` over self-consistency chains, each round's grants fixed beforehand."""
 
     def __init__(self, budget: RunBudget, k: int, run_dir: RunDir, mode: str) -> None:
@@ -139,13 +215,16 @@ class BudgetedRun:
         #: Instances whose vote was settled when chains were last granted (they stopped; the others drew on).
         self.settled: set[int] = set()
 
+    def grant(self, grants: dict[int, int]) -> None:
+        self.draws.granted.update(grants)
+
     def agent_factory(self, make_agent: Callable[[], Agent]) -> Callable[[], Agent]:
         from lits.agents.chain.self_consistency import SelfConsistencyChain
 
         def make() -> Agent:
             agent = make_agent()
             if not isinstance(agent, SelfConsistencyChain):
-                raise UserError("--budget spreads self-consistency chains over a run: use it with --chain sc")
+                raise UserError(TAKES_A_BUDGET)
             agent.draws = self.draws
             return agent
 
@@ -192,38 +271,6 @@ class BudgetedRun:
         if out:
             self.settled = settled_now
         return out
-
-    def run(self, make_agent: Callable[[], Agent], selected: list[Item], **options: Any) -> RunOutcome:
-        """Rounds until every instance settled, drew ``k`` chains, or the budget has no room for another."""
-        control: RunControl = options["control"]
-        order = [idx for idx, _ in selected]
-        examples = dict(selected)
-        agents = self.agent_factory(make_agent)
-        if options.pop("resume", False):
-            self.run_dir.repair_inference_log()
-        total = RunOutcome()
-        while not control.stopping:
-            grants = self.grants(order)
-            if not grants:
-                break
-            self.draws.granted.update(grants)
-            items = [(idx, examples[idx]) for idx in order if idx in grants]
-            # every round runs its instances again (not resumed): each draws the chains it was newly granted
-            outcome = run_instances(
-                agents,
-                options["components"],
-                items,
-                self.run_dir,
-                mode=self.mode,
-                **{k: v for k, v in options.items() if k != "components"},
-            )
-            _merge(total, outcome)
-            if outcome.failed or outcome.interrupted:
-                break  # the grants after this round would read votes that are not there; --resume continues
-        total.skipped = sorted(set(order) - set(total.finished) - set(total.failed) - set(total.interrupted))
-        total.stop_reason, total.stop_message = control.reason, control.message
-        self.run_dir.write_json(BUDGET_FILE, dict(self.report(order)))
-        return total
 
     def report(self, selected: list[int]) -> BudgetReport:
         results = self.run_dir.read_results(self.mode)
