@@ -4,6 +4,7 @@ instance that reached its goal stops, and what it did not spend goes to the inst
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,17 +12,30 @@ import pytest
 
 import lits
 from lits.errors import UserError
+from lits.lm.base import GenerationParams, stop_new_calls
+from lits.registry import register_model
+from lits.testing.scripted import ScriptedModel, obedient_reply
 
 #: The scripted model's 10-iteration MCTS over the first 4 cases: instance 0 solves at iteration 6 (48 calls),
 #: the others at iteration 1 or 2 (4 to 14 calls); 78 calls in all.
 MCTS = {"n_iterations": 10, "seed": 1}
 
 
+def reply(text: str, params: GenerationParams, index: int) -> str:
+    return obedient_reply(text, params, index)
+
+
+@register_model("budget-obedient")
+def budget_obedient(spec: Any, **options: Any) -> ScriptedModel:
+    """The scripted model's replies, looked up per call (a test patches :func:`reply`)."""
+    return ScriptedModel(lambda *call: reply(*call), chat_native=True)
+
+
 def search(save_dir: Path, budget: str | None = None, *, limit: int = 4, **fields: Any) -> dict[str, Any]:
-    options: dict[str, Any] = {"search": "mcts", "search_args": MCTS, **fields}
+    options: dict[str, Any] = {"model": "scripted", "no_cache": True, "search": "mcts", "search_args": MCTS, **fields}
     if budget is not None:
         options["budget"] = budget
-    lits.search("blocksworld", model="scripted", limit=limit, no_cache=True, save_dir=save_dir, **options)
+    lits.search("blocksworld", limit=limit, save_dir=save_dir, **options)
     return dict(json.loads((save_dir / "eval_results.json").read_text()))
 
 
@@ -90,6 +104,31 @@ def test_the_same_seed_spends_a_search_budget_alike_at_any_concurrency(tmp_path)
     assert records(tmp_path / "one") == records(tmp_path / "four")
     reports = [json.loads((tmp_path / d / "budget.json").read_text()) for d in ("one", "four")]
     assert reports[0] == reports[1]
+
+
+def test_a_resumed_search_run_continues_with_the_budget_it_had_left(tmp_path, monkeypatch):
+    model = {"model": "budget-obedient", "no_cache": False}
+    whole = search(tmp_path / "whole", "calls=100", **model)
+    paid = {"calls": 0}
+
+    def stopping_after_thirty(text: str, params: GenerationParams, index: int) -> str:
+        paid["calls"] += 1
+        if paid["calls"] == 30:  # as a Ctrl-C would: the calls not yet started do not start
+            stop_new_calls(True)
+        return obedient_reply(text, params, index)
+
+    monkeypatch.setattr(sys.modules[__name__], "reply", stopping_after_thirty)
+    cut = tmp_path / "cut"
+    search(cut, "calls=100", **model)
+    assert len(records(cut)) < 4 or any(r["stopped"] == "budget" for r in records(cut).values())  # part-way
+    monkeypatch.undo()
+    lits.resume(cut)
+    resumed = json.loads((cut / "eval_results.json").read_text())
+    kept = ("iterations", "stopped", "eval")
+    assert {i: {k: r[k] for k in kept} for i, r in records(cut).items()} == {
+        i: {k: r[k] for k in kept} for i, r in records(tmp_path / "whole").items()
+    }
+    assert resumed["budget"]["spent"] == whole["budget"]["spent"] == 78
 
 
 def test_bfs_is_granted_depths_and_searches_as_it_would_without_a_budget(tmp_path):

@@ -161,3 +161,21 @@ def test_a_budget_for_a_chain_without_samples_is_refused_before_any_call(tmp_pat
     with pytest.raises(UserError, match="use it with --chain sc"):
         lits.chain("gsm8k", chain="cot", model="budget-scripted", limit=1, budget="calls=5", save_dir=tmp_path / "r")
     assert not (tmp_path / "r" / "inference.jsonl").exists()
+
+
+@pytest.mark.parametrize("early_stop, ran, settled_early", [(False, {"4": 4}, 0), (True, {"1": 4}, 4)])
+def test_a_language_grounded_search_settles_only_when_it_stops_by_itself(tmp_path, early_stop, ran, settled_early):
+    # every rollout reaches an answer at once; without early_stop the search goes on (its answer is a vote
+    # over the terminal nodes it finds), so the budget does not stop it either
+    lits.search(
+        "gsm8k",
+        search_framework="rest",
+        search_args={"n_iterations": 4, "early_stop": early_stop},
+        model="budget-scripted",
+        limit=4,
+        budget="calls=1000",
+        no_cache=True,
+        save_dir=tmp_path / "run",
+    )
+    budget = json.loads((tmp_path / "run" / "eval_results.json").read_text())["budget"]
+    assert (budget["iterations_per_instance"], budget["settled_early"]) == (ran, settled_early)
