@@ -18,6 +18,15 @@ difference and McNemar p-value.
 ``--simulated`` runs the same comparison without a server, in process: a stand-in sampler that answers
 each question right with a chance of its own (0.85, 0.5 or 0.25, fixed per question) and otherwise one of
 two wrong answers; its replies cost the prompt's words and 30-60 tokens.
+
+With the real model each reply (one step of a chain, at most 10 steps) is capped at ``--max-tokens`` (default
+96; 0: the policy's own 200): on a loaded machine an uncapped chain took 524 model seconds, so a run of 20
+problems did not finish.  The cap is the same for every run compared, so the comparison stays at equal
+settings; a step cut by it goes on in the next step, and a chain that runs out of steps does not vote.
+
+It reports as it goes: each run's per-instance progress lines, each method's row as soon as its run
+finishes, and with ``--report FILE`` the rows so far as JSON after each run.  A run that was stopped goes on
+with the same command and ``--out DIR`` (a finished run is read back, one cut short is resumed).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from pathlib import Path
 
 from lits.testing.instruct_model import instruct_model_path
@@ -39,8 +49,19 @@ def main() -> None:
     parser.add_argument("--data", default="../shared/data/math")
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--k", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary dir)")
-    parser.add_argument("--max-tokens", type=int, default=None, help="cap each reply (a loaded machine is slow)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="keep the runs here; again with the same DIR goes on (default: a temp dir)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=96,
+        help="cap each reply (a step) of the real model, every run alike (default 96; 0: no cap of ours)",
+    )
+    parser.add_argument("--report", type=Path, default=None, help="after each run, the rows so far as JSON")
     parser.add_argument(
         "--budget-k",
         type=int,
@@ -52,9 +73,12 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="lits-sc-"))
     out.mkdir(parents=True, exist_ok=True)
+    REPORT["path"] = args.report
     if args.simulated:
         _simulated(args, out)
         return
+    cap = f"replies capped at {args.max_tokens} tokens" if args.max_tokens else "replies uncapped"
+    print(f"runs in {out}; {args.limit} problems, {cap}", flush=True)
     print("| method | solved | model calls | tokens in / out | wall s |")
     print("|---|---|---|---|---|")
     with llama_server(instruct_model_path(), log=out / "server.log") as url:
@@ -138,46 +162,57 @@ def _folder(name: str) -> str:
 
 
 def _run(run: Path, url: str, args: argparse.Namespace, extra: list[str]) -> tuple[Path, float]:
+    """One ``lits chain`` run, its progress lines passed on as they come; a finished run is read back."""
     started = time.time()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lits",
-            "chain",
-            "--dataset",
-            "gsm8k",
-            "--dataset-arg",
-            f"path={args.data}",
-            "--limit",
-            str(args.limit),
-            "--model",
-            "qwen2.5-coder-0.5b-instruct",
-            "--base-url",
-            url,
-            "--no-cache",
-            # one slot: one call at a time, and patience on a loaded machine (no retried replies)
-            "--concurrency",
-            "1",
-            "--read-timeout",
-            "3000",
-            "--call-budget",
-            "6000",
-            "--save-dir",
-            str(run),
-            *extra,
-            *(["--policy-model-arg", f"max_tokens={args.max_tokens}"] if args.max_tokens else []),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode:
-        raise SystemExit(done.stderr.strip()[-2000:])
+    if (run / "eval_results.json").exists():
+        return run, 0.0
+    again = ["--resume"] if (run / "config.json").exists() else []
+    command = [
+        sys.executable,
+        "-m",
+        "lits",
+        "chain",
+        *again,
+        "--dataset",
+        "gsm8k",
+        "--dataset-arg",
+        f"path={args.data}",
+        "--limit",
+        str(args.limit),
+        "--model",
+        "qwen2.5-coder-0.5b-instruct",
+        "--base-url",
+        url,
+        "--no-cache",
+        # one slot: one call at a time, and patience on a loaded machine (no retried replies)
+        "--concurrency",
+        "1",
+        "--read-timeout",
+        "3000",
+        "--call-budget",
+        "6000",
+        "--save-dir",
+        str(run),
+        *extra,
+        *(["--policy-model-arg", f"max_tokens={args.max_tokens}"] if args.max_tokens else []),
+    ]
+    tail: deque[str] = deque(maxlen=40)
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as child:
+        assert child.stderr is not None
+        for line in child.stderr:  # the run's progress ([3/20] solved 1 | calls ...), as it goes
+            tail.append(line)
+            print(f"  {run.name}: {line.rstrip()}", file=sys.stderr, flush=True)
+    if child.returncode:
+        raise SystemExit("".join(tail).strip()[-2000:])
     return run, time.time() - started
 
 
+#: The rows printed so far, and where ``--report`` writes them (None: nowhere).
+REPORT: dict[str, object] = {"path": None, "rows": []}
+
+
 def _row(name: str, done: tuple[Path, float]) -> int:
-    """Prints the method's row; returns the tokens it spent (in and out)."""
+    """Prints the method's row (and with ``--report`` writes the rows so far); returns the tokens it spent."""
     run, seconds = done
     s = json.loads((run / "eval_results.json").read_text())
     inf = s["inference"]
@@ -188,7 +223,24 @@ def _row(name: str, done: tuple[Path, float]) -> int:
         f"{inf.get('tokens_out')} | {round(seconds)} |",
         flush=True,
     )
-    return int(inf.get("tokens_in") or 0) + int(inf.get("tokens_out") or 0)
+    tokens = int(inf.get("tokens_in") or 0) + int(inf.get("tokens_out") or 0)
+    rows = REPORT["rows"]
+    assert isinstance(rows, list)
+    rows.append(
+        {
+            "method": name,
+            "run": str(run),
+            "solved": s["solved"],
+            "instances": s["instances"],
+            "calls": inf["calls"],
+            "tokens": tokens,
+            "seconds": round(seconds),
+            "budget": budget,
+        }
+    )
+    if isinstance(REPORT["path"], Path):
+        REPORT["path"].write_text(json.dumps(rows, indent=1))
+    return tokens
 
 
 if __name__ == "__main__":
