@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import zlib
@@ -43,39 +44,41 @@ def run(out: Path, name: str, args: argparse.Namespace, offset: int, n_actions: 
         return _summary(save, started)
     again = ["--resume"] if (save / "config.json").exists() else []  # a benchmark stopped half-way goes on
     model = ["--model", "m", "--base-url", args.fake] if args.fake else ["--model", args.model]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lits",
-            "search",
-            *again,
-            "--search-framework",
-            "tot_bfs",
-            "--dataset",
-            "gsm8k",
-            "--dataset-arg",
-            f"path={args.data}",
-            "--offset",
-            str(offset),
-            "--limit",
-            "1",
-            *model,
-            "--search-arg",
-            f"max_depth={args.depth}",
-            "--search-arg",
-            f"n_actions={n_actions}",
-            "--search-arg",
-            f"beam_width={beam}",
-            "--save-dir",
-            str(save),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode:
-        raise SystemExit(f"{save}: {done.stderr.strip()[-2000:]}")
+    command = [
+        sys.executable,
+        "-m",
+        "lits",
+        "search",
+        *again,
+        "--search-framework",
+        "tot_bfs",
+        "--dataset",
+        "gsm8k",
+        "--dataset-arg",
+        f"path={args.data}",
+        "--offset",
+        str(offset),
+        "--limit",
+        "1",
+        *model,
+        "--search-arg",
+        f"max_depth={args.depth}",
+        "--search-arg",
+        f"n_actions={n_actions}",
+        "--search-arg",
+        f"beam_width={beam}",
+        "--save-dir",
+        str(save),
+        *extra,
+    ]
+    tail: deque[str] = deque(maxlen=40)
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as child:
+        assert child.stderr is not None
+        for line in child.stderr:  # the run's progress lines, as they come
+            tail.append(line)
+            print(f"  {out.name}/{name}: {line.rstrip()}", file=sys.stderr, flush=True)
+    if child.returncode:
+        raise SystemExit(f"{save}: {''.join(tail).strip()[-2000:]}")
     return _summary(save, started)
 
 

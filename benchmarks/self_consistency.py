@@ -81,7 +81,8 @@ def main() -> None:
     print(f"runs in {out}; {args.limit} problems, {cap}", flush=True)
     print("| method | solved | model calls | tokens in / out | wall s |")
     print("|---|---|---|---|---|")
-    with llama_server(instruct_model_path(), log=out / "server.log") as url:
+    # a loaded machine loads the model slowly: the default 120 s wait for the server gave up before it served
+    with llama_server(instruct_model_path(), log=out / "server.log", ready_within=1800) as url:
         fixed = ("sc k=" + str(args.k), ["--chain", "sc", "--chain-arg", f"k={args.k}"])
         if args.budget_k is None:
             for name, extra in [("cot", ["--chain", "cot"]), fixed]:
