@@ -48,7 +48,7 @@ PROSE_STOPS = """\
 | word | meaning |
 |---|---|
 | `solution` | a terminal node was found and `early_stop` is on (chains: the state is terminal) |
-| `budget` | the iteration budget (MCTS) or the depth budget (BFS) was spent |
+| `budget` | the iteration budget (MCTS) or the depth budget (BFS) was spent, or what a run's `--budget` granted so far |
 | `time` | `runtime_limit` seconds passed |
 | `exhausted` | nothing was left to expand |
 | `max_steps` / `no_action` | a chain ran out of steps / the policy proposed nothing |
