@@ -256,7 +256,8 @@ def _execute(
                 stats = executor.stats  # type: ignore[assignment]
                 outcome = executor.run(selected, resume=resume, control=control, progress_stream=stream)
             else:
-                from lits.runs.sweeps.budget import budget_of, budgeted
+                from lits.runs.sweeps.budget import budgeted
+                from lits.runs.sweeps.rounds import budget_of
 
                 budget = budget_of(settings.get("budget"))
                 run = run_instances if budget is None else budgeted(budget, config, make_agent)
@@ -405,7 +406,7 @@ def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
     if uses_own_models(settings):
         summary["models"] = describe_models(settings)
     if settings.get("budget"):
-        from lits.runs.sweeps.budget import read_report
+        from lits.runs.sweeps.rounds import read_report
 
         summary["budget"] = read_report(run_dir)
     if settings.get("replay_from"):

@@ -377,7 +377,7 @@ class RunSpec(BaseModel):
     chain_args: Annotated[
         dict[str, object], Setting("chain", "chain setting, e.g. max_steps=10 (repeatable)", computes=True)
     ] = Field(default_factory=dict)
-    #: ``tokens=N``, ``calls=N`` or ``seconds=N``: one compute budget for the run (:mod:`lits.runs.sweeps.budget`).
+    #: ``tokens=N``, ``calls=N`` or ``seconds=N``: one compute budget for the run (:mod:`lits.runs.sweeps.rounds`).
     budget: Annotated[
         str | None,
         Setting(
@@ -469,7 +469,7 @@ class RunSpec(BaseModel):
     @field_validator("budget")
     @classmethod
     def _budget(cls, value: str | None) -> str | None:
-        from lits.runs.sweeps.budget import parse_budget
+        from lits.runs.sweeps.rounds import parse_budget
 
         if value is not None:
             try:
@@ -626,7 +626,7 @@ class RunSpec(BaseModel):
         if self.attempts != 1 or self.memory_args:  # absent otherwise: a run without them records what it did
             out["attempts"], out["memory_args"] = self.attempts, dict(self.memory_args)
         if self.budget is not None:  # absent otherwise, as in runs made before the setting existed
-            from lits.runs.sweeps.budget import parse_budget
+            from lits.runs.sweeps.rounds import parse_budget
 
             out["budget"] = parse_budget(self.budget).as_setting()
         if self.command == "search":

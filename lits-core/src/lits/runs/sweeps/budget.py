@@ -15,69 +15,20 @@ small for every instance's first chain leaves the last instances without an answ
 result files, so it continues with the budget that was left.
 
 Searches (MCTS, BFS) are granted iterations (BFS: depths) in rounds the same way
-(:mod:`lits.runs.sweeps.search_budget`); both run their rounds through :class:`BudgetRounds`.
+(:mod:`lits.runs.sweeps.search_budget`); both run their rounds through
+:class:`~lits.runs.sweeps.rounds.BudgetRounds`, and :func:`budgeted` picks the one a run's method takes.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from lits.errors import UserError
-from lits.observability import UNUSED_REPLY, InferenceLog, InferenceRecord
+from lits.observability import InferenceLog
 from lits.runs.results.artifacts import RunDir
 from lits.runs.results.spend import BudgetReport
-from lits.runs.faults.control import RunControl
-from lits.runs.runner import Agent, Item, RunOutcome, run_instances
-
-UNITS = ("tokens", "calls", "seconds")
-#: How the budget was spent, in the run's folder (``eval_results.json`` carries it as ``budget``).
-BUDGET_FILE = "budget.json"
-
-
-@dataclass(frozen=True)
-class RunBudget:
-    """The run's budget: ``total`` of ``unit`` (one of :data:`UNITS`)."""
-
-    unit: str
-    total: float
-
-    def as_setting(self) -> str:
-        """As ``config.json`` records it (and ``--budget`` takes it)."""
-        return f"{self.unit}={int(self.total) if self.total.is_integer() else self.total}"
-
-
-def parse_budget(text: str) -> RunBudget:
-    """``tokens=20000``, ``calls=300`` or ``seconds=600`` (model seconds); anything else is one line."""
-    unit, sep, value = str(text).partition("=")
-    unit = unit.strip()
-    try:
-        total = float(value)
-    except ValueError:
-        total = math.nan
-    if not sep or unit not in UNITS or not math.isfinite(total) or total <= 0:
-        raise UserError(
-            f"--budget must be UNIT=AMOUNT, UNIT one of {', '.join(UNITS)} and AMOUNT more than 0 "
-            f"(e.g. tokens=20000), not {text!r}"
-        )
-    return RunBudget(unit, total)
-
-
-def budget_of(setting: object) -> RunBudget | None:
-    """The budget recorded in ``config.json`` (None: the run had none)."""
-    return parse_budget(setting) if isinstance(setting, str) else None
-
-
-def cost(record: InferenceRecord, unit: str) -> float:
-    """What one logged call took from the budget: nothing for a cache hit."""
-    if record.cached:
-        return 0.0
-    if unit == "calls":
-        return 0.0 if record.kind == UNUSED_REPLY else 1.0
-    if unit == "seconds":
-        return 0.0 if record.kind == UNUSED_REPLY else float(record.seconds)
-    return float(record.tokens_in + record.tokens_out)
+from lits.runs.runner import Agent, Item, RunOutcome
+from lits.runs.sweeps.rounds import TAKES_A_BUDGET, BudgetRounds, RunBudget, cost
 
 
 def chain_costs(run_dir: RunDir, unit: str) -> dict[int, dict[int, float]]:
@@ -101,13 +52,6 @@ def chains_of(record: Mapping[str, Any]) -> int:
     """How many chains an instance drew (its vote counts only those that answered)."""
     stats = record.get("search_stats") or {}
     return int(stats.get("chains") or sum(vote_counts(record)))
-
-
-#: What a method that cannot take a budget is told.
-TAKES_A_BUDGET = (
-    "--budget spreads self-consistency chains or search iterations over a run: "
-    "use it with --chain sc, or with lits search --search mcts or bfs"
-)
 
 
 def budgeted(budget: RunBudget, config: object, make_agent: Callable[[], Agent]) -> Callable[..., RunOutcome]:
@@ -138,70 +82,6 @@ def budgeted(budget: RunBudget, config: object, make_agent: Callable[[], Agent])
         )
 
     return run
-
-
-def read_report(run_dir: RunDir) -> BudgetReport | None:
-    """What :meth:`BudgetedRun.run` wrote of how the budget was spent (None: nothing yet)."""
-    import json
-
-    try:
-        return json.loads((run_dir.root / BUDGET_FILE).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
-    except (OSError, ValueError):
-        return None
-
-
-class BudgetRounds:
-    """Rounds of :func:`run_instances`, each round's grants fixed before it starts, until there are none."""
-
-    run_dir: RunDir
-    mode: str
-
-    def agent_factory(self, make_agent: Callable[[], Agent]) -> Callable[[], Agent]:
-        """Agents that draw only what the current grants allow."""
-        raise NotImplementedError
-
-    def grants(self, selected: list[int]) -> dict[int, int]:
-        """The next round's grants (instance -> what it may then have); empty when the run is over."""
-        raise NotImplementedError
-
-    def grant(self, grants: dict[int, int]) -> None:
-        """Let the agents draw up to ``grants``."""
-        raise NotImplementedError
-
-    def report(self, selected: list[int]) -> BudgetReport:
-        raise NotImplementedError
-
-    def run(self, make_agent: Callable[[], Agent], selected: list[Item], **options: Any) -> RunOutcome:
-        """Rounds until every instance settled, reached its own limit, or the budget has no room for more."""
-        control: RunControl = options["control"]
-        order = [idx for idx, _ in selected]
-        examples = dict(selected)
-        agents = self.agent_factory(make_agent)
-        if options.pop("resume", False):
-            self.run_dir.repair_inference_log()
-        total = RunOutcome()
-        while not control.stopping:
-            grants = self.grants(order)
-            if not grants:
-                break
-            self.grant(grants)
-            items = [(idx, examples[idx]) for idx in order if idx in grants]
-            # every round runs its instances again (not resumed): each draws what it was newly granted
-            outcome = run_instances(
-                agents,
-                options["components"],
-                items,
-                self.run_dir,
-                mode=self.mode,
-                **{k: v for k, v in options.items() if k != "components"},
-            )
-            _merge(total, outcome)
-            if outcome.failed or outcome.interrupted:
-                break  # the grants after this round would read results that are not there; --resume continues
-        total.skipped = sorted(set(order) - set(total.finished) - set(total.failed) - set(total.interrupted))
-        total.stop_reason, total.stop_message = control.reason, control.message
-        self.run_dir.write_json(BUDGET_FILE, dict(self.report(order)))
-        return total
 
 
 class BudgetedRun(BudgetRounds):
@@ -303,18 +183,3 @@ def _margin(record: Mapping[str, Any]) -> int:
     """How far the vote's leader is ahead of the runner-up (the closest votes get the next chains first)."""
     ranked = sorted(vote_counts(record), reverse=True) + [0, 0]
     return ranked[0] - ranked[1]
-
-
-def _merge(total: RunOutcome, part: RunOutcome) -> None:
-    """A round's outcome added to the run's: an instance is finished once any round finished it."""
-    total.finished = sorted(set(total.finished) | set(part.finished))
-    total.failed.update(part.failed)
-    for idx in part.finished:
-        total.failed.pop(idx, None)
-    total.no_retry |= part.no_retry
-    total.interrupted = sorted(set(total.interrupted) | set(part.interrupted))
-    total.not_started = part.not_started
-    for idx, n in part.attempts.items():
-        total.attempts[idx] = max(total.attempts.get(idx, 0), n)
-    total.seconds += part.seconds
-    total.stragglers = part.stragglers

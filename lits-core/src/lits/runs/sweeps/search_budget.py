@@ -32,7 +32,7 @@ from lits.observability import InferenceLog
 from lits.runs.results.artifacts import RunDir
 from lits.runs.results.spend import BudgetReport
 from lits.runs.runner import Agent
-from lits.runs.sweeps.budget import TAKES_A_BUDGET, BudgetRounds, RunBudget, cost
+from lits.runs.sweeps.rounds import TAKES_A_BUDGET, BudgetRounds, RunBudget, cost
 
 #: A round grants at most this share of the search's own limit (at least one iteration): rounds are few, and
 #: the budget's last grants still go to the instances in a fixed order.
