@@ -120,7 +120,8 @@ class BudgetRounds:
                 break
             self.grant(grants)
             items = [(idx, examples[idx]) for idx in order if idx in grants]
-            # every round runs its instances again (not resumed): each draws what it was newly granted
+            # every round runs its instances again: each draws what it was newly granted (sc keeps the chains it
+            # drew in memory, a search continues its journal)
             outcome = run_instances(
                 agents,
                 options["components"],
