@@ -80,7 +80,9 @@ REUSED = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) p
 TEMPLATES = {"blocksworld": "llama-2", "blocksworld-chain": "llama-2", "mapeval-react": "llama-2", "gsm8k": "chatml"}
 
 
-def workloads(data: Path, gsm8k_limit: int, chain_limit: int = 5) -> dict[str, tuple[str, list[str]]]:
+def workloads(
+    data: Path, gsm8k_limit: int, chain_limit: int = 5, blocksworld_limit: int = 5
+) -> dict[str, tuple[str, list[str]]]:
     """name -> (model file name in LiTS's model cache, lits arguments)."""
     return {
         "blocksworld": (
@@ -94,7 +96,7 @@ def workloads(data: Path, gsm8k_limit: int, chain_limit: int = 5) -> dict[str, t
                 "--dataset-arg",
                 "steps=2",
                 "--limit",
-                "5",
+                str(blocksworld_limit),
                 "--search",
                 "mcts",
                 "--search-arg",
@@ -373,6 +375,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data")
     parser.add_argument("--workloads", default="blocksworld,gsm8k")
     parser.add_argument("--gsm8k-limit", type=int, default=3)
+    parser.add_argument("--blocksworld-limit", type=int, default=5, help="cases of the BlocksWorld MCTS workload")
     parser.add_argument("--chain-limit", type=int, default=5, help="cases of the chain workloads")
     parser.add_argument(
         "--server",
@@ -402,7 +405,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     args = parser.parse_args()
     chosen = [w for w in args.workloads.split(",") if w]
-    known = workloads(args.data, args.gsm8k_limit, args.chain_limit)
+    known = workloads(args.data, args.gsm8k_limit, args.chain_limit, args.blocksworld_limit)
     unknown = [w for w in chosen if w not in known]
     if unknown:
         raise SystemExit(f"--workloads: unknown {unknown[0]!r}; choose from {', '.join(known)}")
