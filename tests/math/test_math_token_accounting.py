@@ -66,3 +66,29 @@ def test_the_judge_reads_the_policys_head_from_the_cache(run_lits, vllm_like, tm
     assert done.returncode == 0, done.stderr
     reported = vllm_like.usage_reported
     assert reported["cached_tokens"] / reported["prompt_tokens"] >= 0.75
+
+
+def test_on_a_server_that_takes_n_each_expansion_is_one_policy_request(run_lits, vllm_like, tmp_path):
+    done = run_lits(
+        "search",
+        "--search-framework",
+        "tot_bfs",
+        "--search-arg",
+        "beam_width=2",
+        "--search-arg",
+        "n_actions=2",
+        "--dataset",
+        "gsm8k",
+        "--limit",
+        "2",
+        "--model",
+        "m",
+        "--base-url",
+        vllm_like.base_url,
+        "--save-dir",
+        "tot",
+    )
+    assert done.returncode == 0, done.stderr
+    expansions = json.loads((tmp_path / "tot" / "eval_results.json").read_text())["diversity"]["expansions"]
+    policy = [body for body in vllm_like.requests if not body.get("logprobs")]
+    assert len(policy) == expansions > 0 and {body.get("n") for body in policy} == {2}
