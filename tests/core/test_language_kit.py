@@ -10,7 +10,13 @@ from lits.components.base import Transition
 from lits.components.policy.concat import ConcatPolicy
 from lits.components.reward.generative import GenerativePRM
 from lits.components.transition.concat import ConcatTransition
-from lits.registry import register_dataset, register_policy, register_reward_model, register_transition
+from lits.registry import (
+    register_dataset,
+    register_policy,
+    register_reward_model,
+    register_transition,
+    register_user_prompt,
+)
 from lits.structures.language_grounded import ThoughtState, ThoughtStep
 from lits.testing import ConformanceError, check_language_domain
 
@@ -105,3 +111,30 @@ def test_a_transition_missing_step_fails_before_any_example():
     message = _fails(transition="kit-no-step")
     assert message.startswith("check_language_domain('kit-sums'): the components for a run cannot be built")
     assert "_step" in message
+
+
+def test_a_judge_with_a_prompt_of_its_own_fails_on_the_shared_head():
+    # The judge's own system prompt first: a server's prefix cache re-reads the policy's whole head after it.
+    register_user_prompt("reward", "generative", "kit-sums")(
+        lambda: {"evaluate": "Problem: {question}\nSteps:\n{steps}\nNext: {step}\nCorrect? Answer:"}
+    )
+    message = _fails()
+    assert message.startswith("check_language_domain('kit-sums'): example 0: the policy's prompt at the start and")
+    assert "before the problem ('What is 2 + 3?') is given" in message
+
+
+class StampedPolicy(ConcatPolicy):
+    """A policy that numbers its requests in the prompt, as one with a timestamp or request id would."""
+
+    sent = 0
+
+    def _get_actions(self, state, n_actions, temperature, **kwargs):
+        StampedPolicy.sent += 1
+        self.task_prompt_spec = f"Request {StampedPolicy.sent}. Solve the problem."
+        return super()._get_actions(state, n_actions, temperature, **kwargs)
+
+
+def test_a_prompt_that_changes_each_time_it_is_rendered_fails():
+    register_policy("kit-stamped", task_type="language_grounded")(StampedPolicy)
+    message = _fails(policy="kit-stamped")
+    assert "the policy's prompt at the start differs when rendered twice" in message

@@ -43,7 +43,7 @@ from lits.lm.server.forced_scoring import forced_body, forced_logprob
 from lits.lm.server.constraints import DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint, request_fields
 from lits.lm.server.slots import GenerationPace, SlotGate, probe_server
 from lits.lm.usage import measuring, note_request, reported_usage
-from lits.observability import UNUSED_REPLY
+from lits.observability import UNUSED_REPLY, context_tag
 from lits.secrets import has_userinfo, is_masked, query_secrets, redact_text, safe_url
 
 #: The first retry waits up to this many seconds (full jitter), each later one twice as long up to
@@ -469,7 +469,9 @@ class OpenAICompatibleModel(LanguageModel):
             if attempts:
                 extensions["lits_max_attempts"] = attempts
             gated = self.server_slots() is not None
-            with self.slots.slot():
+            with self.slots.slot((context_tag("instance"), context_tag("component"))) as pinned:
+                if pinned is not None and reply == "choices":  # the slot that holds this role's last prompt
+                    body = {**body, "id_slot": pinned, "cache_prompt": True}
                 if gated:  # asked once the slot is ours: calls queued at the start learn the pace meanwhile
                     # Until a reply showed the pace, the budget bounds the wait: a retry would only queue
                     # behind the abandoned request, which the server goes on computing.

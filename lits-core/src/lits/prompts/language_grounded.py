@@ -26,13 +26,16 @@ POLICY_USER = {
     ],
 }
 
+#: The judge's own system prompt, read only with a domain's own ``evaluate`` template (a whole prompt of its own);
+#: core's judge asks after the policy's prompt (``ask``) and so under the policy's system prompt.
 REWARD_SYSTEM = "You check the reasoning steps of a solution. Answer Yes or No."
 
 REWARD_USER = {
-    "evaluate": (
-        "Problem: {question}\n"
-        "Steps so far:\n{steps}\n"
-        "Proposed next step: {step}\n"
-        "Is the proposed step correct and does it make progress? Answer Yes or No.\nAnswer:"
+    # Asked after the policy's prompt for the same steps (its system prompt, examples, the problem and the
+    # steps so far), so both roles' prompts share one head in a server's prefix cache; the question comes before
+    # the step it asks about, so the judges of a node's children share it too.
+    "ask": (
+        "Is the following proposed next step correct, and does it make progress? Answer Yes or No.\n"
+        "Proposed next step: {step}\nAnswer:"
     ),
 }

@@ -6,19 +6,26 @@ calls :func:`check_language_domain` from its own tests: every example starts a
 state, the policy proposes steps with the scripted model, the transition
 executes them without touching the state it is given, states survive a JSON
 round trip, ``is_terminal`` answers a bool and the reward model gives finite
-scores.  Each failure is one line naming the example and the component.
+scores; and the prompts the policy and the reward model send for one problem,
+at its start and one step on, share one head holding the problem and are the
+same bytes each time (a server's prefix cache then serves them).  Each failure
+is one line naming the example and the component.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+
+from lits.lm.base import Prompt
 
 from lits.structures.base import State, Step
 from lits.testing.conformance import _examples_and_task_type, _why, check_round_trip, fail
 
 if TYPE_CHECKING:
     from lits.components.factory import Components
+
+_T = TypeVar("_T")
 
 
 def check_language_domain(
@@ -85,17 +92,53 @@ class _LanguageCheck:
     def __init__(self, at: str, index: int, example: dict[str, Any], components: Components) -> None:
         self.at, self.index, self.example = at, index, example
         self.policy, self.transition, self.reward = (components.policy, components.transition, components.reward_model)
+        self.model = self.policy.base_model
         self.query = example["query"]
 
     def run(self, depth: int) -> None:
         state = self.start_state()
-        for _ in range(depth):
+        for level in range(depth):
+            if level < 2:
+                self.check_prompt_heads(state, "the start" if level == 0 else "one step on")
             steps = self.propose(state)
             children = [self.execute(state, step) for step in steps]
             self.score(state, steps)
             state = children[0]
             if self.terminal(state):
                 return
+
+    def check_prompt_heads(self, state: State, where: str) -> None:
+        """The policy's and the reward model's prompts for ``state``, each rendered twice, share one head holding
+        the problem (the prompts as the model received them: whatever the components are)."""
+        from lits.testing.prompt_heads import prompt_head_problem
+
+        proposed: list[Step] = []
+
+        def render() -> dict[str, Prompt]:
+            # The policy's samples may differ from one call to the next: the judge is asked about the first one.
+            out: dict[str, Prompt] = {}
+            steps = self.sent(lambda: self.propose(state), f"policy's prompt at {where}", out)
+            proposed[:] = proposed or steps[:1]
+            actions = [step.get_action() for step in proposed]
+            self.sent(
+                lambda: self.reward.fast_rewards(state, actions, self.query, self.index, steps=proposed),
+                f"reward model's prompt at {where}",
+                out,
+            )
+            return out
+
+        wrong = prompt_head_problem(render(), render(), [str(self.query)])
+        if wrong:
+            fail(self.at, wrong)
+
+    def sent(self, call: Callable[[], _T], name: str, out: dict[str, Prompt]) -> _T:
+        """``call()``'s result; its first prompt to the model goes into ``out`` under ``name``."""
+        calls = getattr(self.model, "calls", None)
+        before = len(calls) if isinstance(calls, list) else 0
+        result = call()
+        if isinstance(calls, list) and len(calls) > before:
+            out[name] = calls[before][0]
+        return result
 
     def start_state(self) -> State:
         try:

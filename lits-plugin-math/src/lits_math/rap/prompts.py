@@ -10,7 +10,9 @@ Registered under agent ``rap`` and key ``language_grounded``, so any
 language-grounded dataset gets them; a dataset may register its own under its
 name.  User prompts are dicts of templates with the fields ``{question}``,
 ``{pairs}`` (rendered with the ``pair`` template), ``{index}`` (number of the
-next sub-question) and ``{sub_question}``.
+next sub-question) and ``{sub_question}``.  Every role's prompt starts with the
+same system prompt and ``Problem: {question}\n{pairs}``, the role's own ask
+last, so a server's prefix cache serves the head whichever role spoke last.
 """
 
 from __future__ import annotations
@@ -67,18 +69,16 @@ TRANSITION_USER = {
 }
 
 REWARD_USER = {
+    # The judge reads the policy's system prompt and chain first (one head for every role in a server's prefix
+    # cache), so what it judges by is said here, last.
     "evaluate": (
         "Problem: {question}\n{pairs}Proposed Q{index}: {sub_question}\n"
-        "Does answering the proposed sub-question help to solve the problem? Answer Yes or No.\n"
+        "Is the proposed sub-question useful: does it ask for something the problem needs that the earlier "
+        "answers do not already give? Answer Yes or No.\n"
         "Answer:"
     ),
     "pair": PAIR,
 }
-
-REWARD_SYSTEM = """\
-A problem is being solved by splitting it into sub-questions (Q1, Q2, ...), each answered in turn.
-You judge whether a proposed next sub-question is useful: it asks for something the problem
-needs that the earlier answers do not already give. Reply Yes or No."""
 
 
 @register_system_prompt("policy", AGENT, KEY)
@@ -103,7 +103,7 @@ def transition_user() -> dict[str, str]:
 
 @register_system_prompt("reward", AGENT, KEY)
 def reward_system() -> str:
-    return REWARD_SYSTEM
+    return f"{INSTRUCTIONS}\n\n{EXAMPLES}"  # the policy's: every role's prompt starts with the same bytes
 
 
 @register_user_prompt("reward", AGENT, KEY)

@@ -15,16 +15,9 @@ from typing import Any, Sequence
 
 from lits.components.base import Policy
 from lits.components.parsing import count_reask, count_reply
+from lits.components.thought_prompting import FINAL, ThoughtPrompt
 from lits.lm.base import LanguageModel, Message, Prompt
 from lits.structures.language_grounded import ThoughtState, ThoughtStep
-
-
-FINAL = "The answer is"
-#: The ask for the rest of a solution in one reply (``whole_solution``).
-WHOLE = (
-    "Write the solution from step {index} to the end, one step per line; the last line states the result "
-    'as "{final} X".'
-)
 
 
 class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
@@ -50,74 +43,23 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
     def _is_last(self, state: ThoughtState) -> bool:
         return self.max_depth is not None and len(state) >= self.max_depth - 1
 
+    @property
+    def prompt(self) -> ThoughtPrompt:
+        """This policy's prompts, rendered as every language-grounded role renders them (one shared head)."""
+        return ThoughtPrompt(self.task_prompt_spec, self.usr_prompt_spec)
+
     def _template(self, key: str, default: str) -> str:
-        """A user template by key; the design docs' ``question_format`` spelling works too."""
-        spec = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
-        return str(spec.get(key) or spec.get(f"{key}_format") or default)
+        return self.prompt.template(key, default)
 
     def completion_prompt(self, state: ThoughtState, query: object, exclude: Sequence[str] = ()) -> str:
         """Problem, numbered steps so far, and the cue for the next step (after the siblings not to repeat)."""
-        step = self._template("step", "Step {index}:")
-        lines = [
-            str(self.task_prompt_spec or "").strip(),
-            "",
-            self._template("question", "Problem: {question}\n").format(question=query).rstrip(),
-        ]
-        lines += [f"{step.format(index=i)} {s.action}" for i, s in enumerate(state, 1) if s.action]
-        cue = step.format(index=len(state) + 1)
-        if exclude:
-            lines.append(_not_again(exclude, cue.rstrip(":")))
-        lines.append(f"{cue} {self._template('final', FINAL)}" if self._is_last(state) else cue)
-        return "\n".join(lines).lstrip()
+        return self.prompt.completion(query, _done(state), self._is_last(state), exclude)
 
     def messages(
         self, state: ThoughtState, query: object, exclude: Sequence[str] = (), whole: bool = False
     ) -> list[Message]:
-        """System prompt, worked examples as earlier user/assistant turns, then the ask for the next step (or,
-        ``whole``, for the rest of the solution; from the start, the prompt's ``chat_whole`` ask alone)."""
-        done = [s.action for s in state if s.action]
-        if whole and not done and not exclude and self._template("chat_whole", ""):
-            # The whole solution from the start: the question and the answer's form, in the model's own
-            # chat frame (no system prompt about one-line steps, no worked example to copy).
-            return [{"role": "user", "content": self._template("chat_whole", "").format(question=query)}]
-        user = self._ask(query, done, len(state) + 1, self._is_last(state), whole)
-        if exclude:
-            user += "\n" + _not_again(exclude, f"step {len(state) + 1}")
-        # Asked for a whole solution, a small chat model copied a short worked example's brevity (1 of 10 GSM8K
-        # problems solved against 2 without it), so it reasons in its own style.
-        examples = [] if whole else self._example_turns()
-        return [
-            {"role": "system", "content": str(self.task_prompt_spec or "")},
-            *examples,
-            {"role": "user", "content": user},
-        ]
-
-    def _ask(self, query: object, done: list[str], index: int, last: bool, whole: bool = False) -> str:
-        step = self._template("step", "Step {index}:")
-        shown = "\n".join(f"{step.format(index=i)} {action}" for i, action in enumerate(done, 1))
-        ask = self._ask_line(index, whole)
-        if last and not whole:
-            ask += f' This is the last step: begin it with "{self._template("final", FINAL)}".'
-        user = self._template("question", "Problem: {question}\n").format(question=query)
-        return user + (f"\nSteps so far:\n{shown}\n" if shown else "\n") + ask
-
-    def _ask_line(self, index: int, whole: bool) -> str:
-        """What the model is asked to write: step ``index`` only, or (``whole``) the rest of the solution."""
-        if whole:
-            return self._template("chat_rest", WHOLE).format(index=index, final=self._template("final", FINAL))
-        return self._template("chat_next", "Write only step {index}.").format(index=index)
-
-    def _example_turns(self) -> list[Message]:
-        """The prompt's ``chat_examples`` (``{"question", "steps"}``), asked and answered step by step as the
-        real problem will be, so a chat model sees the answer stated only at the step that computes it."""
-        spec = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
-        turns: list[Message] = []
-        for example in spec.get("chat_examples") or []:
-            steps = [str(s) for s in example.get("steps") or []]
-            for k, step_text in enumerate(steps):
-                turns.append({"role": "user", "content": self._ask(example.get("question"), steps[:k], k + 1, False)})
-                turns.append({"role": "assistant", "content": step_text})
-        return turns
+        """The chat prompt for the next step (or, ``whole``, the rest of the solution)."""
+        return self.prompt.messages(query, _done(state), self._is_last(state), exclude, whole)
 
     def _get_actions(
         self,
@@ -159,7 +101,7 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
             if not text and chat and not reasked:  # one bounded re-ask per request
                 reasked = True
                 count_reask()
-                ask = self._ask_line(len(state) + 1, whole)
+                ask = self.prompt.ask_line(len(state) + 1, whole)
                 again = self.base_model.generate(
                     [
                         *prompt,
@@ -184,10 +126,8 @@ class ConcatPolicy(Policy[ThoughtState, ThoughtStep]):
         return [ThoughtStep(error=error_msg)]
 
 
-def _not_again(exclude: Sequence[str], what: str) -> str:
-    """The note that lists a node's siblings: proposals the model should not write again."""
-    listed = "\n".join(f"- {text}" for text in exclude)
-    return f"Already proposed for {what} (write a different one):\n{listed}"
+def _done(state: ThoughtState) -> list[str]:
+    return [s.action for s in state if s.action]
 
 
 def _whole(reply: str, step: str) -> str:

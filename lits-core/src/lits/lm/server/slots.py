@@ -56,6 +56,8 @@ class ServerFacts(NamedTuple):
     dialect: ConstraintDialect = None
     #: Whether ``/completions`` takes ``echo`` (prompt log-probabilities); upstream llama-server refuses it.
     echo: bool = True
+    #: Whether a request may name its slot (llama-server's ``id_slot``, with ``cache_prompt``).
+    pins: bool = False
 
 
 ProbeFn = Callable[[], ServerFacts]
@@ -134,7 +136,7 @@ def _ask(base_url: str, headers: Mapping[str, str], params: Mapping[str, str] | 
         if props.status_code == 200:
             total = _int(props.json().get("total_slots"))
             if total:
-                return ServerFacts(total, "the server's /props (total_slots)", "gbnf", echo=False)
+                return ServerFacts(total, "the server's /props (total_slots)", "gbnf", echo=False, pins=total > 1)
         models = client.get(f"{base_url.rstrip('/')}/models")
         if models.status_code == 200:
             owners = {str(m.get("owned_by")) for m in models.json().get("data") or [] if isinstance(m, dict)}
@@ -208,18 +210,31 @@ def one_slot_servers(models: Sequence[object], instances: int = 2) -> bool:
 
 
 class SlotGate:
-    """Lets at most the server's slots of requests out at once; counts the calls that waited and how long."""
+    """Lets at most the server's slots of requests out at once; counts the calls that waited and how long.
+
+    On a server whose requests may name their slot (:attr:`ServerFacts.pins`), each call gets a slot by its
+    ``key`` (the instance and role that call): the slot that key used last when it is free, else an unused
+    one, else one its instance used, else the one idle longest.  A slot keeps the last prompt it read, so a
+    role kept on its own slot finds its own prefix there instead of another role's or instance's.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
         self._known = False
-        self._gate: threading.Semaphore | None = None
         self.slots: int | None = None
         self.source = "not probed yet"
         #: How the server constrains decoding (known after :meth:`learn`).
         self.dialect: ConstraintDialect = None
         #: Whether the server echoes prompt log-probabilities (known after :meth:`learn`).
         self.echo = True
+        #: Whether requests name their slot (known after :meth:`learn`).
+        self.pins = False
+        self._free: list[int] = []
+        #: The key each slot last served, and when (a counter), to choose a free slot.
+        self._last_key: dict[int, tuple[object, object]] = {}
+        self._last_used: dict[int, int] = {}
+        self._uses = 0
         self.queued_calls = 0
         self.queued_seconds = 0.0
 
@@ -230,27 +245,44 @@ class SlotGate:
                 return
             facts = probe()
             self.slots, self.source, self.dialect, self.echo = facts.slots, facts.source, facts.dialect, facts.echo
-            self._gate = threading.Semaphore(self.slots) if self.slots else None
+            self.pins = bool(facts.pins and self.slots)
+            self._free = list(range(self.slots or 0))
             self._known = True
 
     @contextlib.contextmanager
-    def slot(self) -> Iterator[None]:
-        gate = self._gate
-        if gate is None:
-            yield
+    def slot(self, key: tuple[object, object] = (None, None)) -> Iterator[int | None]:
+        """Hold one of the server's slots for a request (none when the server reports no slots); yields the
+        slot's id where requests may name it, else None.  ``key``: (instance, role) of the call."""
+        if not self.slots:
+            yield None
             return
-        if not gate.acquire(blocking=False):
-            start = time.monotonic()
-            gate.acquire()
-            waited = time.monotonic() - start
-            note_wait(waited)  # the call's own record keeps it out of model time
-            with self._lock:
+        with self._lock:
+            if not self._free:
+                start = time.monotonic()
+                while not self._free:
+                    self._freed.wait()
+                waited = time.monotonic() - start
+                note_wait(waited)  # the call's own record keeps it out of model time
                 self.queued_calls += 1
                 self.queued_seconds += waited
+            chosen = self._choose(key)
+            self._free.remove(chosen)
+            self._uses += 1
+            self._last_key[chosen], self._last_used[chosen] = key, self._uses
         try:
-            yield
+            yield chosen if self.pins else None
         finally:
-            gate.release()
+            with self._lock:
+                self._free.append(chosen)
+                self._freed.notify()
+
+    def _choose(self, key: tuple[object, object]) -> int:
+        def rank(slot: int) -> tuple[int, int]:
+            last = self._last_key.get(slot)
+            fit = 0 if last == key else 1 if last is None else 2 if last[0] == key[0] else 3
+            return fit, self._last_used.get(slot, 0)
+
+        return min(self._free, key=rank)
 
     def stats(self) -> dict[str, float | int]:
         with self._lock:
