@@ -43,9 +43,9 @@ class RunResult:
     dataset: str
     summary: Summary
     instances: list[InstanceOutcome]
+    #: What the run recorded in config.json, read back.
+    config: RunRecord = field(repr=False)
     stopped: str | None = None
-    #: What the run recorded in config.json (None only for a result made by hand).
-    config: RunRecord | None = field(default=None, repr=False)
 
     @property
     def solved(self) -> int:
@@ -128,7 +128,7 @@ def read_result(save_dir: Path, selected: list[int], failed: dict[int, str], sto
     results = run_dir.read_results(command)
     summary = json.loads((save_dir / layout.SUMMARY).read_text(encoding="utf-8"))
     instances = [_outcome(idx, results.get(idx), failed.get(idx)) for idx in selected]
-    return RunResult(save_dir, command, config.dataset, summary, instances, stopped, config)
+    return RunResult(save_dir, command, config.dataset, summary, instances, config, stopped)
 
 
 def _outcome(idx: int, record: ResultRecord | None, error: str | None) -> InstanceOutcome:

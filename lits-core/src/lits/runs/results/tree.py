@@ -364,7 +364,7 @@ def chain_tree(final_state: object, init: object = None) -> InstanceTree:
 
 
 def instance_tree(
-    root: Path, idx: int, command: str, config: RunRecord | None, result: Mapping[str, Any] | None
+    root: Path, idx: int, command: str, config: RunRecord, result: Mapping[str, Any] | None
 ) -> InstanceTree | None:
     """A search instance's tree from its journal, or a chain instance's steps as a path (of the last attempt,
     under ``--attempts``)."""
@@ -377,7 +377,7 @@ def instance_tree(
     path = [n for n in read_json(root / layout.path(idx)) or [] if isinstance(n, dict) and "id" in n]
     selected = [int(n["id"]) for n in path]
     terminal = {int(n["id"]) for n in read_json(root / layout.terminal_nodes(idx)) or [] if isinstance(n, dict)}
-    aggregate = str((config.search_args if config else {}).get("aggregate") or "mean")
+    aggregate = str(config.search_args.get("aggregate") or "mean")
     last = len((result or {}).get("attempts") or [None]) - 1
     journal = root / layout.attempt_checkpoints(last) / layout.journal_name(idx)
     tree = search_tree(journal, aggregate, selected, terminal)
