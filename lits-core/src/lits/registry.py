@@ -145,9 +145,10 @@ def register_chain(name: str, config_class: type | None = None) -> Callable[[T],
     return _class_decorator("chain", name, None, config_class=config_class)
 
 
-def register_model(name: str, description: str = "") -> Callable[[T], T]:
-    """Register a model backend ``factory(spec, **options) -> LanguageModel``, used as ``--model NAME``."""
-    return _class_decorator("model", name, None, description=description)
+def register_model(name: str, description: str = "", concurrency: int | None = None) -> Callable[[T], T]:
+    """Register a model backend ``factory(spec, **options) -> LanguageModel``, used as ``--model NAME``;
+    ``concurrency``: its calls in flight when ``--concurrency`` is not given (default: a server's, 16)."""
+    return _class_decorator("model", name, None, description=description, concurrency=concurrency)
 
 
 def register_augmentor(name: str, description: str = "") -> Callable[[T], T]:

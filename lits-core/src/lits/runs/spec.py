@@ -35,10 +35,6 @@ Role = Literal["policy", "eval", "transition", "bn"]
 #: A component given by registered name, by class, or as an object built by the caller.
 ComponentChoice = str | type | object | None
 
-#: Calls in flight against an HTTP server when ``concurrency`` is not given: enough to keep a
-#: local vLLM / llama.cpp server batching.  In-process models take one call at a time.
-SERVER_CONCURRENCY = 16
-
 
 #: Checks across fields, as the Python API and the command line say them: field -> (problem, flag problem).
 _ACROSS = {
@@ -556,9 +552,11 @@ class RunSpec(BaseModel):
         }
 
     def resolved_concurrency(self) -> int:
-        """``concurrency``, else 1 for in-process models and 16 for a server (the largest over components)."""
+        """``concurrency``, else the largest its models' backends declare (1 in process, 16 for a server)."""
         if self.concurrency is not None:
             return self.concurrency
+        from lits.lm.factory import default_concurrency
+
         names = [self.model, *(m.model for m in self.component_models.values() if m.model)]
         return max(default_concurrency(name) for name in names)
 
@@ -752,12 +750,6 @@ def apply_overrides(values: Mapping[str, object], pairs: list[str]) -> dict[str,
 def _closest(name: str) -> str:
     close = difflib.get_close_matches(name, list(RunSpec.model_fields), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def default_concurrency(model: str | None) -> int:
-    from lits.runs.model_specs import is_gguf
-
-    return 1 if model in (None, "", "local", "scripted") or is_gguf(model) else SERVER_CONCURRENCY
 
 
 def _spec_error(exc: ValidationError) -> SpecError:
