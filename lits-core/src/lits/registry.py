@@ -9,7 +9,7 @@ name is missing and a plugin failed to load, the error says which and why.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar, cast
 
 from lits import plugins
 from lits.store import (
@@ -187,23 +187,23 @@ class ComponentRegistry:
 
     @staticmethod
     def get_transition(name: str) -> type:
-        return get_registration("transition", name).obj
+        return cast(type, get_registration("transition", name).obj)
 
     @staticmethod
     def get_policy(name: str) -> type:
-        return get_registration("policy", name).obj
+        return cast(type, get_registration("policy", name).obj)
 
     @staticmethod
     def get_reward_model(name: str) -> type:
-        return get_registration("reward_model", name).obj
+        return cast(type, get_registration("reward_model", name).obj)
 
     @staticmethod
     def get_search(name: str) -> type:
-        return get_registration("search", name).obj
+        return cast(type, get_registration("search", name).obj)
 
     @staticmethod
     def get_chain(name: str) -> type:
-        return get_registration("chain", name).obj
+        return cast(type, get_registration("chain", name).obj)
 
 
 def get_search_framework(name: str, task_type: str | None = None) -> SearchFramework:
@@ -256,7 +256,7 @@ def infer_task_type(name: str) -> str:
             continue
         task_type = reg.task_type or getattr(reg.obj, "TASK_TYPE", None)
         if task_type:
-            return task_type  # type: ignore[no-any-return]
+            return str(task_type)
     raise KeyError(
         f"cannot infer the task type of {name!r}: register its dataset with @register_dataset({name!r}, task_type=...)"
     )

@@ -283,7 +283,7 @@ class RayExecutor:
             settings.resolved_concurrency(), cache
         )
         self.watch = ClusterWatch(self.coordinator, ray.get_runtime_context().get_node_id()).start()
-        self.homes = worker_homes(ray.nodes())[: max(1, instances)]
+        self.homes = worker_homes(ray.nodes())[: max(1, instances)]  # type: ignore[no-untyped-call]
         count = len(self.homes)
         self.per_worker = max(1, math.ceil(settings.resolved_concurrency() / count))
         self.workers = [self._new_worker(i) for i in range(count)]

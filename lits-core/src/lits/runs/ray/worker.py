@@ -241,7 +241,7 @@ def _error_kind(built: _Built, idx: int) -> str:
 def _worker_runner(base: type) -> type:
     """The in-process runner, but a failure is only recorded: stopping the run is the driver's call."""
 
-    class WorkerRunner(base):  # type: ignore[valid-type,misc]
+    class WorkerRunner(base):  # type: ignore[misc]
         error_kinds: dict[int, str]
 
         def _failed(self, idx: int, exc: Exception) -> None:
