@@ -191,6 +191,12 @@ def test_keys_of_an_older_run_that_no_field_knows_are_kept(tmp_path: Path):
     assert list(record.as_config())[-1] == "legacy_note" and record.as_config()["legacy_note"] == [1, 2]
 
 
+def test_a_config_json_cannot_set_what_is_never_recorded(tmp_path: Path):
+    (tmp_path / layout.CONFIG).write_text(json.dumps({**_as_written_before(SEARCH), "trust_config": True}))
+    record = RunDir(tmp_path).read_config()
+    assert record.trust_config is False and "trust_config" not in record.as_config()
+
+
 def test_a_bad_value_in_config_json_is_one_line_naming_the_file(tmp_path: Path):
     (tmp_path / layout.CONFIG).write_text(json.dumps({**_as_written_before(SEARCH), "concurrency": 0}))
     with pytest.raises(RunFileError, match=r"config\.json: concurrency must be at least 1; restore it"):

@@ -125,8 +125,9 @@ class RunRecord(RunSpec):
 
     @classmethod
     def read(cls, config: Mapping[str, object]) -> "RunRecord":
-        """The record config.json holds, checked as a spec is (a bad value is one :class:`SpecError` line)."""
-        values = {str(key): value for key, value in config.items() if key != "format"}
+        """The record config.json holds, checked as a spec is (a bad value is one :class:`SpecError` line).
+        What is never recorded (``trust_config``...) is never read either: a file cannot set it."""
+        values = {str(key): value for key, value in config.items() if key != "format" and key not in UNRECORDED}
         if isinstance(models := values.get("component_models"), dict):  # config.json keeps api_key_env as key_env
             values["component_models"] = {role: given_model(chosen) for role, chosen in models.items()}
         record = cls.make(**values)
