@@ -200,11 +200,12 @@ def test_bn_model_calls_go_to_the_bn_model(tmp_path, search, server):
 
 
 def test_the_viewer_shows_each_verdict(tmp_path, result):
+    from lits.runs.results.artifacts import RunDir
     from lits.runs.results.tree import instance_tree
 
     result(*continuation("direct"))
     run = tmp_path / "run"
-    tree = instance_tree(run, 0, "search", json.loads((run / "config.json").read_text()), None)
+    tree = instance_tree(run, 0, "search", RunDir(run).read_config(), None)
     assert tree is not None
     verdicts = [n["detail"].get("branching") for n in tree["nodes"]]
     assert verdicts[0] == {

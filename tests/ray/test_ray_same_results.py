@@ -122,21 +122,14 @@ def test_worker_without_the_plugin_says_install_it_on_every_node() -> None:
     """A worker that cannot find a registered name answers with one line, not a dead actor."""
     from lits.runs.ray.actors import RunCoordinator
     from lits.runs.ray.worker import InstanceWorker
+    from lits.runs.record import RunRecord
+    from lits.runs.spec import RunSpec
 
     import ray
 
     name = "test-coordinator-missing-plugin"
     coordinator = RunCoordinator.options(name=name).remote(1, None)  # type: ignore[attr-defined]
-    settings = {
-        "dataset": "no-such-dataset",
-        "search": "mcts",
-        "search_args": {},
-        "concurrency": 1,
-        "model": "scripted",
-        "base_url": None,
-        "api": None,
-        "no_cache": True,
-    }
+    settings = RunRecord.of(RunSpec.make(dataset="no-such-dataset", search="mcts", model="scripted", no_cache=True))
     worker = InstanceWorker.remote("w0", settings, "search", name)  # type: ignore[attr-defined]
     out = ray.get(worker.run.remote(0, {"query": "q"}, False, {}), timeout=60)
     assert out["status"] == "setup"

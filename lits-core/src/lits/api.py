@@ -410,12 +410,13 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
     objects: dict[str, object] = {
         role: changes.pop(role) for role in ("policy", "transition", "reward") if role in changes
     }
+    recorded = saved.as_config()
     for role, obj in objects.items():
-        if component_name(obj) != saved.get(role):
-            raise SpecError(role, f"must be what the run had ({saved.get(role)!r}), not {component_name(obj)!r}")
+        if component_name(obj) != recorded.get(role):
+            raise SpecError(role, f"must be what the run had ({recorded.get(role)!r}), not {component_name(obj)!r}")
     for role in ("policy", "transition", "reward"):
-        if str(saved.get(role) or "").startswith(OBJECT_PREFIX) and role not in objects:
-            was = str(saved.get(role))[len(OBJECT_PREFIX) :]
+        if str(recorded.get(role) or "").startswith(OBJECT_PREFIX) and role not in objects:
+            was = str(recorded.get(role))[len(OBJECT_PREFIX) :]
             raise SpecError(role, f"was an object ({was}); pass it again as {role}=")
     unknown = [key for key in changes if key not in OPERATIONAL_FIELDS | {"offline"}]  # a replay's, per resume
     if unknown:
@@ -423,7 +424,7 @@ def resume(save_dir: str | Path, **changes: object) -> RunResult:
             unknown[0],
             "cannot change on resume: it would change what the run computes; start a new run with another save_dir",
         )
-    merged = RunSpec.from_config({**saved, **{r: None for r in objects}}, **changes)  # checks the new values
+    merged = RunSpec.from_config({**recorded, **{r: None for r in objects}}, **changes)  # checks the new values
     settings = resumed_settings(run_dir, saved, {key: getattr(merged, key) for key in changes})
     confirmation = Confirmation(given=given_values(changes), trusted=trusted)
     done = execute(

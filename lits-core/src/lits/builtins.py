@@ -146,9 +146,12 @@ def register_search_frameworks(register: Callable[..., object]) -> None:
 @hookimpl
 def register_models(register: Callable[..., object]) -> None:
     register(
-        "local", "lits.builtins:local_model", description="embedded Gemma 3 270M on llama.cpp, in-process (the default)"
+        "local",
+        "lits.builtins:local_model",
+        description="embedded Gemma 3 270M on llama.cpp, in-process (the default)",
+        concurrency=1,
     )
-    register("scripted", scripted_model, description="deterministic offline stand-in, for smoke tests")
+    register("scripted", scripted_model, description="deterministic offline stand-in, for smoke tests", concurrency=1)
     register(
         "openai",
         server_model,

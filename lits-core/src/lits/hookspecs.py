@@ -77,7 +77,9 @@ def register_commands(register: Callable[..., Any]) -> None:
 
 @hookspec
 def register_models(register: Callable[..., Any]) -> None:
-    """``register(name, factory, description="")``: ``factory(spec, **options)`` returns a LanguageModel.
+    """``register(name, factory, description="", concurrency=None)``: ``factory(spec, **options)`` returns a
+    LanguageModel; ``concurrency``: its calls in flight when ``--concurrency`` is not given (default: a
+    server's, 16; an in-process backend says 1).
 
     ``--model NAME`` or ``--model NAME/model`` picks it (the factory gets the whole spec); options are ``base_url``, ``api``, ``concurrency``,
     ``price_in``, ``price_out`` (take ``**options`` and use what you need).

@@ -303,8 +303,8 @@ def _call_hooks(pm_name: str, owner: str) -> None:
 
         return register
 
-    def model(name: str, factory: object, description: str = "") -> None:
-        add_registration("model", name, factory, description=description, owner=owner)
+    def model(name: str, factory: object, description: str = "", concurrency: int | None = None) -> None:
+        add_registration("model", name, factory, description=description, concurrency=concurrency, owner=owner)
 
     def command(name: str, add_arguments: object, help: str = "") -> None:
         add_registration("command", name, add_arguments, help=help, owner=owner)

@@ -9,7 +9,7 @@ name is missing and a plugin failed to load, the error says which and why.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar, cast
 
 from lits import plugins
 from lits.store import (
@@ -145,9 +145,10 @@ def register_chain(name: str, config_class: type | None = None) -> Callable[[T],
     return _class_decorator("chain", name, None, config_class=config_class)
 
 
-def register_model(name: str, description: str = "") -> Callable[[T], T]:
-    """Register a model backend ``factory(spec, **options) -> LanguageModel``, used as ``--model NAME``."""
-    return _class_decorator("model", name, None, description=description)
+def register_model(name: str, description: str = "", concurrency: int | None = None) -> Callable[[T], T]:
+    """Register a model backend ``factory(spec, **options) -> LanguageModel``, used as ``--model NAME``;
+    ``concurrency``: its calls in flight when ``--concurrency`` is not given (default: a server's, 16)."""
+    return _class_decorator("model", name, None, description=description, concurrency=concurrency)
 
 
 def register_augmentor(name: str, description: str = "") -> Callable[[T], T]:
@@ -186,23 +187,23 @@ class ComponentRegistry:
 
     @staticmethod
     def get_transition(name: str) -> type:
-        return get_registration("transition", name).obj
+        return cast(type, get_registration("transition", name).obj)
 
     @staticmethod
     def get_policy(name: str) -> type:
-        return get_registration("policy", name).obj
+        return cast(type, get_registration("policy", name).obj)
 
     @staticmethod
     def get_reward_model(name: str) -> type:
-        return get_registration("reward_model", name).obj
+        return cast(type, get_registration("reward_model", name).obj)
 
     @staticmethod
     def get_search(name: str) -> type:
-        return get_registration("search", name).obj
+        return cast(type, get_registration("search", name).obj)
 
     @staticmethod
     def get_chain(name: str) -> type:
-        return get_registration("chain", name).obj
+        return cast(type, get_registration("chain", name).obj)
 
 
 def get_search_framework(name: str, task_type: str | None = None) -> SearchFramework:
@@ -255,7 +256,7 @@ def infer_task_type(name: str) -> str:
             continue
         task_type = reg.task_type or getattr(reg.obj, "TASK_TYPE", None)
         if task_type:
-            return task_type  # type: ignore[no-any-return]
+            return str(task_type)
     raise KeyError(
         f"cannot infer the task type of {name!r}: register its dataset with @register_dataset({name!r}, task_type=...)"
     )

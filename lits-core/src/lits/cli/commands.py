@@ -50,7 +50,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     save_dir = args.save_dir or f"{source.root}-rerun-{time.strftime('%Y%m%d-%H%M%S')}"
     changes = apply_overrides({"save_dir": save_dir}, args.set)
     try:
-        spec = RunSpec.from_config(saved, **changes, trust_config=bool(args.trust_config))
+        spec = RunSpec.from_config(saved.as_config(), **changes, trust_config=bool(args.trust_config))
     except SpecError as exc:  # a bad value read from config.json: the line names the file
         if exc.field.split(".")[0] not in changes:
             exc.source = str(source.config_path)
@@ -121,15 +121,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     run_dir = RunDir(Path(args.save_dir))
     config = run_dir.read_config()
-    results = run_dir.read_results(str(config.get("command") or "search"))
+    results = run_dir.read_results(config.command)
     if not results:
         raise UserError(f"{run_dir.root} has no finished instances to evaluate")
     components = create_components(
-        config["dataset"],
+        config.dataset,
         None,
-        transition=config.get("transition"),
-        resource_args=config.get("dataset_args") or {},
-        framework=config.get("search_framework"),
+        transition=config.transition,
+        resource_args=config.dataset_args,
+        framework=config.search_framework,
     )
 
     def attempt(idx: int, k: int) -> dict[str, object] | None:
@@ -137,7 +137,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return saved if isinstance(saved, dict) else None
 
     results = reevaluate(components, results, {}, attempt)
-    summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings(), config.get("attempts"))
+    summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings(), config.attempts)
     previous = _read_json(run_dir.root / layout.SUMMARY)
     summary.update(instance_counts(len(results), previous.get("total"), previous.get("failed")))
     measured = whole_run(run_dir.root)

@@ -16,7 +16,7 @@ from pydantic.fields import FieldInfo
 from lits.cli.errors import UserError
 from lits.runs.model_specs import ROLES
 from lits.runs.resuming import MEANING_FLAGS, OPERATIONAL_KEYS, ResumeRequest
-from lits.runs.run_settings import GivenModel
+from lits.runs.record import GivenModel
 from lits.runs.spec import RunSpec, SpecError, parse_value, settings_declared
 
 #: Adds options that are not a field's own (``--resume``, the ``--ROLE-model`` family) to a group.

@@ -21,6 +21,11 @@ recorded in `config.json`.
 
 Generated from `RunSpec` (`lits-core/src/lits/runs/spec.py`): `python -m lits.cli.settings_page >
 docs/run-settings.md`.
+
+*Adding a setting* touches three files: its field in `RunSpec` with its `Setting(group, help, computes=...)`,
+the one place that uses it (it reads `settings.NAME` on the run's `RunRecord`, `lits-core/src/lits/runs/record.py`),
+and this page, regenerated.  The flag, the resume rule and `config.json` follow from the field: a run records
+it when it is not at its default, so runs made before it existed read the same.
 """
 TITLES = {
     "data": "Data",

@@ -44,13 +44,13 @@ def write_card(
         solved = sum(t.solved for t in run.instances)
         sources = sorted({t.source for t in run.instances}) or ["-"]
         lines.append(
-            f"| {run.root.name} | {run.command} | {method_label(run.config)} | "
-            f"{run.config.get('dataset')} | {describe_models(run.config)} | {len(run.instances)} | "
+            f"| {run.root.name} | {run.command} | {method_label(run.config.as_config())} | "
+            f"{run.config.dataset} | {describe_models(run.config)} | {len(run.instances)} | "
             f"{solved} | {', '.join(sources)} |"
         )
     lines += ["", "Settings of each run (its `config.json`):", ""]
     for run in runs:
-        args = run.config.get("search_args") or run.config.get("chain_args") or {}
+        args = run.config.search_args or run.config.chain_args
         lines.append(f"- {run.root.name}: `{_settings(args)}`")
     lines += [
         "",

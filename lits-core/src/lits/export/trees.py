@@ -19,20 +19,19 @@ outcome under it has no value.
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from lits import layout
 from lits.components.factory import Components
 from lits.errors import UserError, one_line
 from lits.runs.results.artifacts import RunDir, RunFileError
 from lits.runs.results.records import ResultRecord, evaluate_instance
-from lits.runs.run_settings import RunSettings
+from lits.runs.record import RunRecord
 from lits.structures.base import TrajectoryState
 from lits.structures.node import SearchNode
 from lits.type_registry import deserialize
@@ -79,7 +78,7 @@ class RunTrees:
     """A run's settings, its components (to render prompts and grade answers) and its finished instances."""
 
     root: Path
-    config: RunSettings
+    config: RunRecord
     components: Components
     instances: list[InstanceTree]
     #: Instances with a journal or checkpoint but no result (left out: the gold lives in the result).
@@ -91,17 +90,16 @@ class RunTrees:
 
     @property
     def command(self) -> str:
-        return str(self.config.get("command") or "search")
+        return self.config.command
 
 
-def read_finished(root: Path) -> tuple[RunDir, RunSettings, str, dict[int, ResultRecord]]:
+def read_finished(root: Path) -> tuple[RunDir, RunRecord, str, dict[int, ResultRecord]]:
     """A run's directory, settings, command and finished results; a missing or damaged file is a
     :class:`UserError` in one line."""
     run_dir = RunDir(root)
     try:
         config = run_dir.read_config()
-        command = str(config.get("command") or "search")
-        return run_dir, config, command, run_dir.read_results(command)
+        return run_dir, config, config.command, run_dir.read_results(config.command)
     except (FileNotFoundError, RunFileError) as exc:
         raise UserError(str(exc)) from None
 
@@ -130,22 +128,15 @@ def read_run(root: Path, source: ValueSource = "auto") -> RunTrees:
     return RunTrees(Path(root), config, components, instances, unfinished, with_gold=with_gold)
 
 
-def components_of(config: RunSettings) -> Components:
+def components_of(config: RunRecord) -> Components:
     """The run's policy, transition and reward, built from its settings as the run built them (its search's
     or chain's settings included: a chain-of-thought policy cues the final answer at the depth limit), with
     no model: nothing is called."""
     from lits.registry import infer_task_type
     from lits.runs.setup import agent_registration, build_components, make_config
 
-    settings = cast(RunSettings, copy.deepcopy(dict(config)))
-    mode = str(settings.get("command") or "search")
-    dataset = settings.get("dataset")
-    if not dataset:
-        raise UserError("config.json names no dataset; this run cannot be exported")
-    for key in ("search_args", "chain_args", "dataset_args"):
-        settings.setdefault(key, {})  # type: ignore[misc]
-    for key in ("policy", "transition", "reward", "search_framework", "resource"):
-        settings.setdefault(key, None)  # type: ignore[misc]
+    settings = config.model_copy(deep=True)
+    mode, dataset = settings.command, settings.dataset
     try:
         task_type = infer_task_type(str(dataset))
         registration, args = agent_registration(settings, mode, task_type)

@@ -16,6 +16,9 @@ from lits.lm.base import LanguageModel
 
 #: The backend for a model name that no plugin registered: a server's model.
 SERVER_BACKEND = "openai"
+#: Calls in flight against an HTTP server when ``concurrency`` is not given: enough to keep a
+#: local vLLM / llama.cpp server batching.  A backend that says otherwise registers its own.
+SERVER_CONCURRENCY = 16
 
 
 def create_model(
@@ -38,6 +41,18 @@ def create_model(
     backend = backend_of(name, list_names("model"))
     factory = get_registration("model", backend).obj
     return factory(name, base_url=base_url, api=api, concurrency=concurrency, **options)  # type: ignore[no-any-return]
+
+
+def default_concurrency(spec: str | None) -> int:
+    """Calls in flight for ``spec`` when ``--concurrency`` is not given: what its backend registered
+    (``concurrency=``), 1 for a GGUF file (llama.cpp in this process), else a server's."""
+    from lits.registry import get_registration, list_names
+
+    name = spec or "local"
+    if name.lower().endswith(".gguf"):
+        return 1
+    declared = get_registration("model", backend_of(name, list_names("model"))).meta.get("concurrency")
+    return declared if isinstance(declared, int) else SERVER_CONCURRENCY
 
 
 def backend_of(name: str, registered: list[str]) -> str:

@@ -15,7 +15,7 @@ import contextlib
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, NotRequired, TypedDict, cast
 
 from lits import layout
 from lits.components.factory import Components
@@ -26,6 +26,9 @@ from lits.memory.notes import offering
 from lits.observability import call_context
 from lits.runs.results.artifacts import RunDir, RunFileError
 from lits.runs.results.records import ResultRecord, result_record
+
+if TYPE_CHECKING:
+    from lits.runs.record import RunRecord
 
 #: Seed offset between attempts: far apart from the streams an agent uses inside one attempt (``--chain sc``).
 ATTEMPT_STREAM = 10_000
@@ -41,15 +44,9 @@ class AttemptSettings:
     resource_args: Mapping[str, object] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, settings: Mapping[str, object]) -> "AttemptSettings":
-        attempts = settings.get("attempts")
-        memory = settings.get("memory_args")
-        tools = settings.get("resource_args") if settings.get("resource") else settings.get("dataset_args")
-        return cls(
-            attempts if isinstance(attempts, int) else 1,
-            dict(memory) if isinstance(memory, dict) else {},
-            dict(tools) if isinstance(tools, dict) else {},
-        )
+    def of(cls, settings: RunRecord) -> "AttemptSettings":
+        tools = settings.resource_args if settings.resource else settings.dataset_args
+        return cls(settings.attempts, dict(settings.memory_args), dict(tools))
 
     @property
     def plain(self) -> bool:

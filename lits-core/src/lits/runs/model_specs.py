@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Mapping, TypedDict
 from lits.errors import UserError
 
 if TYPE_CHECKING:
-    from lits.runs.run_settings import GivenModel, RunSettings
+    from lits.runs.record import RunRecord
 
 #: The components that call a model, as the flags name them (``eval`` is the reward model, ``bn`` the
 #: branching-necessity evaluator of Chain-in-Tree continuation).
@@ -115,34 +115,35 @@ def check_model_args(role: str, args: Mapping[str, object]) -> dict[str, object]
     return out
 
 
-def role_spec(settings: RunSettings, role: str) -> ModelSpec:
+def role_spec(settings: RunRecord, role: str) -> ModelSpec:
     """The full model spec ``role`` uses: its own flags over the run's ``--model``/``--base-url``/``--api``.
 
     A component given only a model name keeps the run's ``--base-url`` (one server, several models),
     unless its model runs in this process (``local``, ``scripted``, a ``.gguf`` file).  A role in
     :data:`FALLBACK_ROLES` given nothing of its own uses its fallback role's spec."""
-    given: GivenModel = (settings.get("component_models") or {}).get(role) or {}
-    if not given and role in FALLBACK_ROLES:
+    given = next((chosen for name, chosen in settings.component_models.items() if name == role), None)
+    if given is None and role in FALLBACK_ROLES:
         return role_spec(settings, FALLBACK_ROLES[role])
-    model = given.get("model") or settings.get("model") or "local"
-    args = dict(given.get("args") or {})
-    base_url = given.get("base_url")
-    if base_url is None and not (given.get("model") and in_process(model)):
-        base_url = settings.get("base_url")
+    own = given.model if given else None
+    model = own or settings.model or "local"
+    args = dict(given.args) if given else {}
+    base_url = given.base_url if given else None
+    if base_url is None and not (own and in_process(model)):
+        base_url = settings.base_url
     api = args.pop("api", None)
     return {
         "model": model,
         "base_url": base_url,
-        "api": api if isinstance(api, str) and api else settings.get("api"),
+        "api": api if isinstance(api, str) and api else settings.api,
         "args": args,
     }
 
 
-def default_spec(settings: RunSettings) -> ModelSpec:
+def default_spec(settings: RunRecord) -> ModelSpec:
     return {
-        "model": settings.get("model") or "local",
-        "base_url": settings.get("base_url"),
-        "api": settings.get("api"),
+        "model": settings.model or "local",
+        "base_url": settings.base_url,
+        "api": settings.api,
         "args": {},
     }
 
@@ -152,20 +153,20 @@ def spec_key(spec: ModelSpec) -> str:
     return json.dumps(spec, sort_keys=True, default=str)
 
 
-def describe_models(settings: RunSettings) -> str:
+def describe_models(settings: RunRecord) -> str:
     """``policy=A eval=B transition=A`` (server shown when a component has its own)."""
     parts = []
     for role in ROLES:
         spec = role_spec(settings, role)
         from lits.secrets import safe_url
 
-        own = spec["base_url"] and spec["base_url"] != settings.get("base_url")
+        own = spec["base_url"] and spec["base_url"] != settings.base_url
         where = f"@{safe_url(str(spec['base_url']))}" if own else ""
         parts.append(f"{role}={spec['model']}{where}")
     return " ".join(parts)
 
 
-def call_destinations(settings: RunSettings) -> str:
+def call_destinations(settings: RunRecord) -> str:
     """``http://127.0.0.1:8080/v1 (policy, eval, transition, bn)``: where each server model's calls go, as
     scheme, host, port and path only; empty when every model runs in this process."""
     from lits.secrets import safe_url
@@ -178,7 +179,7 @@ def call_destinations(settings: RunSettings) -> str:
     return ", ".join(f"{url} ({', '.join(roles)})" for url, roles in by_url.items())
 
 
-def uses_own_models(settings: RunSettings) -> bool:
+def uses_own_models(settings: RunRecord) -> bool:
     """True when some component's spec differs from the run's default model."""
     default = spec_key(default_spec(settings))
     return any(spec_key(role_spec(settings, role)) != default for role in ROLES)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Mapping, TypedDict
 
 from lits.errors import UserError, one_line
-from lits.runs.run_settings import RunSettings, set_agent_args
+from lits.runs.record import RunRecord
 from lits.runs.setup import agent_registration, build_components, make_config, select
 from lits.runs.trust import Confirmation, actions, unconfirmed
 
@@ -22,31 +22,31 @@ class Plan(TypedDict):
     """What :func:`plan` found: the resolved settings, the selected instances, where each component's calls
     would go and a bound on model calls (None when the agent declares no depth limit)."""
 
-    settings: RunSettings
+    settings: dict[str, object]
     instances: list[int]
     models: dict[str, str]
     calls_per_instance: int | None
     calls: int | None
 
 
-def plan(settings: RunSettings, objects: Mapping[str, object] | None = None) -> Plan:
+def plan(settings: RunRecord, objects: Mapping[str, object] | None = None) -> Plan:
     """What the run would do: the resolved settings, the instances, the models and a bound on model calls."""
     from lits.registry import get_registration, infer_task_type
 
-    resolved = settings.copy()
-    mode = resolved["command"]
-    if resolved.get("executor") == "ray":
+    resolved = settings.model_copy()
+    mode = resolved.command
+    if resolved.executor == "ray":
         from lits.runs.ray.executor import require_ray
 
         require_ray()
     try:
-        get_registration("dataset", resolved["dataset"])
+        get_registration("dataset", resolved.dataset)
     except KeyError as exc:
         raise UserError(one_line(exc)) from None
-    task_type = infer_task_type(resolved["dataset"])
+    task_type = infer_task_type(resolved.dataset)
     agent_reg, agent_args = agent_registration(resolved, mode, task_type)
     config = make_config(agent_reg, agent_args, mode)
-    selected = select(resolved["dataset"], resolved)
+    selected = select(resolved.dataset, resolved)
     try:
         build_components(
             resolved,
@@ -60,10 +60,10 @@ def plan(settings: RunSettings, objects: Mapping[str, object] | None = None) -> 
         raise
     except Exception as exc:
         raise UserError(f"the components cannot be built: {one_line(exc)}") from None
-    set_agent_args(resolved, mode, config.model_dump())
+    resolved.set_agent_args(config.model_dump())
     per_instance = with_attempts(calls_per_instance(config, mode), resolved)
     return {
-        "settings": resolved,
+        "settings": resolved.as_config(),
         "instances": [idx for idx, _ in selected],
         "models": check_models(resolved),
         "calls_per_instance": per_instance,
@@ -101,17 +101,17 @@ def _bn_calls(config: object, width: int) -> int:
     return int(k) + (1 if method == "sc" else 0)
 
 
-def with_attempts(per_attempt: int | None, settings: RunSettings) -> int | None:
+def with_attempts(per_attempt: int | None, settings: RunRecord) -> int | None:
     """The bound over ``--attempts N``: N attempts, and one call per augmentor between two attempts (an
     augmentor that calls the model more often is not bounded)."""
     from lits.memory.memory import augmentor_classes
 
-    augmentors = augmentor_classes(settings.get("memory_args") or {})
-    attempts = int(settings.get("attempts") or 1)
+    augmentors = augmentor_classes(settings.memory_args)
+    attempts = settings.attempts
     return None if per_attempt is None else per_attempt * attempts + len(augmentors) * (attempts - 1)
 
 
-def check_models(settings: RunSettings) -> dict[str, str]:
+def check_models(settings: RunRecord) -> dict[str, str]:
     """Each component's model spec checked without loading it: where its calls would go."""
     from lits.registry import list_names
     from lits.runs.model_specs import KEY_ENV, ROLES, is_gguf, role_spec, server_url
@@ -155,7 +155,7 @@ def format_plan(planned: Plan) -> str:
     )
 
 
-def to_confirm(settings: RunSettings, confirmation: Confirmation) -> str:
+def to_confirm(settings: RunRecord, confirmation: Confirmation) -> str:
     """The line saying what a real run would ask to confirm (empty when nothing)."""
     pending = [a.shown for a in unconfirmed(actions(settings, confirmation.given), confirmation)]
     return (
@@ -163,9 +163,7 @@ def to_confirm(settings: RunSettings, confirmation: Confirmation) -> str:
     )
 
 
-def print_plan(
-    settings: RunSettings, objects: Mapping[str, object] | None = None, *, confirmation: Confirmation
-) -> int:
+def print_plan(settings: RunRecord, objects: Mapping[str, object] | None = None, *, confirmation: Confirmation) -> int:
     """``--dry-run``: the resolved settings as JSON (secrets dropped), then the plan; exit status 0."""
     import json
 

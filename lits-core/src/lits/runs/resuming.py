@@ -11,12 +11,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence, cast
+from typing import Callable, Mapping, Sequence
 
 from lits.errors import UserError
 from lits.runs.results.artifacts import RunDir, check_writable
-from lits.runs.run_settings import GivenModel, RunSettings
-from lits.runs.spec import OPERATIONAL_FIELDS, default_concurrency, settings_declared
+from lits.runs.record import GivenModel, RunRecord
+from lits.runs.spec import OPERATIONAL_FIELDS, SpecError, settings_declared
 from lits.runs.trust import Confirmation, given_values
 
 #: Flags that change what a run computes: (flag, attribute of the parsed flags, key in config.json).  A
@@ -64,39 +64,36 @@ class ResumeRequest:
         return Confirmation(given=given, trusted=self.trust_config)
 
 
-def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunSettings]:
+def resumed_run(request: ResumeRequest) -> tuple[RunDir, RunRecord]:
     """The run dir and settings of the run to continue; one line for a flag that would change the run."""
     if not request.save_dir:
         raise UserError("--resume needs --save-dir of the run to continue")
     run_dir = RunDir(Path(request.save_dir))
     saved = run_dir.read_config()
-    if saved.get("command") != request.mode:
-        raise UserError(f"{run_dir.root} holds a {saved.get('command')} run, not a {request.mode} run")
+    if saved.command != request.mode:
+        raise UserError(f"{run_dir.root} holds a {saved.command} run, not a {request.mode} run")
     check_saved(run_dir, saved)
-    refuse_meaning_changes(request.meaning, saved)
+    recorded = saved.as_config()
+    refuse_meaning_changes(request.meaning, recorded)
     changed: dict[str, object] = {}
-    models = _resumed_component_models(request.component_models, saved.get("component_models") or {})
-    if models != (saved.get("component_models") or {}):
+    saved_models = _given_models(saved)
+    models = _resumed_component_models(request.component_models, saved_models)
+    if models != saved_models:
         changed["component_models"] = models
     for key, value in request.operational.items():
-        if value is not None and value != saved.get(key):
+        if value is not None and value != getattr(saved, key):
             changed[key] = value
     check_given_again(changed)
-    if request.cache is not None and (request.cache != saved.get("cache") or saved.get("no_cache")):
+    if request.cache is not None and (request.cache != saved.cache or saved.no_cache):
         changed.update(cache=request.cache, no_cache=False)
-    if request.no_cache and not saved.get("no_cache"):
+    if request.no_cache and not saved.no_cache:
         changed["no_cache"] = True
     if request.offline:
         changed["offline"] = True
-    settings = resumed_settings(run_dir, saved, changed)
-    if settings["executor"] == "local":  # an address means nothing to an in-process run
-        if request.operational.get("ray_address") is not None and request.operational.get("executor") != "ray":
-            raise UserError("--ray-address needs --executor ray")
-        settings["ray_address"] = None
-    settings["model"] = model_spec(saved.get("model"))
-    settings["concurrency"] = settings.get("concurrency") or default_concurrency(settings["model"])
-    settings["offset"] = settings.get("offset") or 0
-    return run_dir, settings
+    executor = changed.get("executor", saved.executor)
+    if executor == "local" and request.operational.get("ray_address") is not None:
+        raise UserError("--ray-address needs --executor ray")
+    return run_dir, resumed_settings(run_dir, saved, changed)
 
 
 def check_given_again(changed: Mapping[str, object]) -> None:
@@ -113,32 +110,44 @@ def check_given_again(changed: Mapping[str, object]) -> None:
         raise UserError(exc.as_flag()) from None
 
 
-def check_saved(run_dir: RunDir, saved: RunSettings) -> None:
+def check_saved(run_dir: RunDir, saved: RunRecord) -> None:
     """The run's recorded settings pass the checks a new run's pass (a config.json is data: a changed
     ``concurrency = 1e300`` is one line, not a run)."""
     from lits.runs.spec import RunSpec, SpecError
 
     try:
-        RunSpec.from_config(dict(saved))
+        RunSpec.from_config(saved.as_config())
     except SpecError as exc:
         raise UserError(f"{run_dir.config_path}: {exc}; restore it from a copy, or start a new run") from None
 
 
-def resumed_settings(run_dir: RunDir, saved: RunSettings, changed: Mapping[str, object]) -> RunSettings:
-    """The saved settings with what changed, the change recorded under ``resumed``; the save dir checked
+def resumed_settings(run_dir: RunDir, saved: RunRecord, changed: Mapping[str, object]) -> RunRecord:
+    """The saved record with what changed, the change recorded under ``resumed``; the save dir checked
     writable.  Shared by ``--resume`` and :func:`lits.resume`."""
-    settings = cast(RunSettings, {**saved, **changed})  # operational settings, checked by their flags
-    settings["executor"] = settings.get("executor") or "local"
-    if settings.get("replay_from"):  # --offline is said again by each command, never kept
-        settings["offline"] = bool(changed.get("offline"))
+    values = {**saved.as_config(), **changed}  # operational settings, checked by their flags
+    if saved.replay_from:  # --offline is said again by each command, never kept
+        values["offline"] = bool(changed.get("offline"))
     elif changed.get("offline"):
         raise UserError(f"--offline needs a replay, and {run_dir.root} was not run with --replay-from")
-    settings["resumed"] = [
-        *saved.get("resumed", []),
-        {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": dict(changed)},
-    ]
+    if values.get("executor", "local") == "local":  # an address means nothing to an in-process run
+        values["ray_address"] = None
+    values["resumed"] = [*saved.resumed, {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "changed": dict(changed)}]
     check_writable(run_dir.root)
+    try:
+        settings = RunRecord.read(values)
+    except SpecError as exc:
+        raise UserError(exc.as_flag()) from None
+    if settings.concurrency is None:  # recorded as the run goes, as a new run records it
+        settings.concurrency = settings.resolved_concurrency()
     return settings
+
+
+def _given_models(saved: RunRecord) -> dict[str, GivenModel]:
+    """The run's per-component models as given (config.json's shape)."""
+    return {
+        role: {"model": chosen.model, "base_url": chosen.base_url, "args": dict(chosen.args)}
+        for role, chosen in saved.component_models.items()
+    }
 
 
 def model_spec(model: str | None) -> str:
@@ -178,7 +187,7 @@ def refuse_meaning_changes(meaning: Sequence[tuple[str, str, object]], saved: Ma
                 if have.get(name, _MISSING) != value:
                     _refuse(f"{flag} {name}={value}", have.get(name, "unset"))
             continue
-        normal = _NORMALIZE.get(key, lambda v: v)
+        normal = _NORMALIZE.get(key, _as_given)
         if normal(given) != normal(saved.get(key)):
             if isinstance(given, bool):  # a switch: the run had it off
                 _refuse(flag, normal(saved.get(key)))
@@ -186,6 +195,12 @@ def refuse_meaning_changes(meaning: Sequence[tuple[str, str, object]], saved: Ma
 
 
 _MISSING = object()
+
+
+def _as_given(value: object) -> object:
+    return value
+
+
 _NORMALIZE: dict[str, Callable[[object], object]] = {
     "model": lambda v: model_spec(v) if v is None or isinstance(v, str) else v,
     "api": lambda v: v or "chat",

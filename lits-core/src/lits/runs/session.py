@@ -37,8 +37,8 @@ from lits.runs.setup import (
     make_config,
     select,
 )
+from lits.runs.record import RunRecord
 from lits.runs.resuming import ResumeRequest, resumed_run
-from lits.runs.run_settings import RunSettings, set_agent_args
 from lits.runs.spec import RunSpec
 from lits.runs.trust import Confirmation, confirm
 
@@ -57,7 +57,7 @@ class Finished:
 
     run_dir: RunDir
     mode: str
-    settings: RunSettings
+    settings: RunRecord
     outcome: RunOutcome
     summary: Summary
     selected: list[int]
@@ -122,13 +122,13 @@ def run_to_end(request: RunSpec | ResumeRequest, *, dry_run: bool = False) -> in
     ).report(exit_on_stragglers=True)
 
 
-def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunSettings]:
+def new_run(spec: RunSpec, *, check_only: bool = False) -> tuple[RunDir, RunRecord]:
     """The save dir, held (:meth:`RunDir.lock`), and settings of a new run; refuses a save dir that already
     holds one (unless ``check_only``: a dry run writes nothing and holds nothing, so it may look at any
     settings)."""
     root = spec.save_dir or spec.default_save_dir(claim=not check_only)
     check_writable(root)
-    settings, run_dir = spec.settings(), RunDir(root)
+    settings, run_dir = RunRecord.of(spec), RunDir(root)
     if check_only:
         return run_dir, settings
     run_dir.lock()  # before the check: two runs started at once into one new dir cannot both pass it
@@ -147,7 +147,7 @@ class Silent(io.StringIO):
 
 def execute(
     run_dir: RunDir,
-    settings: RunSettings,
+    settings: RunRecord,
     *,
     confirmation: Confirmation,
     resume: bool = False,
@@ -178,7 +178,7 @@ def execute(
 
 def _execute(
     run_dir: RunDir,
-    settings: RunSettings,
+    settings: RunRecord,
     *,
     confirmation: Confirmation,
     resume: bool,
@@ -192,9 +192,9 @@ def _execute(
     confirmed = confirm(settings, confirmation)
     if confirmed:
         print(f"lits: confirmed: {'; '.join(a.shown for a in confirmed)}", file=stream)
-    mode = settings["command"]
+    mode = settings.command
     attempts = AttemptSettings.of(settings)
-    if settings["executor"] == "ray":
+    if settings.executor == "ray":
         from lits.runs.ray.executor import require_ray
 
         if attempts.shared:
@@ -203,7 +203,7 @@ def _execute(
                 "--executor ray does not keep; use --executor local (or scope=instance)"
             )
         require_ray()
-    dataset = settings["dataset"]
+    dataset = settings.dataset
     try:
         get_registration("dataset", dataset)
     except KeyError as exc:
@@ -229,7 +229,7 @@ def _execute(
     try:
         components = build_components(settings, models, config, task_type, objects or {})
         owned += [m for m in _object_models(objects or {}) if all(m is not seen for seen in owned)]
-        set_agent_args(settings, mode, config.model_dump())
+        settings.set_agent_args(config.model_dump())
         which = f"models {describe_models(settings)}" if uses_own_models(settings) else f"model {models['policy'].name}"
         where = call_destinations(settings)  # said before the first request (the slot probe below)
         print(
@@ -237,7 +237,7 @@ def _execute(
             file=stream,
         )
         record_models(settings, models)
-        settings["environment"] = environment()
+        settings.environment = environment()
         with resource_errors(run_dir, mode):
             run_dir.write_config(settings)
         for each in owned:
@@ -249,7 +249,7 @@ def _execute(
             agent_reg.obj, config, components, run_dir, mode, agent_reg.name, bn_model=models["bn"]
         )
         with control.handling_sigint():
-            if settings["executor"] == "ray":
+            if settings.executor == "ray":
                 from lits.runs.ray.executor import RayExecutor
 
                 executor = RayExecutor(settings, run_dir, mode)
@@ -259,7 +259,7 @@ def _execute(
                 from lits.runs.sweeps.budget import budgeted
                 from lits.runs.sweeps.rounds import budget_of
 
-                budget = budget_of(settings.get("budget"))
+                budget = budget_of(settings.budget)
                 run = run_instances if budget is None else budgeted(budget, config, make_agent)
                 with stats.saved_periodically(), resource_errors(run_dir, mode):
                     outcome = run(
@@ -268,7 +268,7 @@ def _execute(
                         selected,
                         run_dir,
                         mode=mode,
-                        concurrency=settings["concurrency"],
+                        concurrency=settings.resolved_concurrency(),
                         resume=resume,
                         control=control,
                         after_instance=stats.save,
@@ -295,16 +295,16 @@ def _object_models(objects: Mapping[str, object]) -> list[LanguageModel]:
     return [m for m in found if isinstance(m, LanguageModel)]
 
 
-def _open_cache(run_dir: RunDir, settings: RunSettings) -> ResponseCache | ReplayStore | None:
-    if settings.get("no_cache"):
+def _open_cache(run_dir: RunDir, settings: RunRecord) -> ResponseCache | ReplayStore | None:
+    if settings.no_cache:
         return None
     from lits.lm.cache import CacheError, ResponseCache
 
     try:
-        cache = ResponseCache(settings.get("cache") or run_dir.root / "cache.sqlite")
+        cache = ResponseCache(settings.cache or run_dir.root / "cache.sqlite")
     except CacheError as exc:
         raise UserError(str(exc)) from None
-    if not settings.get("replay_from"):
+    if not settings.replay_from:
         return cache
     from lits.runs.sweeps.replay import open_replay
 
@@ -368,7 +368,7 @@ def _summed(counts: list[dict[str, float | int]]) -> dict[str, float | int]:
     return out
 
 
-def _finished(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOutcome, selected: list[int]) -> Finished:
+def _finished(run_dir: RunDir, mode: str, settings: RunRecord, outcome: RunOutcome, selected: list[int]) -> Finished:
     """Write the summary for what finished; a full disk is one line naming ``--resume``."""
     if outcome.stop_reason == RESOURCE:
         with contextlib.suppress(Exception):  # the disk may be too full for the summary too
@@ -390,12 +390,12 @@ def format_summary(summary: Summary) -> str:
     return f"{'models':<{width}}  {summary['models']}\n{table}"
 
 
-def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOutcome, total: int) -> Summary:
+def summarize(run_dir: RunDir, mode: str, settings: RunRecord, outcome: RunOutcome, total: int) -> Summary:
     from lits.runs.results.evaluation import aggregate, instance_counts
     from lits.runs.results.stats import whole_run
 
     results = run_dir.read_results(mode)
-    summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings(), settings.get("attempts"))
+    summary = aggregate(results, read_inference_log(run_dir), run_dir.read_timings(), settings.attempts)
     summary.update(instance_counts(len(results), total, len(outcome.failed)))
     summary.update(whole_run(run_dir.root))
     summary["stopped"] = outcome.stop_reason
@@ -405,11 +405,11 @@ def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
         summary["constrained_replies"] = constrained
     if uses_own_models(settings):
         summary["models"] = describe_models(settings)
-    if settings.get("budget"):
+    if settings.budget:
         from lits.runs.sweeps.rounds import read_report
 
         summary["budget"] = read_report(run_dir)
-    if settings.get("replay_from"):
+    if settings.replay_from:
         from lits.runs.sweeps.replay import replay_counts
 
         summary["replay"] = replay_counts(settings, summary["inference"])
@@ -417,13 +417,13 @@ def summarize(run_dir: RunDir, mode: str, settings: RunSettings, outcome: RunOut
     return summary
 
 
-def constrained_by(settings: RunSettings) -> str | None:
+def constrained_by(settings: RunRecord) -> str | None:
     """How a server held replies to the legal ones (``grammar (llama.cpp)``), or None when no model did: then
     "invalid replies" is the model's own rate, else only what slipped past the constraint."""
     from lits.lm.server.constraints import DIALECT_NAMES
 
     unconstrained = DIALECT_NAMES[None]
-    for spec in (settings.get("models") or {}).values():
+    for spec in (settings.models or {}).values():
         info = spec.get("model_info") if isinstance(spec, dict) else None
         how = info.get("constrained_replies") if isinstance(info, dict) else None
         if isinstance(how, str) and how != unconstrained and not how.startswith("off"):
@@ -443,9 +443,9 @@ def read_inference_log(run_dir: RunDir) -> InferenceLog:
     return log
 
 
-def write_eval(run_dir: RunDir, config: RunSettings, summary: Summary) -> None:
+def write_eval(run_dir: RunDir, config: RunRecord, summary: Summary) -> None:
     keys = ("dataset", "command", "search", "search_framework", "chain", "reward", "concurrency")
-    run_dir.write_json(layout.SUMMARY, {"config": {k: config.get(k) for k in keys}, **summary})
+    run_dir.write_json(layout.SUMMARY, {"config": {k: getattr(config, k) for k in keys}, **summary})
     try:
         (run_dir.root / layout.SUMMARY_TEXT).write_text(format_summary(summary) + "\n", encoding="utf-8")
     except OSError as exc:

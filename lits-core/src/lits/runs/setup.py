@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from lits.components.factory import Components
     from lits.runs.model_specs import ModelSpec
-    from lits.runs.run_settings import RunSettings
+    from lits.runs.record import RunRecord
     from lits.runs.runner import Agent
     from lits.store import Registration
 
@@ -25,24 +25,24 @@ if TYPE_CHECKING:
 DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react", "language_grounded": "cot"}
 
 
-def agent_registration(settings: RunSettings, mode: str, task_type: str) -> tuple[Registration, dict[str, object]]:
+def agent_registration(settings: RunRecord, mode: str, task_type: str) -> tuple[Registration, dict[str, object]]:
     """The registered search or chain to run and its settings (fills in the defaults it chose)."""
     from lits.registry import get_registration, get_search_framework
 
     if mode == "search":
-        name = settings.get("search_framework")
+        name = settings.search_framework
         framework = get_search_framework(name, task_type) if name else None
-        search = settings["search"] = settings.get("search") or (framework.search if framework else "mcts")
+        search = settings.search = settings.search or (framework.search if framework else "mcts")
         reg = get_registration("search", search)
         preset = dict(framework.search_args) if framework else {}
         if framework and search != framework.search:  # another search keeps only the presets it has
             known = getattr(reg.meta.get("config_class"), "model_fields", None)
             preset = {k: v for k, v in preset.items() if known is None or k in known}
-        return reg, {**preset, **settings["search_args"]}
-    if not settings.get("chain") and task_type not in DEFAULT_CHAINS:
+        return reg, {**preset, **settings.search_args}
+    if not settings.chain and task_type not in DEFAULT_CHAINS:
         raise UserError(f"no default chain agent for {task_type} tasks; pass --chain NAME")
-    chain = settings["chain"] = settings.get("chain") or DEFAULT_CHAINS[task_type]
-    return get_registration("chain", chain), settings["chain_args"]
+    chain = settings.chain = settings.chain or DEFAULT_CHAINS[task_type]
+    return get_registration("chain", chain), settings.chain_args
 
 
 def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> BaseModel:
@@ -69,7 +69,7 @@ def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> B
         raise UserError(f"{reg.name}: {one_line(exc)}") from None
 
 
-def create_run_model(settings: RunSettings, spec: ModelSpec | None = None) -> LanguageModel:
+def create_run_model(settings: RunRecord, spec: ModelSpec | None = None) -> LanguageModel:
     """A language model as the run's settings describe it (backend, server, bounds, prices).
 
     ``spec`` is one component's model (:func:`lits.runs.model_specs.role_spec`); default: ``--model``."""
@@ -80,8 +80,11 @@ def create_run_model(settings: RunSettings, spec: ModelSpec | None = None) -> La
 
     spec = spec or default_spec(settings)
     args = spec.get("args") or {}
-    bounds: Mapping[str, object] = settings
-    extra = {k: bounds[k] for k in ("call_budget", "read_timeout") if bounds.get(k) is not None}
+    extra: dict[str, object] = {
+        k: v
+        for k, v in (("call_budget", settings.call_budget), ("read_timeout", settings.read_timeout))
+        if v is not None
+    }
     if args.get("constraints") is not None:
         extra["constraints"] = args["constraints"]
     key_env = args.get(KEY_ENV)
@@ -95,20 +98,20 @@ def create_run_model(settings: RunSettings, spec: ModelSpec | None = None) -> La
             spec["model"],
             base_url=spec["base_url"],
             api=spec["api"],
-            concurrency=settings["concurrency"],
-            price_in=settings.get("price_in") or 0.0,
-            price_out=settings.get("price_out") or 0.0,
+            concurrency=settings.resolved_concurrency(),
+            price_in=settings.price_in,
+            price_out=settings.price_out,
             **extra,
         )
     except ValueError as exc:
         raise UserError(one_line(exc)) from None
-    model.log_prompts = bool(settings.get("log_prompts"))
-    model.constrain_replies = not settings.get("free_replies")
+    model.log_prompts = settings.log_prompts
+    model.constrain_replies = not settings.free_replies
     model.sampling = {k: v for k, v in args.items() if k in SAMPLING_ARGS}
     return model
 
 
-def create_run_models(settings: RunSettings) -> dict[str, LanguageModel]:
+def create_run_models(settings: RunRecord) -> dict[str, LanguageModel]:
     """Each component's model (``policy``, ``eval``, ``transition``); equal specs share one object."""
     from lits.runs.model_specs import ROLES, default_spec, role_spec, spec_key
 
@@ -139,7 +142,7 @@ def distinct_models(models: Mapping[str, LanguageModel]) -> list[LanguageModel]:
 
 
 def build_components(
-    settings: RunSettings,
+    settings: RunRecord,
     models: Mapping[str, LanguageModel | None],
     config: object,
     task_type: str,
@@ -155,21 +158,21 @@ def build_components(
 
     given = objects or {}
     return create_components(
-        settings["dataset"],
+        settings.dataset,
         models["policy"],
         eval_model=models["eval"],
         transition_model=models["transition"],
-        policy=given.get("policy", settings["policy"]),
-        transition=given.get("transition", settings["transition"]),
-        reward=given.get("reward", settings.get("reward")),
+        policy=given.get("policy", settings.policy),
+        transition=given.get("transition", settings.transition),
+        reward=given.get("reward", settings.reward),
         n_actions=getattr(config, "n_actions", 1),
         temperature=getattr(config, "temperature", 0.0),
-        resource_args=settings["dataset_args"],
-        resource=settings.get("resource"),
-        resource_options=settings.get("resource_args") or {},
-        framework=settings.get("search_framework"),
+        resource_args=settings.dataset_args,
+        resource=settings.resource,
+        resource_options=settings.resource_args,
+        framework=settings.search_framework,
         policy_kwargs=_depth_limit(task_type, config),
-        reward_kwargs=settings.get("reward_args") or {},
+        reward_kwargs=settings.reward_args,
         start_resources=start_resources,
     )
 
@@ -220,12 +223,12 @@ def agent_factory(
     return make_agent
 
 
-def select(dataset: str, settings: RunSettings) -> list[tuple[int, dict[str, Any]]]:
+def select(dataset: str, settings: RunRecord) -> list[tuple[int, dict[str, Any]]]:
     """The selected instances as plain dicts; a loader may defer reading each instance until here."""
     from lits.registry import load_dataset
 
-    examples = load_dataset(dataset, **settings["dataset_args"])
-    offset, limit = settings.get("offset") or 0, settings.get("limit")
+    examples = load_dataset(dataset, **settings.dataset_args)
+    offset, limit = settings.offset, settings.limit
     end = len(examples) if limit is None else offset + limit
     selected = [(i, dict(examples[i])) for i in range(offset, min(end, len(examples)))]
     if not selected:

@@ -2,7 +2,7 @@
 
 Every setting of a ``lits search`` / ``lits chain`` run has one field here, checked when
 the spec is made (a bad value is one :class:`SpecError` line naming the field).  The spec
-becomes the settings recorded in ``config.json`` (:meth:`RunSpec.settings`), so a run made
+becomes the record in ``config.json`` (:class:`lits.runs.record.RunRecord`), so a run made
 from Python and the same run made from the command line write the same files.
 """
 
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import time
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, get_args
+from typing import Annotated, Any, Literal, Mapping, Self, get_args
 
 from pydantic import (
     BaseModel,
@@ -28,16 +29,11 @@ from pydantic import (
 )
 
 from lits.errors import UserError
-from lits.runs.run_settings import GivenModel, RunSettings, non_finite
 from lits.runs.trust import Confirmation, Given, given_values
 
 Role = Literal["policy", "eval", "transition", "bn"]
 #: A component given by registered name, by class, or as an object built by the caller.
 ComponentChoice = str | type | object | None
-
-#: Calls in flight against an HTTP server when ``concurrency`` is not given: enough to keep a
-#: local vLLM / llama.cpp server batching.  In-process models take one call at a time.
-SERVER_CONCURRENCY = 16
 
 
 #: Checks across fields, as the Python API and the command line say them: field -> (problem, flag problem).
@@ -410,7 +406,7 @@ class RunSpec(BaseModel):
             raise _spec_error(exc) from None
 
     @classmethod
-    def make(cls, **values: object) -> "RunSpec":
+    def make(cls, **values: object) -> Self:
         """A spec, or one :class:`SpecError` line for the first bad field."""
         return cls(**values)  # checked once: model_validate would run __init__'s checks, then the after-checks again
 
@@ -529,7 +525,7 @@ class RunSpec(BaseModel):
         current = {name: getattr(self, name) for name in self.model_fields_set}
         if "component_models" in current:  # as given again: a checked model's key_env is its api_key_env
             current["component_models"] = {
-                role: _given_model(chosen.model_dump()) for role, chosen in self.component_models.items()
+                role: given_model(chosen.model_dump()) for role, chosen in self.component_models.items()
             }
         merged = RunSpec.make(**{**current, **fields})
         if self._given is None:
@@ -556,9 +552,11 @@ class RunSpec(BaseModel):
         }
 
     def resolved_concurrency(self) -> int:
-        """``concurrency``, else 1 for in-process models and 16 for a server (the largest over components)."""
+        """``concurrency``, else the largest its models' backends declare (1 in process, 16 for a server)."""
         if self.concurrency is not None:
             return self.concurrency
+        from lits.lm.factory import default_concurrency
+
         names = [self.model, *(m.model for m in self.component_models.values() if m.model)]
         return max(default_concurrency(name) for name in names)
 
@@ -583,60 +581,6 @@ class RunSpec(BaseModel):
                     return candidate
             n += 1
             candidate = base.with_name(f"{base.name}-{n}")
-
-    def settings(self) -> RunSettings:
-        """The settings recorded in ``config.json``: every field but the save dir, objects by class name."""
-        from lits.version import __version__
-
-        models: dict[str, GivenModel] = {
-            role: {"model": m.model, "base_url": m.base_url, "args": dict(m.args)}
-            for role, m in self.component_models.items()
-        }
-        out: RunSettings = {
-            "command": self.command,
-            "dataset": self.dataset,
-            "dataset_args": dict(self.dataset_args),
-            "offset": self.offset,
-            "limit": self.limit,
-            "resource": self.resource,
-            "resource_args": dict(self.resource_args),
-            "policy": component_name(self.policy),
-            "transition": component_name(self.transition),
-            "model": self.model,
-            "base_url": self.base_url,
-            "api": self.api,
-            "component_models": models,
-            "concurrency": self.resolved_concurrency(),
-            "call_budget": self.call_budget,
-            "read_timeout": self.read_timeout,
-            "price_in": self.price_in,
-            "price_out": self.price_out,
-            "log_prompts": self.log_prompts,
-            "cache": self.cache,
-            "no_cache": self.no_cache,
-            "executor": self.executor,
-            "ray_address": self.ray_address,
-            "lits_version": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        }
-        if self.free_replies:  # absent otherwise, as in runs made before the setting existed
-            out["free_replies"] = True
-        if self.replay_from:  # absent otherwise, likewise; offline is the command's, not the run's
-            out["replay_from"], out["offline"] = str(Path(self.replay_from).expanduser().absolute()), self.offline
-        if self.attempts != 1 or self.memory_args:  # absent otherwise: a run without them records what it did
-            out["attempts"], out["memory_args"] = self.attempts, dict(self.memory_args)
-        if self.budget is not None:  # absent otherwise, as in runs made before the setting existed
-            from lits.runs.sweeps.rounds import parse_budget
-
-            out["budget"] = parse_budget(self.budget).as_setting()
-        if self.command == "search":
-            out["search"], out["reward"] = self.search, component_name(self.reward)
-            out["search_framework"], out["search_args"] = self.search_framework, dict(self.search_args)
-            if self.reward_args:  # absent otherwise, as in runs made before the setting existed
-                out["reward_args"] = dict(self.reward_args)
-        else:
-            out["chain"], out["chain_args"] = self.chain, dict(self.chain_args)
-        return out
 
     @classmethod
     def from_layers(cls, config_file: str | None, given: Mapping[str, object], sets: list[str]) -> "RunSpec":
@@ -687,7 +631,7 @@ class RunSpec(BaseModel):
         fields = set(cls.model_fields) - UNRECORDED
         values = {key: value for key, value in config.items() if key in fields}
         if isinstance(models := values.get("component_models"), dict):  # config.json keeps api_key_env as key_env
-            values["component_models"] = {role: _given_model(spec) for role, spec in models.items()}
+            values["component_models"] = {role: given_model(spec) for role, spec in models.items()}
         for role in ("policy", "transition", "reward"):
             if str(values.get(role) or "").startswith(OBJECT_PREFIX):
                 raise UserError(
@@ -722,7 +666,7 @@ OPERATIONAL_FIELDS = frozenset(
 )
 
 
-def _given_model(spec: object) -> object:
+def given_model(spec: object) -> object:
     """A component's model as config.json records it, as it is given (``key_env`` back to ``api_key_env``)."""
     from lits.runs.model_specs import KEY_ENV
 
@@ -808,12 +752,6 @@ def _closest(name: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def default_concurrency(model: str | None) -> int:
-    from lits.runs.model_specs import is_gguf
-
-    return 1 if model in (None, "", "local", "scripted") or is_gguf(model) else SERVER_CONCURRENCY
-
-
 def _spec_error(exc: ValidationError) -> SpecError:
     """The first problem pydantic found, as ``field problem`` in plain words."""
     err = exc.errors()[0]
@@ -844,3 +782,22 @@ def _spec_error(exc: ValidationError) -> SpecError:
         return SpecError(loc[0], "is required")
     problem = message if message.startswith(("must", "needs", "is ")) else f"is not valid: {message}"
     return SpecError(".".join(loc), problem)
+
+
+def non_finite(value: object, where: str = "") -> tuple[str, float] | None:
+    """(where, number) of the first nan or infinity in a setting (or the mappings and lists it holds), else
+    None.  No setting means anything with one: a budget of nan seconds retries forever, a price of nan
+    makes every cost nan."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where, value)
+    if isinstance(value, Mapping):
+        items = [(str(key), inner) for key, inner in value.items()]
+    elif isinstance(value, (list, tuple)):
+        items = [(str(index), inner) for index, inner in enumerate(value)]
+    else:
+        return None
+    for key, inner in items:
+        found = non_finite(inner, f"{where}.{key}" if where else key)
+        if found is not None:
+            return found
+    return None

@@ -33,7 +33,7 @@ from lits.errors import UserError
 from lits.secrets import KEY_ENV_VARS, is_masked, safe_url
 
 if TYPE_CHECKING:
-    from lits.runs.run_settings import RunSettings
+    from lits.runs.record import RunRecord
 
 #: An ``api_key_env`` a file may name without a confirmation: upper case, ending in ``API_KEY``.
 KEY_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]*API_KEY")
@@ -107,12 +107,12 @@ def command_identity(resource_args: object) -> str | None:
     return json.dumps({key: resource_args.get(key) for key in ("command", "cwd", "env")}, sort_keys=True, default=str)
 
 
-def actions(settings: RunSettings, given: Given | None) -> list[Action]:
+def actions(settings: RunRecord, given: Given | None) -> list[Action]:
     """The commands the run would start and the keys it would send, each marked given or not."""
     from lits.runs.model_specs import KEY_ENV, ROLES, calls_a_server, role_spec, server_url
 
     out: dict[str, Action] = {}
-    resource_args = settings.get("resource_args") or {}
+    resource_args = settings.resource_args
     command = command_identity(resource_args)
     if command:
         env = resource_args.get("env")
@@ -122,10 +122,10 @@ def actions(settings: RunSettings, given: Given | None) -> list[Action]:
         ]
         shown = " ".join([f"start `{resource_args['command']}`", *[e for e in extra if e]])
         out[command] = Action(shown, f"command {command}", given is None or command in given.commands)
-    ray = ray_identity(settings.get("ray_address")) if settings.get("executor") == "ray" else None
+    ray = ray_identity(settings.ray_address) if settings.executor == "ray" else None
     if ray:
         out[ray] = Action(
-            f"join the Ray cluster at {settings.get('ray_address')}", ray, given is None or ray in given.commands
+            f"join the Ray cluster at {settings.ray_address}", ray, given is None or ray in given.commands
         )
     for role in ROLES:
         spec = role_spec(settings, role)
@@ -155,7 +155,7 @@ def actions(settings: RunSettings, given: Given | None) -> list[Action]:
     return list(out.values())
 
 
-def confirm(settings: RunSettings, confirmation: Confirmation) -> list[Action]:
+def confirm(settings: RunRecord, confirmation: Confirmation) -> list[Action]:
     """What the run will do on a file's say-so, once all of it is confirmed (remembered for next time); else
     one :class:`UserError` line naming it and how to confirm.  Nothing has been started or sent either way."""
     wanted = actions(settings, confirmation.given)

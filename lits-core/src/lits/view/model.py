@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping, cast
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from lits import layout
 from lits.components import parsing
@@ -26,8 +26,10 @@ from lits.view.calls import (
     read_calls,
     totals,
 )
-from lits.runs.run_settings import RunSettings
 from lits.runs.results.tree import InstanceTree, instance_tree, read_json
+
+if TYPE_CHECKING:
+    from lits.runs.record import RunRecord
 
 #: Characters of a query shown in the instance table.
 QUERY_CHARS = 160
@@ -37,16 +39,23 @@ class NotARunError(ValueError):
     """The directory is not a LiTS run (no readable config.json)."""
 
 
-def run_config(root: Path) -> RunSettings:
+def run_config(root: Path) -> RunRecord:
+    """The run's record (:class:`NotARunError` in one line for a missing, newer or bad config.json)."""
+    from lits.runs.record import RunRecord
+    from lits.runs.spec import SpecError
+
     if not root.is_dir():
         raise NotARunError(f"{root} is not a directory")
-    config: RunSettings = read_json(root / layout.CONFIG)
+    config = read_json(root / layout.CONFIG)
     if not isinstance(config, dict):
         raise NotARunError(f"{root} is not a LiTS run (no readable config.json)")
     newer = layout.newer_format(config)
     if newer is not None:
         raise NotARunError(f"{root}: {newer}")
-    return config
+    try:
+        return RunRecord.read(config)
+    except SpecError as exc:
+        raise NotARunError(f"{root / layout.CONFIG}: {exc}") from None
 
 
 def instance_ids(root: Path) -> list[int]:
@@ -70,7 +79,8 @@ def build_report(root: Path) -> dict[str, Any]:
 
     root = Path(root)
     config = run_config(root)
-    command = str(config.get("command") or "search")
+    command = config.command
+    recorded = config.as_config()
     calls = read_calls(root / layout.INFERENCE_LOG)
     per_instance = calls_by_instance(calls)
     timings = {i: read_json(root / layout.timing(i)) or {} for i in instance_ids(root)}
@@ -99,11 +109,11 @@ def build_report(root: Path) -> dict[str, Any]:
             "dir": str(root.resolve()),
             "name": root.resolve().name,
             "command": command,
-            "method": method_label(config),
-            "dataset": config.get("dataset"),
-            "model": config.get("model") or "local",
+            "method": method_label(recorded),
+            "dataset": config.dataset,
+            "model": config.model or "local",
             "models": models_line(config),
-            "config": config,
+            "config": recorded,
             "summary": summary if isinstance(summary, dict) else None,
             "finished": len(finished),
             "running": len(instances) - len(finished),
@@ -164,7 +174,7 @@ def _short(text: str) -> str:
     return text if len(text) <= QUERY_CHARS else text[: QUERY_CHARS - 1] + "…"
 
 
-def models_line(config: RunSettings) -> str | None:
+def models_line(config: RunRecord) -> str | None:
     """``policy=A eval=B@URL transition=A`` when a component has its own model or server, else None."""
     from lits.runs.model_specs import describe_models, uses_own_models
 

@@ -44,7 +44,7 @@ from lits.errors import UserError
 from lits.runs.results.artifacts import RunDir
 from lits.runs.faults.control import BREAKER, RESOURCE, RunControl, resource_problem
 from lits.runs.ray.watch import PING_TIMEOUT, ClusterWatch
-from lits.runs.run_settings import RunSettings
+from lits.runs.record import RunRecord
 from lits.runs.runner import RETRY_ROUNDS, STOP_GRACE, Item, Progress, RunOutcome, _RunLog, in_rounds, settle
 
 #: A worker process that dies is restarted this often, and its instances run again as often.
@@ -199,11 +199,10 @@ class ClusterStats:
 class RayExecutor:
     """Runs a run's instances on Ray workers and writes what they send back into the run dir."""
 
-    def __init__(self, settings: RunSettings, run_dir: RunDir, mode: str) -> None:
+    def __init__(self, settings: RunRecord, run_dir: RunDir, mode: str) -> None:
         #: "driver": one cache the coordinator serves (the default); "worker": each worker's own, merged
         #: back per instance -- only to measure the alternative (docs/benchmarks.md).
-        settings = settings.copy()
-        settings["ray_cache"] = os.environ.get("LITS_RAY_CACHE", "driver")
+        settings = settings.model_copy(update={"ray_cache": os.environ.get("LITS_RAY_CACHE", "driver")})
         self.settings, self.run_dir, self.mode = settings, run_dir, mode
         self.stats = ClusterStats(run_dir)
         self.outcome = RunOutcome()
@@ -235,7 +234,7 @@ class RayExecutor:
         )
         started = time.perf_counter()
         try:
-            with ray_session(self.settings.get("ray_address")), ray_errors_to(self.execution), self.progress:
+            with ray_session(self.settings.ray_address), ray_errors_to(self.execution), self.progress:
                 self._start(len(todo))
                 try:
                     in_rounds(
@@ -272,27 +271,27 @@ class RayExecutor:
         settings = self.settings
         cache = (
             None
-            if settings.get("no_cache")
+            if settings.no_cache
             else str(  # absolute: the coordinator has its own cwd
-                Path(settings.get("cache") or self.run_dir.root / "cache.sqlite").resolve()
+                Path(settings.cache or self.run_dir.root / "cache.sqlite").resolve()
             )
         )
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
         self.coordinator_name = f"lits-run-{os.getpid()}-{time.time_ns()}"  # also names the workers' scratch
         options = RunCoordinator.options  # type: ignore[attr-defined]
         self.coordinator = options(name=self.coordinator_name, scheduling_strategy=here).remote(
-            settings["concurrency"], cache
+            settings.resolved_concurrency(), cache
         )
         self.watch = ClusterWatch(self.coordinator, ray.get_runtime_context().get_node_id()).start()
-        self.homes = worker_homes(ray.nodes())[: max(1, instances)]
+        self.homes = worker_homes(ray.nodes())[: max(1, instances)]  # type: ignore[no-untyped-call]
         count = len(self.homes)
-        self.per_worker = max(1, math.ceil(settings["concurrency"] / count))
+        self.per_worker = max(1, math.ceil(settings.resolved_concurrency() / count))
         self.workers = [self._new_worker(i) for i in range(count)]
         self.execution.info(
             "Ray: %d workers, %d instances at once each, %d calls in flight in all",
             count,
             self.per_worker,
-            settings["concurrency"],
+            settings.resolved_concurrency(),
         )
 
     def _new_worker(self, slot: int) -> Any:

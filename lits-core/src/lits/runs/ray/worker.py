@@ -26,7 +26,7 @@ from lits.runs.ray.actors import SharedCache, SharedLimiter
 
 if TYPE_CHECKING:
     from lits.lm.base import LanguageModel
-    from lits.runs.run_settings import RunSettings
+    from lits.runs.record import RunRecord
 
 #: Files an instance leaves in its (scratch) run dir, by folder.
 INSTANCE_FOLDERS = layout.INSTANCE_FOLDERS
@@ -70,7 +70,7 @@ class _Lines(logging.Handler):
 class _Built:
     """What a worker builds once from the run's settings."""
 
-    def __init__(self, settings: RunSettings, mode: str, coordinator: Any, holder: str, root: Path) -> None:
+    def __init__(self, settings: RunRecord, mode: str, coordinator: Any, holder: str, root: Path) -> None:
         from lits.registry import infer_task_type
         from lits.runs.results.artifacts import RunDir
         from lits.runs.faults.control import RunControl
@@ -85,8 +85,8 @@ class _Built:
             make_config,
         )
 
-        settings = settings.copy()
-        task_type = infer_task_type(settings["dataset"])
+        settings = settings.model_copy()
+        task_type = infer_task_type(settings.dataset)
         agent_reg, agent_args = agent_registration(settings, mode, task_type)
         config = make_config(agent_reg, agent_args, mode)
         models = create_run_models(settings)  # equal specs share one object, as in a local run
@@ -94,12 +94,12 @@ class _Built:
         self.model = models["policy"]
         self.own_cache: WorkerCache | None = None
         shared_cache: ResponseStore | None = None
-        if not settings.get("no_cache") and settings.get("ray_cache") == "worker":
+        if not settings.no_cache and settings.ray_cache == "worker":
             self.own_cache = shared_cache = WorkerCache(root / "cache.sqlite", ray.get(coordinator.cache_dump.remote()))
-        elif not settings.get("no_cache"):
+        elif not settings.no_cache:
             shared_cache = SharedCache(coordinator)
         for pool, model in enumerate(self.models):  # each model's slots for the cluster; the run's one cache
-            model.limiter = SharedLimiter(coordinator, holder, settings["concurrency"], str(pool or ""))
+            model.limiter = SharedLimiter(coordinator, holder, settings.resolved_concurrency(), str(pool or ""))
             model.use_cache(shared_cache)
         self.components = build_components(settings, models, config, task_type)
         self.run_dir = RunDir(root).create()
@@ -123,14 +123,14 @@ class _Built:
         )
         self.lines = _Lines()
         self.runner.execution.addHandler(self.lines)
-        self.concurrency = int(settings["concurrency"])
+        self.concurrency = settings.resolved_concurrency()
 
 
 @ray.remote(num_cpus=1)
 class InstanceWorker:
     """Runs instances of one run, several at once on threads (``max_concurrency``)."""
 
-    def __init__(self, name: str, settings: RunSettings, mode: str, coordinator: str) -> None:
+    def __init__(self, name: str, settings: RunRecord, mode: str, coordinator: str) -> None:
         self.name, self.settings, self.mode = name, settings, mode
         self.coordinator = ray.get_actor(coordinator)  # by name: a handle argument would pin the actor's restarts
         self.incarnation = f"{name}#{os.getpid()}@{ray.get_runtime_context().get_node_id()[:8]}"
@@ -241,7 +241,7 @@ def _error_kind(built: _Built, idx: int) -> str:
 def _worker_runner(base: type) -> type:
     """The in-process runner, but a failure is only recorded: stopping the run is the driver's call."""
 
-    class WorkerRunner(base):  # type: ignore[valid-type,misc]
+    class WorkerRunner(base):  # type: ignore[misc]
         error_kinds: dict[int, str]
 
         def _failed(self, idx: int, exc: Exception) -> None:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Mapping, cast
 from lits import layout
 from lits.durable import atomic_write_text
 from lits.errors import UserError
-from lits.runs.run_settings import non_finite
 from lits.secrets import redact_query, safe_urls
 
 try:
@@ -29,7 +28,7 @@ except ImportError:  # pragma: no cover - not POSIX: runs are not locked
 
 if TYPE_CHECKING:
     from lits.runs.results.records import ResultRecord
-    from lits.runs.run_settings import RunSettings
+    from lits.runs.record import RunRecord
 
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
 
@@ -152,14 +151,18 @@ class RunDir:
             raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
         return path
 
-    def write_config(self, config: RunSettings) -> None:
-        self.write_json(layout.CONFIG, {"format": layout.FORMAT, **redact(config)})
+    def write_config(self, config: RunRecord) -> None:
+        self.write_json(layout.CONFIG, {"format": layout.FORMAT, **redact(config.as_config())})
 
     def write_result(self, idx: int, result: Mapping[str, object]) -> None:
         self.write_json(layout.result(idx), result)
 
     # -- reading ---------------------------------------------------------------
-    def read_config(self) -> RunSettings:
+    def read_config(self) -> RunRecord:
+        """The run's record; a damaged, newer or bad config.json is a :class:`RunFileError` naming it."""
+        from lits.runs.record import RunRecord
+        from lits.runs.spec import SpecError, non_finite
+
         if not self.config_path.exists():
             raise FileNotFoundError(f"{self.root} is not a LiTS run directory (no config.json)")
         config = self.read_json(self.config_path, "restore it from a copy, or start a new run with another --save-dir")
@@ -177,7 +180,10 @@ class RunDir:
                 f"{self.config_path} has {found[0]} = {found[1]}, and every number in a run's "
                 "settings must be finite; fix it, or start a new run with another --save-dir"
             )
-        return cast("RunSettings", config)  # what write_config wrote
+        try:
+            return RunRecord.read(config)
+        except SpecError as exc:
+            raise RunFileError(f"{self.config_path}: {exc}; restore it from a copy, or start a new run") from None
 
     def read_json(self, path: Path, remedy: str) -> object:
         """A run file's JSON; a damaged one is a :class:`RunFileError` naming it and ``remedy``."""

@@ -13,7 +13,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
-    from lits.runs.run_settings import RunSettings
+    from lits.runs.record import RunRecord
 
 #: Libraries whose version changes what a run does or records.
 LIBRARIES = ("lits-core", "pluggy", "httpx", "pydantic", "tenacity")
@@ -67,23 +67,24 @@ def model_record(model: object, concurrency: int) -> dict[str, object]:
     return record
 
 
-def record_models(settings: RunSettings, models: Mapping[str, object]) -> None:
+def record_models(settings: RunRecord, models: Mapping[str, object]) -> None:
     """``model_info`` for ``--model`` (as before) and ``models``: each component's spec and model_info."""
     from lits.runs.model_specs import ROLES, default_spec, role_spec, spec_key
 
     default = spec_key(default_spec(settings))
-    settings["models"] = {}
+    recorded: dict[str, dict[str, object]] = {}
     used_default = False
     described: dict[int, dict[str, object]] = {}  # a shared model is described (and its server asked) once
     for role in ROLES:
         spec = role_spec(settings, role)
         model = models[role]
         if id(model) not in described:
-            described[id(model)] = model_record(model, settings["concurrency"])
+            described[id(model)] = model_record(model, settings.resolved_concurrency())
         info = described[id(model)]
-        settings["models"][role] = {**spec, "model_info": info}
+        recorded[role] = {**spec, "model_info": info}
         if spec_key(spec) == default:
-            settings["model_info"] = info
+            settings.model_info = info
             used_default = True
+    settings.models = recorded
     if not used_default:
-        settings.pop("model_info", None)  # no component uses --model
+        settings.model_info = None  # no component uses --model

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from lits import layout
-from lits.runs.run_settings import RunSettings
 
 if TYPE_CHECKING:
     import pandas
 
+    from lits.runs.record import RunRecord
     from lits.runs.results.evaluation import Summary
     from lits.runs.results.records import ResultRecord
     from lits.runs.results.tree import InstanceTree
@@ -43,8 +43,9 @@ class RunResult:
     dataset: str
     summary: Summary
     instances: list[InstanceOutcome]
+    #: What the run recorded in config.json, read back.
+    config: RunRecord = field(repr=False)
     stopped: str | None = None
-    config: RunSettings = field(default_factory=RunSettings, repr=False)
 
     @property
     def solved(self) -> int:
@@ -123,11 +124,11 @@ def read_result(save_dir: Path, selected: list[int], failed: dict[int, str], sto
 
     run_dir = RunDir(save_dir)
     config = run_dir.read_config()
-    command = str(config.get("command") or "search")
+    command = config.command
     results = run_dir.read_results(command)
     summary = json.loads((save_dir / layout.SUMMARY).read_text(encoding="utf-8"))
     instances = [_outcome(idx, results.get(idx), failed.get(idx)) for idx in selected]
-    return RunResult(save_dir, command, str(config.get("dataset")), summary, instances, stopped, config)
+    return RunResult(save_dir, command, config.dataset, summary, instances, config, stopped)
 
 
 def _outcome(idx: int, record: ResultRecord | None, error: str | None) -> InstanceOutcome:

@@ -25,7 +25,7 @@ from lits import layout
 from lits.structures.node import PARENT_STEPS, backpropagate
 
 if TYPE_CHECKING:
-    from lits.runs.run_settings import RunSettings
+    from lits.runs.record import RunRecord
 
 #: Characters of a label drawn beside a node (the details panel has the whole text).
 LABEL_CHARS = 60
@@ -154,7 +154,7 @@ def _backed_up_values(
         while node_id is not None and node_id in nodes:
             path.append(node_id)
             node_id = nodes[node_id].get("parent")
-        backpropagate([shadow[i] for i in reversed(path)], aggregate)  # type: ignore[misc]
+        backpropagate([shadow[i] for i in reversed(path)], aggregate)
     visits = {i: s.visits for i, s in shadow.items() if s.visits}
     q = {i: sum(s.cum_rewards) / len(s.cum_rewards) for i, s in shadow.items() if s.cum_rewards}
     return visits, q
@@ -364,7 +364,7 @@ def chain_tree(final_state: object, init: object = None) -> InstanceTree:
 
 
 def instance_tree(
-    root: Path, idx: int, command: str, config: RunSettings, result: Mapping[str, Any] | None
+    root: Path, idx: int, command: str, config: RunRecord, result: Mapping[str, Any] | None
 ) -> InstanceTree | None:
     """A search instance's tree from its journal, or a chain instance's steps as a path (of the last attempt,
     under ``--attempts``)."""
@@ -377,7 +377,7 @@ def instance_tree(
     path = [n for n in read_json(root / layout.path(idx)) or [] if isinstance(n, dict) and "id" in n]
     selected = [int(n["id"]) for n in path]
     terminal = {int(n["id"]) for n in read_json(root / layout.terminal_nodes(idx)) or [] if isinstance(n, dict)}
-    aggregate = str((config.get("search_args") or {}).get("aggregate") or "mean")
+    aggregate = str(config.search_args.get("aggregate") or "mean")
     last = len((result or {}).get("attempts") or [None]) - 1
     journal = root / layout.attempt_checkpoints(last) / layout.journal_name(idx)
     tree = search_tree(journal, aggregate, selected, terminal)

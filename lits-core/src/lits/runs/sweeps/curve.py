@@ -99,28 +99,28 @@ class SearchRun:
 
         self.dir = RunDir(root)
         try:
-            self.config: dict[str, Any] = dict(self.dir.read_config())
+            self.config = self.dir.read_config()
             self.results = self.dir.read_results("search")
         except FileNotFoundError:
             raise UserError(f"{root} is not a run directory ({layout.CONFIG} is missing)") from None
         except RunFileError as exc:
             raise UserError(str(exc)) from None
-        if self.config.get("command", "search") != "search":
+        if self.config.command != "search":
             raise UserError(f"{root} is a chain run; an anytime curve needs a search run (lits search)")
-        if int(self.config.get("attempts") or 1) > 1:
-            raise UserError(f"{root} ran --attempts {self.config['attempts']}; a curve reads a single-attempt run")
+        if self.config.attempts > 1:
+            raise UserError(f"{root} ran --attempts {self.config.attempts}; a curve reads a single-attempt run")
         if not self.results:
             raise UserError(f"{root} has no finished instances")
         self.components = create_components(
-            self.config["dataset"],
+            self.config.dataset,
             None,
-            transition=self.config.get("transition"),
-            resource_args=self.config.get("dataset_args") or {},
-            framework=self.config.get("search_framework"),
+            transition=self.config.transition,
+            resource_args=self.config.dataset_args,
+            framework=self.config.search_framework,
         )
-        settings = {**self.config, "search_args": dict(self.config.get("search_args") or {})}
-        reg, values = agent_registration(settings, "search", self.components.task_type)  # type: ignore[arg-type]
-        self.search = str(settings["search"])
+        settings = self.config.model_copy(update={"search_args": dict(self.config.search_args)})
+        reg, values = agent_registration(settings, "search", self.components.task_type)
+        self.search = str(settings.search)
         if self.search not in CURVE_SEARCHES:
             raise UserError(
                 f"{root} ran --search {self.search}; anytime curves are rebuilt for {' and '.join(CURVE_SEARCHES)} runs"
@@ -132,7 +132,7 @@ class SearchRun:
         self.agent_class: type[BaseTreeSearch] = reg.obj
 
     def key(self, record: Mapping[str, Any]) -> object:
-        return (self.config.get("dataset"), str(record.get("id", record.get("idx"))))
+        return (self.config.dataset, str(record.get("id", record.get("idx"))))
 
     def last_iteration(self, record: Mapping[str, Any]) -> int:
         return int(record.get("iterations") or 0)
@@ -235,7 +235,9 @@ def run_curve(root: Path, budget: str, points: Sequence[float] | None = None) ->
             else max(s[-1] for s in spent.values())
         )
         points = default_points(top, whole=budget != "seconds")
-    curve = RunCurve(save_dir=str(root), method=method_label(run.config), budget=budget, points=list(points))
+    curve = RunCurve(
+        save_dir=str(root), method=method_label(run.config.as_config()), budget=budget, points=list(points)
+    )
     cache: dict[tuple[int, int], tuple[bool, str | None]] = {}
     for point in curve.points:
         solved: dict[object, bool] = {}
