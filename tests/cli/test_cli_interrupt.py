@@ -14,7 +14,7 @@ from typing import Iterator
 import pytest
 
 from lits.testing.servers.openai_compat import FakeOpenAIServer
-from tests.cli.conftest import first_listed_action, run_outputs
+from tests.cli.conftest import first_listed_action, run_outputs, wait_for_calls
 
 ARGS = [
     "search",
@@ -55,19 +55,6 @@ def _wait_for(path: Path, timeout: float = 120) -> None:
         time.sleep(0.02)
 
 
-def _wait_for_calls(server: FakeOpenAIServer, count: int, proc: subprocess.Popen[str], timeout: float = 300) -> bool:
-    """Wait until the server has seen ``count`` requests; False when the run exited first (it finished).
-
-    Progress, not a clock, picks the moment: a loaded machine only makes the wait longer."""
-    deadline = time.monotonic() + timeout
-    while len(server.requests) < count:
-        if proc.poll() is not None:
-            return False
-        assert time.monotonic() < deadline, f"the run made no model call for {timeout} s (a hang)"
-        time.sleep(0.01)
-    return True
-
-
 def _wait_for_line(proc: subprocess.Popen[str], text: str) -> list[str]:
     """Read the run's stderr up to the line containing ``text``; the lines read."""
     assert proc.stderr is not None
@@ -105,7 +92,7 @@ def test_a_second_ctrl_c_exits_at_once_without_waiting_for_the_call_in_flight(tm
         srv.hold_next(1 << 16)  # no call is answered until the test releases them: one stays in flight
         run = tmp_path / "run"
         proc = _start(*ARGS, "--base-url", srv.base_url, "--save-dir", str(run))
-        assert _wait_for_calls(srv, 1, proc), proc.communicate()[1]  # a call is in flight
+        assert wait_for_calls(srv, 1, proc), proc.communicate()[1]  # a call is in flight
         proc.send_signal(signal.SIGINT)
         said = _wait_for_line(proc, "lits: stopping")  # the first Ctrl-C was handled: it waits for the call
         proc.send_signal(signal.SIGINT)
@@ -134,7 +121,7 @@ def test_ctrl_c_at_random_points_then_resume_equals_an_uninterrupted_run(slow_se
     # The points are counts of model calls since the last start (the first: while Python starts, before any);
     # a fixed number of them, so a slow machine cannot turn the test into a livelock of restarts.
     for calls in [0] + [rng.randint(1, calls_in_a_run // 4) for _ in range(3)]:
-        if not _wait_for_calls(slow_server, len(slow_server.requests) + calls, proc):
+        if not wait_for_calls(slow_server, len(slow_server.requests) + calls, proc):
             break
         proc.send_signal(signal.SIGINT)  # may land before the run handles Ctrl-C (Python is starting)
         proc.communicate(timeout=120)
