@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Callable, Iterator
@@ -201,12 +202,58 @@ def test_a_copy_that_starts_after_the_first_copy_ended_still_settles_and_frees_i
     assert sent[0].extensions.get("lits_interrupt") is call.copy_interrupt  # never the first copy's
 
 
-def test_after_many_hedged_calls_every_concurrency_slot_is_free_again(upstream, quick_model):
+class ScriptedRaces:
+    """Which copy of a hedged call ends first, chosen by the call's number instead of left to timing.
+
+    Even-numbered calls: the first copy is answered once the copy is decided on, and the copy starts only
+    after the first copy ended (the window where a copy once leaked its slot).  Odd-numbered: the first
+    copy is answered once the copy reached the server, so both answers race.  A call granted no copy (no
+    slot was idle) is answered after ``patience`` seconds; call 0 waits far longer, so copies are sent.
+    """
+
+    def __init__(self, reply: Callable[[str, dict], str], patience: float = 0.2) -> None:
+        self.reply, self.patience = reply, patience
+        self.go: dict[int, threading.Event] = {}
+        self.requests: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def event(self, call: int) -> threading.Event:
+        """Set when call number ``call``'s first copy may be answered."""
+        with self._lock:
+            return self.go.setdefault(call, threading.Event())
+
+    def __call__(self, prompt: str, body: dict) -> str:
+        call = int(prompt.split()[-1])
+        with self._lock:
+            first = call not in self.requests
+            self.requests[call] = self.requests.get(call, 0) + 1
+        if first:
+            self.event(call).wait(60.0 if call == 0 else self.patience)
+        elif call % 2 == 1:
+            self.event(call).set()  # the copy reached the server: both copies answer now
+        return self.reply(prompt, body)
+
+
+def test_after_many_hedged_calls_every_concurrency_slot_is_free_again(upstream, quick_model, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
-    model = quick_model(upstream.base_url, hedge_share=1.0, read_timeout=5.0, patience_floor=1.0, concurrency=4)
-    warm_up(model)  # instant replies: the hedge delay falls to its 50 ms floor
-    upstream.latency = 0.06  # every call now outlasts it: copies race the first copies' answers
+    from lits.lm.http import hedging
+
+    model = quick_model(upstream.base_url, hedge_share=1.0, read_timeout=90.0, patience_floor=1.0, concurrency=4)
+    warm_up(model)  # instant replies: the hedge delay is learned
+    races = ScriptedRaces(upstream.responder)
+    upstream.responder = races
+    run_copy = hedging._Watched._run_copy
+
+    def copy_after_the_scripted_end(call: hedging._Watched, release: Callable[[], None]) -> None:
+        number = int(re.findall(rb"question (\d+)", call.request.content)[0])
+        if number % 2 == 0:
+            races.event(number).set()  # the copy is decided on: the first copy may answer now
+            while not call.settled:  # and the copy goes out only once the first copy ended
+                time.sleep(0.001)
+        run_copy(call, release)
+
+    monkeypatch.setattr(hedging._Watched, "_run_copy", copy_after_the_scripted_end)
     with ThreadPoolExecutor(2) as pool:
         answers = list(pool.map(lambda i: model.complete(f"question {i}").text, range(40)))
     assert answers == [f"reply to {i}" for i in range(40)]
@@ -214,8 +261,9 @@ def test_after_many_hedged_calls_every_concurrency_slot_is_free_again(upstream, 
     assert all_slots_come_back(model), "a hedged copy kept its --concurrency slot"
 
 
-def all_slots_come_back(model: OpenAICompatibleModel, within: float = 5.0) -> bool:
-    """Whether every ``--concurrency`` slot is free within ``within`` seconds (copies that lost end late)."""
+def all_slots_come_back(model: OpenAICompatibleModel, within: float = 60.0) -> bool:
+    """Whether every ``--concurrency`` slot is free within ``within`` seconds (copies that lost end late; a
+    leaked slot never comes back, so the bound only has to outlast a loaded machine)."""
     deadline = time.monotonic() + within
     while True:
         taken = 0
