@@ -35,10 +35,9 @@ def test_after_warm_up_a_hung_call_is_answered_by_a_second_copy_long_before_the_
     model = quick_model(chaos.base_url, **SLOW_PATIENCE)
     warm_up(model)
     chaos.fail_next("hang")
-    started = time.monotonic()
     assert model.complete("question 99").text == "reply to 99"
-    assert time.monotonic() - started < 2.0  # the learned patience alone would wait 3 s (the hang: 4 s)
     stats = model.fault_stats()
+    # the copy answered (no retry: neither the 3 s learned patience nor the 5 s read timeout ran out)
     assert (stats["hedged_calls"], stats["hedges_won"], stats["retries"]) == (1, 1, 0)
 
 
@@ -89,7 +88,7 @@ def test_a_copy_that_loses_is_closed_and_the_winner_is_the_first_to_answer():
     from lits.lm.http.hedging import hedged_send
     import httpx
 
-    closed = threading.Event()
+    closed, answered = threading.Event(), threading.Event()
 
     class Stream(httpx.SyncByteStream):
         def __init__(self, body: bytes) -> None:
@@ -104,16 +103,20 @@ def test_a_copy_that_loses_is_closed_and_the_winner_is_the_first_to_answer():
     def send(request: httpx.Request) -> httpx.Response:
         first = request.extensions.get("copy") is None
         request.extensions["copy"] = True
-        time.sleep(0.5 if first else 0.0)
+        if first:
+            answered.wait(60)  # the first copy hangs until the call has its answer
         response = httpx.Response(200, stream=Stream(b"slow" if first else b"fast"))
         response.read()
         return response
 
     budget = HedgeBudget(1.0)
     budget.count_call()
+    started = time.monotonic()
     response, took = hedged_send(send, httpx.Request("POST", "http://x/", content=b"{}"), lambda: 0.05, budget)
-    assert response.content == b"fast" and took < 0.4
-    assert closed.wait(2.0)  # the slow copy, when it ended, was closed
+    whole = time.monotonic() - started
+    answered.set()
+    assert response.content == b"fast" and took < whole  # the winner's own time, not the call's
+    assert closed.wait(60)  # the slow copy, when it ended, was closed
     assert budget.snapshot() == {"hedged_calls": 1, "hedges_won": 1}
 
 
@@ -156,26 +159,26 @@ def test_a_call_sent_before_anything_was_learned_is_hedged_once_replies_come_bac
     import httpx
 
     learned: list[float] = []
-    first = threading.Event()
+    first, answered = threading.Event(), threading.Event()
 
     def send(request: httpx.Request) -> httpx.Response:
         if not first.is_set():
             first.set()
-            time.sleep(2.0)  # the first copy hangs
+            answered.wait(60)  # the first copy hangs until the call has its answer
         return httpx.Response(200, content=b"ok")
 
     def later() -> None:
-        time.sleep(0.2)
+        first.wait(60)  # the call went out with nothing learned
         learned.append(0.05)  # other calls' replies came back meanwhile
 
-    threading.Thread(target=later).start()
+    threading.Thread(target=later, daemon=True).start()
     budget = HedgeBudget(1.0)
     budget.count_call()
-    started = time.monotonic()
     response, _ = hedged_send(
         send, httpx.Request("POST", "http://x/", content=b"{}"), lambda: learned[0] if learned else None, budget
     )
-    assert response.content == b"ok" and time.monotonic() - started < 1.0
+    answered.set()
+    assert response.content == b"ok"
     assert budget.snapshot() == {"hedged_calls": 1, "hedges_won": 1}
 
 
