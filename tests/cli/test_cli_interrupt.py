@@ -101,6 +101,8 @@ def test_a_second_ctrl_c_exits_at_once_without_waiting_for_the_call_in_flight(tm
     err = "".join(said) + rest
     assert proc.returncode == 130
     assert "exiting at once" in err and "Traceback" not in err
+    # at once: not the first Ctrl-C's way out (the in-flight call's grace period, then the summary)
+    assert "instances finished and kept" not in err and not (run / "eval_results.json").exists()
 
 
 def test_ctrl_c_at_random_points_then_resume_equals_an_uninterrupted_run(slow_server, tmp_path):
