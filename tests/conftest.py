@@ -53,6 +53,20 @@ def run_lits(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
 
 
 @pytest.fixture(scope="session")
+def gemma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The real llama.cpp server (llama-cpp-python) with the embedded Gemma model, as users run it for chat.
+
+    One per session: the tests that use it (lm/, math/, mapeval/) share one xdist group, so one worker
+    starts it once."""
+    from lits.lm.local import model_path
+    from lits.testing.llama_server import llama_server
+
+    log = tmp_path_factory.mktemp("gemma-server") / "server.log"
+    with llama_server(model_path(), n_ctx=2048, extra=["--chat_format", "gemma"], log=log) as base:
+        yield base
+
+
+@pytest.fixture(scope="session")
 def self_refine_example() -> ModuleType:
     """The docs' Self-Refine example module, imported once (its types register globally)."""
     name = "lits_docs_self_refine"
@@ -67,10 +81,12 @@ def self_refine_example() -> ModuleType:
 
 # Areas whose tests share one costly session server (a model, PostgreSQL, Ray, a browser).
 SERVER_AREAS = frozenset({"realmodel", "ray", "view", "mcp", "postgres"})
+#: Session servers used from several areas: the tests that use one run on one worker, which starts it once.
+SHARED_SERVERS = ("gemma_server",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``-n``), keep a file's tests, or a server area's, on one worker.
+    """Under pytest-xdist (``-n``), keep a file's tests, a server area's, or a shared server's, on one worker.
 
     So module and session fixtures (servers) start once, not once per worker.
     """
@@ -78,5 +94,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     for item in items:
         parts = item.path.relative_to(TESTS).parts
-        group = next((part for part in parts[:-1] if part in SERVER_AREAS), "/".join(parts))
+        shared = next((name for name in SHARED_SERVERS if name in getattr(item, "fixturenames", ())), None)
+        group = shared or next((part for part in parts[:-1] if part in SERVER_AREAS), "/".join(parts))
         item.add_marker(pytest.mark.xdist_group(group))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import threading
 
 from lits.agents import BFS, BFSConfig, ChainConfig, EnvChain, MCTS, MCTSConfig
 from lits.components.base import RewardModel
@@ -45,20 +45,32 @@ def test_chain_resumes_from_its_checkpoint(parts, tmp_path):
     assert result.solved and result.steps == 2
 
 
-class SlowReward(RewardModel):
+class MeetingReward(RewardModel):
+    """Each sibling's reward waits until all three are being computed at once (a barrier, not a clock):
+    computed one after another, the first would wait alone until the barrier gives up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(3, timeout=60)
+        self.met: list[bool] = []
+
     def _fast_reward(self, state, action, query, query_idx, from_phase="", **kwargs):
-        time.sleep(0.2)
+        try:
+            self.barrier.wait()
+            self.met.append(True)
+        except threading.BrokenBarrierError:
+            self.met.append(False)
         return 0.5, {}
 
 
 def test_sibling_fast_rewards_are_computed_concurrently(parts):
-    search = MCTS(MCTSConfig(n_iterations=1, max_depth=1), parts.policy, parts.transition, SlowReward())
+    reward = MeetingReward()
+    search = MCTS(MCTSConfig(n_iterations=1, max_depth=1), parts.policy, parts.transition, reward)
     search.root = search.NODE_CLASS(id=0, state=parts.transition.init_state(**EXAMPLE))
     search.query = "2"
-    started = time.perf_counter()
     children = search.expand(search.root)
     assert len(children) == 3
-    assert time.perf_counter() - started < 0.5
+    assert reward.met == [True, True, True]
 
 
 def test_duplicate_actions_among_siblings_are_dropped_and_counted(parts):

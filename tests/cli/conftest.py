@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -84,3 +85,16 @@ def one_line_error(result: subprocess.CompletedProcess[str], code: int = 2) -> s
     lines = [line for line in result.stderr.splitlines() if line.startswith("lits: error:")]
     assert len(lines) == 1, result.stderr
     return lines[0]
+
+
+def wait_for_calls(server: FakeOpenAIServer, count: int, proc: subprocess.Popen[Any], timeout: float = 300) -> bool:
+    """Wait until the server has seen ``count`` requests; False when the run exited first (it finished).
+
+    Progress, not a clock, picks the moment: a loaded machine only makes the wait longer."""
+    deadline = time.monotonic() + timeout
+    while len(server.requests) < count:
+        if proc.poll() is not None:
+            return False
+        assert time.monotonic() < deadline, f"the run made fewer than {count} model calls in {timeout} s (a hang)"
+        time.sleep(0.01)
+    return True

@@ -12,7 +12,9 @@ from lits.runs.runner import Progress
 def test_progress_reports_while_an_instance_is_still_running():
     out = io.StringIO()
     with Progress(2, InferenceLog(), out, every=0.05):
-        time.sleep(0.2)
+        deadline = time.monotonic() + 60  # generous: a line is due every 0.05 s
+        while "running]" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the progress thread has spoken (not a guess at how soon)
     assert "[0/2 running] solved 0 | calls 0 (+0 cached) | tokens 0 |" in out.getvalue()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
+import threading
 
 import pytest
 from pydantic import BaseModel
@@ -96,20 +96,27 @@ class SleepyInput(BaseModel):
 
 
 class SleepyTool(BaseTool):
+    """Sleeps ``seconds`` unless :attr:`woken` is set first (the test wakes it once it has its answer)."""
+
     name = "sleepy"
     description = "sleeps"
     args_schema = SleepyInput
+    woken = threading.Event()
+    awake = threading.Event()
 
     def _run(self, seconds: float) -> str:
-        time.sleep(seconds)
+        self.woken.wait(seconds)
+        self.awake.set()
         return "awake"
 
 
 def test_a_tool_that_hangs_times_out_with_an_observation():
-    started = time.perf_counter()
-    observation = execute_tool_action('{"tool": "sleepy", "args": {"seconds": 5}}', [SleepyTool()], timeout=0.2)
+    tool = SleepyTool()
+    tool.woken, tool.awake = threading.Event(), threading.Event()
+    observation = execute_tool_action('{"tool": "sleepy", "args": {"seconds": 60}}', [tool], timeout=0.2)
     assert observation == "Tool sleepy timed out after 0.2 s"
-    assert time.perf_counter() - started < 2
+    assert not tool.awake.is_set()  # the observation came while the tool still slept
+    tool.woken.set()
 
 
 class QuittingTool(BaseTool):

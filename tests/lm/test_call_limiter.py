@@ -5,10 +5,22 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
+
+import pytest
 
 from lits.concurrency import start_round_clock
+from lits.lm import limits
 from lits.lm.limits import CallLimiter
 from lits.observability import call_context
+
+
+def _until_queued(limiter: CallLimiter, count: int, within: float = 60.0) -> None:
+    """Wait until ``count`` calls queue for a slot (an observation, not a guess at thread start-up time)."""
+    deadline = time.monotonic() + within
+    while len(limiter._waiting) < count:
+        assert time.monotonic() < deadline, f"fewer than {count} calls queued"
+        time.sleep(0.001)
 
 
 def _queue_behind_a_held_slot(limiter: CallLimiter, instances: list, rounds: tuple = ()) -> list:
@@ -28,7 +40,7 @@ def _queue_behind_a_held_slot(limiter: CallLimiter, instances: list, rounds: tup
             thread = threading.Thread(target=wait)
             thread.start()
             threads.append(thread)
-            time.sleep(0.05)  # arrival order is the list order
+            _until_queued(limiter, k + 1)  # arrival order is the list order
     for thread in threads:
         thread.join(5)
     return served
@@ -53,7 +65,7 @@ def test_a_slot_freed_while_calls_wait_goes_to_them_not_to_a_newcomer():
     with limiter:
         waiter = threading.Thread(target=wait)
         waiter.start()
-        time.sleep(0.05)
+        _until_queued(limiter, 1)
     assert not limiter.try_take()  # a hedged copy finds no idle slot: the waiter holds it
     handed.set()
     waiter.join(5)
@@ -68,12 +80,14 @@ def test_no_more_calls_than_the_limit_are_in_flight():
     limiter, lock = CallLimiter(3), threading.Lock()
     state = {"now": 0, "peak": 0}
 
+    together = threading.Barrier(3, timeout=30)  # three calls are in flight at once, whatever the machine
+
     def call() -> None:
         with limiter:
             with lock:
                 state["now"] += 1
                 state["peak"] = max(state["peak"], state["now"])
-            time.sleep(0.01)
+            together.wait()
             with lock:
                 state["now"] -= 1
 
@@ -85,16 +99,15 @@ def test_no_more_calls_than_the_limit_are_in_flight():
     assert state["peak"] == 3
 
 
-def test_busy_area_measures_calls_in_flight_over_time():
+def test_busy_area_measures_calls_in_flight_over_time(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(limits, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     limiter = CallLimiter(2)
-
-    def call() -> None:
-        with limiter:
-            time.sleep(0.2)
-
-    threads = [threading.Thread(target=call) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(5)
-    assert 0.35 < limiter.busy_area() < 0.6
+    limiter.__enter__()
+    limiter.__enter__()
+    clock[0] += 0.2  # two calls in flight for 0.2 s
+    limiter.__exit__()
+    clock[0] += 0.1  # then one for 0.1 s
+    limiter.__exit__()
+    clock[0] += 5.0  # then none
+    assert limiter.busy_area() == pytest.approx(0.5)

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Iterator
 
-import httpx
 import pytest
 
 from lits.lm.local import LocalLlamaModel, flatten_messages, model_path
 from lits.lm.openai_compat import OpenAICompatibleModel
+from lits.testing.llama_server import llama_server
 
 pytestmark = pytest.mark.slow
 
@@ -97,67 +94,16 @@ def test_chat_messages_are_flattened_for_the_base_model():
     assert flatten_messages([{"role": "system", "content": "A"}, {"role": "user", "content": "B"}]) == "A\n\nB\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_server(log_dir: Path, *extra: str) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    log = (log_dir / f"server-{port}.log").open("w")  # a file, not a pipe: chatter must never block it
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(model_path()),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_threads",
-            str(os.cpu_count() or 2),
-            *extra,
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"llama.cpp server exited: {Path(log.name).read_text()[-500:]}")
-        try:
-            if httpx.get(f"{base}/models", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.TransportError:
-            time.sleep(0.3)
-    proc.kill()
-    pytest.fail("llama.cpp server did not become ready in 90 s")
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The real server as users run it for chat (``--chat_format gemma``)."""
-    proc, base = _start_server(tmp_path_factory.mktemp("llama"), "--chat_format", "gemma")
-    yield base
-    proc.terminate()
-    proc.wait(timeout=20)
-
-
 @pytest.fixture(scope="module")
 def scoring_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The server with ``--logits_all``, needed for echo scoring (slow: ~7x per prompt)."""
-    proc, base = _start_server(tmp_path_factory.mktemp("llama"), "--logits_all", "true")
-    yield base
-    proc.terminate()
-    proc.wait(timeout=20)
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with llama_server(model_path(), n_ctx=2048, extra=["--logits_all", "true"], log=log) as base:
+        yield base
 
 
-def test_real_llama_cpp_server_completes_through_the_http_backend(llama_server):
-    model = OpenAICompatibleModel("gemma", llama_server, api="completion")
+def test_real_llama_cpp_server_completes_through_the_http_backend(gemma_server):
+    model = OpenAICompatibleModel("gemma", gemma_server, api="completion")
     reply = model.complete("The capital of France is", max_tokens=6, temperature=0.0)
     assert reply.text.strip() and reply.tokens_out > 0
 
@@ -168,7 +114,7 @@ def test_real_llama_cpp_server_scores_text_with_echo(scoring_server):
     assert good > bad
 
 
-def test_blocksworld_search_runs_through_the_real_llama_cpp_server(llama_server, tmp_path):
+def test_blocksworld_search_runs_through_the_real_llama_cpp_server(gemma_server, tmp_path):
     result = subprocess.run(
         [
             sys.executable,
@@ -184,13 +130,15 @@ def test_blocksworld_search_runs_through_the_real_llama_cpp_server(llama_server,
             "--model",
             "gemma",
             "--base-url",
-            llama_server,
+            gemma_server,
             "--api",
             "chat",
             "--search-arg",
-            "n_iterations=2",
+            "n_iterations=1",  # one expansion, judgement and rollout go through the server: all it checks
             "--search-arg",
-            "max_depth=3",
+            "n_actions=2",
+            "--search-arg",
+            "max_depth=2",
             "--save-dir",
             str(tmp_path / "run"),
         ],

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.lm.test_local_llama import llama_server  # noqa: F401  (the real server fixture)
-
 pytestmark = pytest.mark.slow
 
 
@@ -47,6 +45,6 @@ def test_mcts_runs_on_the_embedded_model(tmp_path):
     assert record["mode"] == "search" and record["inference"]["calls"] > 0
 
 
-def test_react_chain_runs_through_a_real_llama_cpp_server(tmp_path, llama_server):  # noqa: F811
-    record = _run(tmp_path, "chain", "--model", "gemma", "--base-url", llama_server, "--api", "completion")
+def test_react_chain_runs_through_a_real_llama_cpp_server(tmp_path, gemma_server):
+    record = _run(tmp_path, "chain", "--model", "gemma", "--base-url", gemma_server, "--api", "completion")
     assert record["final_state"]["steps"] and record["inference"]["calls"] > 0

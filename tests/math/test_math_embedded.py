@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.lm.test_local_llama import llama_server  # noqa: F401  (the real server fixture)
-
 pytestmark = pytest.mark.slow
 
 TINY = ["--search-arg", "n_actions=2", "--search-arg", "max_depth=2"]
@@ -63,6 +61,6 @@ def test_each_method_runs_on_the_embedded_model(tmp_path, method):
     assert record["mode"] == ("chain" if method == "cot" else "search")
 
 
-def test_tot_bfs_runs_through_a_real_llama_cpp_server(tmp_path, llama_server):  # noqa: F811
-    record = _run(tmp_path, "tot_bfs", "--model", "gemma", "--base-url", llama_server, "--api", "chat")
+def test_tot_bfs_runs_through_a_real_llama_cpp_server(tmp_path, gemma_server):
+    record = _run(tmp_path, "tot_bfs", "--model", "gemma", "--base-url", gemma_server, "--api", "chat")
     assert record["final_state"]["__type__"] == "ThoughtState"

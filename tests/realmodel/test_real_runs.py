@@ -7,11 +7,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from lits.testing.llama_server import llama_server
 
 pytestmark = pytest.mark.realmodel
 
@@ -26,13 +24,6 @@ def lits(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         cwd=tmp_path,
         timeout=900,
     )
-
-
-@pytest.fixture(scope="module")
-def judge_server(instruct_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A second server of the same model, standing in for a separate process reward model."""
-    with llama_server(instruct_gguf, log=tmp_path_factory.mktemp("judge") / "server.log") as base:
-        yield base
 
 
 def test_a_chain_at_default_concurrency_waits_for_the_one_slot_instead_of_faulting(
@@ -62,8 +53,10 @@ def test_a_chain_at_default_concurrency_waits_for_the_one_slot_instead_of_faulti
 
 
 def test_rest_with_a_separate_reward_model_sends_each_components_calls_to_its_server(
-    instruct_server: str, judge_server: str, tmp_path: Path
+    instruct_server: str, upstream_server: str, tmp_path: Path
 ) -> None:
+    """The reward model's server is the session's upstream llama-server (the same model, another server):
+    no server is started for this test alone."""
     done = lits(
         tmp_path,
         "search",
@@ -88,7 +81,7 @@ def test_rest_with_a_separate_reward_model_sends_each_components_calls_to_its_se
         "--eval-model",
         "qwen-prm",
         "--eval-base-url",
-        judge_server,
+        upstream_server,
     )
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in (tmp_path / "run" / "inference.jsonl").read_text().splitlines()]
