@@ -178,7 +178,7 @@ def refuse_meaning_changes(meaning: Sequence[tuple[str, str, object]], saved: Ma
                 if have.get(name, _MISSING) != value:
                     _refuse(f"{flag} {name}={value}", have.get(name, "unset"))
             continue
-        normal = _NORMALIZE.get(key, lambda v: v)
+        normal = _NORMALIZE.get(key, _as_given)
         if normal(given) != normal(saved.get(key)):
             if isinstance(given, bool):  # a switch: the run had it off
                 _refuse(flag, normal(saved.get(key)))
@@ -186,6 +186,12 @@ def refuse_meaning_changes(meaning: Sequence[tuple[str, str, object]], saved: Ma
 
 
 _MISSING = object()
+
+
+def _as_given(value: object) -> object:
+    return value
+
+
 _NORMALIZE: dict[str, Callable[[object], object]] = {
     "model": lambda v: model_spec(v) if v is None or isinstance(v, str) else v,
     "api": lambda v: v or "chat",

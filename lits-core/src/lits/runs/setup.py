@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from lits.errors import UserError, one_line
-from lits.lm.base import LanguageModel
+from lits.lm.base import CallOptions, LanguageModel
 from lits.runs.results.artifacts import RunDir
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from lits.components.factory import Components
+    from lits.lm.limits import Limiter
     from lits.runs.model_specs import ModelSpec
     from lits.runs.run_settings import RunSettings
     from lits.runs.runner import Agent
@@ -69,10 +70,13 @@ def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> B
         raise UserError(f"{reg.name}: {one_line(exc)}") from None
 
 
-def create_run_model(settings: RunSettings, spec: ModelSpec | None = None) -> LanguageModel:
-    """A language model as the run's settings describe it (backend, server, bounds, prices).
+def create_run_model(
+    settings: RunSettings, spec: ModelSpec | None = None, *, limiter: Limiter | None = None
+) -> LanguageModel:
+    """A language model as the run's settings describe it (backend, server, bounds, prices, how it is called).
 
-    ``spec`` is one component's model (:func:`lits.runs.model_specs.role_spec`); default: ``--model``."""
+    ``spec`` is one component's model (:func:`lits.runs.model_specs.role_spec`); default: ``--model``;
+    ``limiter``: its call slots (a Ray worker's, shared by the cluster); default: its own ``--concurrency``."""
     import os
 
     from lits.lm.factory import create_model
@@ -90,8 +94,15 @@ def create_run_model(settings: RunSettings, spec: ModelSpec | None = None) -> La
         if not key:
             raise UserError(f"api_key_env={key_env} for model {spec['model']}: ${key_env} is not set")
         extra["api_key"] = key
+    calls = CallOptions(
+        log_prompts=bool(settings.get("log_prompts")),
+        constrain_replies=not settings.get("free_replies"),
+        sampling={k: v for k, v in args.items() if k in SAMPLING_ARGS},
+    )
+    if limiter is not None:
+        calls["limiter"] = limiter
     try:
-        model = create_model(
+        return create_model(
             spec["model"],
             base_url=spec["base_url"],
             api=spec["api"],
@@ -99,17 +110,18 @@ def create_run_model(settings: RunSettings, spec: ModelSpec | None = None) -> La
             price_in=settings.get("price_in") or 0.0,
             price_out=settings.get("price_out") or 0.0,
             **extra,
+            **calls,
         )
     except ValueError as exc:
         raise UserError(one_line(exc)) from None
-    model.log_prompts = bool(settings.get("log_prompts"))
-    model.constrain_replies = not settings.get("free_replies")
-    model.sampling = {k: v for k, v in args.items() if k in SAMPLING_ARGS}
-    return model
 
 
-def create_run_models(settings: RunSettings) -> dict[str, LanguageModel]:
-    """Each component's model (``policy``, ``eval``, ``transition``); equal specs share one object."""
+def create_run_models(
+    settings: RunSettings, limiter_for: Callable[[int], Limiter] | None = None
+) -> dict[str, LanguageModel]:
+    """Each component's model (``policy``, ``eval``, ``transition``); equal specs share one object.
+
+    ``limiter_for(k)``: the call slots of the k-th distinct model (a Ray worker's pools); default: its own."""
     from lits.runs.model_specs import ROLES, default_spec, role_spec, spec_key
 
     default = spec_key(default_spec(settings))
@@ -120,7 +132,8 @@ def create_run_models(settings: RunSettings) -> dict[str, LanguageModel]:
         key = spec_key(spec)
         if key not in built:
             try:
-                built[key] = create_run_model(settings, spec)
+                limiter = limiter_for(len(built)) if limiter_for is not None else None
+                built[key] = create_run_model(settings, spec, limiter=limiter)
             except UserError as exc:
                 if key == default:
                     raise
@@ -194,13 +207,14 @@ def agent_factory(
     """Agents that tag their calls with the name they are registered under, not their class name.
 
     ``bn_model``: a search's branching-necessity evaluator model (``--bn-model``; Chain-in-Tree continuation)."""
-    serves = getattr(agent_cls, "TASK_TYPES", None)
+    serves = getattr(agent_cls, "TASK_TYPES", None)  # a registered class need not subclass the bases
     if serves is not None and components.task_type not in serves:
         raise ValueError(
             f"--{mode} {name} works on {' and '.join(serves)} tasks, not on this {components.task_type} dataset"
         )
 
     def make_agent() -> Agent:
+        agent: Agent
         if mode == "search":
             agent = agent_cls(
                 config,
@@ -208,13 +222,13 @@ def agent_factory(
                 components.transition,
                 components.reward_model,
                 checkpoint_dir=run_dir.checkpoints,
+                name=name,
+                bn_model=bn_model,
             )
-            agent.search_name = name
-            if bn_model is not None:
-                agent.bn_model = bn_model
         else:
-            agent = agent_cls(config, components.policy, components.transition, checkpoint_dir=run_dir.checkpoints)
-            agent.chain_name = name
+            agent = agent_cls(
+                config, components.policy, components.transition, checkpoint_dir=run_dir.checkpoints, name=name
+            )
         return agent
 
     return make_agent

@@ -41,7 +41,10 @@ class ChainAgent:
     Answer, error and malformed steps need no special case here: the transition owns them.
     """
 
+    #: The name the inference log tags calls with (the constructor's ``name`` wins).
     chain_name = "chain"
+    #: The task types the agent serves; None: every type.
+    TASK_TYPES: tuple[str, ...] | None = None
 
     def __init__(
         self,
@@ -50,13 +53,16 @@ class ChainAgent:
         transition: Transition[Any, Any] | None = None,
         *,
         checkpoint_dir: Path | None = None,
+        name: str = "",
     ) -> None:
+        """``name``: what the inference log tags calls with (the name it is registered under)."""
         if policy is None or transition is None:
             raise ValueError(f"{type(self).__name__} needs a policy and a transition")
         self.config = config or ChainConfig.model_validate({})
         self.policy = policy
         self.transition = transition
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
+        self.chain_name = name or self.chain_name
         self.proposals: list[tuple[str, bool]] = []
 
     def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> ChainResult:

@@ -48,7 +48,7 @@ def settled(counts: Sequence[int], remaining: int) -> bool:
 class SelfConsistencyChain(ChainAgent):
     chain_name = "sc"
     #: Tasks whose states state a final answer to vote on.
-    TASK_TYPES = ("language_grounded", "tool_use")
+    TASK_TYPES: tuple[str, ...] | None = ("language_grounded", "tool_use")
     config: SelfConsistencyConfig
 
     def __init__(

@@ -105,12 +105,17 @@ class BaseTreeSearch(ABC):
         reward_model: RewardModel[Any, Any],
         *,
         checkpoint_dir: Path | None = None,
+        name: str = "",
+        bn_model: LanguageModel | None = None,
     ) -> None:
+        """``name``: what the inference log tags calls with (the name it is registered under; default
+        :attr:`search_name`); ``bn_model``: the branching-necessity evaluator's model (``--bn-model``)."""
         self.config = config
         self.policy = policy
         self.transition = transition
         self.reward_model = reward_model
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
+        self.search_name = name or self.search_name
         self.root: SearchNode = self.NODE_CLASS()
         self.query: object = None
         self.query_idx = 0
@@ -125,7 +130,7 @@ class BaseTreeSearch(ABC):
         self._provisional = _PROVISIONAL
         self.proposals: list[tuple[str, bool]] = []  # journaled, so a resume keeps them
         #: The branching-necessity evaluator's model (``--bn-model``); None: the policy's.
-        self.bn_model: LanguageModel | None = None
+        self.bn_model = bn_model
 
     # -- the algorithm -----------------------------------------------------
     @abstractmethod

@@ -154,7 +154,7 @@ def _backed_up_values(
         while node_id is not None and node_id in nodes:
             path.append(node_id)
             node_id = nodes[node_id].get("parent")
-        backpropagate([shadow[i] for i in reversed(path)], aggregate)  # type: ignore[misc]
+        backpropagate([shadow[i] for i in reversed(path)], aggregate)
     visits = {i: s.visits for i, s in shadow.items() if s.visits}
     q = {i: sum(s.cum_rewards) / len(s.cum_rewards) for i, s in shadow.items() if s.cum_rewards}
     return visits, q
