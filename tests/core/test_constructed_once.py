@@ -6,14 +6,16 @@ import ast
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from lits.agents import MCTS, ChainConfig, MCTSConfig
 from lits.agents.chain.env_chain import EnvChain
+from lits.errors import UserError
 from lits.lm.factory import create_model
 from lits.lm.limits import CallLimiter
 from lits.observability import InferenceLog, collecting
-from lits.registry import register_model
-from lits.runs.setup import create_run_models
+from lits.registry import get_registration, register_model, register_search
+from lits.runs.setup import create_run_models, make_config
 from lits.runs.spec import RunSpec
 from lits.testing import ScriptedModel
 from tests.agents.conftest import EXAMPLE, Parts
@@ -84,3 +86,12 @@ def test_no_code_in_runs_or_agents_sets_a_built_model_or_agent_afterwards() -> N
                     if not (isinstance(target.value, ast.Name) and target.value.id == "self"):
                         found.append(f"{path.relative_to(SOURCE)}:{node.lineno} sets .{target.attr}")
     assert not found, found
+
+
+def test_a_search_whose_config_class_is_not_a_search_config_is_a_one_line_error(isolated_registry: None) -> None:
+    class Loose(BaseModel):
+        width: int = 1
+
+    register_search("loose", config_class=Loose)(type("LooseSearch", (MCTS,), {}))
+    with pytest.raises(UserError, match="loose: its config_class Loose must subclass lits.api.TreeSearchConfig"):
+        make_config(get_registration("search", "loose"), {}, "search")

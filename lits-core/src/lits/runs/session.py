@@ -346,12 +346,13 @@ class ProcessStats:
     def save(self, seconds: float | None = None, *, durable: bool = False) -> None:
         """Rewrite the file; without ``durable`` no fsync (its reader skips a damaged one), as after each
         instance and every few seconds; the run's last save is durable."""
-        as_dict = getattr(getattr(self.components.policy, "stats", None), "as_dict", None)
+        from lits.runs.results.records import policy_stats
+
         payload = {
             "pid": os.getpid(),
             "seconds": round(time.perf_counter() - self.started if seconds is None else seconds, 3),
             "busy_area": round(sum(m.limiter.busy_area() for m in self.models), 3),
-            "policy_stats": as_dict() if as_dict is not None else None,
+            "policy_stats": policy_stats(self.components.policy),
             "faults": _summed([m.fault_stats() for m in self.models]),
         }
         with self._lock, contextlib.suppress(OSError):  # counters are not results: a full disk is

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from lits.agents.config import AgentConfig, ChainConfig, TreeSearchConfig
 from lits.errors import UserError, one_line
 from lits.lm.base import CallOptions, LanguageModel
 from lits.runs.results.artifacts import RunDir
@@ -46,12 +47,10 @@ def agent_registration(settings: RunSettings, mode: str, task_type: str) -> tupl
     return get_registration("chain", chain), settings["chain_args"]
 
 
-def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> BaseModel:
+def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> AgentConfig:
     """The agent's config from ``--search-arg``/``--chain-arg`` values; an unknown key suggests the closest."""
     config_class: Callable[..., BaseModel] | None = reg.meta.get("config_class")
     if config_class is None:
-        from lits.agents import ChainConfig, TreeSearchConfig
-
         default: Callable[..., BaseModel] = TreeSearchConfig if mode == "search" else ChainConfig
         config_class = default
     known = list(getattr(config_class, "model_fields", {}))
@@ -65,9 +64,13 @@ def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> B
             + unknown_name_message(f"{flag} setting", unknown[0], known).replace("; registered:", "; its settings:")
         )
     try:
-        return config_class(**values)
+        config = config_class(**values)
     except Exception as exc:
         raise UserError(f"{reg.name}: {one_line(exc)}") from None
+    if not isinstance(config, (TreeSearchConfig, ChainConfig)):
+        base = "TreeSearchConfig" if mode == "search" else "ChainConfig"
+        raise UserError(f"{reg.name}: its config_class {type(config).__name__} must subclass lits.api.{base}")
+    return config
 
 
 def create_run_model(
@@ -154,7 +157,7 @@ def distinct_models(models: Mapping[str, LanguageModel]) -> list[LanguageModel]:
 def build_components(
     settings: RunSettings,
     models: Mapping[str, LanguageModel | None],
-    config: object,
+    config: AgentConfig,
     task_type: str,
     objects: Mapping[str, object] | None = None,
     *,
@@ -175,8 +178,8 @@ def build_components(
         policy=given.get("policy", settings["policy"]),
         transition=given.get("transition", settings["transition"]),
         reward=given.get("reward", settings.get("reward")),
-        n_actions=getattr(config, "n_actions", 1),
-        temperature=getattr(config, "temperature", 0.0),
+        n_actions=config.n_actions if isinstance(config, TreeSearchConfig) else 1,
+        temperature=config.temperature,
         resource_args=settings["dataset_args"],
         resource=settings.get("resource"),
         resource_options=settings.get("resource_args") or {},
@@ -187,17 +190,16 @@ def build_components(
     )
 
 
-def _depth_limit(task_type: str, config: object) -> dict[str, object]:
+def _depth_limit(task_type: str, config: AgentConfig) -> dict[str, object]:
     """Language-grounded policies ask for the final answer at the agent's depth limit."""
     if task_type != "language_grounded":
         return {}
-    limit = getattr(config, "max_depth", None) or getattr(config, "max_steps", None)
-    return {"max_depth": limit} if limit else {}
+    return {"max_depth": config.max_depth if isinstance(config, TreeSearchConfig) else config.max_steps}
 
 
 def agent_factory(
     agent_cls: Any,
-    config: object,
+    config: AgentConfig,
     components: Components,
     run_dir: RunDir,
     mode: str,

@@ -252,8 +252,9 @@ class InstanceWorker:
 
 
 def _policy_stats(built: _Built) -> object:
-    as_dict = getattr(getattr(built.components.policy, "stats", None), "as_dict", None)
-    return as_dict() if as_dict is not None else None
+    from lits.runs.results.records import policy_stats
+
+    return policy_stats(built.components.policy)
 
 
 def _error_kind(built: _Built, idx: int) -> str:

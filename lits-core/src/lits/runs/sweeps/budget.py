@@ -106,7 +106,11 @@ def budgeted(budget: RunBudget, config: object, make_agent: Callable[[], Agent])
 
     if not isinstance(make_agent(), SelfConsistencyChain):
         raise UserError("--budget spreads self-consistency chains over a run: use it with --chain sc")
-    k = int(getattr(config, "k"))
+    from lits.agents.config import SelfConsistencyConfig
+
+    if not isinstance(config, SelfConsistencyConfig):
+        raise UserError("--budget spreads self-consistency chains over a run: use it with --chain sc")
+    k = config.k
 
     def run(
         make: Callable[[], Agent], components: object, examples: list[Item], run_dir: RunDir, **options: Any
