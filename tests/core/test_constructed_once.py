@@ -23,7 +23,7 @@ from tests.toy_domain import prefer
 
 SOURCE = Path(__file__).resolve().parents[2] / "lits-core" / "src" / "lits"
 #: What a run decides about a model or an agent it built.
-WIRED = {"search_name", "chain_name", "bn_model", "log_prompts", "constrain_replies", "sampling", "limiter"}
+WIRED = {"search_name", "chain_name", "bn_model", "log_prompts", "constrain_replies", "sampling", "limiter", "draws"}
 
 
 @pytest.fixture

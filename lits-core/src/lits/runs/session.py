@@ -245,8 +245,19 @@ def _execute(
         for line in (line for each in owned for line in each.notices()):  # e.g. copies a hosted API bills
             print(f"lits: {line}", file=stream)
         stats = ProcessStats(run_dir, owned, components)
+        from lits.runs.sweeps.budget import budget_of, budgeted, draws_for
+
+        budget = budget_of(settings.get("budget"))
+        draws = draws_for(budget, agent_reg.obj)  # what a budgeted run's chains are built with
         make_agent = agent_factory(
-            agent_reg.obj, config, components, run_dir, mode, agent_reg.name, bn_model=models["bn"]
+            agent_reg.obj,
+            config,
+            components,
+            run_dir,
+            mode,
+            agent_reg.name,
+            bn_model=models["bn"],
+            options={"draws": draws} if draws is not None else None,
         )
         with control.handling_sigint():
             if settings["executor"] == "ray":
@@ -256,10 +267,7 @@ def _execute(
                 stats = executor.stats  # type: ignore[assignment]
                 outcome = executor.run(selected, resume=resume, control=control, progress_stream=stream)
             else:
-                from lits.runs.sweeps.budget import budget_of, budgeted
-
-                budget = budget_of(settings.get("budget"))
-                run = run_instances if budget is None else budgeted(budget, config, make_agent)
+                run = run_instances if budget is None or draws is None else budgeted(budget, config, make_agent, draws)
                 with stats.saved_periodically(), resource_errors(run_dir, mode):
                     outcome = run(
                         make_agent,

@@ -205,10 +205,12 @@ def agent_factory(
     mode: str,
     name: str,
     bn_model: LanguageModel | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> Callable[[], Agent]:
     """Agents that tag their calls with the name they are registered under, not their class name.
 
-    ``bn_model``: a search's branching-necessity evaluator model (``--bn-model``; Chain-in-Tree continuation)."""
+    ``bn_model``: a search's branching-necessity evaluator model (``--bn-model``; Chain-in-Tree continuation);
+    ``options``: more of the agent's constructor arguments (a budgeted run's ``draws``)."""
     serves = getattr(agent_cls, "TASK_TYPES", None)  # a registered class need not subclass the bases
     if serves is not None and components.task_type not in serves:
         raise ValueError(
@@ -226,10 +228,16 @@ def agent_factory(
                 checkpoint_dir=run_dir.checkpoints,
                 name=name,
                 bn_model=bn_model,
+                **(options or {}),
             )
         else:
             agent = agent_cls(
-                config, components.policy, components.transition, checkpoint_dir=run_dir.checkpoints, name=name
+                config,
+                components.policy,
+                components.transition,
+                checkpoint_dir=run_dir.checkpoints,
+                name=name,
+                **(options or {}),
             )
         return agent
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from lits.errors import UserError
 from lits.observability import UNUSED_REPLY, InferenceLog, InferenceRecord
@@ -27,6 +27,9 @@ from lits.runs.results.artifacts import RunDir
 from lits.runs.results.spend import BudgetReport
 from lits.runs.faults.control import RunControl
 from lits.runs.runner import Agent, Item, RunOutcome, run_instances
+
+if TYPE_CHECKING:
+    from lits.agents.chain.self_consistency import Draws
 
 UNITS = ("tokens", "calls", "seconds")
 #: How the budget was spent, in the run's folder (``eval_results.json`` carries it as ``budget``).
@@ -100,8 +103,22 @@ def chains_of(record: Mapping[str, Any]) -> int:
     return int(stats.get("chains") or sum(vote_counts(record)))
 
 
-def budgeted(budget: RunBudget, config: object, make_agent: Callable[[], Agent]) -> Callable[..., RunOutcome]:
-    """What runs the instances under ``budget`` (in place of :func:`run_instances`); only sc chains have one."""
+def draws_for(budget: RunBudget | None, agent_cls: object) -> Draws | None:
+    """The grants a budgeted run's chains are built with (None: no budget); only sc chains draw under one."""
+    if budget is None:
+        return None
+    from lits.agents.chain.self_consistency import Draws, SelfConsistencyChain
+
+    if not (isinstance(agent_cls, type) and issubclass(agent_cls, SelfConsistencyChain)):
+        raise UserError("--budget spreads self-consistency chains over a run: use it with --chain sc")
+    return Draws()
+
+
+def budgeted(
+    budget: RunBudget, config: object, make_agent: Callable[[], Agent], draws: Draws
+) -> Callable[..., RunOutcome]:
+    """What runs the instances under ``budget`` (in place of :func:`run_instances`); only sc chains have one,
+    each built with ``draws`` (:func:`lits.runs.setup.agent_factory`'s ``options``)."""
     from lits.agents.chain.self_consistency import SelfConsistencyChain
 
     if not isinstance(make_agent(), SelfConsistencyChain):
@@ -115,7 +132,7 @@ def budgeted(budget: RunBudget, config: object, make_agent: Callable[[], Agent])
     def run(
         make: Callable[[], Agent], components: object, examples: list[Item], run_dir: RunDir, **options: Any
     ) -> RunOutcome:
-        return BudgetedRun(budget, k, run_dir, str(options.pop("mode"))).run(
+        return BudgetedRun(budget, k, run_dir, str(options.pop("mode")), draws).run(
             make, examples, components=components, **options
         )
 
@@ -135,25 +152,12 @@ def read_report(run_dir: RunDir) -> BudgetReport | None:
 class BudgetedRun:
     """Rounds of :func:`run_instances` over self-consistency chains, each round's grants fixed beforehand."""
 
-    def __init__(self, budget: RunBudget, k: int, run_dir: RunDir, mode: str) -> None:
-        from lits.agents.chain.self_consistency import Draws
-
+    def __init__(self, budget: RunBudget, k: int, run_dir: RunDir, mode: str, draws: Draws) -> None:
         self.budget, self.k, self.run_dir, self.mode = budget, k, run_dir, mode
-        self.draws = Draws()
+        #: What the run's chains were built with: the grants they read, the chains they kept.
+        self.draws = draws
         #: Instances whose vote was settled when chains were last granted (they stopped; the others drew on).
         self.settled: set[int] = set()
-
-    def agent_factory(self, make_agent: Callable[[], Agent]) -> Callable[[], Agent]:
-        from lits.agents.chain.self_consistency import SelfConsistencyChain
-
-        def make() -> Agent:
-            agent = make_agent()
-            if not isinstance(agent, SelfConsistencyChain):
-                raise UserError("--budget spreads self-consistency chains over a run: use it with --chain sc")
-            agent.draws = self.draws
-            return agent
-
-        return make
 
     def grants(self, selected: list[int]) -> dict[int, int]:
         """The next round's grants (instance -> chains it may then have); empty when the run is over."""
@@ -202,7 +206,6 @@ class BudgetedRun:
         control: RunControl = options["control"]
         order = [idx for idx, _ in selected]
         examples = dict(selected)
-        agents = self.agent_factory(make_agent)
         if options.pop("resume", False):
             self.run_dir.repair_inference_log()
         total = RunOutcome()
@@ -214,7 +217,7 @@ class BudgetedRun:
             items = [(idx, examples[idx]) for idx in order if idx in grants]
             # every round runs its instances again (not resumed): each draws the chains it was newly granted
             outcome = run_instances(
-                agents,
+                make_agent,
                 options["components"],
                 items,
                 self.run_dir,
