@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -261,7 +262,7 @@ def test_on_resume_the_interrupted_attempt_continues_from_its_checkpoints(tmp_pa
     run_dir = RunDir(tmp_path)
     run_dir.write_json(layout.attempt(0, 0), {"record": {"eval": {"solved": False}}, "files": {}, "memory": {}})
     monkeypatch.setattr(attempts, "result_record", lambda *args: {"eval": {"solved": False}, "stopped": "budget"})
-    components = type("Components", (), {"task_type": "env_grounded", "policy": None})()
+    components = type("Components", (), {"task_type": "env_grounded", "policy": SimpleNamespace(base_model=None)})()
     runner = attempts.InstanceAttempts(Agent, components, run_dir, "chain", attempts.AttemptSettings(attempts=3))
     runner.run(0, {"query": "q"}, resume=True)
     assert resumed == [("attempt-1", True), ("attempt-2", False)]

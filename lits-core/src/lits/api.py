@@ -46,7 +46,10 @@ if TYPE_CHECKING:
     from lits.extras import require
     from lits.hookspecs import hookimpl
     from lits.lm.base import (
+        CALL_OPTIONS,
+        CallOptions,
         Completion,
+        call_options,
         GenerationParams,
         LanguageModel,
         LoglikelihoodUnsupported,
@@ -178,6 +181,9 @@ __all__ = [
     "load_dataset",
     # writing a model backend: its request shapes, usage records, and LiTS's transport with its retries
     "GenerationParams",
+    "CallOptions",
+    "CALL_OPTIONS",
+    "call_options",
     "CallUsage",
     "note_request",
     "server_transport",
@@ -315,6 +321,9 @@ _HOMES: dict[str, str] = {
     "language_grounded_prompts": "lits.prompts.language_grounded:",
     "tool_use_prompts": "lits.prompts.tool_use:",
     "GenerationParams": "lits.lm.base",
+    "CallOptions": "lits.lm.base",
+    "CALL_OPTIONS": "lits.lm.base",
+    "call_options": "lits.lm.base",
     "CallUsage": "lits.lm.usage",
     "note_request": "lits.lm.usage",
     "server_transport": "lits.lm.http.stack",

@@ -165,18 +165,23 @@ def local_model(spec: str, *, base_url: str | None = None, concurrency: int = 1,
         raise ValueError("--base-url is for server models; give --model NAME too (not 'local')")
     from lits.lm.local import LocalLlamaModel
 
-    return LocalLlamaModel(concurrency=concurrency)
+    from lits.lm.base import call_options
+
+    return LocalLlamaModel(concurrency=concurrency, **call_options(options))
 
 
 def scripted_model(spec: str, *, concurrency: int = 1, **options: object) -> LanguageModel:
     from lits.testing.scripted import ScriptedModel
 
-    return ScriptedModel(concurrency=concurrency, chat_native=True)
+    from lits.lm.base import call_options
+
+    return ScriptedModel(concurrency=concurrency, chat_native=True, **call_options(options))
 
 
 def server_model(
     spec: str, *, base_url: str | None = None, api: str | None = None, concurrency: int = 1, **options: Any
 ) -> LanguageModel:
+    from lits.lm.base import call_options
     from lits.lm.openai_compat import OpenAICompatibleModel
 
     return OpenAICompatibleModel(
@@ -185,4 +190,5 @@ def server_model(
         api=api or "chat",  # type: ignore[arg-type]
         concurrency=concurrency,
         **{k: v for k, v in options.items() if k in SERVER_OPTIONS},
+        **call_options(options),
     )

@@ -82,7 +82,9 @@ def register_models(register: Callable[..., Any]) -> None:
     server's, 16; an in-process backend says 1).
 
     ``--model NAME`` or ``--model NAME/model`` picks it (the factory gets the whole spec); options are ``base_url``, ``api``, ``concurrency``,
-    ``price_in``, ``price_out`` (take ``**options`` and use what you need).
+    ``price_in``, ``price_out`` (take ``**options`` and use what you need), and the run's ``CallOptions``
+    (``log_prompts``, ``constrain_replies``, ``sampling``, ``limiter``: pass them on to ``LanguageModel``,
+    e.g. ``MyModel(..., **call_options(options))``).
     """
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lits.api import LanguageModel, register_model
+from lits.api import LanguageModel, call_options, register_model
 
 #: Options of ``create_model`` the hosted backends use (the rest are a server model's).
 OPTIONS = (
@@ -72,4 +72,5 @@ def _model_id(spec: str, backend: str, api: str | None) -> str:
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in options.items() if k in OPTIONS and v is not None}
+    own = {k: v for k, v in options.items() if k in OPTIONS and v is not None}
+    return {**own, **call_options(options)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from abc import abstractmethod
-from typing import Any, Callable
+from typing import Any, Callable, Unpack
 
 import httpx
 
@@ -19,6 +19,7 @@ from lits.api import (
     DEFAULT_RETRY_BASE_WAIT,
     ENV_RETRY_BASE_WAIT,
     RETRY_STATUS,
+    CallOptions,
     CallUsage,
     Completion,
     FaultStats,
@@ -82,8 +83,9 @@ class HostedModel(LanguageModel):
         retry_max_wait: float = 20.0,
         patience_floor: float = HOSTED_PATIENCE_FLOOR,
         cache_prompts: bool = True,
+        **calls: Unpack[CallOptions],
     ) -> None:
-        super().__init__(concurrency=concurrency)
+        super().__init__(concurrency=concurrency, **calls)
         if not model_id:
             raise ValueError(f"give the model after the backend: --model {self.vendor}/MODEL_ID")
         if call_budget <= 0:
@@ -264,9 +266,7 @@ class SizedTransport(httpx.BaseTransport):
 
 
 def _rebuild(cls: type[HostedModel], init: dict[str, Any], log_prompts: bool, sampling: dict[str, Any]) -> HostedModel:
-    model = cls(**init)
-    model.log_prompts, model.sampling = log_prompts, sampling
-    return model
+    return cls(**init, log_prompts=log_prompts, sampling=sampling)
 
 
 def error_message(body: bytes) -> str:

@@ -141,3 +141,7 @@ class SelfConsistencyConfig(CoTConfig):
         description="the first chain is decoded greedily (temperature 0), the rest "
         "sampled: the greedy answer always votes, and a vote with no majority goes to it",
     )
+
+
+#: An agent's settings: a search's (``--search-arg``) or a chain's (``--chain-arg``); a plugin's subclass one.
+AgentConfig = TreeSearchConfig | ChainConfig

@@ -130,6 +130,15 @@ class Policy(Component, Generic[StateT, StepT]):
             except ValueError as exc:
                 return self._create_error_steps(n, f"policy output unusable: {exc}")
 
+    def take_proposals(self, instance: object) -> list[tuple[str, bool]]:
+        """The proposals ``(action, duplicate)`` sampled for ``instance``, removed from memory (evaluation
+        judges them); none unless the policy counts them."""
+        return []
+
+    def proposal_stats(self) -> dict[str, float] | None:
+        """How diverse the proposals were over the process (for the run's stats); None: not counted."""
+        return None
+
     @abstractmethod
     def _get_actions(self, state: StateT, n_actions: int, temperature: float, **kwargs: Any) -> list[StepT]:
         """Up to ``n_actions`` candidate Steps (``query`` and ``query_idx`` arrive as keywords)."""

@@ -15,7 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence, TypedDict, Unpack, cast
+from typing import Any, Iterator, Mapping, Sequence, TypedDict, Unpack, cast
 
 from lits.concurrency import tick_round
 from lits.lm.cache import EncodedJSON, ResponseStore, encoded, generate_keys, request_key
@@ -60,6 +60,25 @@ class SamplingArgs(TypedDict, total=False):
     top_logprobs: int
     seed: int | None
     reply_lines: Sequence[Sequence[str]] | None
+
+
+class CallOptions(TypedDict, total=False):
+    """How a run calls a model, whatever its backend: every backend's constructor takes these (``**calls``)
+    and hands them to :class:`LanguageModel`, so a model is complete once built."""
+
+    log_prompts: bool
+    constrain_replies: bool
+    sampling: Mapping[str, Any]
+    limiter: Limiter
+
+
+#: The names of :class:`CallOptions`, for a factory that passes on only what its backend takes.
+CALL_OPTIONS: tuple[str, ...] = tuple(CallOptions.__annotations__)
+
+
+def call_options(options: Mapping[str, object]) -> CallOptions:
+    """The :class:`CallOptions` among a factory's ``**options`` (the rest are the backend's own)."""
+    return cast(CallOptions, {k: options[k] for k in CALL_OPTIONS if k in options})
 
 
 class ModelError(RuntimeError):
@@ -254,15 +273,24 @@ class LanguageModel(ABC):
     price_in: float = 0.0
     price_out: float = 0.0
 
-    def __init__(self, *, concurrency: int = 1) -> None:
-        self.limiter: Limiter = CallLimiter(concurrency)
+    def __init__(
+        self,
+        *,
+        concurrency: int = 1,
+        log_prompts: bool = False,
+        constrain_replies: bool = True,
+        sampling: Mapping[str, Any] | None = None,
+        limiter: Limiter | None = None,
+    ) -> None:
+        #: Bounds the calls in flight; a Ray worker passes one shared by the cluster.
+        self.limiter: Limiter = limiter if limiter is not None else CallLimiter(concurrency)
         #: Record each call's prompt and reply in the inference log (``--log-prompts``; off by
         #: default: prompts repeat the whole state and make the log many times larger).
-        self.log_prompts = False
+        self.log_prompts = log_prompts
         #: False: ``reply_lines`` are dropped, every request is free text (``--free-replies``).
-        self.constrain_replies = True
+        self.constrain_replies = constrain_replies
         #: Sampling settings that win over the caller's (``--policy-model-arg temperature=0.2`` etc.).
-        self.sampling: dict[str, Any] = {}
+        self.sampling: dict[str, Any] = dict(sampling or {})
         #: Optional persistent cache; see :meth:`use_cache`.
         self.cache: ResponseStore | None = None
         # Scores are deterministic, so policy and reward model share them.
@@ -297,7 +325,7 @@ class LanguageModel(ABC):
             stop=tuple(stop or ()),
             top_logprobs=top_logprobs,
             seed=seed,
-            reply_lines=as_reply_lines(reply_lines) if getattr(self, "constrain_replies", True) else (),
+            reply_lines=as_reply_lines(reply_lines) if self.constrain_replies else (),
         )
         if getattr(self, "sampling", None):  # a plugin backend may not call our __init__
             params = dataclasses.replace(params, **self.sampling)

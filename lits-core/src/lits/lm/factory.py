@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lits.lm.base import LanguageModel
+from lits.lm.base import CALL_OPTIONS, CallOptions, LanguageModel, call_options
 
 #: The backend for a model name that no plugin registered: a server's model.
 SERVER_BACKEND = "openai"
@@ -30,17 +30,31 @@ def create_model(
     **options: Any,
 ) -> LanguageModel:
     """``None``/"local": the embedded model; ``x.gguf``: that file, in process (unless ``base_url``);
-    a registered backend's name, or ``NAME/model`` for one (:func:`backend_of`); else a server's model name."""
+    a registered backend's name, or ``NAME/model`` for one (:func:`backend_of`); else a server's model name.
+
+    ``options`` may hold :class:`~lits.lm.base.CallOptions` (``log_prompts``, ``limiter``...): the backend's
+    constructor takes them, so the model comes back complete."""
     from lits.registry import list_names, get_registration
 
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     name = spec or "local"
     if name.lower().endswith(".gguf") and not base_url:
-        return _gguf_model(Path(name).expanduser(), concurrency)
+        return _gguf_model(Path(name).expanduser(), concurrency, call_options(options))
     backend = backend_of(name, list_names("model"))
     factory = get_registration("model", backend).obj
-    return factory(name, base_url=base_url, api=api, concurrency=concurrency, **options)  # type: ignore[no-any-return]
+    model: LanguageModel = factory(name, base_url=base_url, api=api, concurrency=concurrency, **options)
+    return _with_calls(model, call_options(options))
+
+
+def _with_calls(model: LanguageModel, calls: CallOptions) -> LanguageModel:
+    """``model`` as ``calls`` ask, for a plugin's factory that takes ``**options`` but does not pass the call
+    options on to :class:`LanguageModel` (one written before they were constructor arguments)."""
+    given: dict[str, object] = dict(calls)
+    for key in CALL_OPTIONS:
+        if key in given and getattr(model, key) != given[key]:
+            setattr(model, key, given[key] if key != "sampling" else dict(calls["sampling"]))
+    return model
 
 
 def default_concurrency(spec: str | None) -> int:
@@ -66,10 +80,10 @@ def backend_of(name: str, registered: list[str]) -> str:
     return SERVER_BACKEND
 
 
-def _gguf_model(path: Path, concurrency: int) -> LanguageModel:
+def _gguf_model(path: Path, concurrency: int, calls: CallOptions) -> LanguageModel:
     """A GGUF file on llama.cpp in this process; a missing file is one line, before anything loads."""
     if not path.is_file():
         raise ValueError(f"model file {path} not found (without a base URL a spec ending in .gguf is a local file)")
     from lits.lm.local import LocalLlamaModel
 
-    return LocalLlamaModel(path, concurrency=concurrency)
+    return LocalLlamaModel(path, concurrency=concurrency, **calls)

@@ -18,9 +18,9 @@ import threading
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from lits.lm.base import Completion, GenerationParams, LanguageModel, ModelError, Prompt
+from lits.lm.base import CallOptions, Completion, GenerationParams, LanguageModel, ModelError, Prompt
 from lits.lm.server.constraints import gbnf
 from lits.lm.usage import note_request
 
@@ -110,8 +110,9 @@ class LocalLlamaModel(LanguageModel):
         n_threads: int | None = None,
         seed: int = 0,
         concurrency: int = 1,
+        **calls: Unpack[CallOptions],
     ) -> None:
-        super().__init__(concurrency=concurrency)
+        super().__init__(concurrency=concurrency, **calls)
         from lits.extras import require
 
         self._llama_cpp = require(

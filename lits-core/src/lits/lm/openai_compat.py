@@ -16,13 +16,14 @@ import json
 import math
 import os
 import time
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping, Unpack
 
 import httpx
 
 from lits import fastjson
 from lits.concurrency import tick_round
 from lits.lm.base import (
+    CallOptions,
     Completion,
     GenerationParams,
     check_calls_allowed,
@@ -107,8 +108,9 @@ class OpenAICompatibleModel(LanguageModel):
         price_in: float = 0.0,
         price_out: float = 0.0,
         constraints: str | None = None,
+        **calls: Unpack[CallOptions],
     ) -> None:
-        super().__init__(concurrency=concurrency)
+        super().__init__(concurrency=concurrency, **calls)
         if api not in ("chat", "completion"):
             raise ValueError(f"api must be 'chat' or 'completion', not {api!r}")
         #: Whether ``constraints`` was given, and the dialect it names (else the server's says).

@@ -171,7 +171,7 @@ class InstanceAttempts:
             task_type=self.components.task_type,
             attempt=attempt,
             attempts=self.settings.attempts,
-            model=getattr(self.components.policy, "base_model", None),
+            model=self.components.policy.base_model,
             options=memory.options if memory is not None else {},
             resource_args=self.settings.resource_args,
         )

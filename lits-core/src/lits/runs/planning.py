@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Mapping, TypedDict
 
+from lits.agents.config import AgentConfig, TreeSearchConfig
 from lits.errors import UserError, one_line
 from lits.runs.record import RunRecord
 from lits.runs.setup import agent_registration, build_components, make_config, select
@@ -71,34 +72,31 @@ def plan(settings: RunRecord, objects: Mapping[str, object] | None = None) -> Pl
     }
 
 
-def calls_per_instance(config: object, mode: str) -> int | None:
+def calls_per_instance(config: AgentConfig, mode: str) -> int | None:
     """A bound on model calls per instance from the agent's own limits (None when it declares none).
 
     Search: each iteration expands at most ``max_depth`` nodes, each with one policy call, one reward
     call per proposed child and one transition call (with continuation, what its evaluator adds); a chain:
     three calls per step. Cached replies and early stops make real runs cheaper; re-asks of malformed
     replies can add one policy call per step."""
-    depth = getattr(config, "max_depth", None) if mode == "search" else getattr(config, "max_steps", None)
-    if not isinstance(depth, int):
-        return None
-    if mode == "chain":
-        return 3 * depth
+    if not isinstance(config, TreeSearchConfig):
+        return 3 * config.max_steps
+    depth, width = config.max_depth, config.n_actions
+    # a search's own round count, declared by its config's subclass (MCTSConfig, BFSConfig, a plugin's) if at all
     iterations = getattr(config, "n_iterations", None)
-    width = getattr(config, "n_actions", 1) or 1
     beam = getattr(config, "beam_width", None) or getattr(config, "n_beams", None)
     rounds = iterations if isinstance(iterations, int) else (beam if isinstance(beam, int) else 1)
     return rounds * depth * (2 + width + _bn_calls(config, width))
 
 
-def _bn_calls(config: object, width: int) -> int:
+def _bn_calls(config: TreeSearchConfig, width: int) -> int:
     """What Chain-in-Tree's evaluator adds per expansion: a BN-model call, or its samples (and ``sc``'s call)."""
-    if not getattr(config, "add_continuation", False):
+    if not config.add_continuation:
         return 0
-    method = getattr(config, "bn_method", "sc_exact")
-    if method == "direct":
+    if config.bn_method == "direct":
         return 1
-    k = getattr(config, "bn_k", None) or max(2, width)
-    return int(k) + (1 if method == "sc" else 0)
+    k = config.bn_k or max(2, width)
+    return k + (1 if config.bn_method == "sc" else 0)
 
 
 def with_attempts(per_attempt: int | None, settings: RunRecord) -> int | None:

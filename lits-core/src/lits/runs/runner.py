@@ -22,7 +22,7 @@ from collections import deque
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, TextIO
 
 from lits import fastjson, layout
 from lits.durable import atomic_write_text, durable_together
@@ -37,6 +37,10 @@ from lits.runs.faults.failures import classify, raised_by_code
 from lits.components import parsing
 from lits.runs.results.records import result_record, take_proposals
 
+if TYPE_CHECKING:
+    from lits.agents.chain.base import ChainResult
+    from lits.agents.tree.base import SearchResult
+
 #: Extra rounds for instances that failed, after every other instance ran.
 RETRY_ROUNDS = 2
 #: Seconds the run waits for instances in flight once it stops, before it writes its summary anyway.
@@ -49,7 +53,9 @@ class Agent(Protocol):
     """What the runner needs of a search or chain agent: one instance run, its result read by
     :func:`lits.runs.results.records.result_record`."""
 
-    def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> object: ...
+    def run(
+        self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False
+    ) -> SearchResult | ChainResult: ...
 
 
 class Progress:

@@ -245,8 +245,20 @@ def _execute(
         for line in (line for each in owned for line in each.notices()):  # e.g. copies a hosted API bills
             print(f"lits: {line}", file=stream)
         stats = ProcessStats(run_dir, owned, components)
+        from lits.runs.sweeps.budget import budgeted, built_with
+        from lits.runs.sweeps.rounds import budget_of
+
+        budget = budget_of(settings.budget)
+        built = built_with(budget, agent_reg.obj)  # what a budgeted run's agents are built with
         make_agent = agent_factory(
-            agent_reg.obj, config, components, run_dir, mode, agent_reg.name, bn_model=models["bn"]
+            agent_reg.obj,
+            config,
+            components,
+            run_dir,
+            mode,
+            agent_reg.name,
+            bn_model=models["bn"],
+            options=built,
         )
         with control.handling_sigint():
             if settings.executor == "ray":
@@ -256,11 +268,7 @@ def _execute(
                 stats = executor.stats  # type: ignore[assignment]
                 outcome = executor.run(selected, resume=resume, control=control, progress_stream=stream)
             else:
-                from lits.runs.sweeps.budget import budgeted
-                from lits.runs.sweeps.rounds import budget_of
-
-                budget = budget_of(settings.budget)
-                run = run_instances if budget is None else budgeted(budget, config, make_agent)
+                run = run_instances if budget is None or built is None else budgeted(budget, config, make_agent, built)
                 with stats.saved_periodically(), resource_errors(run_dir, mode):
                     outcome = run(
                         make_agent,
@@ -347,12 +355,13 @@ class ProcessStats:
     def save(self, seconds: float | None = None, *, durable: bool = False) -> None:
         """Rewrite the file; without ``durable`` no fsync (its reader skips a damaged one), as after each
         instance and every few seconds; the run's last save is durable."""
-        as_dict = getattr(getattr(self.components.policy, "stats", None), "as_dict", None)
+        from lits.runs.results.records import policy_stats
+
         payload = {
             "pid": os.getpid(),
             "seconds": round(time.perf_counter() - self.started if seconds is None else seconds, 3),
             "busy_area": round(sum(m.limiter.busy_area() for m in self.models), 3),
-            "policy_stats": as_dict() if as_dict is not None else None,
+            "policy_stats": policy_stats(self.components.policy),
             "faults": _summed([m.fault_stats() for m in self.models]),
         }
         with self._lock, contextlib.suppress(OSError):  # counters are not results: a full disk is

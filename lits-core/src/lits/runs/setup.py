@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from lits.agents.config import AgentConfig, ChainConfig, TreeSearchConfig
 from lits.errors import UserError, one_line
-from lits.lm.base import LanguageModel
+from lits.lm.base import CallOptions, LanguageModel
 from lits.runs.results.artifacts import RunDir
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from lits.components.factory import Components
+    from lits.lm.limits import Limiter
     from lits.runs.model_specs import ModelSpec
     from lits.runs.record import RunRecord
     from lits.runs.runner import Agent
@@ -45,12 +47,10 @@ def agent_registration(settings: RunRecord, mode: str, task_type: str) -> tuple[
     return get_registration("chain", chain), settings.chain_args
 
 
-def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> BaseModel:
+def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> AgentConfig:
     """The agent's config from ``--search-arg``/``--chain-arg`` values; an unknown key suggests the closest."""
     config_class: Callable[..., BaseModel] | None = reg.meta.get("config_class")
     if config_class is None:
-        from lits.agents import ChainConfig, TreeSearchConfig
-
         default: Callable[..., BaseModel] = TreeSearchConfig if mode == "search" else ChainConfig
         config_class = default
     known = list(getattr(config_class, "model_fields", {}))
@@ -64,15 +64,22 @@ def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> B
             + unknown_name_message(f"{flag} setting", unknown[0], known).replace("; registered:", "; its settings:")
         )
     try:
-        return config_class(**values)
+        config = config_class(**values)
     except Exception as exc:
         raise UserError(f"{reg.name}: {one_line(exc)}") from None
+    if not isinstance(config, (TreeSearchConfig, ChainConfig)):
+        base = "TreeSearchConfig" if mode == "search" else "ChainConfig"
+        raise UserError(f"{reg.name}: its config_class {type(config).__name__} must subclass lits.api.{base}")
+    return config
 
 
-def create_run_model(settings: RunRecord, spec: ModelSpec | None = None) -> LanguageModel:
-    """A language model as the run's settings describe it (backend, server, bounds, prices).
+def create_run_model(
+    settings: RunRecord, spec: ModelSpec | None = None, *, limiter: Limiter | None = None
+) -> LanguageModel:
+    """A language model as the run's settings describe it (backend, server, bounds, prices, how it is called).
 
-    ``spec`` is one component's model (:func:`lits.runs.model_specs.role_spec`); default: ``--model``."""
+    ``spec`` is one component's model (:func:`lits.runs.model_specs.role_spec`); default: ``--model``;
+    ``limiter``: its call slots (a Ray worker's, shared by the cluster); default: its own ``--concurrency``."""
     import os
 
     from lits.lm.factory import create_model
@@ -93,8 +100,15 @@ def create_run_model(settings: RunRecord, spec: ModelSpec | None = None) -> Lang
         if not key:
             raise UserError(f"api_key_env={key_env} for model {spec['model']}: ${key_env} is not set")
         extra["api_key"] = key
+    calls = CallOptions(
+        log_prompts=settings.log_prompts,
+        constrain_replies=not settings.free_replies,
+        sampling={k: v for k, v in args.items() if k in SAMPLING_ARGS},
+    )
+    if limiter is not None:
+        calls["limiter"] = limiter
     try:
-        model = create_model(
+        return create_model(
             spec["model"],
             base_url=spec["base_url"],
             api=spec["api"],
@@ -102,17 +116,18 @@ def create_run_model(settings: RunRecord, spec: ModelSpec | None = None) -> Lang
             price_in=settings.price_in,
             price_out=settings.price_out,
             **extra,
+            **calls,
         )
     except ValueError as exc:
         raise UserError(one_line(exc)) from None
-    model.log_prompts = settings.log_prompts
-    model.constrain_replies = not settings.free_replies
-    model.sampling = {k: v for k, v in args.items() if k in SAMPLING_ARGS}
-    return model
 
 
-def create_run_models(settings: RunRecord) -> dict[str, LanguageModel]:
-    """Each component's model (``policy``, ``eval``, ``transition``); equal specs share one object."""
+def create_run_models(
+    settings: RunRecord, limiter_for: Callable[[int], Limiter] | None = None
+) -> dict[str, LanguageModel]:
+    """Each component's model (``policy``, ``eval``, ``transition``); equal specs share one object.
+
+    ``limiter_for(k)``: the call slots of the k-th distinct model (a Ray worker's pools); default: its own."""
     from lits.runs.model_specs import ROLES, default_spec, role_spec, spec_key
 
     default = spec_key(default_spec(settings))
@@ -123,7 +138,8 @@ def create_run_models(settings: RunRecord) -> dict[str, LanguageModel]:
         key = spec_key(spec)
         if key not in built:
             try:
-                built[key] = create_run_model(settings, spec)
+                limiter = limiter_for(len(built)) if limiter_for is not None else None
+                built[key] = create_run_model(settings, spec, limiter=limiter)
             except UserError as exc:
                 if key == default:
                     raise
@@ -144,7 +160,7 @@ def distinct_models(models: Mapping[str, LanguageModel]) -> list[LanguageModel]:
 def build_components(
     settings: RunRecord,
     models: Mapping[str, LanguageModel | None],
-    config: object,
+    config: AgentConfig,
     task_type: str,
     objects: Mapping[str, object] | None = None,
     *,
@@ -165,8 +181,8 @@ def build_components(
         policy=given.get("policy", settings.policy),
         transition=given.get("transition", settings.transition),
         reward=given.get("reward", settings.reward),
-        n_actions=getattr(config, "n_actions", 1),
-        temperature=getattr(config, "temperature", 0.0),
+        n_actions=config.n_actions if isinstance(config, TreeSearchConfig) else 1,
+        temperature=config.temperature,
         resource_args=settings.dataset_args,
         resource=settings.resource,
         resource_options=settings.resource_args,
@@ -177,33 +193,35 @@ def build_components(
     )
 
 
-def _depth_limit(task_type: str, config: object) -> dict[str, object]:
+def _depth_limit(task_type: str, config: AgentConfig) -> dict[str, object]:
     """Language-grounded policies ask for the final answer at the agent's depth limit."""
     if task_type != "language_grounded":
         return {}
-    limit = getattr(config, "max_depth", None) or getattr(config, "max_steps", None)
-    return {"max_depth": limit} if limit else {}
+    return {"max_depth": config.max_depth if isinstance(config, TreeSearchConfig) else config.max_steps}
 
 
 def agent_factory(
     agent_cls: Any,
-    config: object,
+    config: AgentConfig,
     components: Components,
     run_dir: RunDir,
     mode: str,
     name: str,
     bn_model: LanguageModel | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> Callable[[], Agent]:
     """Agents that tag their calls with the name they are registered under, not their class name.
 
-    ``bn_model``: a search's branching-necessity evaluator model (``--bn-model``; Chain-in-Tree continuation)."""
-    serves = getattr(agent_cls, "TASK_TYPES", None)
+    ``bn_model``: a search's branching-necessity evaluator model (``--bn-model``; Chain-in-Tree continuation);
+    ``options``: more of the agent's constructor arguments (a budgeted run's ``draws``)."""
+    serves = getattr(agent_cls, "TASK_TYPES", None)  # a registered class need not subclass the bases
     if serves is not None and components.task_type not in serves:
         raise ValueError(
             f"--{mode} {name} works on {' and '.join(serves)} tasks, not on this {components.task_type} dataset"
         )
 
     def make_agent() -> Agent:
+        agent: Agent
         if mode == "search":
             agent = agent_cls(
                 config,
@@ -211,13 +229,19 @@ def agent_factory(
                 components.transition,
                 components.reward_model,
                 checkpoint_dir=run_dir.checkpoints,
+                name=name,
+                bn_model=bn_model,
+                **(options or {}),
             )
-            agent.search_name = name
-            if bn_model is not None:
-                agent.bn_model = bn_model
         else:
-            agent = agent_cls(config, components.policy, components.transition, checkpoint_dir=run_dir.checkpoints)
-            agent.chain_name = name
+            agent = agent_cls(
+                config,
+                components.policy,
+                components.transition,
+                checkpoint_dir=run_dir.checkpoints,
+                name=name,
+                **(options or {}),
+            )
         return agent
 
     return make_agent

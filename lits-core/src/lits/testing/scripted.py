@@ -6,9 +6,9 @@ import functools
 import hashlib
 import re
 import threading
-from typing import Callable, Sequence
+from typing import Callable, Sequence, Unpack
 
-from lits.lm.base import Completion, GenerationParams, LanguageModel, Prompt, TokenLogprob
+from lits.lm.base import CallOptions, Completion, GenerationParams, LanguageModel, Prompt, TokenLogprob
 from lits.lm.usage import note_request
 from lits.testing.prefix_cache import PagedPrefixCache
 
@@ -47,8 +47,9 @@ class ScriptedModel(LanguageModel):
         concurrency: int = 1,
         chat_native: bool = False,
         prefix_cache: PagedPrefixCache | None = None,
+        **calls: Unpack[CallOptions],
     ) -> None:
-        super().__init__(concurrency=concurrency)
+        super().__init__(concurrency=concurrency, **calls)
         self.name = name
         self.chat_native = chat_native
         self._responses = responses

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from lits import layout
 from lits.agents.chain.repeats import STEER_ROUNDS, RepeatTracker
-from lits.agents.config import ChainConfig
+from lits.agents.config import ChainConfig, CoTConfig
 from lits.components import parsing
 from lits.components.base import Policy, Transition
 from lits.durable import atomic_write_text
@@ -41,7 +41,10 @@ class ChainAgent:
     Answer, error and malformed steps need no special case here: the transition owns them.
     """
 
+    #: The name the inference log tags calls with (the constructor's ``name`` wins).
     chain_name = "chain"
+    #: The task types the agent serves; None: every type.
+    TASK_TYPES: tuple[str, ...] | None = None
 
     def __init__(
         self,
@@ -50,13 +53,16 @@ class ChainAgent:
         transition: Transition[Any, Any] | None = None,
         *,
         checkpoint_dir: Path | None = None,
+        name: str = "",
     ) -> None:
+        """``name``: what the inference log tags calls with (the name it is registered under)."""
         if policy is None or transition is None:
             raise ValueError(f"{type(self).__name__} needs a policy and a transition")
         self.config = config or ChainConfig.model_validate({})
         self.policy = policy
         self.transition = transition
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
+        self.chain_name = name or self.chain_name
         self.proposals: list[tuple[str, bool]] = []
 
     def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> ChainResult:
@@ -166,11 +172,10 @@ class ChainAgent:
 
     def step_options(self) -> dict[str, object]:
         """Keywords for the policy's every call: ``whole_solution`` when the chain's config asks for it."""
-        return {"whole_solution": True} if getattr(self.config, "whole_solution", False) else {}
+        return {"whole_solution": True} if isinstance(self.config, CoTConfig) and self.config.whole_solution else {}
 
     def _take_proposals(self, query_idx: int) -> list[tuple[str, bool]]:
-        take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)
-        return [tuple(p) for p in take(query_idx)] if take is not None else []
+        return [(str(a), bool(d)) for a, d in self.policy.take_proposals(query_idx)]
 
     def _path(self, query_idx: int) -> Path | None:
         return self.checkpoint_dir / layout.chain_checkpoint_name(query_idx) if self.checkpoint_dir else None

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lits.structures.base import Step, TrajectoryState
+from lits.structures.env_grounded import EnvState
+from lits.structures.tool_use import ToolUseStep
 
 #: Times a chain asks again, per step, for a step that does not revisit a state.
 STEER_ROUNDS = 2
@@ -41,10 +43,9 @@ class RepeatTracker:
         env = state_key(state)
         if env is not None:
             self.seen_states.add(env)
-            start = getattr(state, "init_state", None)
-            if isinstance(start, str):
-                self.seen_states.add(start)
-            self.seen_states.update(s for step in state if isinstance(s := getattr(step, "next_state", None), str))
+            if isinstance(state, EnvState):
+                self.seen_states.add(state.init_state)
+                self.seen_states.update(step.next_state for step in state if step.next_state is not None)
         for position, step in enumerate(state, start=1):
             call = call_key(step)
             if call is not None:
@@ -84,14 +85,11 @@ class RepeatTracker:
 
 def state_key(state: TrajectoryState[Step]) -> str | None:
     """An env-grounded state's snapshot; None for states that have none."""
-    env = getattr(state, "env_state", None)
-    return env if isinstance(env, str) else None
+    return state.env_state if isinstance(state, EnvState) else None
 
 
 def call_key(step: Step) -> tuple[str, str] | None:
     """A tool step's call and its result; None for steps without an observed call."""
-    action = getattr(step, "action", None)
-    observation = getattr(step, "observation", None)
-    if action is None or observation is None or step.error:
+    if not isinstance(step, ToolUseStep) or step.action is None or step.observation is None or step.error:
         return None
-    return str(action), str(observation)
+    return str(step.action), str(step.observation)

@@ -10,7 +10,7 @@ the dataset's own equivalence, as the vote over a search's terminal nodes
 does.  A resumed instance runs its chains again from the response cache.
 
 Under a run's compute budget (``--budget``, :mod:`lits.runs.sweeps.budget`) the run
-sets :attr:`SelfConsistencyChain.draws`: each instance then draws only up to
+builds each chain with the run's :class:`Draws`: each instance then draws only up to
 the count the budget granted it, keeping the chains it drew before.
 """
 
@@ -48,15 +48,21 @@ def settled(counts: Sequence[int], remaining: int) -> bool:
 class SelfConsistencyChain(ChainAgent):
     chain_name = "sc"
     #: Tasks whose states state a final answer to vote on.
-    TASK_TYPES = ("language_grounded", "tool_use")
+    TASK_TYPES: tuple[str, ...] | None = ("language_grounded", "tool_use")
     config: SelfConsistencyConfig
 
     def __init__(
-        self, config: SelfConsistencyConfig | None = None, policy: Any = None, transition: Any = None, **kwargs: Any
+        self,
+        config: SelfConsistencyConfig | None = None,
+        policy: Any = None,
+        transition: Any = None,
+        *,
+        draws: Draws | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(config or SelfConsistencyConfig.model_validate({}), policy, transition, **kwargs)
-        #: Set under a run's budget: chains are drawn up to ``draws.granted[idx]`` (at most ``k``).
-        self.draws: Draws | None = None
+        #: Under a run's budget: chains are drawn up to ``draws.granted[idx]`` (at most ``k``).
+        self.draws = draws
 
     def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> ChainResult:
         samples: list[Sample] = []

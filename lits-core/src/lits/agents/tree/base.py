@@ -32,6 +32,7 @@ from lits.observability import call_context
 from lits.components import parsing
 from lits.components.base import Policy, RewardModel, Transition, accepts_exclude
 from lits.structures.base import Step, step_key
+from lits.structures.env_grounded import EnvState
 from lits.structures.node import SearchNode
 
 N = TypeVar("N", bound=SearchNode)
@@ -93,6 +94,22 @@ def distinct_actions(steps: Sequence[Step]) -> list[str]:
 
 
 class BaseTreeSearch(ABC):
+    """The base of every tree search: a subclass writes the algorithm, this class everything around it.
+
+    A search author's surface (everything else is underscored and may change):
+
+    - Override: :meth:`search` (required), and if the algorithm needs to, :meth:`stop_reason`,
+      :meth:`best_path`, :meth:`backup_values`.
+    - Grow the tree: :meth:`expand` (or :meth:`propose`, :meth:`sample`, :meth:`attach`,
+      :meth:`score_children` for a frontier), :meth:`materialize`, :meth:`materialize_all`,
+      :meth:`new_node`, :meth:`numbered`, :meth:`mark`, :meth:`backup`.
+    - Keep it resumable and tagged: :meth:`save_checkpoint`, :meth:`out_of_time`, :meth:`phase`,
+      :meth:`working_on`.
+    - Read it: :meth:`first_solution`, :meth:`terminal_nodes`, :meth:`path_reward`; the fields ``config``,
+      ``root``, ``iteration``, ``query``, ``query_idx``, ``stats``, ``policy``, ``transition``, ``reward_model``.
+    - The runner's: :meth:`run` (one instance, resumed from its journal) and :meth:`result`.
+    """
+
     NODE_CLASS: type[SearchNode] = SearchNode
     #: The name the inference log tags calls with; empty: the class name in lower case.
     search_name: str = ""
@@ -105,12 +122,19 @@ class BaseTreeSearch(ABC):
         reward_model: RewardModel[Any, Any],
         *,
         checkpoint_dir: Path | None = None,
+        name: str = "",
+        bn_model: LanguageModel | None = None,
+        granted: Mapping[int, int] | None = None,
     ) -> None:
+        """``name``: what the inference log tags calls with (the name it is registered under; default
+        :attr:`search_name`); ``bn_model``: the branching-necessity evaluator's model (``--bn-model``);
+        ``granted``: a budgeted run's grants (see :attr:`granted`)."""
         self.config = config
         self.policy = policy
         self.transition = transition
         self.reward_model = reward_model
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
+        self.search_name = name or self.search_name
         self.root: SearchNode = self.NODE_CLASS()
         self.query: object = None
         self.query_idx = 0
@@ -125,10 +149,10 @@ class BaseTreeSearch(ABC):
         self._provisional = _PROVISIONAL
         self.proposals: list[tuple[str, bool]] = []  # journaled, so a resume keeps them
         #: The branching-necessity evaluator's model (``--bn-model``); None: the policy's.
-        self.bn_model: LanguageModel | None = None
+        self.bn_model = bn_model
         #: Under a run's compute budget (``--budget``, :mod:`lits.runs.sweeps.search_budget`): per instance, the
         #: iterations (BFS: depths) it may reach now; the search's own limit stays what it tells the components.
-        self.granted: Mapping[int, int] | None = None
+        self.granted = granted
 
     # -- the algorithm -----------------------------------------------------
     @abstractmethod
@@ -163,7 +187,7 @@ class BaseTreeSearch(ABC):
         name = self.search_name or type(self).__name__.lower()
         try:
             with call_context(instance=query_idx, search=name):
-                if not (resume and self.load_latest_checkpoint()):
+                if not (resume and self._load_checkpoint()):
                     self.recorder.forget_earlier_run()
                     self.root = self.NODE_CLASS(id=0, state=self.transition.init_state(**example))
                     self.mark(self.root)
@@ -179,7 +203,7 @@ class BaseTreeSearch(ABC):
     def result(self) -> SearchResult:
         """Terminal nodes, the best path and the statistics (one walk of the tree, at the end)."""
         states = [n.state for n in self.root.iter_tree() if n.state is not None]
-        unique = {str(getattr(s, "env_state", None) or s.to_dict()) for s in states}
+        unique = {str(s.env_state if isinstance(s, EnvState) and s.env_state else s.to_dict()) for s in states}
         self.stats["unique_states"] = len(unique)
         self.stats["policy_calls_per_state"] = round(self.stats["expansions"] / max(1, len(unique)), 2)
         terminals = self.terminal_nodes()
@@ -468,10 +492,9 @@ class BaseTreeSearch(ABC):
         self.recorder.checkpoint(iteration, self._next_id, stats, proposals)
 
     def _take_proposals(self) -> list[tuple[str, bool]]:
-        take = getattr(getattr(self.policy, "stats", None), "take_proposals", None)
-        return [tuple(p) for p in take(self.query_idx)] if take is not None else []
+        return [(str(a), bool(d)) for a, d in self.policy.take_proposals(self.query_idx)]
 
-    def load_latest_checkpoint(self) -> bool:
+    def _load_checkpoint(self) -> bool:
         """Rebuild the tree from this instance's journal, if it has one (runs from before the journal restart)."""
         replayed = self.recorder.replay(self.backup_values)
         if replayed is None:

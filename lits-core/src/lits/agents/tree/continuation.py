@@ -51,6 +51,7 @@ from lits.lm.base import Completion, LanguageModel, Prompt, recording_replies, s
 from lits.observability import call_context
 from lits.prompts.registry import PromptRegistry
 from lits.structures.base import Step, step_key
+from lits.structures.env_grounded import EnvState
 from lits.structures.node import Branching, SearchNode
 
 N = TypeVar("N", bound=SearchNode)
@@ -400,11 +401,12 @@ def _progress(node: SearchNode) -> str:
     steps: list[str] = [str(_action(s)) for s in state] if isinstance(state, list) else []
     lines = [f"Step {i}: {text}" for i, text in enumerate(steps, 1) if text]
     shown = "Steps so far:\n" + "\n".join(lines) if lines else "No steps taken yet."
-    where = getattr(state, "env_state", None)
+    where = state.env_state if isinstance(state, EnvState) else None
     return f"{shown}\nCurrent state: {where}" if where else shown
 
 
 def _action(step: object) -> object:
+    """A step's action; a node without a step (None) or a bare action stands for itself."""
     get = getattr(step, "get_action", None)
     return get() if callable(get) else getattr(step, "action", step)
 

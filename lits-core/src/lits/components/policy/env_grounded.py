@@ -105,6 +105,12 @@ class EnvGroundedPolicy(Policy[EnvState, EnvStep]):
         self.prompt = EnvPrompt(self.task_prompt_spec, self.usr_prompt_spec)
         self.stats = DiversityStats()
 
+    def take_proposals(self, instance: object) -> list[tuple[str, bool]]:
+        return self.stats.take_proposals(instance)
+
+    def proposal_stats(self) -> dict[str, float] | None:
+        return self.stats.as_dict()
+
     def _get_actions(
         self,
         state: EnvState,

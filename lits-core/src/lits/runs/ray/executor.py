@@ -43,7 +43,7 @@ from lits.durable import atomic_write_text
 from lits.errors import UserError
 from lits.runs.results.artifacts import RunDir
 from lits.runs.faults.control import BREAKER, RESOURCE, RunControl, resource_problem
-from lits.runs.ray.watch import PING_TIMEOUT, ClusterWatch
+from lits.runs.ray.watch import PING_TIMEOUT, ClusterWatch, cluster_nodes
 from lits.runs.record import RunRecord
 from lits.runs.runner import RETRY_ROUNDS, STOP_GRACE, Item, Progress, RunOutcome, _RunLog, in_rounds, settle
 
@@ -283,7 +283,7 @@ class RayExecutor:
             settings.resolved_concurrency(), cache
         )
         self.watch = ClusterWatch(self.coordinator, ray.get_runtime_context().get_node_id()).start()
-        self.homes = worker_homes(ray.nodes())[: max(1, instances)]  # type: ignore[no-untyped-call]
+        self.homes = worker_homes(cluster_nodes())[: max(1, instances)]
         count = len(self.homes)
         self.per_worker = max(1, math.ceil(settings.resolved_concurrency() / count))
         self.workers = [self._new_worker(i) for i in range(count)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 #: Seconds between two checks.
 CHECK_EVERY = 2.0
@@ -20,6 +20,14 @@ CHECK_EVERY = 2.0
 SILENT_FOR = 30.0
 #: Seconds a check waits for the coordinator's answer.
 PING_TIMEOUT = 10.0
+
+
+def cluster_nodes() -> list[dict[str, Any]]:
+    """``ray.nodes()``: each node of the cluster as the GCS reports it (Ray leaves it untyped)."""
+    import ray
+
+    nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
+    return nodes()
 
 
 class ClusterWatch:
@@ -64,7 +72,7 @@ class ClusterWatch:
     def _check(self) -> None:
         import ray
 
-        nodes = {str(n.get("NodeID")): n for n in ray.nodes()}
+        nodes = {str(n.get("NodeID")): n for n in cluster_nodes()}
         here = nodes.get(self.node_id)
         if here is None or not here.get("Alive"):
             self._dead = "the Ray node of this run died (its raylet is gone)"

@@ -23,6 +23,7 @@ from lits import layout
 from lits.lm.cache import ResponseCache, ResponseStore
 from lits.observability import InferenceLog, collecting
 from lits.runs.ray.actors import SharedCache, SharedLimiter
+from lits.runs.runner import _Runner
 
 if TYPE_CHECKING:
     from lits.lm.base import LanguageModel
@@ -67,6 +68,24 @@ class _Lines(logging.Handler):
             lines.append(self.format(record))
 
 
+class WorkerRunner(_Runner):
+    """The in-process runner, but a failure is only recorded: stopping the run is the driver's call."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: What each instance's last failure was, for the driver's breaker and stop decisions.
+        self.error_kinds: dict[int, str] = {}
+
+    def _failed(self, idx: int, exc: BaseException) -> None:
+        from lits.runs.faults.failures import classify
+
+        failure = classify(exc)
+        self.execution.error("instance %d failed: %s\n%s", idx, failure.message, traceback.format_exc())
+        with self.lock:
+            self.error_kinds[idx] = failure.kind
+            self.outcome.failed[idx] = failure.message
+
+
 class _Built:
     """What a worker builds once from the run's settings."""
 
@@ -75,7 +94,7 @@ class _Built:
         from lits.runs.results.artifacts import RunDir
         from lits.runs.faults.control import RunControl
         from lits.runs.attempts import AttemptSettings
-        from lits.runs.runner import Progress, _Runner
+        from lits.runs.runner import Progress
         from lits.runs.setup import (
             agent_factory,
             agent_registration,
@@ -89,7 +108,12 @@ class _Built:
         task_type = infer_task_type(settings.dataset)
         agent_reg, agent_args = agent_registration(settings, mode, task_type)
         config = make_config(agent_reg, agent_args, mode)
-        models = create_run_models(settings)  # equal specs share one object, as in a local run
+        concurrency = settings.resolved_concurrency()
+
+        def pool_slots(pool: int) -> SharedLimiter:  # each model's slots for the cluster
+            return SharedLimiter(coordinator, holder, concurrency, str(pool or ""))
+
+        models = create_run_models(settings, pool_slots)  # equal specs share one object, as in a local run
         self.models = distinct_models(models)
         self.model = models["policy"]
         self.own_cache: WorkerCache | None = None
@@ -98,8 +122,7 @@ class _Built:
             self.own_cache = shared_cache = WorkerCache(root / "cache.sqlite", ray.get(coordinator.cache_dump.remote()))
         elif not settings.no_cache:
             shared_cache = SharedCache(coordinator)
-        for pool, model in enumerate(self.models):  # each model's slots for the cluster; the run's one cache
-            model.limiter = SharedLimiter(coordinator, holder, settings.resolved_concurrency(), str(pool or ""))
+        for model in self.models:  # the run's one cache
             model.use_cache(shared_cache)
         self.components = build_components(settings, models, config, task_type)
         self.run_dir = RunDir(root).create()
@@ -110,7 +133,7 @@ class _Built:
         self._collecting = collecting(self.log)
         self._collecting.__enter__()  # for the worker's life: every call of every instance lands here
         self.progress = Progress(0, self.log, stream=open(os.devnull, "w"))
-        self.runner = _worker_runner(_Runner)(
+        self.runner = WorkerRunner(
             make_agent,
             self.components,
             self.run_dir,
@@ -229,32 +252,14 @@ class InstanceWorker:
 
 
 def _policy_stats(built: _Built) -> object:
-    as_dict = getattr(getattr(built.components.policy, "stats", None), "as_dict", None)
-    return as_dict() if as_dict is not None else None
+    from lits.runs.results.records import policy_stats
+
+    return policy_stats(built.components.policy)
 
 
 def _error_kind(built: _Built, idx: int) -> str:
     """What the last failure of ``idx`` was, for the driver's breaker and stop decisions."""
-    return str(getattr(built.runner, "error_kinds", {}).pop(idx, "other"))
-
-
-def _worker_runner(base: type) -> type:
-    """The in-process runner, but a failure is only recorded: stopping the run is the driver's call."""
-
-    class WorkerRunner(base):  # type: ignore[misc]
-        error_kinds: dict[int, str]
-
-        def _failed(self, idx: int, exc: Exception) -> None:
-            from lits.runs.faults.failures import classify
-
-            failure = classify(exc)
-            self.execution.error("instance %d failed: %s\n%s", idx, failure.message, traceback.format_exc())
-            with self.lock:
-                self.error_kinds = getattr(self, "error_kinds", {})
-                self.error_kinds[idx] = failure.kind
-                self.outcome.failed[idx] = failure.message
-
-    return WorkerRunner
+    return built.runner.error_kinds.pop(idx, "other")
 
 
 def _summed_faults(models: list[LanguageModel]) -> dict[str, float | int]:

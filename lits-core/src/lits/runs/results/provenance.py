@@ -13,6 +13,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
+    from lits.lm.base import LanguageModel
     from lits.runs.record import RunRecord
 
 #: Libraries whose version changes what a run does or records.
@@ -55,19 +56,14 @@ def environment() -> dict[str, object]:
     }
 
 
-def model_record(model: object, concurrency: int) -> dict[str, object]:
+def model_record(model: LanguageModel, concurrency: int) -> dict[str, object]:
     """The backend's own description plus how hard the run drove it."""
-    describe = getattr(model, "describe", None)
-    record = (
-        dict(describe())
-        if describe is not None
-        else {"backend": type(model).__name__, "name": getattr(model, "name", None)}
-    )
+    record = dict(model.describe())
     record["concurrency"] = concurrency
     return record
 
 
-def record_models(settings: RunRecord, models: Mapping[str, object]) -> None:
+def record_models(settings: RunRecord, models: Mapping[str, LanguageModel]) -> None:
     """``model_info`` for ``--model`` (as before) and ``models``: each component's spec and model_info."""
     from lits.runs.model_specs import ROLES, default_spec, role_spec, spec_key
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NotRequired, Sized, TypedDict
 
+from lits.agents.chain.base import ChainResult
+from lits.agents.tree.base import SearchResult
 from lits.answers import Vote, majority_vote, same_text
+from lits.components.base import Policy
 from lits.components.factory import Components
 
 if TYPE_CHECKING:
@@ -48,13 +51,17 @@ class ResultRecord(TypedDict):
     seconds: NotRequired[float]
 
 
-def result_record(idx: int, example: dict[str, Any], result: Any, components: Components, mode: str) -> ResultRecord:
+def result_record(
+    idx: int, example: dict[str, Any], result: SearchResult | ChainResult, components: Components, mode: str
+) -> ResultRecord:
     """What the agent found: the same seed gives the same bytes (timings go to ``timings/``)."""
-    state = result.best_state if mode == "search" else result.state
+    searched = result if isinstance(result, SearchResult) else None
+    state = searched.best_state if searched is not None else _chained(result).state
     extra = {k: v for k, v in example.items() if k != "query"}
-    kept = getattr(result, "proposals", None)  # a search journals them, so they survive a resume
+    kept = result.proposals  # a search journals them, so they survive a resume
     proposals = kept if kept is not None else take_proposals(components.policy, idx)
-    vote = _vote(result, components) if mode == "search" else _chain_vote(result, components)
+    vote = _vote(searched, components) if searched is not None else _chain_vote(_chained(result), components)
+    stats: dict[str, float] | None = None if result.stats is None else {k: v for k, v in result.stats.items()}
     return {
         "idx": idx,
         "id": example.get("id", str(idx)),
@@ -63,28 +70,35 @@ def result_record(idx: int, example: dict[str, Any], result: Any, components: Co
         "mode": mode,
         "solved_by_agent": bool(result.solved),
         "stopped": result.stopped,
-        "iterations": getattr(result, "iterations", None),
+        "iterations": searched.iterations if searched is not None else None,
         "final_state": state.to_dict(),
         "eval": evaluate_instance(
             components, {**example, "_proposals": proposals}, state, vote.answer if vote is not None else None
         ),
         "answer_selection": vote.to_dict() if vote is not None else None,
-        "search_stats": getattr(result, "stats", None),
+        "search_stats": stats,
         "proposals": proposals,
     }
 
 
-def _vote(result: Any, components: Components) -> Vote | None:
+def _chained(result: SearchResult | ChainResult) -> ChainResult:
+    if not isinstance(result, ChainResult):
+        raise TypeError(f"a chain agent returned a {type(result).__name__}, not a ChainResult")
+    return result
+
+
+def _vote(result: SearchResult, components: Components) -> Vote | None:
     """Self-consistency over the answers of all terminal nodes (language-grounded search)."""
     if components.task_type != "language_grounded":
         return None
-    answers = [n.state.get_final_answer() for n in result.terminal_nodes if n.state is not None]
+    states: list[Any] = [n.state for n in result.terminal_nodes if n.state is not None]  # language-grounded
+    answers = [state.get_final_answer() for state in states]
     return majority_vote(answers, components.equivalent or same_text)
 
 
-def _chain_vote(result: object, components: Components) -> Vote | None:
+def _chain_vote(result: ChainResult, components: Components) -> Vote | None:
     """Self-consistency over the final answers of a chain agent's samples (``--chain sc``)."""
-    samples = getattr(result, "samples", None)
+    samples = result.samples
     if not samples:
         return None
     answers = [s.get_final_answer() if hasattr(s, "get_final_answer") else None for s in samples]
@@ -92,9 +106,15 @@ def _chain_vote(result: object, components: Components) -> Vote | None:
 
 
 def take_proposals(policy: object, idx: int) -> list[tuple[str, bool]]:
-    """The policy's recorded proposals for instance ``idx`` (removed from its memory), sorted."""
-    take = getattr(getattr(policy, "stats", None), "take_proposals", None)
-    return sorted(take(idx)) if take is not None else []  # concurrent expansions record in any order
+    """The policy's recorded proposals for instance ``idx`` (removed from its memory), sorted; none from an
+    object the caller built that is not a :class:`Policy`."""
+    taken = policy.take_proposals(idx) if isinstance(policy, Policy) else []
+    return sorted(taken)  # concurrent expansions record in any order
+
+
+def policy_stats(policy: object) -> dict[str, float] | None:
+    """How diverse the policy's proposals were (None: it does not count them)."""
+    return policy.proposal_stats() if isinstance(policy, Policy) else None
 
 
 def evaluate_env_instance(transition: Any, example: Mapping[str, Any], state: EnvState) -> InstanceEval:

@@ -21,7 +21,7 @@ Searches (MCTS, BFS) are granted iterations (BFS: depths) in rounds the same way
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from lits.errors import UserError
 from lits.observability import InferenceLog
@@ -29,6 +29,9 @@ from lits.runs.results.artifacts import RunDir
 from lits.runs.results.spend import BudgetReport
 from lits.runs.runner import Agent, Item, RunOutcome
 from lits.runs.sweeps.rounds import TAKES_A_BUDGET, BudgetRounds, RunBudget, cost
+
+if TYPE_CHECKING:
+    from lits.agents.chain.self_consistency import Draws
 
 
 def chain_costs(run_dir: RunDir, unit: str) -> dict[int, dict[int, float]]:
@@ -54,25 +57,52 @@ def chains_of(record: Mapping[str, Any]) -> int:
     return int(stats.get("chains") or sum(vote_counts(record)))
 
 
-def budgeted(budget: RunBudget, config: object, make_agent: Callable[[], Agent]) -> Callable[..., RunOutcome]:
-    """What runs the instances under ``budget`` (in place of :func:`run_instances`): sc chains and searches
-    (MCTS, BFS) have one; any other method is refused in one line naming the flag."""
-    from lits.agents.chain.self_consistency import SelfConsistencyChain
+def built_with(budget: RunBudget | None, agent_cls: object) -> dict[str, object] | None:
+    """What a budgeted run's agents are built with (:func:`lits.runs.setup.agent_factory`'s ``options``):
+    sc chains the run's :class:`~lits.agents.chain.self_consistency.Draws`, searches (MCTS, BFS) the
+    iterations granted per instance; None without a budget; any other method is one line naming the flag."""
+    if budget is None:
+        return None
+    from lits.agents.chain.self_consistency import Draws, SelfConsistencyChain
+    from lits.agents.tree.breadth_first import BFS
+    from lits.agents.tree.mcts import MCTS
+
+    if isinstance(agent_cls, type) and issubclass(agent_cls, SelfConsistencyChain):
+        return {"draws": Draws()}
+    if isinstance(agent_cls, type) and issubclass(agent_cls, (MCTS, BFS)):
+        granted: dict[int, int] = {}
+        return {"granted": granted}
+    raise UserError(TAKES_A_BUDGET)
+
+
+def budgeted(
+    budget: RunBudget, config: object, make_agent: Callable[[], Agent], built: Mapping[str, object]
+) -> Callable[..., RunOutcome]:
+    """What runs the instances under ``budget`` (in place of :func:`run_instances`), its agents built with
+    ``built`` (:func:`built_with`): sc chains and searches (MCTS, BFS) have one."""
+    from lits.agents.chain.self_consistency import Draws
+    from lits.agents.config import SelfConsistencyConfig
     from lits.runs.sweeps.search_budget import SearchBudgetRun, budgeted_search
 
-    agent = make_agent()
-    if isinstance(agent, SelfConsistencyChain):
-        k = int(getattr(config, "k"))
+    draws, granted = built.get("draws"), built.get("granted")
+    if isinstance(draws, Draws):
+        if not isinstance(config, SelfConsistencyConfig):
+            raise UserError(TAKES_A_BUDGET)
+        k, chains = config.k, draws
 
         def rounds(run_dir: RunDir, mode: str, components: Any) -> BudgetRounds:
-            return BudgetedRun(budget, k, run_dir, mode)
+            return BudgetedRun(budget, k, run_dir, mode, chains)
 
-    else:
-        cap = budgeted_search(agent, config)
+    elif isinstance(granted, dict):
+        cap = budgeted_search(make_agent(), config)
+        grants = granted
 
         def rounds(run_dir: RunDir, mode: str, components: Any) -> BudgetRounds:
             env_grounded = getattr(components, "task_type", None) == "env_grounded"
-            return SearchBudgetRun(budget, cap, run_dir, mode, env_grounded=env_grounded)
+            return SearchBudgetRun(budget, cap, run_dir, mode, grants, env_grounded=env_grounded)
+
+    else:
+        raise UserError(TAKES_A_BUDGET)
 
     def run(
         make: Callable[[], Agent], components: object, examples: list[Item], run_dir: RunDir, **options: Any
@@ -87,11 +117,10 @@ def budgeted(budget: RunBudget, config: object, make_agent: Callable[[], Agent])
 class BudgetedRun(BudgetRounds):
     """Rounds of :func:`run_instances` over self-consistency chains, each round's grants fixed beforehand."""
 
-    def __init__(self, budget: RunBudget, k: int, run_dir: RunDir, mode: str) -> None:
-        from lits.agents.chain.self_consistency import Draws
-
+    def __init__(self, budget: RunBudget, k: int, run_dir: RunDir, mode: str, draws: Draws) -> None:
         self.budget, self.k, self.run_dir, self.mode = budget, k, run_dir, mode
-        self.draws = Draws()
+        #: What the run's chains were built with: the grants they read, the chains they kept.
+        self.draws = draws
         #: Instances whose vote was settled when chains were last granted (they stopped; the others drew on).
         self.settled: set[int] = set()
 
@@ -99,16 +128,7 @@ class BudgetedRun(BudgetRounds):
         self.draws.granted.update(grants)
 
     def agent_factory(self, make_agent: Callable[[], Agent]) -> Callable[[], Agent]:
-        from lits.agents.chain.self_consistency import SelfConsistencyChain
-
-        def make() -> Agent:
-            agent = make_agent()
-            if not isinstance(agent, SelfConsistencyChain):
-                raise UserError(TAKES_A_BUDGET)
-            agent.draws = self.draws
-            return agent
-
-        return make
+        return make_agent  # each chain was built with the run's draws
 
     def grants(self, selected: list[int]) -> dict[int, int]:
         """The next round's grants (instance -> chains it may then have); empty when the run is over."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence, TypedDict
 
 from lits import layout
-from lits.agents.config import TreeSearchConfig
+from lits.agents.config import BFSConfig, MCTSConfig, TreeSearchConfig
 from lits.agents.tree.base import BaseTreeSearch
 from lits.agents.tree.journal import JournalError, TreeJournal
 from lits.errors import UserError, one_line
@@ -275,14 +275,15 @@ def default_points(top: float, *, whole: bool) -> list[float]:
 def _notes(run: SearchRun) -> list[str]:
     """Settings under which a point is not what a separate run stopped there would return."""
     notes = []
-    width = int(getattr(run.agent_config, "parallel_iterations", 1) or 1)
+    config = run.agent_config
+    width = config.parallel_iterations if isinstance(config, MCTSConfig) else 1
     if width > 1:
         notes.append(f"parallel_iterations={width}: a point equals a separate run only at multiples of {width}")
     if run.agent_config.runtime_limit:
         notes.append("runtime_limit: a separate run's clock may stop it at another iteration")
-    if getattr(run.agent_config, "add_continuation", False):
+    if config.add_continuation:
         notes.append("add_continuation: reopened dead ends are not rebuilt; points before the last are approximate")
-    if run.search == "bfs" and not getattr(run.agent_config, "score_last_depth", True):
+    if isinstance(config, BFSConfig) and not config.score_last_depth:
         notes.append("score_last_depth=false: a separate run leaves its own last depth unscored; points may differ")
     return notes
 

@@ -25,7 +25,7 @@ instance.  The first round runs the first instance alone, to learn what an itera
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from lits.errors import UserError
 from lits.observability import InferenceLog
@@ -33,6 +33,10 @@ from lits.runs.results.artifacts import RunDir
 from lits.runs.results.spend import BudgetReport
 from lits.runs.runner import Agent
 from lits.runs.sweeps.rounds import TAKES_A_BUDGET, BudgetRounds, RunBudget, cost
+
+if TYPE_CHECKING:
+    from lits.agents.chain.base import ChainResult
+    from lits.agents.tree.base import SearchResult
 
 #: A round grants at most this share of the search's own limit (at least one iteration): rounds are few, and
 #: the budget's last grants still go to the instances in a fixed order.
@@ -93,24 +97,26 @@ class _Continuing:
     def __init__(self, search: Agent) -> None:
         self.search = search
 
-    def run(self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False) -> object:
+    def run(
+        self, query: object, query_idx: int, example: Mapping[str, object], *, resume: bool = False
+    ) -> SearchResult | ChainResult:
         return self.search.run(query, query_idx, example, resume=True)
 
 
 class SearchBudgetRun(BudgetRounds):
     """Rounds of :func:`~lits.runs.runner.run_instances` over MCTS or BFS, granting iterations."""
 
-    def __init__(self, budget: RunBudget, cap: int, run_dir: RunDir, mode: str, *, env_grounded: bool) -> None:
+    def __init__(
+        self, budget: RunBudget, cap: int, run_dir: RunDir, mode: str, granted: dict[int, int], *, env_grounded: bool
+    ) -> None:
         self.budget, self.cap, self.run_dir, self.mode = budget, cap, run_dir, mode
         self.env_grounded = env_grounded
-        #: Per instance: the iterations it may reach now (the searches read it).
-        self.granted: dict[int, int] = {}
+        #: Per instance: the iterations it may reach now (the searches were built with it and read it).
+        self.granted = granted
 
     def agent_factory(self, make_agent: Callable[[], Agent]) -> Callable[[], Agent]:
         def make() -> Agent:
-            search = make_agent()
-            search.granted = self.granted  # type: ignore[attr-defined]  # a search: budgeted_search checked it
-            return _Continuing(search)
+            return _Continuing(make_agent())
 
         return make
 
