@@ -16,6 +16,7 @@ from lits.lm.limits import CallLimiter
 from lits.observability import InferenceLog, collecting
 from lits.registry import get_registration, register_model, register_search
 from lits.runs.setup import create_run_models, make_config
+from lits.runs.record import RunRecord
 from lits.runs.spec import RunSpec
 from lits.testing import ScriptedModel
 from tests.agents.conftest import EXAMPLE, Parts
@@ -48,9 +49,9 @@ def test_a_plugin_backend_that_drops_the_call_options_still_gets_them(isolated_r
 
 
 def test_each_distinct_model_of_a_run_is_built_with_the_limiter_given_for_its_pool() -> None:
-    settings = RunSpec.make(
-        dataset="blocksworld", model="scripted", component_models={"eval": {"model": "scripted/judge"}}
-    ).settings()
+    settings = RunRecord.of(
+        RunSpec.make(dataset="blocksworld", model="scripted", component_models={"eval": {"model": "scripted/judge"}})
+    )
     limiters = [CallLimiter(1), CallLimiter(1)]
     models = create_run_models(settings, limiters.__getitem__)
     assert models["policy"].limiter is limiters[0] and models["eval"].limiter is limiters[1]

@@ -11,12 +11,38 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Mapping, TypedDict
+from typing import Literal, Mapping, Protocol, TypedDict
 
 from lits.errors import UserError
 
-if TYPE_CHECKING:
-    from lits.runs.record import RunRecord
+
+#: A component that calls a model, as :data:`ROLES` lists them.
+Role = Literal["policy", "eval", "transition", "bn"]
+
+
+class GivenComponentModel(Protocol):
+    """One component's own model as given (:class:`lits.runs.spec.ComponentModel`)."""
+
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def args(self) -> Mapping[str, object]: ...
+
+
+class ModelSettings(Protocol):
+    """What the model specs read of a run's spec or record; typed by shape, so this module stays below both."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def api(self) -> str | None: ...
+    @property
+    def component_models(self) -> Mapping[Role, GivenComponentModel]: ...
+
 
 #: The components that call a model, as the flags name them (``eval`` is the reward model, ``bn`` the
 #: branching-necessity evaluator of Chain-in-Tree continuation).
@@ -115,7 +141,7 @@ def check_model_args(role: str, args: Mapping[str, object]) -> dict[str, object]
     return out
 
 
-def role_spec(settings: RunRecord, role: str) -> ModelSpec:
+def role_spec(settings: ModelSettings, role: str) -> ModelSpec:
     """The full model spec ``role`` uses: its own flags over the run's ``--model``/``--base-url``/``--api``.
 
     A component given only a model name keeps the run's ``--base-url`` (one server, several models),
@@ -139,7 +165,7 @@ def role_spec(settings: RunRecord, role: str) -> ModelSpec:
     }
 
 
-def default_spec(settings: RunRecord) -> ModelSpec:
+def default_spec(settings: ModelSettings) -> ModelSpec:
     return {
         "model": settings.model or "local",
         "base_url": settings.base_url,
@@ -153,7 +179,7 @@ def spec_key(spec: ModelSpec) -> str:
     return json.dumps(spec, sort_keys=True, default=str)
 
 
-def describe_models(settings: RunRecord) -> str:
+def describe_models(settings: ModelSettings) -> str:
     """``policy=A eval=B transition=A`` (server shown when a component has its own)."""
     parts = []
     for role in ROLES:
@@ -166,7 +192,7 @@ def describe_models(settings: RunRecord) -> str:
     return " ".join(parts)
 
 
-def call_destinations(settings: RunRecord) -> str:
+def call_destinations(settings: ModelSettings) -> str:
     """``http://127.0.0.1:8080/v1 (policy, eval, transition, bn)``: where each server model's calls go, as
     scheme, host, port and path only; empty when every model runs in this process."""
     from lits.secrets import safe_url
@@ -179,7 +205,7 @@ def call_destinations(settings: RunRecord) -> str:
     return ", ".join(f"{url} ({', '.join(roles)})" for url, roles in by_url.items())
 
 
-def uses_own_models(settings: RunRecord) -> bool:
+def uses_own_models(settings: ModelSettings) -> bool:
     """True when some component's spec differs from the run's default model."""
     default = spec_key(default_spec(settings))
     return any(spec_key(role_spec(settings, role)) != default for role in ROLES)

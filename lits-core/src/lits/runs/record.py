@@ -117,7 +117,7 @@ class RunRecord(RunSpec):
         if spec.replay_from:
             values["replay_from"] = str(Path(spec.replay_from).expanduser().absolute())
         if spec.budget is not None:
-            from lits.runs.sweeps.rounds import parse_budget
+            from lits.runs.compute_budget import parse_budget
 
             values["budget"] = parse_budget(spec.budget).as_setting()
         values.update(lits_version=__version__, created=time.strftime("%Y-%m-%dT%H:%M:%S"))

@@ -29,9 +29,9 @@ from pydantic import (
 )
 
 from lits.errors import UserError
+from lits.runs.model_specs import Role
 from lits.runs.trust import Confirmation, Given, given_values
 
-Role = Literal["policy", "eval", "transition", "bn"]
 #: A component given by registered name, by class, or as an object built by the caller.
 ComponentChoice = str | type | object | None
 
@@ -465,7 +465,7 @@ class RunSpec(BaseModel):
     @field_validator("budget")
     @classmethod
     def _budget(cls, value: str | None) -> str | None:
-        from lits.runs.sweeps.rounds import parse_budget
+        from lits.runs.compute_budget import parse_budget
 
         if value is not None:
             try:

@@ -27,13 +27,24 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Protocol
 
 from lits.errors import UserError
 from lits.secrets import KEY_ENV_VARS, is_masked, safe_url
 
-if TYPE_CHECKING:
-    from lits.runs.record import RunRecord
+from lits.runs.model_specs import ModelSettings
+
+
+class TrustedSettings(ModelSettings, Protocol):
+    """What the trust check reads of a run's spec or record (typed by shape: the spec imports this module)."""
+
+    @property
+    def resource_args(self) -> Mapping[str, object]: ...
+    @property
+    def executor(self) -> str: ...
+    @property
+    def ray_address(self) -> str | None: ...
+
 
 #: An ``api_key_env`` a file may name without a confirmation: upper case, ending in ``API_KEY``.
 KEY_VARIABLE = re.compile(r"[A-Z][A-Z0-9_]*API_KEY")
@@ -107,7 +118,7 @@ def command_identity(resource_args: object) -> str | None:
     return json.dumps({key: resource_args.get(key) for key in ("command", "cwd", "env")}, sort_keys=True, default=str)
 
 
-def actions(settings: RunRecord, given: Given | None) -> list[Action]:
+def actions(settings: TrustedSettings, given: Given | None) -> list[Action]:
     """The commands the run would start and the keys it would send, each marked given or not."""
     from lits.runs.model_specs import KEY_ENV, ROLES, calls_a_server, role_spec, server_url
 
@@ -155,7 +166,7 @@ def actions(settings: RunRecord, given: Given | None) -> list[Action]:
     return list(out.values())
 
 
-def confirm(settings: RunRecord, confirmation: Confirmation) -> list[Action]:
+def confirm(settings: TrustedSettings, confirmation: Confirmation) -> list[Action]:
     """What the run will do on a file's say-so, once all of it is confirmed (remembered for next time); else
     one :class:`UserError` line naming it and how to confirm.  Nothing has been started or sent either way."""
     wanted = actions(settings, confirmation.given)

@@ -103,8 +103,8 @@ class BaseTreeSearch(ABC):
     - Grow the tree: :meth:`expand` (or :meth:`propose`, :meth:`sample`, :meth:`attach`,
       :meth:`score_children` for a frontier), :meth:`materialize`, :meth:`materialize_all`,
       :meth:`new_node`, :meth:`numbered`, :meth:`mark`, :meth:`backup`.
-    - Keep it resumable and tagged: :meth:`save_checkpoint`, :meth:`out_of_time`, :meth:`phase`,
-      :meth:`working_on`.
+    - Keep it resumable, tagged and within its grant: :meth:`save_checkpoint`, :meth:`out_of_time`,
+      :meth:`iteration_limit` (a run's ``--budget``), :meth:`phase`, :meth:`working_on`.
     - Read it: :meth:`first_solution`, :meth:`terminal_nodes`, :meth:`path_reward`; the fields ``config``,
       ``root``, ``iteration``, ``query``, ``query_idx``, ``stats``, ``policy``, ``transition``, ``reward_model``.
     - The runner's: :meth:`run` (one instance, resumed from its journal) and :meth:`result`.

@@ -7,53 +7,16 @@ Self-consistency's chains (:mod:`lits.runs.sweeps.budget`) and a search's iterat
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any, Callable
 
-from lits.errors import UserError
 from lits.observability import UNUSED_REPLY, InferenceRecord
 from lits.runs.faults.control import RunControl
 from lits.runs.results.artifacts import RunDir
 from lits.runs.results.spend import BudgetReport
 from lits.runs.runner import Agent, Item, RunOutcome, run_instances
+from lits.runs.compute_budget import BUDGET_FILE, UNITS, RunBudget, budget_of, parse_budget
 
-UNITS = ("tokens", "calls", "seconds")
-#: How the budget was spent, in the run's folder (``eval_results.json`` carries it as ``budget``).
-BUDGET_FILE = "budget.json"
-
-
-@dataclass(frozen=True)
-class RunBudget:
-    """The run's budget: ``total`` of ``unit`` (one of :data:`UNITS`)."""
-
-    unit: str
-    total: float
-
-    def as_setting(self) -> str:
-        """As ``config.json`` records it (and ``--budget`` takes it)."""
-        return f"{self.unit}={int(self.total) if self.total.is_integer() else self.total}"
-
-
-def parse_budget(text: str) -> RunBudget:
-    """``tokens=20000``, ``calls=300`` or ``seconds=600`` (model seconds); anything else is one line."""
-    unit, sep, value = str(text).partition("=")
-    unit = unit.strip()
-    try:
-        total = float(value)
-    except ValueError:
-        total = math.nan
-    if not sep or unit not in UNITS or not math.isfinite(total) or total <= 0:
-        raise UserError(
-            f"--budget must be UNIT=AMOUNT, UNIT one of {', '.join(UNITS)} and AMOUNT more than 0 "
-            f"(e.g. tokens=20000), not {text!r}"
-        )
-    return RunBudget(unit, total)
-
-
-def budget_of(setting: object) -> RunBudget | None:
-    """The budget recorded in ``config.json`` (None: the run had none)."""
-    return parse_budget(setting) if isinstance(setting, str) else None
+__all__ = ["BUDGET_FILE", "UNITS", "RunBudget", "budget_of", "parse_budget"]
 
 
 def cost(record: InferenceRecord, unit: str) -> float:
