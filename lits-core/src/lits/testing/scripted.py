@@ -71,6 +71,7 @@ class ScriptedModel(LanguageModel):
         if self.prefix_cache is not None:
             note_request(tokens_cached=self.prefix_cache.serve(text.split()))
         outs = []
+        tokens_in = prompt_words(prompt, text)
         for i in range(params.n):
             reply = self._reply(text, params, i)
             for stop in params.stop:
@@ -81,7 +82,7 @@ class ScriptedModel(LanguageModel):
             outs.append(
                 Completion(
                     reply,
-                    tokens_in=word_count(text) if i == 0 else 0,
+                    tokens_in=tokens_in if i == 0 else 0,
                     tokens_out=word_count(reply),
                     finish_reason="stop",
                     logprobs=[TokenLogprob(reply, scorer(text, reply))] if scorer is not None else None,
@@ -120,9 +121,35 @@ def word_count(text: str) -> int:
     return marks.count(b" x") + marks.startswith(b"x")
 
 
-def listed_actions(text: str) -> list[str]:
-    """The lines under the last heading that ends in "actions:" (e.g. "Valid actions:"), up to a blank line."""
-    lower = text.lower()
+def prompt_words(prompt: Prompt, text: str) -> int:
+    """``word_count(text)`` of ``text = prompt_text(prompt)``, a chat prompt's counted message by message: the
+    join is whitespace, so no word spans two messages, and a message seen before (the system prompt, earlier
+    turns: most of every request) is counted once."""
+    if isinstance(prompt, str):
+        return word_count(text)
+    total = 0
+    for message in prompt:
+        role, content = message["role"], message["content"]
+        if type(role) is not str or type(content) is not str:  # content parts: counted as printed
+            total += word_count(f"{role}: {content}")
+            continue
+        count = _MESSAGE_WORDS.get((role, content))
+        if count is None:
+            if len(_MESSAGE_WORDS) >= 4096:
+                _MESSAGE_WORDS.clear()
+            count = _MESSAGE_WORDS[role, content] = word_count(f"{role}: {content}")
+        total += count
+    return total
+
+
+#: Word counts of chat messages already counted (role, content), bounded.
+_MESSAGE_WORDS: dict[tuple[str, str], int] = {}
+
+
+def listed_actions(text: str, lower: str | None = None) -> list[str]:
+    """The lines under the last heading that ends in "actions:" (e.g. "Valid actions:"), up to a blank line
+    (``lower``: ``text.lower()``, when the caller has it)."""
+    lower = text.lower() if lower is None else lower
     end = len(text)
     while True:  # from the end: a few-shot prompt's examples hold earlier headings
         at = lower.rfind("actions:", 0, end)
@@ -153,11 +180,12 @@ def obedient_reply(text: str, params: GenerationParams, index: int) -> str:
 @functools.lru_cache(maxsize=16, typed=True)  # typed: temperature 1 and 1.0 hash differently
 def _obedient_answer(text: str, temperature: float) -> tuple[str | None, tuple[str, ...]]:
     """What every sample of a request shares: the answer to its questions, or the shuffled listed actions."""
-    question = "yes or no" in text.lower()
-    numbered = re.findall(r"^(\d+)\. ", text, re.MULTILINE) if question else []
+    lower = text.lower()
+    question = "yes or no" in lower
+    numbered = _NUMBERED.findall("\n" + text) if question else []
     if numbered:
         return "\n".join(f"{n}: Yes" for n in numbered), ()
-    listed = listed_actions(text)
+    listed = listed_actions(text, lower)
     if listed:
         stem = hashlib.sha256(f"{text}|{temperature}|".encode())  # _stable_hash of text|temperature|action
 
@@ -168,6 +196,11 @@ def _obedient_answer(text: str, temperature: float) -> tuple[str | None, tuple[s
 
         return None, tuple(sorted(listed, key=rank))
     return ("Yes" if question else None), ()
+
+
+#: A numbered line ("2. ...") found after a newline: ``re.findall(r"^(\d+)\. ", text, re.MULTILINE)`` as
+#: ``_NUMBERED.findall("\n" + text)``, 10x faster (the search runs to the next newline, not every position).
+_NUMBERED = re.compile(r"\n(\d+)\. ")
 
 
 def _stable_hash(text: str) -> str:
