@@ -12,6 +12,7 @@ re-reading the prompt at every position.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -96,11 +97,15 @@ def shuffled_order(items: list[str], salt: str = "") -> list[int]:
     Judges favour the first-listed candidate; showing siblings in an order
     drawn from their own text spreads that bias over them, while the same
     request always gets the same order (so caches and reruns agree)."""
+    return list(_shuffled(tuple(items), salt))
 
+
+@functools.lru_cache(maxsize=64)  # a judge asks for one siblings' order three times (prompt, reading, details)
+def _shuffled(items: tuple[str, ...], salt: str) -> tuple[int, ...]:
     def key(i: int) -> str:
         return hashlib.sha256(f"{salt}\0{i}\0{items[i]}".encode()).hexdigest()
 
-    return sorted(range(len(items)), key=key)
+    return tuple(sorted(range(len(items)), key=key))
 
 
 class Verdict(NamedTuple):
