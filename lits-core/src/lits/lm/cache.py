@@ -48,9 +48,14 @@ def generate_keys(identity: str, params: object, prompt: object, n: int) -> list
     (its fixed head once per model), and each key continues that hash with its sample number, the last
     thing in the sorted-key text.
     """
-    stem = hashlib.sha256(
-        b"".join((_generate_head(identity), _key_json(params), b', "prompt": ', _key_json(prompt), b', "sample": '))
-    )
+    parts = _message_parts(prompt) if type(prompt) is list and type(params) is EncodedJSON else None
+    if parts is not None and len(parts) > 1:  # the head's hash state once, then the last message
+        stem = _head_state(identity, params, tuple(parts[:-1])).copy()  # type: ignore[arg-type]
+        stem.update(b", " + parts[-1] + b'], "sample": ')
+    else:
+        stem = hashlib.sha256(
+            b"".join((_generate_head(identity), _key_json(params), b', "prompt": ', _key_json(prompt), b', "sample": '))
+        )
     keys = []
     for i in range(n):
         each = stem.copy()
@@ -62,6 +67,24 @@ def generate_keys(identity: str, params: object, prompt: object, n: int) -> list
 @functools.lru_cache(maxsize=64)
 def _generate_head(identity: str) -> bytes:
     return b"[" + _key_json(identity) + b', "generate", {"params": '
+
+
+def _head_state(identity: str, params: EncodedJSON, head: tuple[bytes, ...]) -> "hashlib._Hash":
+    """The hash state of a request's key text up to its last message's place (a chat prompt's system prompt
+    and examples, the same in every call: hashed once per model and parameters, not per call)."""
+    key = (identity, params, head)
+    state = _HEAD_STATES.get(key)
+    if state is None:
+        if len(_HEAD_STATES) >= 256:
+            _HEAD_STATES.clear()
+        state = _HEAD_STATES[key] = hashlib.sha256(
+            b"".join((_generate_head(identity), params, b', "prompt": [', b", ".join(head)))
+        )
+    return state
+
+
+#: :func:`_head_state`'s hash states by (identity, encoded parameters, encoded head messages), bounded.
+_HEAD_STATES: dict[tuple[str, bytes, tuple[bytes, ...]], "hashlib._Hash"] = {}
 
 
 class EncodedJSON(bytes):
@@ -110,6 +133,12 @@ _SHORT: dict[str, bytes] = {}
 
 def _messages_json(items: Sequence[object]) -> bytes | None:
     """A list of chat messages (dicts of strings) encoded in one pass, or None for anything else."""
+    parts = _message_parts(items)
+    return None if parts is None else b"[" + b", ".join(parts) + b"]"
+
+
+def _message_parts(items: Sequence[object]) -> list[bytes] | None:
+    """Each chat message of ``items`` encoded (see :func:`_messages_json`), or None for anything else."""
     parts = []
     for message in items:
         if type(message) is not dict:
@@ -125,7 +154,7 @@ def _messages_json(items: Sequence[object]) -> bytes | None:
                 return None
             fields.append(_text_json(key) + b": " + _text_json(text))
         parts.append(b"{" + b", ".join(fields) + b"}")
-    return b"[" + b", ".join(parts) + b"]"
+    return parts
 
 
 def _message_json(role: str, content: str) -> bytes:
