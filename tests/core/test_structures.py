@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import pytest
+
 from lits.lm.base import Completion
-from lits.structures.base import Step
+from lits.structures.base import Step, step_key
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 from lits.structures.node import MCTSNode
 from lits.type_registry import deserialize, register_type
@@ -95,3 +97,26 @@ def test_completion_is_a_string_with_text_and_counts():
     reply = Completion("Yes", tokens_in=5, tokens_out=1)
     assert reply == "Yes" and reply.text == "Yes" and f"{reply}!" == "Yes!"
     assert reply.tokens_in == 5
+
+
+def test_a_steps_key_is_the_sorted_key_json_of_its_dict():
+    import json
+
+    class Plain:
+        def __init__(self, payload: object) -> None:
+            self.payload = payload
+
+        def to_dict(self) -> object:
+            return self.payload
+
+    circular: dict[str, object] = {}
+    circular["self"] = circular
+    payloads = [
+        {"b": [1.5, float("nan"), None, True], "a": {"é": 'x\n"y"'}, "c": ("t", 1e-05)},
+        {"z": object.__new__(type("Opaque", (), {"__str__": lambda self: "opaque"}))},
+        {2: "int keys", 10: "sorted as numbers"},
+    ]
+    for payload in payloads:
+        assert step_key(Plain(payload)) == json.dumps(payload, sort_keys=True, default=str)
+    with pytest.raises(ValueError, match="Circular reference"):
+        step_key(Plain(circular))
