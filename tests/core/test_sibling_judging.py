@@ -95,3 +95,13 @@ def test_the_batch_prompt_shows_no_answer_shaped_example(isolated_registry):
 
 def test_a_bare_yes_to_a_batch_of_one_is_read():
     assert numbered_yes_probabilities("Yes.", 1) == [1.0]
+
+
+def test_a_judge_call_hashes_each_sibling_once_for_its_shown_order(isolated_registry, monkeypatch):
+    from lits.components.reward import judging
+
+    hashed: list[bytes] = []
+    sha256 = judging.hashlib.sha256
+    monkeypatch.setattr(judging.hashlib, "sha256", lambda data=b"": (hashed.append(data), sha256(data))[1])
+    _prm(ScriptedModel(chat_native=True)).fast_rewards(EnvState(init_state="at 0"), ACTIONS, query="reach 2")
+    assert len(hashed) == len(ACTIONS)  # the prompt, the reading and the details share one order

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from lits.lm.cache import ResponseCache
 from lits.observability import InferenceLog, collecting
 from lits.testing import ScriptedModel
@@ -221,3 +223,46 @@ def test_a_new_cache_finds_what_another_connection_stored_once_it_commits_again(
     mine.put("mine", "my answer")
     mine.commit()
     assert mine.get_many(["theirs", "mine"]) == ["their answer", "my answer"]
+
+
+def _chat(turn: str) -> list[dict[str, str]]:
+    head = [
+        {"role": "system", "content": 'Blocks rest on a table. "Quoted", ünïcode, \n lines. ' * 20},
+        {"role": "user", "content": "an example problem " * 20},
+        {"role": "assistant", "content": "pick up the red block"},
+    ]
+    return [*head, {"role": "user", "content": turn}]
+
+
+def test_a_models_keys_of_chat_prompts_that_share_a_head_stay_those_of_sorted_key_json():
+    from lits.lm.base import GenerationParams, _key_body
+
+    model = ScriptedModel()
+    for params in [GenerationParams(n=2, temperature=0.8), GenerationParams(n=1, reply_lines=(("Yes", "No"),))] * 2:
+        for turn in ("state 1", "state 2", 'state "3"\n'):
+            prompt = _chat(turn)
+            assert model._sample_keys(prompt, params) == [
+                _reference_key(
+                    model.identity(), "generate", {"prompt": prompt, "params": _key_body(params), "sample": i}
+                )
+                for i in range(params.n)
+            ]
+
+
+def test_a_chat_requests_key_hashes_the_shared_head_once_then_only_the_last_message(monkeypatch):
+    from lits.lm import cache
+    from lits.lm.base import GenerationParams
+
+    model = ScriptedModel()
+    params = GenerationParams(n=2, temperature=0.8)
+    model._sample_keys(_chat("the first state"), params)
+    hashed: list[int] = []
+    sha256 = hashlib.sha256
+
+    def counting(data: bytes = b"") -> object:
+        hashed.append(len(data))
+        return sha256(data)
+
+    monkeypatch.setattr(cache.hashlib, "sha256", counting)
+    model._sample_keys(_chat("the second state"), params)
+    assert sum(hashed) < 100  # not the ~1.5 KB head again

@@ -42,3 +42,48 @@ def test_a_scorer_gives_each_reply_its_log_probability_when_a_call_asks_for_them
     model = ScriptedModel(["go"], scorer=lambda prompt, reply: -0.25)
     assert model.generate("q", top_logprobs=1)[0].logprobs[0].logprob == -0.25
     assert model.generate("q")[0].logprobs is None
+
+
+def _chat(turn: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": "Blocks rest on a table. " * 40},
+        {"role": "user", "content": "Valid actions:\npick up the red block\n\nWhich one? " * 10},
+        {"role": "assistant", "content": "pick up the red block"},
+        {"role": "user", "content": turn},
+    ]
+
+
+def test_a_chat_prompts_token_count_is_the_words_of_its_messages_as_joined():
+    from lits.testing.scripted import prompt_text
+
+    model = ScriptedModel(chat_native=True)
+    for turn in ("Valid actions:\nstack a\nunstack b\n", " padded  \t turn ", "", "é und ü\u2028x"):
+        prompt = _chat(turn)
+        assert model.generate(prompt)[0].tokens_in == len(prompt_text(prompt).split())
+
+
+def test_a_chat_prompts_messages_seen_before_are_not_counted_again(monkeypatch):
+    from lits.testing import scripted
+
+    model = ScriptedModel(chat_native=True)
+    model.generate(_chat("Valid actions:\nstack a\n"))
+    counted: list[int] = []
+    count = scripted.word_count
+    monkeypatch.setattr(scripted, "word_count", lambda text: (counted.append(len(text)), count(text))[1])
+    model.generate(_chat("Valid actions:\nunstack b\n"))
+    assert sum(counted) < 100  # the new turn and the reply, not the ~2 KB head again
+
+
+def test_numbered_questions_are_those_of_numbered_lines_anywhere_in_the_prompt():
+    import re
+
+    texts = [
+        "1. first\n2. second\nYes or no?",
+        "Yes or no: 10. ten\n 3. indented\n3.no space\n12. twelve\r\n4. after CR",
+        "yes or no\n\n7. seven\n\n\n8. eight",
+        "٣. arabic-indic digit\nyes or no",
+    ]
+    for text in texts:
+        expected = re.findall(r"^(\d+)\. ", text, re.MULTILINE)
+        reply = obedient_reply(text, GenerationParams(), 0)
+        assert reply == ("\n".join(f"{n}: Yes" for n in expected) if expected else "Yes"), text
