@@ -57,10 +57,11 @@ def test_the_logprob_prm_reads_the_same_score_from_log_probabilities_every_time(
     assert scores[0][1]["route"] == "logprobs" and 0.0 < scores[0][0] < 1.0
 
 
-def test_the_logprob_prm_ranks_right_steps_first_at_least_as_often_as_the_generative_judge(
+def test_the_logprob_prm_and_the_generative_judge_each_rank_the_right_step_first_more_often_than_not(
     instruct_model: OpenAICompatibleModel, step_pairs: list[dict[str, Any]]
 ) -> None:
-    """Measured on this model: logprob 8 of 12 pairs, the Yes/No judge 7 of 12."""
+    """Measured on this model: logprob 8 of 12 pairs; the Yes/No judge 7 of 12 under its own system prompt,
+    9 of 12 since it asks after the policy's prompt (the shared head of issue 42)."""
 
     def wins(prm: Any) -> int:
         won = 0
@@ -73,7 +74,7 @@ def test_the_logprob_prm_ranks_right_steps_first_at_least_as_often_as_the_genera
 
     logprob = wins(LogprobPRM(base_model=instruct_model, task_name="gsm8k"))
     generative = wins(GenerativePRM(base_model=instruct_model, task_name="gsm8k"))
-    assert logprob >= generative and logprob > len(step_pairs) // 2, (logprob, generative)
+    assert logprob > len(step_pairs) // 2 and generative > len(step_pairs) // 2, (logprob, generative)
 
 
 def test_a_blocksworld_policy_held_to_the_legal_actions_never_replies_with_an_illegal_one(
