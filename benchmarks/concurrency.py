@@ -28,7 +28,7 @@ from typing import Any
 
 from lits.agents import MCTS, MCTSConfig
 from lits.components.factory import create_components
-from lits.concurrency import fan_out_width
+from lits.runtime.concurrency import fan_out_width
 from lits.lm.cache import ResponseCache
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.registry import load_dataset

@@ -24,7 +24,7 @@ def _tree_of_a_parallel_run(seed: int, width: int) -> tuple[dict, int]:
     import time
     from pathlib import Path
 
-    from lits.concurrency import fan_out_width
+    from lits.runtime.concurrency import fan_out_width
     from lits.registry import get_registration, isolated_registry
     from lits.structures.base import step_key
     from lits.testing import search_conformance as kit

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lits import fastjson
+from lits.io import fastjson
 from lits.agents import BFS, MCTS, BFSConfig, MCTSConfig
 from lits.agents.tree.journal import JournalError, TreeJournal
 from tests.agents.conftest import EXAMPLE

@@ -10,7 +10,7 @@ import pytest
 from lits.agents import MCTS, MCTSConfig
 from lits.agents.tree.journal import TreeJournal
 from lits.agents.tree.mcts import backpropagate, uct_score, uct_select
-from lits.observability import InferenceLog, collecting
+from lits.runtime.observability import InferenceLog, collecting
 from lits.structures.node import MCTSNode
 from tests.agents.conftest import EXAMPLE
 

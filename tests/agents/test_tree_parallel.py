@@ -6,7 +6,7 @@ import random
 import time
 
 from lits.agents import BFS, MCTS, BFSConfig, MCTSConfig
-from lits.concurrency import fan_out_width, start_round_clock
+from lits.runtime.concurrency import fan_out_width, start_round_clock
 from lits.testing import ScriptedModel
 from tests.agents.conftest import Parts
 from tests.toy_domain import prefer

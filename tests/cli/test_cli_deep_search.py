@@ -14,8 +14,8 @@ from tests.cli.conftest import first_listed_action
 def test_a_huge_max_depth_is_no_recursion_error(tmp_path: Path):
     """Depth far past Python's recursion limit: nothing in search, journal or results recurses per level."""
     code = (
-        "import sys, lits.plugins, lits.runs.session, lits.lm.openai_compat, lits.runs.runner;"
-        "lits.plugins.ensure_plugins_loaded(); sys.setrecursionlimit(150);"
+        "import sys, lits.plugin_host.plugins, lits.runs.session, lits.lm.openai_compat, lits.runs.runner;"
+        "lits.plugin_host.plugins.ensure_plugins_loaded(); sys.setrecursionlimit(150);"
         "from lits.cli.main import main; sys.exit(main(sys.argv[1:]))"
     )
     with FakeOpenAIServer(responder=first_listed_action) as srv:  # never solves: the search only goes deeper

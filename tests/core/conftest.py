@@ -136,7 +136,7 @@ def run_python(site_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]
 
 #: A plugin implementing every hook spec once (test_hooks_have_tests checks that it does).
 EVERY_HOOK_PLUGIN = """
-from lits.hookspecs import hookimpl
+from lits.plugin_host.hookspecs import hookimpl
 
 class Thing:
     pass

@@ -246,7 +246,7 @@ def test_an_unknown_memory_scope_is_one_line(tmp_path):
 def test_on_resume_the_interrupted_attempt_continues_from_its_checkpoints(tmp_path, monkeypatch):
     # Attempt 0 was saved and attempt 1 was running when the process died: attempt 1 must resume, not restart
     # (a search that restarts deletes its journal and redoes the work it had done).
-    from lits import layout
+    from lits.io import layout
     from lits.runs import attempts
     from lits.runs.results.artifacts import RunDir
 

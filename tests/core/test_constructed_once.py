@@ -13,7 +13,7 @@ from lits.agents.chain.env_chain import EnvChain
 from lits.errors import UserError
 from lits.lm.factory import create_model
 from lits.lm.limits import CallLimiter
-from lits.observability import InferenceLog, collecting
+from lits.runtime.observability import InferenceLog, collecting
 from lits.registry import get_registration, register_model, register_search
 from lits.runs.setup import create_run_models, make_config
 from lits.runs.record import RunRecord

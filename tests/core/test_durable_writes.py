@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lits import durable
-from lits.durable import atomic_write_text, durable_together
+from lits.io import durable
+from lits.io.durable import atomic_write_text, durable_together
 
 
 def test_grouped_writes_appear_when_the_block_ends_in_the_order_they_were_written(tmp_path: Path, monkeypatch):

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from lits import fastjson
+from lits.io import fastjson
 
 
 def test_compact_text_reads_back_as_the_value_written():

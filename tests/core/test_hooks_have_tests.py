@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from lits import hookspecs
+from lits.plugin_host import hookspecs
 from tests.core.conftest import EVERY_HOOK_PLUGIN
 
 

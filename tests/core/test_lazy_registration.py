@@ -25,7 +25,7 @@ def test_listing_plugins_does_not_import_core_components(run_python):
     result = run_python(
         """
         import sys
-        from lits.plugins import load_plugins
+        from lits.plugin_host.plugins import load_plugins
         load_plugins()
         print(any(m.startswith(("lits.components.policy", "lits.agents.tree", "lits.tools")) for m in sys.modules))
     """,

@@ -9,7 +9,7 @@ import pytest
 
 import lits
 from lits.cli.main import main as lits_main
-from lits.extras import MissingExtra
+from lits.runtime.extras import MissingExtra
 
 PG_URL = "postgresql://reader@127.0.0.1:1/city"
 

@@ -16,7 +16,7 @@ from lits.components import parsing
 from lits.components.policy.concat import ConcatPolicy
 from lits.components.policy.env_grounded import EnvGroundedPolicy
 from lits.components.reward.judging import yes_probability
-from lits.observability import call_context
+from lits.runtime.observability import call_context
 from lits.structures.env_grounded import EnvState
 from lits.structures.language_grounded import ThoughtState
 from lits.testing import ScriptedModel

@@ -83,7 +83,7 @@ def load(**kwargs):
 """
 
 MODEL_PLUGIN = """
-from lits.hookspecs import hookimpl
+from lits.plugin_host.hookspecs import hookimpl
 from lits.testing import ScriptedModel
 
 

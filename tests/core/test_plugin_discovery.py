@@ -23,7 +23,7 @@ def load(**kwargs):
 """
 
 HOOKIMPL_PLUGIN = """
-from lits.hookspecs import hookimpl
+from lits.plugin_host.hookspecs import hookimpl
 
 class Greedy:
     pass
@@ -48,7 +48,7 @@ sys.exit("this plugin quits the interpreter")
 
 EXITING_HOOK_PLUGIN = """
 import sys
-from lits.hookspecs import hookimpl
+from lits.plugin_host.hookspecs import hookimpl
 
 @hookimpl
 def register_searches(register):
@@ -56,7 +56,7 @@ def register_searches(register):
 """
 
 MISSPELLED_HOOK_PLUGIN = """
-from lits.hookspecs import hookimpl
+from lits.plugin_host.hookspecs import hookimpl
 
 @hookimpl
 def register_transitons(register):
@@ -222,7 +222,7 @@ def test_importing_lits_loads_no_plugins(install_plugin, run_python):
     install_plugin("lits-plugin-broken", "toy_broken", BROKEN_PLUGIN)
     result = run_python("""
         import sys, lits, lits.registry, lits.structures, lits.components.base
-        from lits import plugins
+        from lits.plugin_host import plugins
         print(plugins._STATE.loaded, "toy_broken" in sys.modules)
     """)
     assert result.stdout.split() == ["False", "False"], result.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import time
 
-from lits.observability import InferenceLog, InferenceRecord, _totals
+from lits.runtime.observability import InferenceLog, InferenceRecord, _totals
 from lits.runs.runner import Progress
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lits import hookspecs
+from lits.plugin_host import hookspecs
 from lits.reference import render
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "plugin-reference.md"

@@ -1,4 +1,4 @@
-"""One versioned run-dir layout (lits.layout): every run records its format; a newer format is refused in one line."""
+"""One versioned run-dir layout (lits.io.layout): every run records its format; a newer format is refused in one line."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lits import layout
+from lits.io import layout
 
 
 @pytest.fixture

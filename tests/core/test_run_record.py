@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lits import layout
+from lits.io import layout
 from lits.registry import add_registration
 from lits.runs.record import ALWAYS, RunRecord
 from lits.runs.results.artifacts import RunDir, RunFileError

@@ -9,7 +9,7 @@ import pytest
 
 from lits.lm.base import LoglikelihoodUnsupported, ModelError
 from lits.lm.openai_compat import ServerRefused
-from lits.observability import InferenceLog, collecting
+from lits.runtime.observability import InferenceLog, collecting
 from tests.hosted.conftest import ANTHROPIC_KEY, AWS_SECRET, AWS_TOKEN
 from tests.hosted.fake_hosted import FakeHostedServer
 

@@ -17,7 +17,7 @@ import pytest
 from lits.lm.http.hedging import HedgeBudget, _Watched, hedged_send
 from lits.lm.http.patience import HEDGE_WARMUP
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.observability import InferenceLog, collecting
+from lits.runtime.observability import InferenceLog, collecting
 from lits.runs.results.evaluation import format_table
 from lits.testing import ChaosProxy, FakeOpenAIServer
 

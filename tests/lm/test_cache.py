@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from lits.lm.cache import ResponseCache
-from lits.observability import InferenceLog, collecting
+from lits.runtime.observability import InferenceLog, collecting
 from lits.testing import ScriptedModel
 
 

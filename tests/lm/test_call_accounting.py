@@ -12,7 +12,7 @@ import pytest
 
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.lm.usage import reported_usage
-from lits.observability import InferenceLog, InferenceRecord, collecting
+from lits.runtime.observability import InferenceLog, InferenceRecord, collecting
 from lits.testing.prefix_cache import PagedPrefixCache
 from lits.testing.scripted import ScriptedModel
 from lits.testing.servers.openai_compat import FakeOpenAIServer

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from lits.concurrency import start_round_clock
+from lits.runtime.concurrency import start_round_clock
 from lits.lm import limits
 from lits.lm.limits import CallLimiter
-from lits.observability import call_context
+from lits.runtime.observability import call_context
 
 
 def _until_queued(limiter: CallLimiter, count: int, within: float = 60.0) -> None:

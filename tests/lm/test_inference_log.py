@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from lits.observability import InferenceLog, InferenceRecord
+from lits.runtime.observability import InferenceLog, InferenceRecord
 
 
 def _lines(log: InferenceLog) -> list[dict[str, object]]:

@@ -162,7 +162,7 @@ def test_loading_the_embedded_model_prints_nothing():
 
 def test_a_repeated_prompt_reports_the_prefix_its_context_already_held(local):
     """Like a server's prompt cache: all but the last prompt token are re-used, and said to be."""
-    from lits.observability import InferenceLog, collecting
+    from lits.runtime.observability import InferenceLog, collecting
 
     with collecting(InferenceLog()) as log:
         local.complete(PLAN_PROMPT, max_tokens=4)

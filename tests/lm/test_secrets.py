@@ -12,7 +12,7 @@ import pytest
 
 from lits.lm.base import ModelError
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.secrets import redact_text
+from lits.io.secrets import redact_text
 from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 CANARY = "sk-canary-0123456789abcdefXYZ"

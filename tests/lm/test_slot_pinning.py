@@ -9,7 +9,7 @@ from typing import Callable, Iterator
 import pytest
 
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.observability import call_context
+from lits.runtime.observability import call_context
 from lits.testing.servers.openai_compat import FakeOpenAIServer
 
 

@@ -182,7 +182,7 @@ def test_the_plugin_is_installed_as_a_lits_entry_point() -> None:
 def test_both_datasets_are_registered_as_language_grounded_with_their_judges(
     name: str, evaluate: Callable[..., dict[str, Any]]
 ) -> None:
-    from lits.plugins import ensure_plugins_loaded
+    from lits.plugin_host.plugins import ensure_plugins_loaded
     from lits.registry import get_registration, infer_task_type, load_dataset
 
     ensure_plugins_loaded()

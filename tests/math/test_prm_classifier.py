@@ -13,7 +13,7 @@ import pytest
 from lits.lm.base import ModelError
 from lits.lm.cache import ResponseCache
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.observability import InferenceLog, collecting
+from lits.runtime.observability import InferenceLog, collecting
 from lits.registry import ComponentRegistry
 from lits.testing import ScriptedModel
 from tests.math.conftest import QUESTION, state_of

@@ -281,7 +281,7 @@ def test_mcts_over_rap_components_reaches_the_answer():
 
 def test_a_chat_model_with_no_sub_question_is_asked_again_once_and_both_replies_are_counted():
     from lits.components import parsing
-    from lits.observability import call_context
+    from lits.runtime.observability import call_context
     from lits.testing import ScriptedModel
 
     model = ScriptedModel(["   ", BUY], chat_native=True)

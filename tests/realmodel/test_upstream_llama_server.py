@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from lits.lm.openai_compat import OpenAICompatibleModel
-from lits.observability import InferenceLog, collecting
+from lits.runtime.observability import InferenceLog, collecting
 
 pytestmark = pytest.mark.realmodel
 

@@ -1,7 +1,7 @@
 """LiTS: Language Inference via Tree Search.
 
 Importing ``lits`` is cheap on purpose: plugins load lazily, the first time a
-registry is read (or explicitly via :func:`lits.plugins.load_plugins`), and the
+registry is read (or explicitly via :func:`lits.plugin_host.plugins.load_plugins`), and the
 Python API (:mod:`lits.api`: ``lits.run``, ``lits.search``, ``lits.chain`` ...) the
 first time one of its names, or ``lits.api`` itself, is used.
 """

@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from lits.errors import UserError
     from lits.export import export_runs
     from lits.export.rows import RowOptions
-    from lits.extras import require
-    from lits.hookspecs import hookimpl
+    from lits.runtime.extras import require
+    from lits.plugin_host.hookspecs import hookimpl
     from lits.lm.base import (
         CALL_OPTIONS,
         CallOptions,
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from lits.lm.http.stack import ServerTransport, server_transport
     from lits.lm.openai_compat import DEFAULT_RETRY_BASE_WAIT, ENV_RETRY_BASE_WAIT, ServerRefused
     from lits.lm.usage import CallUsage, note_request
-    from lits.secrets import redact_text, safe_url
+    from lits.io.secrets import redact_text, safe_url
     from lits.lm.pooling import POOLING_ENDPOINT, step_probabilities
     from lits.memory import Augmentor, AugmentorContext, Outcome
     from lits.prompts.registry import PromptRegistry
@@ -293,7 +293,7 @@ _HOMES: dict[str, str] = {
     "ToolUnavailable": "lits.tools",
     "parse_tool_call": "lits.tools",
     "failure_reason": "lits.tools.base",
-    "require": "lits.extras",
+    "require": "lits.runtime.extras",
     "create_components": "lits.components.factory",
     "load_dataset": "lits.registry",
     "curves": "lits.runs.sweeps.curve",
@@ -302,7 +302,7 @@ _HOMES: dict[str, str] = {
     "RowOptions": "lits.export.rows",
     "verifier_section": "lits.export.verifier",
     "format_report": "lits.export.verifier",
-    "hookimpl": "lits.hookspecs",
+    "hookimpl": "lits.plugin_host.hookspecs",
     "register_type": "lits.type_registry",
     "register_state": "lits.type_registry",
     "register_transition": "lits.registry",
@@ -335,8 +335,8 @@ _HOMES: dict[str, str] = {
     "ServerRefused": "lits.lm.openai_compat",
     "DEFAULT_RETRY_BASE_WAIT": "lits.lm.openai_compat",
     "ENV_RETRY_BASE_WAIT": "lits.lm.openai_compat",
-    "redact_text": "lits.secrets",
-    "safe_url": "lits.secrets",
+    "redact_text": "lits.io.secrets",
+    "safe_url": "lits.io.secrets",
     "ServerUnreachable": "lits.lm.base",
     "check_calls_allowed": "lits.lm.base",
 }

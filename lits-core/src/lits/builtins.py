@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
-from lits.hookspecs import hookimpl
+from lits.plugin_host.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from lits.lm.base import LanguageModel

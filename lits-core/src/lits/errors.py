@@ -6,7 +6,7 @@ raises the same error the CLI prints.
 
 from __future__ import annotations
 
-from lits.secrets import redact_text
+from lits.io.secrets import redact_text
 
 
 class UserError(Exception):

@@ -57,7 +57,8 @@ PROSE_STOPS = """\
 
 def render() -> str:
     """The whole reference page as Markdown."""
-    from lits import hookspecs, registry
+    from lits.plugin_host import hookspecs
+    from lits import registry
     from lits.agents.config import (
         BFSConfig,
         ChainConfig,
@@ -75,9 +76,9 @@ def render() -> str:
     parts = [
         "# Plugin author's reference\n",
         "Generated from the code by `python -m lits.reference`; a test keeps it in step with the code.\n",
-        "## Hooks (`lits.hookspecs`)\n",
+        "## Hooks (`lits.plugin_host.hookspecs`)\n",
         "Implement any of them in the module your `lits.plugins` entry point names, decorated with "
-        "`@hookimpl` (`from lits.hookspecs import hookimpl`); each receives `register` and returns nothing.\n",
+        "`@hookimpl` (`from lits.plugin_host.hookspecs import hookimpl`); each receives `register` and returns nothing.\n",
         _routines((n, getattr(hookspecs, n)) for n in sorted(dir(hookspecs)) if n.startswith("register_")),
         "## Decorators (`lits.registry`)\n",
         "The other door into the same store.\n",

@@ -1,8 +1,8 @@
 """The registry: where every named thing plugins and users add is looked up.
 
-Two doors lead into the one store (:mod:`lits.store`): the seeds' decorators
-below and the pluggy hooks (:mod:`lits.hookspecs`, called by
-:mod:`lits.plugins`).  Lookups load the installed plugins first, once; when a
+Two doors lead into the one store (:mod:`lits.plugin_host.store`): the seeds' decorators
+below and the pluggy hooks (:mod:`lits.plugin_host.hookspecs`, called by
+:mod:`lits.plugin_host.plugins`).  Lookups load the installed plugins first, once; when a
 name is missing and a plugin failed to load, the error says which and why.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Iterator, TypeVar, cast
 
-from lits import plugins
-from lits.store import (
+from lits.plugin_host import plugins
+from lits.plugin_host.store import (
     KINDS,
     STORE,
     TASK_TYPES,

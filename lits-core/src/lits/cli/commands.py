@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from lits import layout
+from lits.io import layout
 from lits.cli.errors import UserError
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lits.errors import UserError, one_line
-from lits.secrets import redact_text
+from lits.io.secrets import redact_text
 
 __all__ = ["UserError", "describe"]
 

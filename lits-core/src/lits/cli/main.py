@@ -16,7 +16,7 @@ from typing import Callable, Sequence, TextIO
 
 from lits.cli import commands
 from lits.cli.errors import UserError, describe
-from lits.secrets import redact_text
+from lits.io.secrets import redact_text
 
 
 def _add_role_models(g: argparse._ActionsContainer) -> None:
@@ -291,7 +291,7 @@ def main(argv: Sequence[str] | None = None, prefix: Sequence[str] = ()) -> int:
         parser.print_help()
         return 2
     if args.disable_plugin:  # read when plugins load, which is later (lazily)
-        from lits.plugins import ENV_DISABLE
+        from lits.plugin_host.plugins import ENV_DISABLE
 
         given = [os.environ.get(ENV_DISABLE, ""), *args.disable_plugin]
         os.environ[ENV_DISABLE] = ",".join(name for name in given if name)

@@ -24,7 +24,7 @@ SHOWABLE = (
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    from lits.plugins import plugin_infos
+    from lits.plugin_host.plugins import plugin_infos
 
     if getattr(args, "show", None):
         print(show(args.show))
@@ -56,8 +56,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 def registration_problems() -> dict[str, list[str]]:
     """Per distribution, one line per registered component that cannot run (see lits.components.checks)."""
     from lits.components.checks import describe_problems, problems_of
-    from lits.plugins import plugin_infos
-    from lits.store import STORE
+    from lits.plugin_host.plugins import plugin_infos
+    from lits.plugin_host.store import STORE
 
     out: dict[str, list[str]] = {}
     for info in plugin_infos():
@@ -74,14 +74,14 @@ def registration_problems() -> dict[str, list[str]]:
 def show(name: str) -> str:
     """A registered algorithm's or component's settings: type, default and description of each."""
     from lits.registry import list_names
-    from lits.store import STORE
+    from lits.plugin_host.store import STORE
 
     for kind in SHOWABLE:
         if name in list_names(kind):
             reg = STORE.get(kind, name)
             return _describe(kind, name, reg.owner, reg.obj, reg.meta)
     known = sorted({n for kind in SHOWABLE for n in list_names(kind)})
-    from lits.store import unknown_name_message
+    from lits.plugin_host.store import unknown_name_message
 
     raise UserError(unknown_name_message("registration", name, known))
 
@@ -126,7 +126,7 @@ def _type_name(annotation: object) -> str:
 
 def warn_broken_plugins(stream: TextIO | None = None) -> None:
     """One warning line per plugin that failed to load, and per unknown LITS_PLUGINS entry."""
-    from lits.plugins import plugin_infos, unknown_selections
+    from lits.plugin_host.plugins import plugin_infos, unknown_selections
 
     out = stream or sys.stderr
     for info in plugin_infos():

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Generic, Sequence, TypeVar, Unpack
 
 from lits.lm.base import Completion, LanguageModel, Prompt, SamplingArgs
-from lits.observability import call_context
+from lits.runtime.observability import call_context
 from lits.prompts.registry import PromptRegistry
 from lits.structures.base import Step
 
@@ -267,7 +267,7 @@ class RewardModel(Component, Generic[StateT, ActionT]):
         steps: Sequence[Step | None] = (),
     ) -> list[tuple[float, dict[str, object]]]:
         """Override to judge all siblings in one request; default: :meth:`fast_reward` each, concurrently."""
-        from lits.concurrency import parallel_map
+        from lits.runtime.concurrency import parallel_map
 
         return parallel_map(
             lambda i: self.fast_reward(state, actions[i], query, query_idx, from_phase=from_phase, step=steps[i]),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from lits.observability import context_tag
+from lits.runtime.observability import context_tag
 
 FIELDS = ("replies", "unparseable", "reasks", "fallbacks")
 #: Where a checkpoint (a search's journal, a chain's state file) keeps its instance's counts so far.

@@ -101,7 +101,7 @@ def export_runs(
 
 
 def _datasets_module() -> Any:
-    from lits.extras import require
+    from lits.runtime.extras import require
 
     datasets = require("datasets", install="lits-core[export]", package="the datasets library", what="--format parquet")
     datasets.disable_progress_bars()  # a bar per file on stderr says nothing the summary does not

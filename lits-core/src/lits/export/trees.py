@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from lits import layout
+from lits.io import layout
 from lits.components.factory import Components
 from lits.errors import UserError, one_line
 from lits.runs.results.artifacts import RunDir, RunFileError

@@ -17,12 +17,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence, TypedDict, Unpack, cast
 
-from lits.concurrency import tick_round
+from lits.runtime.concurrency import tick_round
 from lits.lm.cache import EncodedJSON, ResponseStore, encoded, generate_keys, request_key
 from lits.lm.server.constraints import ReplyLines, reply_lines as as_reply_lines
 from lits.lm.limits import CallLimiter, Limiter
 from lits.lm.usage import CallUsage, measuring
-from lits.observability import InferenceRecord, record_call
+from lits.runtime.observability import InferenceRecord, record_call
 
 
 class Message(TypedDict):

@@ -24,7 +24,7 @@ import weakref
 from pathlib import Path
 from typing import NoReturn, Protocol, Sequence, TextIO
 
-from lits import fastjson
+from lits.io import fastjson
 
 try:
     import fcntl

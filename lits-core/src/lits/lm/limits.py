@@ -8,16 +8,16 @@ import threading
 import time
 from typing import Protocol
 
-from lits.concurrency import rounds_so_far
+from lits.runtime.concurrency import rounds_so_far
 from lits.lm.usage import note_wait
-from lits.observability import context_tag
+from lits.runtime.observability import context_tag
 
 
 def call_priority() -> tuple[float, float]:
     """Where a call waiting for a slot stands: lower goes first.
 
     First the dependent calls its chain has made so far (the round clock of
-    :mod:`lits.concurrency`), then its instance (the oldest first).  A search
+    :mod:`lits.runtime.concurrency`), then its instance (the oldest first).  A search
     lasts as long as its longest chain of dependent calls; when calls queue,
     serving the chain that is furthest behind first keeps any one chain (one
     instance, or one rollout of a tree-parallel search) from becoming the

@@ -113,7 +113,7 @@ class LocalLlamaModel(LanguageModel):
         **calls: Unpack[CallOptions],
     ) -> None:
         super().__init__(concurrency=concurrency, **calls)
-        from lits.extras import require
+        from lits.runtime.extras import require
 
         self._llama_cpp = require(
             "llama_cpp",

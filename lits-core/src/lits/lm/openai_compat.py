@@ -20,8 +20,8 @@ from typing import Any, Callable, Literal, Mapping, Unpack
 
 import httpx
 
-from lits import fastjson
-from lits.concurrency import tick_round
+from lits.io import fastjson
+from lits.runtime.concurrency import tick_round
 from lits.lm.base import (
     CallOptions,
     Completion,
@@ -44,8 +44,8 @@ from lits.lm.server.forced_scoring import forced_body, forced_logprob
 from lits.lm.server.constraints import DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint, request_fields
 from lits.lm.server.slots import GenerationPace, SlotGate, probe_server
 from lits.lm.usage import measuring, note_request, reported_usage
-from lits.observability import UNUSED_REPLY, context_tag
-from lits.secrets import has_userinfo, is_masked, query_secrets, redact_text, safe_url
+from lits.runtime.observability import UNUSED_REPLY, context_tag
+from lits.io.secrets import has_userinfo, is_masked, query_secrets, redact_text, safe_url
 
 #: The first retry waits up to this many seconds (full jitter), each later one twice as long up to
 #: ``retry_max_wait``: a dropped connection or a 500 is usually gone at once, and a fault on a

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from lits.lm.base import ModelError
 from lits.lm.cache import ResponseCache
-from lits.observability import context_tag
+from lits.runtime.observability import context_tag
 
 
 class ReplayMiss(ModelError):

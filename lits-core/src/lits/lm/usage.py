@@ -6,7 +6,7 @@ served from the server's prefix cache, the server may say how long it worked,
 and the call may wait for a slot before any of that starts.  The backend notes
 each of these while the call runs (:func:`note_request`, :func:`note_wait`)
 into the :class:`CallUsage` that :func:`measuring` opened for the call; the
-base class then puts it on the call's :class:`~lits.observability.InferenceRecord`.
+base class then puts it on the call's :class:`~lits.runtime.observability.InferenceRecord`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class CallUsage:
     queued_seconds: float = 0.0
 
 
-class measuring:  # lower case: used like a function, as :class:`lits.observability.call_context`
+class measuring:  # lower case: used like a function, as :class:`lits.runtime.observability.call_context`
     """Collect the usage the backend notes inside (one per logical call)."""
 
     __slots__ = ("usage", "_token")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
-from lits.observability import call_context
+from lits.runtime.observability import call_context
 
 if TYPE_CHECKING:
     from lits.lm.base import LanguageModel

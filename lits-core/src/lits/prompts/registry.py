@@ -1,6 +1,6 @@
 """Prompt lookup with fallback: explicit -> task_name -> TASK_TYPE -> 'default'.
 
-Prompts live in the one store (:mod:`lits.store`) like every other
+Prompts live in the one store (:mod:`lits.plugin_host.store`) like every other
 registration; this is the seeds' view onto them.  A component with
 ``TASK_TYPE = None`` skips the TASK_TYPE step, so a task-specific component
 never silently gets a generic prompt.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from lits import plugins
-from lits.store import STORE, prompt_name, register_prompt
+from lits.plugin_host import plugins
+from lits.plugin_host.store import STORE, prompt_name, register_prompt
 
 
 class PromptRegistry:

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, NotRequired, TypedDict, cast
 
-from lits import layout
+from lits.io import layout
 from lits.components.factory import Components
 from lits.lm.base import sampling_stream
 from lits.memory.base import AugmentorContext, JSONValue, Outcome
 from lits.memory.memory import Memory, memory_scope
 from lits.memory.notes import offering
-from lits.observability import call_context
+from lits.runtime.observability import call_context
 from lits.runs.results.artifacts import RunDir, RunFileError
 from lits.runs.results.records import ResultRecord, result_record
 

@@ -104,7 +104,7 @@ def in_process(spec: str) -> bool:
 def check_model_args(role: str, args: Mapping[str, object]) -> dict[str, object]:
     """``--ROLE-model-arg`` values checked and typed; an unknown key names the closest known one."""
     from lits.lm.server.constraints import dialect_setting
-    from lits.store import unknown_name_message
+    from lits.plugin_host.store import unknown_name_message
 
     flag = f"--{role}-model-arg"
     out: dict[str, object] = {}
@@ -184,7 +184,7 @@ def describe_models(settings: ModelSettings) -> str:
     parts = []
     for role in ROLES:
         spec = role_spec(settings, role)
-        from lits.secrets import safe_url
+        from lits.io.secrets import safe_url
 
         own = spec["base_url"] and spec["base_url"] != settings.base_url
         where = f"@{safe_url(str(spec['base_url']))}" if own else ""
@@ -195,7 +195,7 @@ def describe_models(settings: ModelSettings) -> str:
 def call_destinations(settings: ModelSettings) -> str:
     """``http://127.0.0.1:8080/v1 (policy, eval, transition, bn)``: where each server model's calls go, as
     scheme, host, port and path only; empty when every model runs in this process."""
-    from lits.secrets import safe_url
+    from lits.io.secrets import safe_url
 
     by_url: dict[str, list[str]] = {}
     for role in ROLES:

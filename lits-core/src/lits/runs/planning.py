@@ -113,7 +113,7 @@ def check_models(settings: RunRecord) -> dict[str, str]:
     """Each component's model spec checked without loading it: where its calls would go."""
     from lits.registry import list_names
     from lits.runs.model_specs import KEY_ENV, ROLES, is_gguf, role_spec, server_url
-    from lits.secrets import safe_url
+    from lits.io.secrets import safe_url
 
     out: dict[str, str] = {}
     for role in ROLES:

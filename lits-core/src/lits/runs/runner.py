@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, TextIO
 
-from lits import fastjson, layout
-from lits.durable import atomic_write_text, durable_together
+from lits.io import fastjson, layout
+from lits.io.durable import atomic_write_text, durable_together
 from lits.components.factory import Components
-from lits.concurrency import fan_out_width, start_round_clock
+from lits.runtime.concurrency import fan_out_width, start_round_clock
 from lits.lm.base import CallsStopped
-from lits.observability import InferenceLog, InferenceRecord, call_context, collecting
+from lits.runtime.observability import InferenceLog, InferenceRecord, call_context, collecting
 from lits.runs.results.artifacts import RunDir
 from lits.runs.attempts import AttemptSettings, Finished, InstanceAttempts, search_files
 from lits.runs.faults.control import BREAKER, RESOURCE, RunControl

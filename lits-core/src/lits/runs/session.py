@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Mapping, TextIO
 
-from lits import layout
+from lits.io import layout
 from lits.errors import UserError
 from lits.lm.server.slots import one_slot_servers
 from lits.memory.memory import Memory
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from lits.lm.base import LanguageModel
     from lits.lm.cache import ResponseCache
     from lits.lm.replay import ReplayStore
-    from lits.observability import InferenceLog
+    from lits.runtime.observability import InferenceLog
     from lits.runs.results.evaluation import Summary
 
 
@@ -442,7 +442,7 @@ def constrained_by(settings: RunRecord) -> str | None:
 
 def read_inference_log(run_dir: RunDir) -> InferenceLog:
     """The inference log; damaged lines are skipped with one ``lits: warning:`` line."""
-    from lits.observability import InferenceLog
+    from lits.runtime.observability import InferenceLog
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from lits.runs.model_specs import ModelSpec
     from lits.runs.record import RunRecord
     from lits.runs.runner import Agent
-    from lits.store import Registration
+    from lits.plugin_host.store import Registration
 
 #: The chain a task type runs when ``--chain`` is not given.
 DEFAULT_CHAINS = {"env_grounded": "env_chain", "tool_use": "react", "language_grounded": "cot"}
@@ -56,7 +56,7 @@ def make_config(reg: Registration, values: Mapping[str, object], mode: str) -> A
     known = list(getattr(config_class, "model_fields", {}))
     unknown = [key for key in values if known and key not in known]
     if unknown:
-        from lits.store import unknown_name_message
+        from lits.plugin_host.store import unknown_name_message
 
         flag = "--search-arg" if mode == "search" else "--chain-arg"
         raise UserError(

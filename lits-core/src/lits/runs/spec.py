@@ -706,7 +706,7 @@ def read_spec_file(path: str | Path) -> dict[str, object]:
             "as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)"
         ) from None
     if path.suffix in (".yaml", ".yml"):
-        from lits.extras import require
+        from lits.runtime.extras import require
 
         yaml = require("yaml", install="pyyaml", what=f"{path} (YAML; or write it as TOML)", package="PyYAML")
         try:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Protocol
 
 from lits.errors import UserError
-from lits.secrets import KEY_ENV_VARS, is_masked, safe_url
+from lits.io.secrets import KEY_ENV_VARS, is_masked, safe_url
 
 from lits.runs.model_specs import ModelSettings
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Generic, Iterable, Self, TypeVar
 
-from lits.durable import atomic_write_text
+from lits.io.durable import atomic_write_text
 from lits.type_registry import PLAIN, deserialize, register_type, serialize
 
 

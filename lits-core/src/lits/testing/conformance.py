@@ -237,7 +237,7 @@ def _check_prompt_registered(where: str, dataset: str, cls: type, components: Co
     """A transition with ``TASK_TYPE = None`` opts out of generic prompts: its own must exist."""
     from lits.components.policy.env_grounded import EnvGroundedPolicy
     from lits.prompts.registry import PromptRegistry
-    from lits.store import STORE, prompt_name
+    from lits.plugin_host.store import STORE, prompt_name
 
     if not isinstance(components.policy, EnvGroundedPolicy):
         return  # the plugin's own policy: its prompts are its own business

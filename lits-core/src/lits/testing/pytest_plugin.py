@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 @pytest.fixture
 def lits_registry() -> Iterator[None]:
     """The installed plugins loaded, and whatever the test registers forgotten afterwards."""
-    from lits.plugins import ensure_plugins_loaded
+    from lits.plugin_host.plugins import ensure_plugins_loaded
     from lits.registry import isolated_registry
 
     ensure_plugins_loaded()

@@ -68,7 +68,7 @@ class CounterTransition(EnvGroundedTransition):
 
 
 def _register_toy() -> None:
-    from lits.store import add_registration, register_prompt
+    from lits.plugin_host.store import add_registration, register_prompt
 
     add_registration("transition", TOY_DOMAIN, CounterTransition, task_type="env_grounded", owner=_OWNER)
     add_registration(
@@ -192,8 +192,8 @@ def check_search(
     """
     from lits.agents import BaseTreeSearch
     from lits.components.checks import problems_of
-    from lits.concurrency import fan_out_width
-    from lits.plugins import ensure_plugins_loaded
+    from lits.runtime.concurrency import fan_out_width
+    from lits.plugin_host.plugins import ensure_plugins_loaded
     from lits.registry import get_registration, isolated_registry
 
     where = f"check_search({name!r})"

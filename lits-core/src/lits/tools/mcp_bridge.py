@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any, Awaitable, Callable, NoReturn, TypeVar
 
-from lits.secrets import KEY_ENV_VARS, redact_text
+from lits.io.secrets import KEY_ENV_VARS, redact_text
 from lits.tools.base import ToolUnavailable
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class McpServerSpec:
 
 def import_sdk() -> ModuleType:
     """The ``mcp`` package, or one line saying how to install it."""
-    from lits.extras import require
+    from lits.runtime.extras import require
 
     return require("mcp", install="lits-core[mcp]", what="the MCP resource", package="the MCP SDK")
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, TypedDict, cast
 
-from lits.observability import UNUSED_REPLY
+from lits.runtime.observability import UNUSED_REPLY
 
 if TYPE_CHECKING:
     from lits.runs.results.tree import InstanceTree, NodeRow
@@ -34,7 +34,7 @@ CALL_FIELDS = (
 
 
 class CallRecord(TypedDict, total=False):
-    """One line of ``inference.jsonl`` (:meth:`lits.observability.InferenceRecord.as_dict`); read
+    """One line of ``inference.jsonl`` (:meth:`lits.runtime.observability.InferenceRecord.as_dict`); read
     defensively, as a log written by an older version may lack a field."""
 
     model: str
@@ -102,7 +102,7 @@ class Totals(TypedDict, total=False):
     cost: float
     requests: int
     queued_seconds: float
-    #: Only when some call's server reported it (as :class:`lits.observability.InferenceLog` totals it).
+    #: Only when some call's server reported it (as :class:`lits.runtime.observability.InferenceLog` totals it).
     tokens_cached: int
 
 

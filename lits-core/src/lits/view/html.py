@@ -89,7 +89,7 @@ def _finite(value: object) -> object:
 
 def write_report(run_root: Path, out: Path | None = None) -> Path:
     """Write the run's page (default ``RUN_DIR/report.html``, atomically) and return its path."""
-    from lits.durable import atomic_write_text
+    from lits.io.durable import atomic_write_text
 
     run_root = Path(run_root)
     page = render_report(build_report(run_root))

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, cast
 
-from lits import layout
+from lits.io import layout
 from lits.components import parsing
 from lits.runs.results.evaluation import parse_totals
 from lits.runs.results.spend import spend

@@ -38,7 +38,7 @@ class PlotUnavailable(RuntimeError):
 
 
 def _matplotlib() -> tuple[ModuleType, type[Figure], type[FigureCanvasAgg]]:
-    from lits.extras import MissingExtra, require
+    from lits.runtime.extras import MissingExtra, require
 
     try:
         matplotlib = require("matplotlib", install="lits-core[plot]", what="lits compare --plot")

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from lits import layout
+from lits.io import layout
 from lits.agents.chain.repeats import STEER_ROUNDS, RepeatTracker
 from lits.agents.config import ChainConfig, CoTConfig
 from lits.components import parsing
 from lits.components.base import Policy, Transition
-from lits.durable import atomic_write_text
-from lits.observability import call_context
+from lits.io.durable import atomic_write_text
+from lits.runtime.observability import call_context
 from lits.structures.base import State, Step, TrajectoryState
 from lits.type_registry import deserialize
 

@@ -24,7 +24,7 @@ from lits.agents.config import SelfConsistencyConfig
 from lits.answers import same_text
 from lits.agents.chain.repeats import RepeatTracker
 from lits.lm.base import sampling_stream
-from lits.observability import call_context
+from lits.runtime.observability import call_context
 from lits.structures.base import Step, TrajectoryState
 
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
-from lits import layout
+from lits.io import layout
 from lits.agents.config import TreeSearchConfig
 from lits.agents.tree.recorder import TreeRecorder
-from lits.concurrency import parallel_map
+from lits.runtime.concurrency import parallel_map
 from lits.lm.base import LanguageModel
-from lits.observability import call_context
+from lits.runtime.observability import call_context
 from lits.components import parsing
 from lits.components.base import Policy, RewardModel, Transition, accepts_exclude
 from lits.structures.base import Step, step_key

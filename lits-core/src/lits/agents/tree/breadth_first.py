@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from lits.agents.config import BFSConfig
 from lits.agents.tree.base import BaseTreeSearch, SearchResult
-from lits.concurrency import parallel_map
+from lits.runtime.concurrency import parallel_map
 from lits.structures.node import BFSNode, SearchNode
 
 

@@ -46,9 +46,9 @@ from typing import Any, Callable, Protocol, Sequence, TypeVar
 from lits.agents.config import TreeSearchConfig
 from lits.answers import answer_rules
 from lits.components.base import accepts_exclude
-from lits.concurrency import parallel_map
+from lits.runtime.concurrency import parallel_map
 from lits.lm.base import Completion, LanguageModel, Prompt, recording_replies, sampling_stream
-from lits.observability import call_context
+from lits.runtime.observability import call_context
 from lits.prompts.registry import PromptRegistry
 from lits.structures.base import Step, step_key
 from lits.structures.env_grounded import EnvState

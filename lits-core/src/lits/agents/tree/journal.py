@@ -31,8 +31,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TextIO
 
-from lits import fastjson
-from lits.durable import atomic_writer
+from lits.io import fastjson
+from lits.io.durable import atomic_writer
 from lits.structures.base import TrajectoryState, field_names
 from lits.structures.node import PARENT_STEPS, SearchNode
 from lits.type_registry import deserialize, serialize
@@ -131,7 +131,7 @@ class TreeJournal:
     def compact(self) -> None:
         """Merge the journal's lines and the pending checkpoints into one line (atomically, fsynced).
 
-        Inside :func:`~lits.durable.durable_together` (the runner's end of an instance) the merged
+        Inside :func:`~lits.io.durable.durable_together` (the runner's end of an instance) the merged
         file replaces the journal when that block ends, made durable together with the instance's files.
 
         Streams: each node's latest JSON text is kept (later lines win), the rest of a line is dropped once

@@ -20,7 +20,7 @@ from lits.components.base import Policy
 from lits.components.env_prompting import EnvPrompt, parse_action_line
 from lits.components.parsing import count_fallback, count_reask, count_reply
 from lits.lm.base import LanguageModel, LoglikelihoodUnsupported, Message
-from lits.observability import context_tag
+from lits.runtime.observability import context_tag
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 
 Strategy = Literal["auto", "rank", "generate"]

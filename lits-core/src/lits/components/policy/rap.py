@@ -9,7 +9,7 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     if name == "RAPPolicy":
-        from lits.extras import require
+        from lits.runtime.extras import require
 
         return require(
             "lits_math.rap.policy", install="lits-plugin-math", what="RAPPolicy", package="the math plugin"

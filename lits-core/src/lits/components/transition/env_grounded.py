@@ -130,7 +130,7 @@ def legal_actions(transition: type, env_state: str) -> list[str]:
     if isinstance(actions, (list, tuple)) and all(isinstance(a, str) for a in actions):
         return list(actions)
     from lits.errors import PluginContractError
-    from lits.store import owner_of
+    from lits.plugin_host.store import owner_of
 
     what = f"a {type(actions).__name__}" if not isinstance(actions, (list, tuple)) else "a list holding non-strings"
     raise PluginContractError(

@@ -6,7 +6,7 @@ content, no choices) were both computed and billed by the server.
 :class:`CallBill` tallies them while the call runs; when it ends, the retry
 transport adds its requests to the run's counters and hands the unused
 replies to the model, which puts their tokens and price in the inference log
-(kind :data:`lits.observability.UNUSED_REPLY`), so every cost figure includes them.
+(kind :data:`lits.runtime.observability.UNUSED_REPLY`), so every cost figure includes them.
 
 A copy the call stopped waiting for (cut short, or still running when the call
 returned) never shows its usage: it is counted with the usage of the reply the
@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from lits import fastjson
+from lits.io import fastjson
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ def _warn(text: str) -> None:
 
 def _shown(base_url: str) -> str:
     """The URL as a warning may show it (never a credential)."""
-    from lits.secrets import redact_url
+    from lits.io.secrets import redact_url
 
     return redact_url(base_url)
 

@@ -85,7 +85,7 @@ def _said(exc: BaseException) -> str:
 
 def plugin_frame(exc: BaseException) -> tuple[str, str] | None:
     """(plugin, ``module.function``) of the innermost frame of ``exc``'s traceback that is a plugin's code."""
-    from lits.store import plugin_of_module
+    from lits.plugin_host.store import plugin_of_module
 
     for frame in innermost_frames(exc):
         module = str(frame.f_globals.get("__name__", ""))

@@ -38,8 +38,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping, TextIO
 
-from lits import layout
-from lits.durable import atomic_write_text
+from lits.io import layout
+from lits.io.durable import atomic_write_text
 from lits.errors import UserError
 from lits.runs.results.artifacts import RunDir
 from lits.runs.faults.control import BREAKER, RESOURCE, RunControl, resource_problem
@@ -58,7 +58,7 @@ SHUTDOWN_TIMEOUT = 20.0
 def require_ray() -> None:
     """One line, before anything is loaded, when Ray is not installed."""
     if importlib.util.find_spec("ray") is None:
-        from lits.extras import MissingExtra, missing_message
+        from lits.runtime.extras import MissingExtra, missing_message
 
         raise MissingExtra(missing_message("ray", install="lits-core[ray]", what="--executor ray", package="Ray"))
 
@@ -411,7 +411,7 @@ class RayExecutor:
 
     def _take(self, out: dict[str, Any]) -> None:
         """Write what a worker sent for one instance; the result file last (it marks the instance done)."""
-        from lits.observability import InferenceRecord
+        from lits.runtime.observability import InferenceRecord
 
         idx, status = int(out["idx"]), out["status"]
         if status == "setup":

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
-from lits import layout
+from lits.io import layout
 from lits.lm.cache import ResponseCache, ResponseStore
-from lits.observability import InferenceLog, collecting
+from lits.runtime.observability import InferenceLog, collecting
 from lits.runs.ray.actors import SharedCache, SharedLimiter
 from lits.runs.runner import _Runner
 
@@ -183,7 +183,7 @@ class InstanceWorker:
 
     def run(self, idx: int, example: dict[str, Any], resume: bool, files: dict[str, bytes]) -> dict[str, Any]:
         """One instance: its status, the files it wrote, its inference records and log lines."""
-        from lits.concurrency import fan_out_width
+        from lits.runtime.concurrency import fan_out_width
         from lits.runs.results.records import take_proposals
 
         ray.get(self.coordinator.started.remote(idx))

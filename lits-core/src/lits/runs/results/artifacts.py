@@ -1,4 +1,4 @@
-"""Reading and writing a run's save dir (the layout and its version: :mod:`lits.layout`).
+"""Reading and writing a run's save dir (the layout and its version: :mod:`lits.io.layout`).
 
 All JSON files are written atomically, so a killed run leaves no torn file.
 A damaged file is a :class:`RunFileError` naming it and what to do; a run written
@@ -16,10 +16,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, cast
 
-from lits import layout
-from lits.durable import atomic_write_text
+from lits.io import layout
+from lits.io.durable import atomic_write_text
 from lits.errors import UserError
-from lits.secrets import redact_query, safe_urls
+from lits.io.secrets import redact_query, safe_urls
 
 try:
     import fcntl
@@ -42,7 +42,7 @@ def redact(config: Mapping[str, object]) -> dict[str, object]:
         if isinstance(value, dict):
             value = redact(value)
         elif isinstance(value, str):
-            # An http(s) URL keeps its scheme, host, port and path only (lits.secrets.safe_url); a database
+            # An http(s) URL keeps its scheme, host, port and path only (lits.io.secrets.safe_url); a database
             # URL keeps its user name (its password is refused before it gets here, and resume needs the
             # name), and its credential-looking query values become ***.
             value = safe_urls(redact_query(value))
@@ -142,7 +142,7 @@ class RunDir:
 
     def write_json(self, relative: str, payload: object, *, indent: int | None = 1, durable: bool = True) -> Path:
         """``payload`` as JSON, atomically; ``indent=None`` for bulk data nobody reads by eye (5x faster);
-        ``durable=False`` skips the fsync (see :func:`lits.durable.atomic_writer`)."""
+        ``durable=False`` skips the fsync (see :func:`lits.io.durable.atomic_writer`)."""
         path = self.root / relative
         text = json.dumps(payload, indent=indent, default=str)
         try:

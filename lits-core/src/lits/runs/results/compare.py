@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Mapping, NotRequired, TypedDict
 
-from lits import layout
+from lits.io import layout
 from lits.runs.results.paired import PairedComparison, compare_paired, describe
 from lits.runs.results.spend import spend
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypedDict
 
 from lits.components import parsing
-from lits.observability import InferenceLog
+from lits.runtime.observability import InferenceLog
 from lits.runs.results.records import InstanceEval, ResultRecord, evaluate_instance
 from lits.runs.results.spend import Spend, spend, spend_rows
 from lits.type_registry import deserialize

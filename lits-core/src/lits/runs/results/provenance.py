@@ -29,7 +29,7 @@ def _version(distribution: str) -> str:
 
 def plugin_versions() -> dict[str, str]:
     """Every installed LiTS plugin distribution and its version, noting ones not loaded or broken."""
-    from lits.plugins import ENTRY_POINT_GROUP, plugin_infos
+    from lits.plugin_host.plugins import ENTRY_POINT_GROUP, plugin_infos
 
     loaded = {info.distribution: info for info in plugin_infos() if not info.builtin}
     out: dict[str, str] = {}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from lits import layout
+from lits.io import layout
 
 if TYPE_CHECKING:
     import pandas
@@ -76,7 +76,7 @@ class RunResult:
 
     def to_pandas(self) -> pandas.DataFrame:
         """One row per instance (needs pandas)."""
-        from lits.extras import require
+        from lits.runtime.extras import require
 
         pd = require("pandas", install="pandas", what="RunResult.to_pandas")
         return pd.DataFrame(

@@ -5,7 +5,7 @@ generates every reply token; waiting for a slot costs the server nothing.  So
 the figures that compare methods are the prompt tokens the server evaluated
 (sent minus served from its cache) and the model seconds (not the wait), each
 per solved instance.  Built from the inference totals
-(:meth:`lits.observability.InferenceLog.summary`), so a run summarized before
+(:meth:`lits.runtime.observability.InferenceLog.summary`), so a run summarized before
 these figures existed gets them too (``lits compare``).
 """
 

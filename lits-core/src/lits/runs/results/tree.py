@@ -21,7 +21,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Mapping, NotRequired, TypedDict
 
-from lits import layout
+from lits.io import layout
 from lits.structures.node import PARENT_STEPS, backpropagate
 
 if TYPE_CHECKING:

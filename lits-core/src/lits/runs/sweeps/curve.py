@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TypedDict
 
-from lits import layout
+from lits.io import layout
 from lits.agents.config import BFSConfig, MCTSConfig, TreeSearchConfig
 from lits.agents.tree.base import BaseTreeSearch
 from lits.agents.tree.journal import JournalError, TreeJournal
 from lits.errors import UserError, one_line
-from lits.observability import UNUSED_REPLY, InferenceLog
+from lits.runtime.observability import UNUSED_REPLY, InferenceLog
 from lits.runs.results.paired import PairedComparison, compare_paired
 from lits.structures.node import MCTSNode, SearchNode
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from lits import layout
+from lits.io import layout
 from lits.errors import UserError
 from lits.lm.cache import CacheError, ResponseCache
 from lits.lm.replay import ReplayStore

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from lits.observability import UNUSED_REPLY, InferenceRecord
+from lits.runtime.observability import UNUSED_REPLY, InferenceRecord
 from lits.runs.faults.control import RunControl
 from lits.runs.results.artifacts import RunDir
 from lits.runs.results.spend import BudgetReport

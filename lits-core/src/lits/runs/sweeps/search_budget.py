@@ -28,7 +28,7 @@ import math
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from lits.errors import UserError
-from lits.observability import InferenceLog
+from lits.runtime.observability import InferenceLog
 from lits.runs.results.artifacts import RunDir
 from lits.runs.results.spend import BudgetReport
 from lits.runs.runner import Agent

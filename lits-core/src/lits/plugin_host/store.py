@@ -1,6 +1,6 @@
 """The one store of every named thing: components, datasets, prompts, searches, models, ...
 
-A plain store that knows nothing about plugin loading: :mod:`lits.plugins`
+A plain store that knows nothing about plugin loading: :mod:`lits.plugin_host.plugins`
 fills it through pluggy hooks, the seeds' decorators (:mod:`lits.registry`)
 fill it directly, and lookups read it.  Each registration remembers its owner
 (the plugin distribution that ships the object, or the defining module), so

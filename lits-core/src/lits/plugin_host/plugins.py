@@ -24,8 +24,8 @@ import pluggy
 if TYPE_CHECKING:
     from importlib_metadata import EntryPoint
 
-from lits import hookspecs, plugin_probe
-from lits.store import (
+from lits.plugin_host import hookspecs, plugin_probe
+from lits.plugin_host.store import (
     BUILTIN_OWNER,
     add_registration,
     owner_scope,

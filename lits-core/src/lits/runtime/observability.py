@@ -3,7 +3,7 @@
 Agents and components bind context (instance, component, phase, depth,
 iteration) with :func:`call_context`; backends call :func:`record_call`; the
 record picks the context up from :mod:`contextvars`, which worker threads
-inherit through :func:`lits.concurrency.parallel_map`.
+inherit through :func:`lits.runtime.concurrency.parallel_map`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, TextIO
 
-from lits import fastjson
+from lits.io import fastjson
 
 #: The kind of a record for a reply the server billed that no call used (a hedged copy that lost, a reply the
 #: retry loop rejected): its tokens and cost count, it is no call (:mod:`lits.lm.http.billing`).

@@ -2,7 +2,7 @@
 
 Each hook receives a ``register`` callable; call it once per thing you add.
 Decorators in :mod:`lits.registry` are the other way to register and end up
-in the same store (:mod:`lits.store`).  Call hooks with keyword arguments;
+in the same store (:mod:`lits.plugin_host.store`).  Call hooks with keyword arguments;
 implementations take exactly ``register`` (no defaults).  Specs may only ever
 gain arguments, never lose them.
 """
