@@ -78,7 +78,7 @@ def render() -> str:
         "Generated from the code by `python -m lits.reference`; a test keeps it in step with the code.\n",
         "## Hooks (`lits.plugin_host.hookspecs`)\n",
         "Implement any of them in the module your `lits.plugins` entry point names, decorated with "
-        "`@hookimpl` (`from lits.plugin_host.hookspecs import hookimpl`); each receives `register` and returns nothing.\n",
+        "`@hookimpl` (`from lits.api import hookimpl`); each receives `register` and returns nothing.\n",
         _routines((n, getattr(hookspecs, n)) for n in sorted(dir(hookspecs)) if n.startswith("register_")),
         "## Decorators (`lits.registry`)\n",
         "The other door into the same store.\n",
