@@ -42,9 +42,19 @@ def slow_server() -> Iterator[FakeOpenAIServer]:
         yield srv
 
 
+def _default_sigint() -> None:
+    """A child started by a test worker that ignores SIGINT (as xdist's may) would inherit the ignoring, and a
+    Ctrl-C while it starts would be lost: give it a terminal's default, as a user's shell does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "lits", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "lits", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
     )
 
 
