@@ -31,7 +31,6 @@ from typing import Callable, Iterable, Mapping, Protocol
 
 from lits.errors import UserError
 from lits.io.secrets import KEY_ENV_VARS, is_masked, safe_url
-
 from lits.runs.model_specs import ModelSettings
 
 
