@@ -13,7 +13,6 @@ A run writes the same save dir as the command line (``lits view DIR`` shows it),
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -457,6 +456,8 @@ def plan(spec: RunSpec | None = None, /, **fields: object) -> Plan:
 
 async def run_async(spec: RunSpec | None = None, /, **fields: object) -> RunResult:
     """:func:`run` for code already in an event loop: the run goes to a worker thread."""
+    import asyncio  # here, not at the top: a plugin importing this face does not pay for the event loop's modules
+
     return await asyncio.to_thread(run, spec, **fields)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from lits.api import Augmentor, AugmentorContext, parse_tool_call, register_augmentor
+from lits.api import Augmentor, AugmentorContext, register_augmentor
 from lits.structures.base import Step
 from lits_mapeval.sql_guard import harden
 
@@ -68,6 +68,9 @@ class SqlValidator(Augmentor):
         return default_db(int(str(context.resource_args.get("seed") or 0)))
 
     def check_step(self, state: object, step: Step, context: AugmentorContext) -> str | None:
+        from lits.api import parse_tool_call  # here: importing lits.tools (pydantic tool models) at plugin load
+        # cost every run ~half of plugin loading, and only a run with this augmentor needs it
+
         action = step.get_action()
         if action is None:
             return None

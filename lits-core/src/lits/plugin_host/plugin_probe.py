@@ -32,7 +32,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 if TYPE_CHECKING:
-    from importlib_metadata import EntryPoint
+    from lits.plugin_host.entry_points import PluginEntryPoint
 
 T = TypeVar("T")
 
@@ -57,9 +57,8 @@ for index, target in enumerate(sys.argv[2:]):
 """
 
 
-def entry_id(ep: EntryPoint) -> str:
-    dist = ep.dist.name if ep.dist is not None else ""
-    return f"{dist}:{ep.name}={ep.value}"
+def entry_id(ep: PluginEntryPoint) -> str:
+    return f"{ep.dist_name}:{ep.name}={ep.value}"
 
 
 class ImportTimedOut(BaseException):
@@ -123,17 +122,17 @@ def _on_a_thread(load: Callable[[], T], seconds: float) -> T:
     return box["value"]  # type: ignore[return-value]
 
 
-def forget(points: list[EntryPoint]) -> None:
+def forget(points: list[PluginEntryPoint]) -> None:
     """Drop the cached verdicts for these plugins: one proved wrong, so the next start probes again."""
     with contextlib.suppress(OSError):
         _cache_path(points).unlink()
 
 
-def _cache_path(points: list[EntryPoint]) -> Path:
+def _cache_path(points: list[PluginEntryPoint]) -> Path:
     return cache_dir() / f"probe-{environment_key(points)}.json"
 
 
-def verdicts(points: list[EntryPoint]) -> dict[str, str]:
+def verdicts(points: list[PluginEntryPoint]) -> dict[str, str]:
     """Entry points (by :func:`entry_id`) that must not be imported here, with why; {} when all are healthy."""
     if not points or os.environ.get(ENV_PROBE, "").lower() in ("off", "0", "false", "no"):
         return {}
@@ -159,13 +158,13 @@ def cache_dir() -> Path:
     return Path(base) / "lits" / "plugin-probe"
 
 
-def environment_key(points: list[EntryPoint]) -> str:
+def environment_key(points: list[PluginEntryPoint]) -> str:
     """Changes when a plugin is installed, removed, upgraded or its top-level module file is edited."""
     digest = hashlib.sha256(f"{sys.executable}|{sys.version}".encode())
     for ep in points:
         digest.update(entry_id(ep).encode())
-        digest.update(str(getattr(ep.dist, "version", "")).encode())
-        for path in (getattr(ep.dist, "_path", None), _module_file(ep.value)):
+        digest.update(ep.version.encode())
+        for path in (ep.dist_path, _module_file(ep.value)):
             with contextlib.suppress(OSError, TypeError):
                 stat = os.stat(str(path))
                 digest.update(f"{path}|{stat.st_mtime_ns}|{stat.st_size}".encode())
@@ -181,7 +180,7 @@ def _module_file(value: str) -> str | None:
     return None
 
 
-def probe(points: list[EntryPoint]) -> dict[str, str]:
+def probe(points: list[PluginEntryPoint]) -> dict[str, str]:
     """Import each entry point's module in a child process; the ones that exited it or hung, with why."""
     bad: dict[str, str] = {}
     remaining = list(points)

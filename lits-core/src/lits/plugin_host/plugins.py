@@ -17,14 +17,12 @@ import re
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import pluggy
 
-if TYPE_CHECKING:
-    from importlib_metadata import EntryPoint
-
 from lits.plugin_host import hookspecs, plugin_probe
+from lits.plugin_host.entry_points import PluginEntryPoint, plugin_entry_points
 from lits.plugin_host.store import (
     BUILTIN_OWNER,
     add_registration,
@@ -37,7 +35,6 @@ from lits.plugin_host.store import (
     set_package_owners,
 )
 
-ENTRY_POINT_GROUP = "lits.plugins"
 ENV_PLUGINS = "LITS_PLUGINS"
 ENV_STRICT = "LITS_STRICT_PLUGINS"
 #: Plugins not to load (distribution or entry-point names, comma-separated); ``--disable-plugin`` adds to it.
@@ -86,6 +83,7 @@ class _State:
         self.loading = False
         self.infos: list[PluginInfo] = []
         self.unknown: list[str] = []  # LITS_PLUGINS entries no installed plugin matches
+        self.points: list[PluginEntryPoint] = []  # every installed plugin, loaded or not
         self.pm = _new_manager()
 
 
@@ -125,21 +123,20 @@ def load_plugins(*, strict: bool | None = None) -> list[PluginInfo]:
                 info = PluginInfo(CORE_NAME, CORE_NAME, __version__, module_name, builtin=True)
                 _load_one(info, functools.partial(importlib.import_module, module_name), strict)
             allowed = _allowed_names()
-            points = _entry_points()
+            points = plugin_entry_points()
             # Credit what a plugin's modules define to the distribution whose entry point ships
             # them, whoever imports them first.
-            set_package_owners({ep.value.split(":")[0].split(".")[0]: _dist_name(ep) for ep in points})
+            set_package_owners({ep.value.split(":")[0].split(".")[0]: ep.dist_name for ep in points})
             _STATE.unknown = _unknown_selections(allowed, points)
+            _STATE.points = points
             disabled = _names_in(ENV_DISABLE) or set()
             chosen, unselected = [], []
             for ep in points:
-                dist_name = _dist_name(ep)
-                names = {_norm(dist_name), _norm(ep.name)}
+                names = {_norm(ep.dist_name), _norm(ep.name)}
                 if allowed is not None and not (names & allowed):
-                    unselected.append(dist_name)
+                    unselected.append(ep.dist_name)
                     continue
-                version = ep.dist.version if ep.dist is not None else "unknown"
-                info = PluginInfo(ep.name, dist_name, version, ep.value)
+                info = PluginInfo(ep.name, ep.dist_name, ep.version, ep.value)
                 if names & disabled:
                     info.disabled = True
                     _STATE.infos.append(info)
@@ -177,18 +174,24 @@ def load_errors() -> list[PluginInfo]:
     return [i for i in plugin_infos() if i.error]
 
 
+def installed_plugins() -> list[PluginEntryPoint]:
+    """Every installed plugin's entry point as the load found it, selected or not (read once per load)."""
+    ensure_plugins_loaded()
+    return list(_STATE.points)
+
+
 def unknown_selections() -> list[str]:
     """One line per ``LITS_PLUGINS`` entry that names no installed plugin."""
     ensure_plugins_loaded()
     return list(_STATE.unknown)
 
 
-def _unknown_selections(allowed: set[str] | None, points: list[EntryPoint]) -> list[str]:
+def _unknown_selections(allowed: set[str] | None, points: list[PluginEntryPoint]) -> list[str]:
     import difflib
 
     if not allowed:
         return []
-    installed = sorted({_norm(_dist_name(ep)) for ep in points} | {_norm(ep.name) for ep in points})
+    installed = sorted({_norm(ep.dist_name) for ep in points} | {_norm(ep.name) for ep in points})
     lines = []
     for wanted in sorted(allowed - set(installed)):
         close = difflib.get_close_matches(wanted, installed, n=1, cutoff=0.6)
@@ -215,17 +218,6 @@ def _names_in(variable: str) -> set[str] | None:
     if raw is None:
         return None
     return {_norm(n.strip()) for n in raw.split(",") if n.strip()}
-
-
-def _entry_points() -> list[EntryPoint]:
-    import importlib_metadata
-
-    eps = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
-    return sorted(eps, key=lambda ep: (ep.dist.name if ep.dist else "", ep.name))
-
-
-def _dist_name(ep: EntryPoint) -> str:
-    return ep.dist.name if ep.dist is not None else ep.name
 
 
 def _owner_for(info: PluginInfo) -> str:
@@ -353,4 +345,5 @@ def reset_plugins() -> None:
     with _STATE.lock:
         _STATE.loaded = False
         _STATE.infos = []
+        _STATE.points = []
         _STATE.pm = _new_manager()

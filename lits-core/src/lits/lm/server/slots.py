@@ -26,12 +26,13 @@ import threading
 import time
 import warnings
 from collections import deque
-from typing import Callable, Iterator, Mapping, NamedTuple, Sequence
-
-import httpx
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 from lits.lm.server.constraints import VLLM_STRUCTURED_OUTPUTS, ConstraintDialect
 from lits.lm.usage import note_wait
+
+if TYPE_CHECKING:  # httpx loads with the first probe: a run on a local or scripted model never imports it
+    import httpx
 
 #: Patience per probe: a llama-cpp-python server busy reading a long prompt answers a GET only after ~10 s,
 #: and a probe given up on leaves calls ungated, to time out in the server's queue as false faults.  The last
@@ -85,6 +86,8 @@ def probe_server(
     each wait (default: a warning line).  A server that never answered gets :data:`UNANSWERED_SLOTS`, and
     replies that are not constrained: the run says so in one line.
     """
+    import httpx
+
     started, waits = time.monotonic(), 0
     say = progress or (
         lambda waited: _warn(
@@ -127,6 +130,8 @@ def _shown(base_url: str) -> str:
 
 
 def _ask(base_url: str, headers: Mapping[str, str], params: Mapping[str, str] | None, timeout: float) -> ServerFacts:
+    import httpx
+
     root = base_url.rstrip("/")
     root = root[: -len("/v1")] if root.endswith("/v1") else root
     # Plain HTTP needs no certificates: loading the CA bundle was ~45 ms of every run's start.
@@ -149,6 +154,8 @@ def _ask(base_url: str, headers: Mapping[str, str], params: Mapping[str, str] | 
 
 def _vllm_dialect(client: httpx.Client, root: str) -> ConstraintDialect:
     """``structured_outputs``, or ``guided`` for a vLLM whose ``/version`` says it predates them."""
+    import httpx
+
     try:
         answer = client.get(f"{root}/version")
         version = answer.json().get("version") if answer.status_code == 200 else None

@@ -12,6 +12,8 @@ import sys
 from importlib import metadata
 from typing import TYPE_CHECKING, Mapping
 
+from lits.plugin_host.entry_points import name_and_version
+
 if TYPE_CHECKING:
     from lits.lm.base import LanguageModel
     from lits.runs.record import RunRecord
@@ -22,20 +24,19 @@ LIBRARIES = ("lits-core", "pluggy", "httpx", "pydantic", "tenacity")
 
 def _version(distribution: str) -> str:
     try:
-        return metadata.version(distribution)
+        return name_and_version(metadata.distribution(distribution))[1]
     except metadata.PackageNotFoundError:
         return "not installed"
 
 
 def plugin_versions() -> dict[str, str]:
     """Every installed LiTS plugin distribution and its version, noting ones not loaded or broken."""
-    from lits.plugin_host.plugins import ENTRY_POINT_GROUP, plugin_infos
+    from lits.plugin_host.plugins import installed_plugins, plugin_infos
 
     loaded = {info.distribution: info for info in plugin_infos() if not info.builtin}
     out: dict[str, str] = {}
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        name = ep.dist.name if ep.dist is not None else ep.name
-        version = ep.dist.version if ep.dist is not None else "unknown"
+    for ep in installed_plugins():  # the loader's own reading: no second scan of every installed distribution
+        name, version = ep.dist_name, ep.version
         info = loaded.get(name)
         note = (
             ""
