@@ -17,7 +17,6 @@ UNUSED_AT_START = (
     "click",
     "pygments",
     "asyncio",  # lits.api's run_async
-    "importlib_metadata",  # the plugin loader's entry points (the stdlib reads them)
     "anthropic",  # the hosted plugin's SDKs: loaded when a hosted model is built
     "boto3",
     "lits.lm.openai_compat",

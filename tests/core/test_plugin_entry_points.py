@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib_metadata
 from typing import Any
 
 import pytest
@@ -12,27 +12,27 @@ from lits.plugin_host.entry_points import plugin_entry_points
 
 @pytest.fixture
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The folders of the distributions whose entry points or METADATA importlib.metadata parses."""
+    """The folders of the distributions whose entry points or METADATA importlib_metadata parses."""
     seen: list[str] = []
-    entry_points = importlib.metadata.Distribution.entry_points
-    metadata = importlib.metadata.Distribution.metadata
+    entry_points = importlib_metadata.Distribution.entry_points
+    metadata = importlib_metadata.Distribution.metadata
 
     def counting(prop: Any) -> property:
-        def get(dist: importlib.metadata.Distribution) -> Any:
+        def get(dist: importlib_metadata.Distribution) -> Any:
             seen.append(str(getattr(dist, "_path", dist)))
             return prop.fget(dist)
 
         return property(get)
 
-    monkeypatch.setattr(importlib.metadata.Distribution, "entry_points", counting(entry_points))
-    monkeypatch.setattr(importlib.metadata.Distribution, "metadata", counting(metadata))
+    monkeypatch.setattr(importlib_metadata.Distribution, "entry_points", counting(entry_points))
+    monkeypatch.setattr(importlib_metadata.Distribution, "metadata", counting(metadata))
     return seen
 
 
 def test_only_distributions_declaring_lits_plugins_are_parsed_each_once(parsed: list[str]) -> None:
     points = plugin_entry_points()
     plugin_folders = {point.dist_path for point in points}
-    assert len(importlib.metadata.entry_points(group="lits.plugins")) == len(points)  # the same plugins found
+    assert len(importlib_metadata.entry_points(group="lits.plugins")) == len(points)  # the same plugins found
     parsed.clear()
     plugin_entry_points()
     assert sorted(parsed) == sorted(plugin_folders)

@@ -1,16 +1,17 @@
 """The installed plugins' entry points, each with its distribution's name and version read once.
 
-``importlib.metadata.entry_points(group=...)`` parses every installed
+``importlib_metadata.entry_points(group=...)`` parses every installed
 distribution's entry points (a research environment has 100-200) to keep one
 group, and ``EntryPoint.dist.name`` parses the whole METADATA file as an e-mail
 message on every read: the loader asked 35 times, about half of plugin loading.
 Here only a distribution whose ``entry_points.txt`` names the group is parsed, and
-each plugin's two header lines are read once, by plain text.
+each plugin's two header lines are read once, by plain text. The ``importlib-metadata`` distribution (the
+stdlib module's maintained release) reads the installed metadata, one behaviour on every Python we support.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib_metadata
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ class PluginEntryPoint:
     version: str
     #: The distribution's metadata folder (None when unknown): its changes invalidate the probe's verdicts.
     dist_path: str | None
-    entry: importlib.metadata.EntryPoint
+    entry: importlib_metadata.EntryPoint
 
     def load(self) -> Any:
         return self.entry.load()
@@ -37,7 +38,7 @@ class PluginEntryPoint:
 def plugin_entry_points() -> list[PluginEntryPoint]:
     """Every installed ``lits.plugins`` entry point, by distribution and entry point name."""
     points, seen = [], set()
-    for dist in importlib.metadata.distributions():
+    for dist in importlib_metadata.distributions():
         path = getattr(dist, "_path", None)
         folder = _folder_name(path)
         if folder is not None:  # a distribution found twice on the path counts once, first found (as importlib's)
@@ -63,7 +64,7 @@ def _folder_name(path: object) -> str | None:
     return folder.partition("-")[0].lower().replace(".", "_")
 
 
-def name_and_version(dist: importlib.metadata.Distribution) -> tuple[str, str]:
+def name_and_version(dist: importlib_metadata.IDistribution) -> tuple[str, str]:
     """``Name`` and ``Version`` from the metadata's header lines (the core metadata puts each on one line)."""
     text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
     found: dict[str, str] = {}
@@ -73,6 +74,6 @@ def name_and_version(dist: importlib.metadata.Distribution) -> tuple[str, str]:
         key, colon, value = line.partition(":")
         if colon and key in ("Name", "Version"):
             found.setdefault(key, value.strip())
-    if "Name" not in found:  # unusual metadata: let importlib.metadata parse it
+    if "Name" not in found:  # unusual metadata: let importlib_metadata parse it
         return str(dist.metadata["Name"] or ""), str(dist.version or "unknown")
     return found["Name"], found.get("Version") or "unknown"

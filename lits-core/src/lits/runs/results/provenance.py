@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from importlib import metadata
+import importlib_metadata as metadata
 from typing import TYPE_CHECKING, Mapping
 
 from lits.plugin_host.entry_points import name_and_version
