@@ -8,37 +8,22 @@ training step needs TRL and a GPU, ``vllm serve`` a GPU: those two are left out)
 
 from __future__ import annotations
 
-import re
 import shlex
-from pathlib import Path
 
 import pytest
 
 from lits.cli.main import main
 from lits.testing.servers.openai_compat import FakeOpenAIServer
+from tests import doc_commands
 from tests.core.test_export import search_blocksworld_mcts, search_gsm8k_tot, two_minded_solver
 from tests.core.test_verifier import proposed_first, run_tot
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "training-data.md"
 #: The server the page's loop searches with.
 PAGE_SERVER = "http://127.0.0.1:8000/v1"
 
 
 def page_commands(section: str | None) -> list[tuple[str, list[str]]]:
-    """The ``lits`` commands of a section's bash blocks (None: the page's opening, before its first section),
-    each with the output lines shown under it."""
-    text = PAGE.read_text(encoding="utf-8")
-    if section is not None:
-        text = text.split(f"## {section}\n", 1)[1]
-    text = text.split("\n## ", 1)[0]
-    steps: list[tuple[str, list[str]]] = []
-    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            if line.startswith("#  ") and steps:
-                steps[-1][1].append(line[3:].split("  (")[0].strip())
-            elif line.startswith("lits "):
-                steps.append((line.split(" #")[0].strip(), []))
-    return steps
+    return doc_commands.page_commands("training-data.md", section)
 
 
 def run_page_command(command: str, capsys: pytest.CaptureFixture[str], base_url: str = "") -> list[str]:
