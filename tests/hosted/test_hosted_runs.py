@@ -249,3 +249,38 @@ def test_lits_compare_reports_the_cost_per_instance_of_a_priced_run(
     assert table.returncode == 0, table.stderr
     header, row = table.stdout.splitlines()[:2]
     assert header.endswith("cost / instance") and row.endswith(f"{cost / 2:.4f}") and cost > 0
+
+
+def test_the_same_run_again_with_a_shared_response_cache_pays_nothing(
+    lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer, tmp_path: Path
+):
+    def search(save_dir: str) -> None:
+        result = lits_hosted_cmd(
+            "search",
+            "--model",
+            SPECS["anthropic"],
+            "--base-url",
+            blocksworld_server.base_url,
+            "--dataset",
+            "blocksworld",
+            "--dataset-arg",
+            "steps=2",
+            "--limit",
+            "1",
+            "--search-arg",
+            "n_iterations=2",
+            "--save-dir",
+            save_dir,
+            "--cache",
+            "responses.sqlite",
+        )
+        assert result.returncode == 0, result.stderr
+
+    search("first")
+    paid = len(blocksworld_server.bodies)
+    search("again")
+    assert len(blocksworld_server.bodies) == paid > 0
+    again = records(tmp_path / "again")
+    assert again and all(r["cached"] for r in again)
+    first, second = (json.loads((tmp_path / d / "results" / "0.json").read_text()) for d in ("first", "again"))
+    assert second["final_state"] == first["final_state"]
