@@ -5,7 +5,7 @@
 Each interpreter runs every workload below (small: two instances, few iterations, ``--no-cache``) into its own
 save dir; the two run dirs are then compared file by file (results/, terminal_nodes/, paths/,
 checkpoints/*.journal.jsonl, eval_results.json) as parsed JSON, leaving out only the fields in ``VOLATILE``.
-Prints a table (method, dataset, files compared, identical or the first differing key); exits 1 if any differ.
+Prints a table (method, dataset, files compared, identical or where the first differing file first differs); exits 1 if any differ.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from lits.testing.conformance import first_difference
 
 MATH = "/work/shared/data/math/gsm8k_test.jsonl"
 SMALL = ["--search-arg", "n_iterations=3"]
@@ -70,29 +72,8 @@ def _load(path: Path) -> Any:
     return json.loads(text)
 
 
-def first_difference(a: Any, b: Any, where: str = "") -> str | None:
-    """The path of the first value that differs between ``a`` and ``b`` (VOLATILE keys left out), else None."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b), key=str):
-            if key in VOLATILE:
-                continue
-            if key not in a or key not in b:
-                return f"{where}.{key} (only in {'before' if key in a else 'after'})"
-            found = first_difference(a[key], b[key], f"{where}.{key}")
-            if found:
-                return found
-        return None
-    if isinstance(a, list) and isinstance(b, list):
-        for i, (x, y) in enumerate(zip(a, b)):
-            found = first_difference(x, y, f"{where}[{i}]")
-            if found:
-                return found
-        return f"{where} (length {len(a)} vs {len(b)})" if len(a) != len(b) else None
-    return None if a == b and type(a) is type(b) else where or "(top)"
-
-
 def compare_runs(before: Path, after: Path) -> tuple[int, list[str]]:
-    """Files compared and one line per differing file ("file: first differing key")."""
+    """Files compared and one line per differing file ("file: where it first differs")."""
     names = sorted(
         {str(p.relative_to(run)) for run in (before, after) for pattern in COMPARED for p in run.glob(pattern)}
     )
@@ -101,7 +82,7 @@ def compare_runs(before: Path, after: Path) -> tuple[int, list[str]]:
         if not (before / name).is_file() or not (after / name).is_file():
             differing.append(f"{name}: only in {'before' if (before / name).is_file() else 'after'}")
             continue
-        found = first_difference(_load(before / name), _load(after / name))
+        found = first_difference(_load(before / name), _load(after / name), ignore=VOLATILE, strict_types=True)
         if found:
             differing.append(f"{name}: {found}")
     return len(names), differing

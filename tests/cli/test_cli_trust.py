@@ -14,6 +14,7 @@ import pytest
 
 from lits.testing.servers.openai_compat import FakeOpenAIServer
 from tests.cli.conftest import SECRET, first_listed_action, one_line_error
+from tests.commands import blocksworld_search
 
 Lits = Callable[..., subprocess.CompletedProcess[str]]
 TOOL_RUN = ["--dataset", "mapeval-sql", "--limit", "1", "--model", "scripted", "--resource", "mcp"]
@@ -115,23 +116,7 @@ def test_a_config_file_cannot_set_trust_config(lits, tmp_path):
 def finished(lits: Lits, tmp_path: Path) -> Path:
     """A run made against a loopback server given on the command line; its results removed (work left)."""
     with FakeOpenAIServer(responder=first_listed_action) as server:
-        done = lits(
-            "search",
-            "--model",
-            "m",
-            "--base-url",
-            server.base_url,
-            "--dataset",
-            "blocksworld",
-            "--dataset-arg",
-            "steps=2",
-            "--limit",
-            "1",
-            "--search-arg",
-            "n_iterations=1",
-            "--save-dir",
-            "run",
-        )
+        done = lits(*blocksworld_search(iterations=1), "--model", "m", "--base-url", server.base_url)
     assert done.returncode == 0, done.stderr
     for result in (tmp_path / "run" / "results").iterdir():
         result.unlink()
@@ -146,19 +131,11 @@ def _point_at(run: Path, url: str) -> None:
 def test_the_console_says_where_calls_go_before_the_first_call(lits):
     with FakeOpenAIServer(responder=first_listed_action) as server:
         done = lits(
-            "search",
+            *blocksworld_search(iterations=1, save_dir=None),
             "--model",
             "m",
             "--base-url",
             f"{server.base_url}?api-version=1",
-            "--dataset",
-            "blocksworld",
-            "--dataset-arg",
-            "steps=2",
-            "--limit",
-            "1",
-            "--search-arg",
-            "n_iterations=1",
         )
     assert done.returncode == 0, done.stderr
     assert f"; calls go to {server.base_url}?*** (policy, eval, transition, bn)" in done.stderr.splitlines()[0]
@@ -230,23 +207,7 @@ def test_a_urls_query_string_and_a_key_in_its_path_reach_the_server_and_no_file(
     query = "&".join(f"{name}={value}" for name, value in QUERY_SECRETS.items())
     with FakeOpenAIServer(responder=first_listed_action) as server:
         url = server.base_url.replace("/v1", f"/{PATH_KEY}/v1")
-        done = lits(
-            "search",
-            "--model",
-            "m",
-            "--base-url",
-            f"{url}?{query}",
-            "--dataset",
-            "blocksworld",
-            "--dataset-arg",
-            "steps=2",
-            "--limit",
-            "1",
-            "--search-arg",
-            "n_iterations=1",
-            "--save-dir",
-            "run",
-        )
+        done = lits(*blocksworld_search(iterations=1), "--model", "m", "--base-url", f"{url}?{query}")
         assert done.returncode == 0, done.stderr
         assert lits("view", "run").returncode == 0
     assert server.queries and set(server.queries) == {query}

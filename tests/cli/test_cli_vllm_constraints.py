@@ -12,6 +12,7 @@ import pytest
 from lits.lm.base import GenerationParams
 from lits.testing.scripted import listed_actions, obedient_reply
 from lits.testing.servers.openai_compat import FakeOpenAIServer
+from tests.commands import blocksworld_search
 
 from .conftest import one_line_error
 
@@ -34,24 +35,7 @@ def vllm(request: pytest.FixtureRequest) -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 def search(lits_cmd: Run, vllm: FakeOpenAIServer) -> Run:
     def go(*args: str) -> subprocess.CompletedProcess[str]:
-        return lits_cmd(
-            "search",
-            "--dataset",
-            "blocksworld",
-            "--dataset-arg",
-            "steps=2",
-            "--limit",
-            "1",
-            "--search-arg",
-            "n_iterations=2",
-            "--model",
-            "m",
-            "--base-url",
-            vllm.base_url,
-            "--save-dir",
-            "run",
-            *args,
-        )
+        return lits_cmd(*blocksworld_search(), "--model", "m", "--base-url", vllm.base_url, *args)
 
     return go
 
@@ -121,21 +105,11 @@ def test_resume_may_change_the_constraints_setting(lits_cmd: Run, tmp_path: Path
     """A server upgraded between the runs is asked the new way; the replies asked for are the same."""
     with FakeOpenAIServer(responder=chatty, vllm="0.11.0") as srv:  # knows both ways
         first = lits_cmd(
-            "search",
-            "--dataset",
-            "blocksworld",
-            "--dataset-arg",
-            "steps=2",
-            "--limit",
-            "1",
-            "--search-arg",
-            "n_iterations=2",
+            *blocksworld_search(),
             "--model",
             "m",
             "--base-url",
             srv.base_url,
-            "--save-dir",
-            "run",
             "--policy-model-arg",
             "constraints=guided",
         )

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import byte_identical  # noqa: E402  (the benchmarks folder is not a package)
 
 
-def _run_dir(root: Path, *, answer: str = "15", seconds: float = 0.5, depth: int = 2) -> Path:
+def _run_dir(root: Path, *, answer: str = "15", seconds: float = 0.5, depth: float = 2) -> Path:
     for sub in ("results", "terminal_nodes", "paths", "checkpoints"):
         (root / sub).mkdir(parents=True)
     (root / "results" / "0.json").write_text(json.dumps({"idx": 0, "answer": answer, "solved": True}))
@@ -36,8 +36,9 @@ def test_run_dirs_that_differ_only_in_durations_are_identical(tmp_path):
 @pytest.mark.parametrize(
     ("change", "reported"),
     [
-        ({"answer": "16"}, "results/0.json: .answer"),
-        ({"depth": 3}, "checkpoints/0.journal.jsonl: [1].depth"),
+        ({"answer": "16"}, "results/0.json: answer: '15' != '16'"),
+        ({"depth": 3}, "checkpoints/0.journal.jsonl: [1].depth: 2 != 3"),
+        ({"depth": 2.0}, "checkpoints/0.journal.jsonl: [1].depth: 2 != 2.0"),  # written differently
     ],
 )
 def test_a_differing_value_is_reported_by_its_file_and_first_key(tmp_path, change, reported):

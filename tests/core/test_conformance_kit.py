@@ -18,6 +18,7 @@ from lits.registry import (
 )
 from lits.structures.env_grounded import EnvAction, EnvState, EnvStep
 from lits.testing import ConformanceError, check_dataset, check_env_domain, check_search
+from lits.testing.conformance import first_difference
 from lits.type_registry import register_type
 from tests.toy_domain import LineWorld
 
@@ -417,3 +418,19 @@ def test_a_search_that_swallows_a_kill_fails():
 def test_unknown_search_settings_are_one_line():
     message = _fails(check_search, "mcts", {"n_iteration": 3})
     assert message.startswith("check_search('mcts'): its config class MCTSConfig rejects")
+
+
+# -- first_difference: where two saved values differ ----------------------------------------------------------
+
+
+def test_ignored_keys_are_left_out_at_every_depth():
+    before = {"seconds": 1.5, "inference": {"calls": 4, "seconds": 0.25}}
+    after = {"seconds": 9.0, "inference": {"calls": 4}}
+    assert first_difference(before, after, ignore={"seconds"}) is None
+    assert first_difference(before, after) == "seconds: 1.5 != 9.0"
+
+
+def test_strict_types_tell_an_integer_from_the_same_float_and_from_true():
+    assert first_difference({"n": 1}, {"n": 1.0}) is None
+    assert first_difference({"n": 1}, {"n": 1.0}, strict_types=True) == "n: 1 != 1.0"
+    assert first_difference([1], [True], strict_types=True) == "[0]: 1 != True"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -288,11 +288,15 @@ def test_preference_pairs_from_a_chain_run_alone_are_refused_in_one_line(tmp_pat
 # -- real runs: BlocksWorld MCTS and GSM8K ToT-BFS ------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def blocksworld_mcts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    save = tmp_path_factory.mktemp("bw") / "bw-mcts"
+def search_blocksworld_mcts(save: Path) -> Path:
+    """Two BlocksWorld instances, MCTS with 6 iterations, on the scripted model."""
     lits.search("blocksworld", model="scripted", limit=2, search_args={"n_iterations": 6}, save_dir=str(save))
     return save
+
+
+@pytest.fixture(scope="module")
+def blocksworld_mcts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return search_blocksworld_mcts(tmp_path_factory.mktemp("bw") / "bw-mcts")
 
 
 def two_minded_solver(golds: dict[str, str]) -> Any:
@@ -314,11 +318,10 @@ def two_minded_solver(golds: dict[str, str]) -> Any:
     return reply
 
 
-@pytest.fixture(scope="module")
-def gsm8k_tot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def search_gsm8k_tot(save: Path) -> Path:
+    """Two GSM8K instances, ToT-BFS with beam 2, against the two-minded solver on a loopback server."""
     from lits_math.data import load_gsm8k
 
-    save = tmp_path_factory.mktemp("gsm") / "gsm-tot"
     with FakeOpenAIServer(responder=two_minded_solver({e["query"]: e["answer"] for e in load_gsm8k()})) as server:
         lits.search(
             "gsm8k",
@@ -329,7 +332,12 @@ def gsm8k_tot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             search_args={"beam_width": 2},
             save_dir=str(save),
         )
-    yield save
+    return save
+
+
+@pytest.fixture(scope="module")
+def gsm8k_tot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return search_gsm8k_tot(tmp_path_factory.mktemp("gsm") / "gsm-tot")
 
 
 @pytest.mark.parametrize("run", ["blocksworld_mcts", "gsm8k_tot"])

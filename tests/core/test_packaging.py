@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
 from email.parser import Parser
 from email.message import Message
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -99,3 +101,16 @@ def test_a_new_plugin_pins_the_compatible_core_releases(tmp_path: Path, kind: st
     major, minor = (int(p) for p in lits.__version__.split(".")[:2])
     upper = f"{major + 1}.0" if major else f"0.{minor + 1}"
     assert f'"lits-core>={major}.{minor},<{upper}"' in (tmp_path / "x" / "pyproject.toml").read_text()
+
+
+def test_the_hosted_backend_installs_from_its_folder_with_pip_and_lits_plugins_lists_it(
+    install_path: Callable[[Path], None],
+    run_lits: Callable[..., subprocess.CompletedProcess[str]],
+    run_python: Callable[..., subprocess.CompletedProcess[str]],
+    site_dir: Path,
+) -> None:
+    install_path(ROOT / "lits-plugin-hosted")  # a wheel built from the folder, as `pip install ./lits-plugin-hosted`
+    found = run_python("import importlib.metadata as m; print(m.distribution('lits-plugin-hosted').locate_file(''))")
+    assert Path(found.stdout.strip()) == site_dir, found.stderr  # the copy just installed, ahead of the dev venv's
+    listed = {p["distribution"]: p for p in json.loads(run_lits("plugins", "--json").stdout)}
+    assert listed["lits-plugin-hosted"]["registered"] == {"model": ["anthropic", "bedrock"]}

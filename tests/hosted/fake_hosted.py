@@ -15,9 +15,11 @@ import hashlib
 import json
 import threading
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import unquote
+
+from lits.testing.servers.loopback import LoopbackServer
 
 #: ``(prompt_text, body) -> reply text``; prompt_text is the system text and every turn, one per line.
 Responder = Callable[[str, dict[str, Any]], str]
@@ -34,7 +36,7 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-class FakeHostedServer:
+class FakeHostedServer(LoopbackServer):
     def __init__(self, responder: Responder | None = None, *, cache_min_tokens: int = 0) -> None:
         self.responder: Responder = responder or (lambda prompt, body: "ok")
         self.cache_min_tokens = cache_min_tokens
@@ -48,22 +50,10 @@ class FakeHostedServer:
         self.usages: list[dict[str, int]] = []
         self._cache: set[str] = set()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._handler())
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> "FakeHostedServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def let_go(self) -> None:
         self.release.set()
-        self._server.shutdown()
-        self._server.server_close()
 
     # -- the prompt cache ----------------------------------------------------------------
     def _billed(self, blocks: list[tuple[str, str, bool]]) -> tuple[int, int, int]:

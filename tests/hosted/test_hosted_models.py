@@ -218,3 +218,20 @@ def test_a_registered_backend_prefix_picks_the_backend_and_other_slashes_stay_se
     assert isinstance(create_model("anthropic/claude-3-5-sonnet-20241022"), AnthropicModel)
     server_model = create_model("Qwen/Qwen2.5-7B-Instruct", base_url="http://127.0.0.1:9/v1")
     assert isinstance(server_model, OpenAICompatibleModel) and server_model.name == "Qwen/Qwen2.5-7B-Instruct"
+
+
+def test_each_request_is_sized_for_the_patience_by_the_max_tokens_the_call_asked_for(
+    make_model: MakeModel, monkeypatch: pytest.MonkeyPatch
+):
+    model = make_model()
+    sizes: list[object] = []
+    send = model.transport.handle_request
+
+    def recording(request: Any) -> Any:
+        sizes.append(request.extensions.get("lits_work"))
+        return send(request)
+
+    monkeypatch.setattr(model.transport, "handle_request", recording)
+    model.generate(CHAT, max_tokens=40)
+    model.generate(CHAT, max_tokens=300)
+    assert sizes == [64, 512]

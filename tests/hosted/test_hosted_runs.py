@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from lits.testing.scripted import listed_actions
+from tests.commands import blocksworld_search
 from tests.hosted.conftest import SECRETS, SPECS, run_files_text, vendor_env
 from tests.hosted.fake_hosted import FakeHostedServer
 
@@ -52,19 +53,11 @@ def test_blocksworld_mcts_runs_through_the_hosted_backend_and_writes_no_secret(
     lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer, tmp_path: Path, vendor: str
 ):
     result = lits_hosted_cmd(
-        "search",
+        *blocksworld_search(iterations=3, limit=2, save_dir=None),
         "--model",
         SPECS[vendor],
         "--base-url",
         blocksworld_server.base_url,
-        "--dataset",
-        "blocksworld",
-        "--dataset-arg",
-        "steps=2",
-        "--limit",
-        "2",
-        "--search-arg",
-        "n_iterations=3",
         "--concurrency",
         "2",
         "--save-dir",
@@ -87,19 +80,11 @@ def test_resuming_a_finished_run_rebuilds_the_model_from_its_config_and_pays_for
     lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer
 ):
     args = [
-        "search",
+        *blocksworld_search(iterations=2, limit=1, save_dir=None),
         "--model",
         SPECS["bedrock"],
         "--base-url",
         blocksworld_server.base_url,
-        "--dataset",
-        "blocksworld",
-        "--dataset-arg",
-        "steps=2",
-        "--limit",
-        "1",
-        "--search-arg",
-        "n_iterations=2",
         "--save-dir",
         "run",
     ]
@@ -143,15 +128,7 @@ def test_each_component_may_use_another_hosted_backend(
     lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer, tmp_path: Path
 ):
     result = lits_hosted_cmd(
-        "search",
-        "--dataset",
-        "blocksworld",
-        "--dataset-arg",
-        "steps=2",
-        "--limit",
-        "1",
-        "--search-arg",
-        "n_iterations=2",
+        *blocksworld_search(iterations=2, limit=1, save_dir=None),
         "--save-dir",
         "run",
         "--policy-model",
@@ -198,19 +175,11 @@ def test_a_ray_run_builds_the_hosted_model_in_its_workers_and_writes_no_secret(
     save = tmp_path / "run"
     code = main(
         [
-            "search",
+            *blocksworld_search(iterations=2, limit=2, save_dir=None),
             "--model",
             SPECS["bedrock"],
             "--base-url",
             blocksworld_server.base_url,
-            "--dataset",
-            "blocksworld",
-            "--dataset-arg",
-            "steps=2",
-            "--limit",
-            "2",
-            "--search-arg",
-            "n_iterations=2",
             "--executor",
             "ray",
             "--save-dir",
@@ -249,3 +218,30 @@ def test_lits_compare_reports_the_cost_per_instance_of_a_priced_run(
     assert table.returncode == 0, table.stderr
     header, row = table.stdout.splitlines()[:2]
     assert header.endswith("cost / instance") and row.endswith(f"{cost / 2:.4f}") and cost > 0
+
+
+def test_the_same_run_again_with_a_shared_response_cache_pays_nothing(
+    lits_hosted_cmd: Run, blocksworld_server: FakeHostedServer, tmp_path: Path
+):
+    def search(save_dir: str) -> None:
+        result = lits_hosted_cmd(
+            *blocksworld_search(iterations=2, limit=1, save_dir=None),
+            "--model",
+            SPECS["anthropic"],
+            "--base-url",
+            blocksworld_server.base_url,
+            "--save-dir",
+            save_dir,
+            "--cache",
+            "responses.sqlite",
+        )
+        assert result.returncode == 0, result.stderr
+
+    search("first")
+    paid = len(blocksworld_server.bodies)
+    search("again")
+    assert len(blocksworld_server.bodies) == paid > 0
+    again = records(tmp_path / "again")
+    assert again and all(r["cached"] for r in again)
+    first, second = (json.loads((tmp_path / d / "results" / "0.json").read_text()) for d in ("first", "again"))
+    assert second["final_state"] == first["final_state"]

@@ -11,6 +11,7 @@ import pytest
 from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.runtime.observability import call_context
 from lits.testing.servers.openai_compat import FakeOpenAIServer
+from tests.commands import blocksworld_search
 
 
 @pytest.fixture
@@ -46,23 +47,7 @@ def test_a_search_sends_its_policy_and_its_judge_to_two_slots(
     run_lits: Callable[..., subprocess.CompletedProcess[str]], two_slots: FakeOpenAIServer
 ) -> None:
     done = run_lits(
-        "search",
-        "--dataset",
-        "blocksworld",
-        "--dataset-arg",
-        "steps=2",
-        "--limit",
-        "1",
-        "--search-arg",
-        "n_iterations=3",
-        "--concurrency",
-        "1",
-        "--model",
-        "m",
-        "--base-url",
-        two_slots.base_url,
-        "--save-dir",
-        "run",
+        *blocksworld_search(iterations=3), "--concurrency", "1", "--model", "m", "--base-url", two_slots.base_url
     )
     assert done.returncode == 0, done.stderr
     by_role: dict[str, set[int]] = defaultdict(set)

@@ -97,9 +97,6 @@ class AnthropicModel(HostedModel):
             finish_reason=finish,
         )
 
-    def _max_tokens(self, body: dict[str, Any]) -> int:
-        return int(body.get("max_tokens") or 1)
-
     def _body_fault(self, data: dict[str, Any]) -> str | None:
         content = data.get("content")
         if not isinstance(content, list):

@@ -141,10 +141,6 @@ class BedrockModel(HostedModel):
     def describe(self) -> dict[str, object]:
         return {**super().describe(), "region": self.region}
 
-    def _max_tokens(self, body: dict[str, Any]) -> int:
-        config = body.get("inferenceConfig")
-        return int(config.get("maxTokens") or 1) if isinstance(config, dict) else 1
-
     def _body_fault(self, data: dict[str, Any]) -> str | None:
         message = (data.get("output") or {}).get("message") if isinstance(data.get("output"), dict) else None
         if not isinstance(message, dict) or not isinstance(message.get("content"), list):

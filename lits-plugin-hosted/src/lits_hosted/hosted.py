@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 from abc import abstractmethod
-from typing import Any, Callable, Unpack
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Unpack
 
 import httpx
 
@@ -128,7 +130,7 @@ class HostedModel(LanguageModel):
             self.policy, self._faults, concurrency=concurrency, check=self._reply_fault, gate=check_calls_allowed
         )
         #: What the SDK's HTTP client sends through: each request sized for the learned patience.
-        self.client_transport = SizedTransport(self.transport, self._max_tokens)
+        self.client_transport = SizedTransport(self.transport)
 
     # -- what the backend is and cannot do ----------------------------------------------
     @property  # type: ignore[override]
@@ -185,7 +187,8 @@ class HostedModel(LanguageModel):
 
     # -- generation -----------------------------------------------------------------------
     def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
-        return [self._one(prompt, params) for _ in range(params.n)]
+        with sized(params.max_tokens):  # the SDK sends from this thread: the transport reads the size here
+            return [self._one(prompt, params) for _ in range(params.n)]
 
     @abstractmethod
     def _one(self, prompt: Prompt, params: GenerationParams) -> Completion:
@@ -197,10 +200,6 @@ class HostedModel(LanguageModel):
         return min(1.0, max(0.0, float(params.temperature)))
 
     # -- the transport's view --------------------------------------------------------------
-    @abstractmethod
-    def _max_tokens(self, body: dict[str, Any]) -> int:
-        """The tokens a request body may generate."""
-
     @abstractmethod
     def _body_fault(self, data: dict[str, Any]) -> str | None:
         """Why a parsed 2xx body holds no usable reply (retried), or None."""
@@ -245,20 +244,30 @@ class HostedModel(LanguageModel):
         self.transport.close()
 
 
-class SizedTransport(httpx.BaseTransport):
-    """Tags each request with its size of work (its ``max_tokens`` rounded up to a power of two), so the
-    retry layer learns a read timeout per size (:class:`lits.lm.http.patience.Patience`) as for a server model."""
+#: The tokens the request this thread is sending may generate (set by the backend around its SDK call).
+_MAX_TOKENS: ContextVar[int] = ContextVar("lits_hosted_max_tokens", default=1)
 
-    def __init__(self, inner: ServerTransport, max_tokens: Callable[[dict[str, Any]], int]) -> None:
-        self.inner, self.max_tokens = inner, max_tokens
+
+@contextmanager
+def sized(max_tokens: int) -> Iterator[None]:
+    """Requests sent from this thread inside the block ask for up to ``max_tokens`` tokens."""
+    token = _MAX_TOKENS.set(max_tokens)
+    try:
+        yield
+    finally:
+        _MAX_TOKENS.reset(token)
+
+
+class SizedTransport(httpx.BaseTransport):
+    """Tags each request with its size of work (the ``max_tokens`` its backend asked for, rounded up to a power
+    of two), so the retry layer learns a read timeout per size (:class:`lits.lm.http.patience.Patience`) as for a
+    server model.  The size comes from the call (:func:`sized`), not from reading the SDK's body back."""
+
+    def __init__(self, inner: ServerTransport) -> None:
+        self.inner = inner
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        try:
-            body = json.loads(request.content or b"{}")
-        except (ValueError, httpx.RequestNotRead):
-            body = {}
-        tokens = self.max_tokens(body) if isinstance(body, dict) else 1
-        request.extensions["lits_work"] = 1 << max(0, tokens - 1).bit_length()
+        request.extensions["lits_work"] = 1 << max(0, _MAX_TOKENS.get() - 1).bit_length()
         return self.inner.handle_request(request)
 
     def close(self) -> None:

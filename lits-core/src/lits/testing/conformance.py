@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from lits.components.transition.env_grounded import EnvGroundedTransition
@@ -267,23 +267,31 @@ def _check_goal(at: str, what: str, value: object) -> None:
         fail(at, f"goal_check() on {what} gives progress {progress!r}, outside [0, 1]")
 
 
-def first_difference(a: object, b: object, path: str = "") -> str | None:
-    """Where two JSON-like values first differ (``children[0].action: 'x' != 'y'``), or None."""
+def first_difference(
+    a: object, b: object, path: str = "", *, ignore: Collection[str] = (), strict_types: bool = False
+) -> str | None:
+    """Where two JSON-like values first differ (``children[0].action: 'x' != 'y'``), or None.
+
+    ``ignore``: dict keys left out wherever they occur (durations, say). ``strict_types``: values that compare
+    equal but are written differently (``1``, ``1.0``, ``True``) differ, as they would in the files."""
     if isinstance(a, dict) and isinstance(b, dict):
         for key in list(a) + [k for k in b if k not in a]:
+            if key in ignore:
+                continue
             if key not in a or key not in b:
                 return f"{path}{key}: only in {'the first' if key in a else 'the second'}"
-            found = first_difference(a[key], b[key], f"{path}{key}.")
+            found = first_difference(a[key], b[key], f"{path}{key}.", ignore=ignore, strict_types=strict_types)
             if found:
                 return found
         return None
     if isinstance(a, list) and isinstance(b, list):
         for i, (x, y) in enumerate(zip(a, b)):
-            found = first_difference(x, y, f"{path.rstrip('.')}[{i}].")
+            found = first_difference(x, y, f"{path.rstrip('.')}[{i}].", ignore=ignore, strict_types=strict_types)
             if found:
                 return found
         return None if len(a) == len(b) else f"{path.rstrip('.')}: {len(a)} items != {len(b)}"
-    return None if a == b else f"{path.rstrip('.') or 'value'}: {a!r} != {b!r}"
+    same = a == b and (not strict_types or type(a) is type(b))
+    return None if same else f"{path.rstrip('.') or 'value'}: {a!r} != {b!r}"
 
 
 def check_round_trip(at: str, what: str, state: State) -> None:

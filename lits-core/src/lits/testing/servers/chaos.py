@@ -18,9 +18,11 @@ import json
 import socket
 import threading
 from collections import Counter, deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Iterable, Mapping
 from urllib.parse import urlsplit
+
+from lits.testing.servers.loopback import LoopbackServer
 
 #: 429 (with Retry-After), 500, 503, a hang past the client's read timeout, a dropped
 #: connection, invalid JSON with 200, 200 with no choices, 200 with empty content
@@ -34,7 +36,7 @@ def evenly(kinds: Iterable[str], rate: float) -> dict[str, float]:
     return {kind: rate / len(chosen) for kind in chosen} if chosen else {}
 
 
-class ChaosProxy:
+class ChaosProxy(LoopbackServer):
     """``with ChaosProxy(upstream_url, {"503": 0.3}, seed=1) as proxy: ... proxy.base_url``."""
 
     def __init__(
@@ -68,22 +70,14 @@ class ChaosProxy:
         self._scripted: deque[str] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        super().__init__(self._handler())
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}{self.path_prefix}"
+        return f"http://127.0.0.1:{self.port}{self.path_prefix}"
 
-    def __enter__(self) -> "ChaosProxy":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def let_go(self) -> None:
         self._stopping.set()  # ends hangs early
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     def fail_next(self, kind: str, times: int = 1) -> None:
         """Give the next ``times`` completion requests fault ``kind``, whatever the rates say."""

@@ -20,10 +20,11 @@ import sys
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Iterator, Mapping
 
 from lits.testing.prefix_cache import PagedPrefixCache
+from lits.testing.servers.loopback import LoopbackServer
 from lits.testing.servers.vllm_rules import VLLMRules
 
 #: ``(prompt_text, body) -> text``, or ``(prompt_text, body, choice_index) -> text``.
@@ -48,7 +49,9 @@ def _tokens(text: str) -> list[tuple[int, str]]:
     return out
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(LoopbackServer):
+    url_path = "/v1"
+
     def __init__(
         self,
         responder: Responder | None = None,
@@ -107,13 +110,7 @@ class FakeOpenAIServer:
         self._released = threading.Event()
         self._idle = threading.Condition()
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        super().__init__(self._handler())
 
     def fail_next(
         self, status: int, times: int = 1, retry_after: str | None = None, message: str | None = None
@@ -139,14 +136,8 @@ class FakeOpenAIServer:
         with self._idle:
             return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
 
-    def __enter__(self) -> "FakeOpenAIServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def let_go(self) -> None:
         self._released.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     # -- answers ---------------------------------------------------------------
     def _respond(self, prompt: str, body: Mapping[str, object], index: int) -> str:

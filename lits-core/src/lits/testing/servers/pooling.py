@@ -12,8 +12,10 @@ import json
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Mapping
+
+from lits.testing.servers.loopback import LoopbackServer
 
 #: ``steps -> P(correct) per step``: the text before each separator (chat form: in the last message).
 StepScorer = Callable[[list[str]], list[float]]
@@ -98,9 +100,11 @@ def request_problem(body: object) -> str | None:
     return None
 
 
-class FakePoolingServer:
+class FakePoolingServer(LoopbackServer):
     """A classifier PRM behind ``/pooling`` at the server's root (its ``base_url`` ends in ``/v1``, as a
     vLLM server's is given)."""
+
+    url_path = "/v1"
 
     def __init__(self, scorer: StepScorer | None = None, *, separator: str = "<extra_0>") -> None:
         self.scorer = scorer or (lambda steps: [0.5] * len(steps))
@@ -110,13 +114,7 @@ class FakePoolingServer:
         self.refused: list[tuple[object, str]] = []
         self._faults: deque[int] = deque()  # a status, or 0 for a 200 whose body is garbled
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        super().__init__(self._handler())
 
     def fail_next(self, status: int, times: int = 1) -> None:
         """Answer the next ``times`` valid requests with ``status``."""
@@ -126,14 +124,6 @@ class FakePoolingServer:
     def garble_next(self, times: int = 1) -> None:
         """Answer the next ``times`` valid requests 200 with a body that holds no pooling data."""
         self.fail_next(0, times)
-
-    def __enter__(self) -> "FakePoolingServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     def _steps(self, text: str) -> list[str]:
         return text.split(self.separator)[:-1]
