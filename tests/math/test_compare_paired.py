@@ -67,7 +67,12 @@ def test_compare_prints_the_paired_difference_with_its_interval_and_mcnemars_p(r
     line = next(x for x in shown.stdout.splitlines() if "McNemar" in x)
     # 10/20 -> 14/20: +20 pts; discordant 2 and 6: p = 2 * (1 + 8 + 28) / 2**8 = 0.2890625
     assert re.search(r": \+20\.0 pts \[[+-]\d+\.\d, \+\d+\.\d\]", line), line
-    assert "McNemar p = 0.289" in line and "only by cot (chain): 2" in line and "over 20 shared" in line
+    assert "McNemar p = 0.289" in line and "only by cot (chain) [a]: 2" in line and "over 20 shared" in line
+
+
+def test_two_runs_of_one_method_are_told_apart_by_their_folders(run_lits, two_runs):
+    rows = json.loads(run_lits("compare", "--json", str(two_runs[0]), str(two_runs[1])).stdout)
+    assert [row["method"] for row in rows] == ["cot (chain) [a]", "cot (chain) [b]"]
 
 
 def test_compare_json_carries_the_paired_statistics(run_lits, two_runs):

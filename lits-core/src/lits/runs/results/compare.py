@@ -110,10 +110,24 @@ def compare_rows(save_dirs: list[Path]) -> list[CompareRow]:
                 "replay": _replay_of(config, inference),
             }
         )
+    _tell_apart(rows, save_dirs)
     outcomes = [_solved_by_instance(root) for root in save_dirs]
     for row, solved in zip(rows[1:], outcomes[1:]):
         row["paired_with_first"] = compare_paired(outcomes[0], solved)
     return rows
+
+
+def _tell_apart(rows: list[CompareRow], save_dirs: list[Path]) -> None:
+    """Rows of one method (two rounds of a sweep, a replay beside its source) are named by their folder too,
+    so a table or a paired line never reads ``tot_bfs (bfs) - tot_bfs (bfs)``."""
+    labels = [row["method"] for row in rows]
+    for row, root in zip(rows, save_dirs):
+        if labels.count(row["method"]) > 1:
+            row["method"] = f"{row['method']} [{root.name if _unique_names(save_dirs) else root}]"
+
+
+def _unique_names(save_dirs: list[Path]) -> bool:
+    return len({root.name for root in save_dirs}) == len(save_dirs)
 
 
 def _replay_of(config: Mapping[str, object], inference: Mapping[str, float]) -> ReplaySource | None:
