@@ -84,8 +84,8 @@ def self_refine_example() -> ModuleType:
 
 # Areas whose tests share one costly session server (a model, PostgreSQL, Ray, a browser).
 SERVER_AREAS = frozenset({"realmodel", "ray", "view", "mcp", "postgres"})
-#: Groups that take longest, longest first (a CI run's ``--durations``, summed by group): handed out first, so the
-#: short groups fill in around them and the two workers end together.
+#: Groups that take longest, longest first (estimated from a CI run's slowest tests, by group): handed out first,
+#: so the short groups fill in around them and the two workers end together.
 LONG_GROUPS = (
     "ray",
     "realmodel",
