@@ -69,6 +69,8 @@ def test_config_records_the_servers_slots_and_where_they_came_from(one_slot_serv
             "blocksworld",
             "--limit",
             "2",
+            "--chain-arg",
+            "max_steps=1",  # 12 calls, not 126 at 0.15 s each: what is checked is the config the run records
             "--model",
             "m",
             "--base-url",

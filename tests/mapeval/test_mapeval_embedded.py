@@ -17,6 +17,9 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
+#: A chain's first step is what these tests read: a tool call and its observation.
+ONE_STEP = ["--chain-arg", "max_steps=1"]
+
 
 def _run(tmp_path: Path, *args: str) -> dict:
     env = {**os.environ, "LITS_CACHE_DIR": str(tmp_path / "cache")}
@@ -35,16 +38,16 @@ def _run(tmp_path: Path, *args: str) -> dict:
 
 
 def test_react_chain_calls_a_tool_on_the_embedded_model(tmp_path):
-    first = _run(tmp_path, "chain")["final_state"]["steps"][0]
+    first = _run(tmp_path, "chain", *ONE_STEP)["final_state"]["steps"][0]
     assert json.loads(first["action"]["text"])["tool"] in ("list_tables", "describe_table", "query_sql")
     assert first["observation"] and not first["observation"].startswith("Invalid tool call")
 
 
 def test_mcts_runs_on_the_embedded_model(tmp_path):
-    record = _run(tmp_path, "search", "--search-arg", "n_iterations=2", "--search-arg", "n_actions=2")
+    record = _run(tmp_path, "search", "--search-arg", "n_iterations=1", "--search-arg", "n_actions=2")
     assert record["mode"] == "search" and record["inference"]["calls"] > 0
 
 
 def test_react_chain_runs_through_a_real_llama_cpp_server(tmp_path, gemma_server):
-    record = _run(tmp_path, "chain", "--model", "gemma", "--base-url", gemma_server, "--api", "completion")
+    record = _run(tmp_path, "chain", *ONE_STEP, "--model", "gemma", "--base-url", gemma_server, "--api", "completion")
     assert record["final_state"]["steps"] and record["inference"]["calls"] > 0

@@ -62,5 +62,7 @@ def test_each_method_runs_on_the_embedded_model(tmp_path, method):
 
 
 def test_tot_bfs_runs_through_a_real_llama_cpp_server(tmp_path, gemma_server):
-    record = _run(tmp_path, "tot_bfs", "--model", "gemma", "--base-url", gemma_server, "--api", "chat")
+    # The policy's steps held to 64 tokens (it wrote 255 per call): through the server is what this checks.
+    server = ["--model", "gemma", "--base-url", gemma_server, "--api", "chat", "--policy-model-arg", "max_tokens=64"]
+    record = _run(tmp_path, "tot_bfs", *server)
     assert record["final_state"]["__type__"] == "ThoughtState"

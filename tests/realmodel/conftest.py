@@ -9,9 +9,8 @@ whole session on 127.0.0.1 and stopped at its end.  Every test here is marked
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
@@ -19,6 +18,7 @@ from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.testing.instruct_model import instruct_model_path
 from lits.testing.llama_cpp_build import ensure_server_binary
 from lits.testing.llama_server import llama_server
+from lits.testing.step_ranking import StepPair, load_step_pairs
 
 
 @pytest.fixture(scope="session")
@@ -44,9 +44,9 @@ def instruct_model(instruct_server: str) -> Iterator[OpenAICompatibleModel]:
 
 
 @pytest.fixture(scope="session")
-def step_pairs() -> list[dict[str, Any]]:
+def step_pairs() -> list[StepPair]:
     """Hand-written GSM8K-like problems, each with a correct and a wrong next step (our own, from no data set)."""
-    return list(json.loads((Path(__file__).parent / "step_pairs.json").read_text(encoding="utf-8")))
+    return load_step_pairs(Path(__file__).parent / "step_pairs.json")
 
 
 @pytest.fixture(scope="session")

@@ -36,6 +36,23 @@ def cache_dir() -> Path:
     return Path(os.environ.get("LITS_CACHE_DIR") or Path.home() / ".cache" / "lits") / "models"
 
 
+def llama_threads() -> int:
+    """Threads llama.cpp computes with: ``$LITS_LLAMA_THREADS``, else every CPU.
+
+    Fewer is faster on a machine other work shares: llama.cpp's threads meet at every layer, so one
+    the scheduler put aside stalls the others (the test suite's two workers on two cores run theirs on one)."""
+    text = os.environ.get("LITS_LLAMA_THREADS", "").strip()
+    if not text:
+        return os.cpu_count() or 1
+    if not text.isdigit() or int(text) < 1:
+        from lits.errors import UserError
+
+        raise UserError(
+            f"LITS_LLAMA_THREADS={text!r} is not a number of threads (1 or more); unset it to use every CPU"
+        )
+    return int(text)
+
+
 def model_path() -> Path:
     """Assemble (once) and return the GGUF file of the embedded model.
 
@@ -131,7 +148,7 @@ class LocalLlamaModel(LanguageModel):
             self._llm = self._llama_cpp.Llama(
                 model_path=str(self.path),
                 n_ctx=n_ctx,
-                n_threads=n_threads or os.cpu_count() or 1,
+                n_threads=n_threads or llama_threads(),
                 verbose=False,
                 seed=seed,
             )

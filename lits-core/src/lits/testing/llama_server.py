@@ -10,7 +10,6 @@ template comes from the GGUF itself.
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from typing import IO, Iterator, Sequence
 import httpx
 
 from lits.lm.base import ModelError
+from lits.lm.local import llama_threads
 
 
 def free_port() -> int:
@@ -43,9 +43,10 @@ def llama_server(
 ) -> Iterator[str]:
     """Serve ``model`` on a free loopback port; yields the base URL (``http://127.0.0.1:PORT/v1``).
 
+    ``threads``: llama.cpp's compute threads (default :func:`lits.lm.local.llama_threads`).
     ``n_ctx`` is each slot's context (``llama-server`` splits its context among its slots)."""
     port = free_port()
-    threads_text = str(threads or os.cpu_count() or 2)
+    threads_text = str(threads or llama_threads())
     if binary is None:
         command = [
             sys.executable,
