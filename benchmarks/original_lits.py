@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import hashlib
 import importlib
 import io
@@ -278,7 +279,15 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data/blocksworld"))
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--work-dir", default=".", help="where the run's directory is made (default: here)")
+    parser.add_argument(
+        "--pin-clock",
+        action="store_true",
+        help="the garbage collector off, as short_runs.py --instructions counts ours (no clock of the "
+        "original's decides what its run does)",
+    )
     args = parser.parse_args()
+    if args.pin_clock:
+        gc.disable()
     if not (args.data / "split_v1" / "split_v1_step_6_data.json").is_file():
         parser.error(f"--data {args.data} is not the BlocksWorld data set (no split_v1/split_v1_step_6_data.json)")
     print(json.dumps(run(args.original.resolve(), args.data.resolve(), args.iterations, args.work_dir)))

@@ -40,7 +40,11 @@ the instructions one run executes (valgrind's callgrind, Debian's
 clock decides pinned as a 15 ms instance has it, since valgrind runs ~50x slower) at
 ``--iterations`` and at 1 iteration, and their difference per iteration.
 Two runs of one commit agree within 0.03 %: it compares commits where wall
-time, which moves 10-30 % with this host's minute, cannot.
+time, which moves 10-30 % with this host's minute, cannot.  With ``--original``
+too it counts the original's runs the same way (its interpreter, hash seed
+fixed, the garbage collector off; no clock of its decides what a run does) and
+prints the ratio of instructions per iteration, ours over the original's: the
+side-by-side ratio no host's speed or load moves.
 
     python benchmarks/short_runs.py --data ../shared/data/blocksworld [--repeats 5] [--profile] [--work-dir DIR]
         [--instructions] [--original /tmp/lits-llm [--original-python /tmp/lits-original-venv/bin/python]]
@@ -230,8 +234,8 @@ def _counting_env() -> dict[str, str]:
     return {**_bytecode_env(), "PYTHONHASHSEED": "0", "LITS_STATS_EVERY": "1e9"}
 
 
-def instructions(command: list[str]) -> int:
-    """Instructions ``command`` executes under callgrind."""
+def instructions(command: list[str]) -> tuple[int, Run]:
+    """Instructions ``command`` executes under callgrind, and the run's JSON line (its iterations, calls)."""
     env = _counting_env()
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command, "--pin-clock"],
@@ -242,17 +246,38 @@ def instructions(command: list[str]) -> int:
     counted = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
     if done.returncode != 0 or counted is None:
         raise SystemExit(f"valgrind failed: {done.stderr.strip()[-500:]}")
-    return int(counted.group(1))
+    return int(counted.group(1)), dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def print_instructions(one: list[str], iterations: int) -> None:
+def with_iterations(command: list[str], iterations: int) -> list[str]:
+    at = command.index("--iterations") + 1
+    return [*command[:at], str(iterations), *command[at + 1 :]]
+
+
+def instructions_per_iteration(command: list[str], iterations: int, who: str) -> float:
+    """Instructions per iteration beyond the first of ``command`` (its run at ``iterations`` less its run at 1,
+    over the iterations between them), after one uncounted run that writes the bytecode cache."""
+    subprocess.run(command, capture_output=True, check=True, env=_counting_env())
+    at_n, run_n = instructions(command)
+    at_1, run_1 = instructions(with_iterations(command, 1))
+    extra = run_n["iterations"] - run_1["iterations"]
+    print(f"{who}: instructions at {iterations} iterations: {at_n:,}; at 1 iteration: {at_1:,}")
+    print(
+        f"{who}: per iteration beyond the first ({extra} iterations, {run_n['calls']} model calls per run): "
+        f"{(at_n - at_1) / extra:,.0f}"
+    )
+    return (at_n - at_1) / extra
+
+
+def print_instructions(one: list[str], iterations: int, original: list[str] | None = None) -> None:
+    """Ours per iteration beyond the first; with ``original`` (its run's command) the original's too, and the
+    ratio of the two."""
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
-    subprocess.run(one, capture_output=True, check=True, env=_counting_env())  # writes the bytecode cache
-    at_n = instructions(one)
-    at_1 = instructions([*one[: one.index("--iterations") + 1], "1", *one[one.index("--iterations") + 2 :]])
-    print(f"instructions at {iterations} iterations: {at_n:,}; at 1 iteration: {at_1:,}")
-    print(f"per iteration beyond the first (5 instances): {(at_n - at_1) / (5 * (iterations - 1)):,.0f}")
+    ours = instructions_per_iteration(one, iterations, "ours")
+    if original is not None:
+        theirs = instructions_per_iteration(original, iterations, "the original")
+        print(f"ours / the original, instructions per iteration beyond the first: {ours / theirs:.4f}")
 
 
 def _bytecode_env() -> dict[str, str]:
@@ -309,18 +334,7 @@ def measure(
         runs = [ours() for _ in range(repeats + 1)][1:]
         figures["ratio"] = [r["ms_per_iteration"] / ORIGINAL_MS_PER_ITERATION for r in runs]
     else:
-        theirs = [
-            original_python,
-            str(Path(__file__).with_name("original_lits.py")),
-            "--original",
-            original,
-            "--data",
-            data,
-            "--iterations",
-            str(iterations),
-            "--work-dir",
-            work_dir,
-        ]
+        theirs = original_command(original, original_python, data, iterations, work_dir)
         pairs = interleaved(repeats + 1, ours, lambda: _json_run(theirs, "the original's run"))[1:]
         runs = [mine for mine, _ in pairs]
         figures["ratio"] = pair_ratios(pairs, "search_cpu_s")
@@ -338,6 +352,23 @@ def measure(
     figures["first_iteration_s"] = [first_iteration_seconds(data, work_dir) for _ in range(repeats + 1)][1:]
     figures["load_average"] = list(os.getloadavg())
     return figures
+
+
+def original_command(original: str, python: str, data: str, iterations: int, work_dir: str) -> list[str]:
+    """The original's run of this workload (``original_lits.py``), printing one JSON line."""
+    here = str(Path(__file__).with_name("original_lits.py"))
+    return [
+        python,
+        here,
+        "--original",
+        original,
+        "--data",
+        data,
+        "--iterations",
+        str(iterations),
+        "--work-dir",
+        work_dir,
+    ]
 
 
 def side_by_side_rows(figures: dict[str, list[float]]) -> list[tuple[str, str]]:
@@ -414,7 +445,10 @@ def main() -> None:
         args.work_dir,
     ]
     if args.instructions:
-        print_instructions(one, args.iterations)
+        theirs = None
+        if args.original:
+            theirs = original_command(args.original, args.original_python, args.data, args.iterations, args.work_dir)
+        print_instructions(one, args.iterations, theirs)
         return
     figures = measure(args.data, args.repeats, args.iterations, args.work_dir, args.original, args.original_python)
     runs = f"{args.repeats} {'pairs' if args.original else 'runs'}"

@@ -68,3 +68,20 @@ def test_the_stub_tells_the_world_model_what_the_action_changes():
 def test_the_stub_refuses_a_role_it_has_no_answer_for():
     with pytest.raises(ValueError, match="no answer for role 'bn_eval"):
         original_lits.Replies()("anything", "bn_eval_0")
+
+
+def test_instructions_per_iteration_are_the_two_runs_difference_over_the_iterations_between_them(monkeypatch):
+    counted = {"10": (1_000_000, {"iterations": 48, "calls": 300}), "1": (100_000, {"iterations": 3, "calls": 40})}
+    monkeypatch.setattr(short_runs.subprocess, "run", lambda *a, **k: None)  # the uncounted run
+    monkeypatch.setattr(short_runs, "instructions", lambda command: counted[command[command.index("--iterations") + 1]])
+    command = ["python", "original_lits.py", "--iterations", "10", "--work-dir", "."]
+    assert short_runs.instructions_per_iteration(command, 10, "the original") == pytest.approx(900_000 / 45)
+
+
+def test_the_instruction_ratio_is_ours_over_the_originals(monkeypatch, capsys):
+    per_iteration = {"ours": 2_000.0, "the original": 40_000.0}
+    monkeypatch.setattr(short_runs.shutil, "which", lambda name: "/usr/bin/valgrind")
+    monkeypatch.setattr(short_runs, "instructions_per_iteration", lambda command, n, who: per_iteration[who])
+    short_runs.print_instructions(["ours"], 10, ["theirs"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == "ours / the original, instructions per iteration beyond the first: 0.0500"

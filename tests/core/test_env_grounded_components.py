@@ -197,3 +197,32 @@ def test_a_server_answering_one_sample_per_request_is_asked_one_action_at_a_time
         (1, (("move left", "move right"),)),
     ]
     assert policy.stats.as_dict()["duplicates"] == 0 and policy.stats.as_dict()["escalations"] == 0
+
+
+def _counting_fields(monkeypatch) -> list[int]:
+    """One entry per time an env prompt works out a state's fields."""
+    from lits.components.env_prompting import EnvPrompt
+
+    counted: list[int] = []
+    fields = EnvPrompt.fields
+    monkeypatch.setattr(EnvPrompt, "fields", lambda self, *a, **k: (counted.append(1), fields(self, *a, **k))[1])
+    return counted
+
+
+def test_a_chat_policy_prompt_works_out_the_states_fields_once(state, monkeypatch):
+    policy = EnvGroundedPolicy(
+        ScriptedModel(chat_native=True), "line", generate_all_actions=LineWorld.generate_actions, strategy="generate"
+    )
+    counted = _counting_fields(monkeypatch)
+    policy.prompt.messages(state, "3", ACTIONS)
+    assert len(counted) == 1
+
+
+def test_a_judge_of_siblings_works_out_the_states_fields_and_their_order_once(state, monkeypatch):
+    prm = EnvGroundedPRM(ScriptedModel(["1: Yes\n2: No"], chat_native=True), "line")
+    counted = _counting_fields(monkeypatch)
+    orders: list[int] = []
+    shown = EnvGroundedPRM._shown_order
+    monkeypatch.setattr(EnvGroundedPRM, "_shown_order", staticmethod(lambda *a: (orders.append(1), shown(*a))[1]))
+    prm.fast_rewards(state, [EnvAction("wait"), EnvAction("move left")], "3")
+    assert (len(counted), len(orders)) == (1, 1)

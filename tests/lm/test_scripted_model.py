@@ -87,3 +87,51 @@ def test_numbered_questions_are_those_of_numbered_lines_anywhere_in_the_prompt()
         expected = re.findall(r"^(\d+)\. ", text, re.MULTILINE)
         reply = obedient_reply(text, GenerationParams(), 0)
         assert reply == ("\n".join(f"{n}: Yes" for n in expected) if expected else "Yes"), text
+
+
+def _hashed_bytes(monkeypatch) -> list[int]:
+    """The sizes of the texts the scripted model hashes from now on."""
+    from lits.testing import scripted
+
+    sizes: list[int] = []
+    sha256 = hashlib.sha256
+
+    def counting(data: bytes = b"") -> "hashlib._Hash":
+        sizes.append(len(data))
+        return sha256(data)
+
+    monkeypatch.setattr(scripted.hashlib, "sha256", counting)
+    return sizes
+
+
+def test_a_chat_prompts_head_is_read_once_not_at_every_request(monkeypatch):
+    model = ScriptedModel(chat_native=True)
+    model.generate(_chat("Valid actions:\nstack a\nunstack b\n"))
+    hashed = _hashed_bytes(monkeypatch)
+    model.generate(_chat("Valid actions:\npick up c\nput down d\n"), n=2)
+    assert sum(hashed) < 100  # the new turn, not the ~2 KB head again
+
+
+def test_a_chat_prompt_gets_the_answers_its_joined_text_gets():
+    from lits.testing.scripted import prompt_text
+
+    model = ScriptedModel(chat_native=True)
+    turns = [
+        "Valid actions:\nstack a\nunstack b\npick up c\n",
+        "Answer yes or no.\n1. stack a\n2. unstack b\n",
+        "Is it solved? Yes or no.",
+        "no question and no actions",
+        "Valid actions: none here\n",
+    ]
+    heads = [
+        _chat,
+        lambda turn: [{"role": "system", "content": "Valid actions:\nwait\n"}, {"role": "user", "content": turn}],
+        lambda turn: [{"role": "system", "content": "Say yes or no.\n7. first"}, {"role": "user", "content": turn}],
+    ]
+    for head in heads:
+        for turn in turns:
+            for temperature in (0.0, 1, 0.7):
+                prompt = head(turn)
+                params = GenerationParams(n=3, temperature=temperature)
+                expected = [obedient_reply(prompt_text(prompt), params, i) for i in range(3)]
+                assert [c.text for c in model.generate(prompt, n=3, temperature=temperature)] == expected

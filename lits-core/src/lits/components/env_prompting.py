@@ -36,7 +36,7 @@ class EnvPrompt:
             )
 
     def fields(self, state: EnvState, goals: object, actions: Sequence[str] = ()) -> dict[str, str]:
-        plan = "".join(f"{s.action}\n" for s in state if s.action is not None and s.error is None)
+        plan = "".join([f"{s.action}\n" for s in state if s.action is not None and s.error is None])
         return {
             "env_state": str(state.env_state),
             "init_state": str(state.init_state),
@@ -59,7 +59,7 @@ class EnvPrompt:
         copying actions out of examples pasted into the system prompt."""
         fields = self.fields(state, goals, actions)
         instruction = self.user.get("instruction", DEFAULT_INSTRUCTION).format(**fields)
-        return self.asking(state, goals, instruction, actions)
+        return self.asking_with(fields, instruction)
 
     def asking(self, state: EnvState, goals: object, question: str, actions: Sequence[str] = ()) -> list[Message]:
         """Any role's chat prompt about ``state``: :meth:`head`, then one user turn with the problem and the
@@ -67,7 +67,11 @@ class EnvPrompt:
 
         Every role's prompt for one instance thus starts with the same bytes, so a server's prefix cache
         serves them whichever role spoke last (docs/writing-a-domain-plugin.md, "Prompts for prefix caches")."""
-        body = self.user["state"].format(**self.fields(state, goals, actions))
+        return self.asking_with(self.fields(state, goals, actions), question)
+
+    def asking_with(self, fields: dict[str, str], question: str) -> list[Message]:
+        """:meth:`asking` with the state's :meth:`fields` already worked out (a caller that needs them too)."""
+        body = self.user["state"].format(**fields)
         return [*self.head(), {"role": "user", "content": f"{body}\n\n{question}"}]
 
     def head(self) -> list[Message]:

@@ -28,7 +28,10 @@ def _add(field: str, amount: int, component: str | None) -> None:
         return
     who = component or str(context_tag("component") or "other")
     with _lock:
-        per = _counts.setdefault(context_tag("instance"), {}).setdefault(who, dict.fromkeys(FIELDS, 0))
+        of_instance = _counts.setdefault(context_tag("instance"), {})
+        per = of_instance.get(who)
+        if per is None:
+            per = of_instance[who] = dict.fromkeys(FIELDS, 0)
         per[field] += amount
 
 

@@ -486,8 +486,10 @@ class LanguageModel(ABC):
         usage: CallUsage | None = None,
     ) -> None:
         # Each completion carries the prompt tokens billed for it (0 when shared).
-        tokens_in = sum(c.tokens_in for c in outs)
-        tokens_out = sum(c.tokens_out for c in outs)
+        tokens_in = tokens_out = 0
+        for c in outs:
+            tokens_in += c.tokens_in
+            tokens_out += c.tokens_out
         reply = [c.text for c in outs] if self.log_prompts else None
         self._record_raw(kind, tokens_in, tokens_out, seconds, prompt=prompt, reply=reply, usage=usage)
 

@@ -320,7 +320,7 @@ class ResponseCache:
             try:
                 if self._side is None:
                     self._side = self._open_side()
-                self._side.write("".join(f"{_quoted(key)}\t{text}\n" for key, text in rows))
+                self._side.write("".join([f"{_quoted(key)}\t{text}\n" for key, text in rows]))
                 self._side.flush()
             except OSError as exc:
                 self._fail("cannot be written", exc, ": is the disk full?")

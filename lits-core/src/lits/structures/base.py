@@ -26,8 +26,8 @@ class StringAction(str, Action):
     def from_dict(cls, payload: dict[str, object]) -> "StringAction":
         return cls(payload["text"])
 
-    def __str__(self) -> str:
-        return str.__str__(self)
+    # No __str__ of its own: str's, inherited, gives the plain text without a Python call (every prompt and
+    # key reads actions as text).
 
 
 @register_type

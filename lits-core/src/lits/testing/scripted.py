@@ -6,7 +6,7 @@ import functools
 import hashlib
 import re
 import threading
-from typing import Callable, Sequence, Unpack
+from typing import Callable, NamedTuple, Sequence, Unpack
 
 from lits.lm.base import CallOptions, Completion, GenerationParams, LanguageModel, Prompt, TokenLogprob
 from lits.lm.usage import note_request
@@ -20,7 +20,7 @@ def prompt_text(prompt: Prompt) -> str:
     """The prompt as one string (chat messages joined by role)."""
     if isinstance(prompt, str):
         return prompt
-    return "\n".join(f"{m['role']}: {m['content']}" for m in prompt)
+    return "\n".join([f"{m['role']}: {m['content']}" for m in prompt])
 
 
 class ScriptedModel(LanguageModel):
@@ -72,8 +72,17 @@ class ScriptedModel(LanguageModel):
             note_request(tokens_cached=self.prefix_cache.serve(text.split()))
         outs = []
         tokens_in = prompt_words(prompt, text)
+        # obedient: what the samples share worked out once per request, a chat prompt's head once per run
+        shared = None if self._responses else _chat_answer(prompt, params.temperature)
         for i in range(params.n):
-            reply = self._reply(text, params, i)
+            if shared is None:
+                reply = self._reply(text, params, i)
+            else:
+                answer, order = shared
+                if order:
+                    reply = order[i % len(order)]
+                else:
+                    reply = answer if answer is not None else _stable_hash(f"{text}|{params.temperature}|{i}")
             for stop in params.stop:
                 if stop and stop in reply:
                     reply = reply[: reply.index(stop)]
@@ -149,12 +158,16 @@ _MESSAGE_WORDS: dict[tuple[str, str], int] = {}
 def listed_actions(text: str, lower: str | None = None) -> list[str]:
     """The lines under the last heading that ends in "actions:" (e.g. "Valid actions:"), up to a blank line
     (``lower``: ``text.lower()``, when the caller has it)."""
-    lower = text.lower() if lower is None else lower
+    return _listing(text, text.lower() if lower is None else lower) or []
+
+
+def _listing(text: str, lower: str) -> list[str] | None:
+    """:func:`listed_actions`, None when ``text`` has no such heading at all."""
     end = len(text)
     while True:  # from the end: a few-shot prompt's examples hold earlier headings
         at = lower.rfind("actions:", 0, end)
         if at < 0:
-            return []
+            return None
         line_end = text.find("\n", at)
         line_end = len(text) if line_end < 0 else line_end
         if not text[at + len("actions:") : line_end].strip():
@@ -196,6 +209,73 @@ def _obedient_answer(text: str, temperature: float) -> tuple[str | None, tuple[s
 
         return None, tuple(sorted(listed, key=rank))
     return ("Yes" if question else None), ()
+
+
+def _chat_answer(prompt: Prompt, temperature: float) -> tuple[str | None, tuple[str, ...]] | None:
+    """``_obedient_answer(prompt_text(prompt), temperature)`` of an ASCII chat prompt, worked out from its
+    messages: the head's (system prompt, examples: the same in every request) once, then only the last
+    message (the state and the question).  None: not such a prompt, or one whose listed actions start before
+    its last message (the whole text decides)."""
+    if isinstance(prompt, str) or len(prompt) < 2:
+        return None
+    head: list[tuple[str, str]] = []
+    for message in prompt:
+        role, content = message["role"], message["content"]
+        if type(role) is not str or type(content) is not str or not (role.isascii() and content.isascii()):
+            return None
+        head.append((role, content))
+    role, content = head.pop()
+    facts = _head_facts(tuple(head))
+    last = f"{role}: {content}"
+    lower = last.lower()  # ASCII: the joined text's lower case is its parts' (and keeps their positions)
+    question = facts.question or "yes or no" in lower
+    numbered = [*facts.numbered, *_NUMBERED.findall("\n" + last)] if question else []
+    if numbered:
+        return "\n".join(f"{n}: Yes" for n in numbered), ()
+    listed = _listing(last, lower)
+    if listed is None and facts.headed:
+        return None
+    if listed:
+        stem = facts.digest.copy()  # _stable_hash of text|temperature|action, the head hashed once
+        stem.update(f"{last}|{temperature}|".encode())
+
+        def rank(action: str) -> str:
+            each = stem.copy()
+            each.update(action.encode())
+            return "h" + each.hexdigest()[:8]
+
+        return None, tuple(sorted(listed, key=rank))
+    return ("Yes" if question else None), ()
+
+
+class _HeadFacts(NamedTuple):
+    """What :func:`_obedient_answer` reads in a chat prompt's messages before its last one."""
+
+    question: bool  # "yes or no" in them
+    numbered: tuple[str, ...]  # their numbered lines' numbers
+    headed: bool  # an "actions:" heading among them
+    digest: "hashlib._Hash"  # the hash state of their text and the newline after it
+
+
+def _head_facts(head: tuple[tuple[str, str], ...]) -> _HeadFacts:
+    facts = _HEADS.get(head)
+    if facts is None:
+        text = "\n".join(f"{role}: {content}" for role, content in head)
+        lower = text.lower()
+        facts = _HeadFacts(
+            "yes or no" in lower,
+            tuple(_NUMBERED.findall("\n" + text)),
+            _listing(text, lower) is not None,
+            hashlib.sha256(f"{text}\n".encode()),
+        )
+        if len(_HEADS) >= 64:
+            _HEADS.clear()
+        _HEADS[head] = facts
+    return facts
+
+
+#: :func:`_head_facts` by the head's (role, content) pairs, bounded.
+_HEADS: dict[tuple[tuple[str, str], ...], _HeadFacts] = {}
 
 
 #: A numbered line ("2. ...") found after a newline: ``re.findall(r"^(\d+)\. ", text, re.MULTILINE)`` as

@@ -140,7 +140,8 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             except LoglikelihoodUnsupported:
                 self.use_scoring = False
         if self.judge_siblings_together and getattr(self.base_model, "chat_native", False):
-            judged = self._judge_together(state, actions, query)
+            order = self._shown_order(state, actions)
+            judged = self._judge_together(state, actions, query, order)
             missing = [i for i, value in enumerate(judged) if value is None]
             redo = super()._fast_rewards(
                 state,
@@ -151,7 +152,7 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
                 steps=[steps[i] for i in missing] if steps else (),
             )
             again = dict(zip(missing, redo))
-            shown_at = {i: place for place, i in enumerate(self._shown_order(state, actions), start=1)}
+            shown_at = {i: place for place, i in enumerate(order, start=1)}
             return [
                 again[i]
                 if value is None
@@ -160,10 +161,12 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             ]
         return super()._fast_rewards(state, actions, query, query_idx, from_phase=from_phase, steps=steps)
 
-    def _judge_together(self, state: EnvState, actions: list[EnvAction], query: object) -> list[float | None]:
+    def _judge_together(
+        self, state: EnvState, actions: list[EnvAction], query: object, order: list[int]
+    ) -> list[float | None]:
+        """Each sibling's P(Yes) from one request that lists them in ``order`` (None: left unanswered)."""
         assert self.base_model is not None
-        prompt = self.judge_messages(state, actions, query)
-        order = self._shown_order(state, actions)
+        prompt = self.judge_messages(state, actions, query, order)
         verdicts_allowed = [[f"{k}: Yes", f"{k}: No"] for k in range(1, len(actions) + 1)]
         reply = self.base_model.generate(
             prompt,
@@ -178,15 +181,20 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
             judged[i] = verdicts[shown]
         return judged
 
-    def judge_messages(self, state: EnvState, actions: Sequence[EnvAction], query: object) -> list[Message]:
+    def judge_messages(
+        self, state: EnvState, actions: Sequence[EnvAction], query: object, order: Sequence[int] | None = None
+    ) -> list[Message]:
         """The chat prompt that judges ``actions`` (siblings) together: the policy's prompt for ``state`` up to
-        its question, then the domain's ``evaluate_many`` question."""
+        its question, then the domain's ``evaluate_many`` question (``order``: :meth:`_shown_order`'s, when the
+        caller has it)."""
         user = self.usr_prompt_spec if isinstance(self.usr_prompt_spec, dict) else {}
         template = user.get("evaluate_many", EVALUATE_MANY)
-        order = self._shown_order(state, list(actions))
-        candidates = "\n".join(f"{shown}. {actions[i]}" for shown, i in enumerate(order, start=1))
-        question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
-        return self.policy_prompt.asking(state, query, question, self._valid(state))
+        if order is None:
+            order = self._shown_order(state, list(actions))
+        candidates = "\n".join([f"{shown}. {actions[i]}" for shown, i in enumerate(order, start=1)])
+        fields = self.policy_prompt.fields(state, query, self._valid(state))
+        question = template.format(candidates=candidates, **{**fields, "actions": ""})  # the question lists none
+        return self.policy_prompt.asking_with(fields, question)
 
     @staticmethod
     def _shown_order(state: EnvState, actions: list[EnvAction]) -> list[int]:
