@@ -74,15 +74,30 @@ ORIGINAL_MS_PER_ITERATION = 25.0
 #: Where ``original_lits.py``'s set-up puts the original's interpreter.
 ORIGINAL_PYTHON = "/tmp/lits-original-venv/bin/python"
 
+#: ``lits search`` with the end of its first iteration printed. The hook goes in once ``lits.agents.tree.base`` is
+#: imported by the run itself: importing it first would build pydantic models before ``main`` ran, and time a start
+#: the command does not have.
 FIRST_ITERATION = """
-import sys, time
-from lits.agents.tree.base import BaseTreeSearch
-saved = BaseTreeSearch.save_checkpoint
-def first(self, *a, **k):
-    saved(self, *a, **k)
-    print("FIRST", time.time(), file=sys.__stderr__, flush=True)
-    BaseTreeSearch.save_checkpoint = saved
-BaseTreeSearch.save_checkpoint = first
+import importlib.machinery, sys, time
+class Hook:
+    def find_spec(self, name, path, target=None):
+        if name != "lits.agents.tree.base":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            base = module.BaseTreeSearch
+            saved = base.save_checkpoint
+            def first(self, *a, **k):
+                saved(self, *a, **k)
+                print("FIRST", time.time(), file=sys.__stderr__, flush=True)
+                base.save_checkpoint = saved
+            base.save_checkpoint = first
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, Hook())
 from lits.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """

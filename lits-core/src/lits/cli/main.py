@@ -280,8 +280,15 @@ def _one_line_warning(
     print(f"lits: warning: {redact_text(text)}", file=file or sys.stderr)
 
 
+#: pydantic's switch for its own plugins (observability hooks such as logfire's), read at each model class build.
+PYDANTIC_PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
+
+
 def main(argv: Sequence[str] | None = None, prefix: Sequence[str] = ()) -> int:
     warnings.showwarning = _one_line_warning
+    # pydantic looks for its plugins by parsing every installed distribution's entry points when the first model
+    # class is built (~0.1 s of a start); the CLI uses none. Set to empty to keep them (docs/plugins.md).
+    os.environ.setdefault(PYDANTIC_PLUGINS_ENV, "__all__")
     words = [*prefix, *(sys.argv[1:] if argv is None else argv)]
     parser = build_parser(
         with_plugins=_wants_plugin_commands(words), run_options=_command_word(words) in ("search", "chain")

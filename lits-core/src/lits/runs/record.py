@@ -80,7 +80,8 @@ class RunRecord(RunSpec):
 
     Keys of an older run that no field knows are kept (``model_extra``) and written back unchanged."""
 
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+    # Built on first validation (a resume's read): a new run makes its record with model_construct.
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True, defer_build=True)
 
     lits_version: str = ""
     #: When the run was made, ``2026-01-31T12:00:00``.
