@@ -259,7 +259,9 @@ def run(
     }
 
 
-def emulate(name: str, model_file: str, args: list[str], out: Path, cache: str = "slot") -> dict[str, Any]:
+def emulate(
+    name: str, model_file: str, args: list[str], out: Path, cache: str = "slot", dump: Path | None = None
+) -> dict[str, Any]:
     from llama_cpp import Llama
     from llama_cpp.llama_chat_format import format_chatml, format_llama2
 
@@ -306,21 +308,24 @@ def emulate(name: str, model_file: str, args: list[str], out: Path, cache: str =
     context: list[int] = []
     prompt = reused = 0
     sent = srv.requests  # one body per request (a request for n samples calls the responder n times)
-    for body in sent:
+    for index, body in enumerate(sent):
         messages = body.get("messages")
         text = template(messages=messages).prompt if messages else str(body.get("prompt") or "")
         tokens = vocab.tokenize(text.encode(), add_bos=True, special=True)
         prompt += len(tokens)
         if paged is not None:  # vLLM's automatic prefix caching, in the model's own tokens
-            reused += paged.serve([str(t) for t in tokens])
-            continue
-        common = 0
-        for a, b in zip(context, tokens):
-            if a != b:
-                break
-            common += 1
-        reused += common - 1 if common == len(tokens) else common
-        context = tokens
+            hit = paged.serve([str(t) for t in tokens])
+        else:
+            common = 0
+            for a, b in zip(context, tokens):
+                if a != b:
+                    break
+                common += 1
+            hit = common - 1 if common == len(tokens) else common
+            context = tokens
+        reused += hit
+        if dump is not None:
+            write_dump(dump / name, index, vocab, tokens, hit, 16 if paged else 0)
     results = json.loads((save / "eval_results.json").read_text())
     solved = int(results.get("solved") or 0)
     evaluated = prompt - reused
@@ -340,6 +345,21 @@ def emulate(name: str, model_file: str, args: list[str], out: Path, cache: str =
         "wall_seconds": round(time.perf_counter() - started, 1),
         **(repeats(save) if args[0] == "chain" else {}),
     }
+
+
+def write_dump(folder: Path, index: int, vocab: Any, tokens: list[int], hit: int, block: int) -> None:
+    """One emulated request as the server read it: ``|`` at each block boundary, ``[[NEW]]`` where the re-used
+    prefix ends, so what each request adds (and where blocks cut it) can be read."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pieces = []
+    for position, token in enumerate(tokens):
+        if position == hit:
+            pieces.append("[[NEW]]")
+        elif block and position and position % block == 0:
+            pieces.append("|")
+        pieces.append(vocab.detokenize([token]).decode(errors="replace"))
+    head = f"# request {index}: {len(tokens)} tokens, {hit} re-used, {len(tokens) - hit} new\n"
+    (folder / f"{index:04d}.txt").write_text(head + "".join(pieces) + "\n")
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -403,6 +423,13 @@ def main() -> int:
         "token; capacity for the whole run)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        help="with --emulate: write each request as the server read it (block boundaries, where the re-used prefix "
+        "ends) to DIR/<workload>/NNNN.txt",
+    )
     args = parser.parse_args()
     chosen = [w for w in args.workloads.split(",") if w]
     known = workloads(args.data, args.gsm8k_limit, args.chain_limit, args.blocksworld_limit)
@@ -418,7 +445,7 @@ def main() -> int:
             if args.repeats_off and lits_args[0] == "chain":
                 lits_args = [*lits_args, "--chain-arg", "avoid_repeats=false"]
             if args.emulate:
-                rows.append(emulate(name, model_file, lits_args, out, args.cache))
+                rows.append(emulate(name, model_file, lits_args, out, args.cache, args.dump))
             else:
                 rows.append(run(name, model_file, lits_args, out, args.server, args.slots))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)

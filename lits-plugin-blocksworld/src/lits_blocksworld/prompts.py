@@ -2,8 +2,10 @@
 
 The policy scores each candidate as the next line after "### Plan" and the
 actions so far, so the examples use exactly that layout.  The judge's chat
-prompt repeats the policy's (rules, examples, problem, plan so far) and asks
-its own question last, so a server's prefix cache serves both roles.
+prompt repeats the policy's whole prompt (rules, examples, problem, plan so
+far, the state and its legal actions) and asks its own question last, and the
+policy's question lives in the head every request shares: so each request
+adds only what its node brings (a paged prefix cache serves the rest).
 """
 
 from __future__ import annotations
@@ -46,9 +48,12 @@ def policy_system() -> str:
     return f"{RULES}\n\n{EXAMPLES}"
 
 
-INSTRUCTION = (
-    "Now: {env_state}\nLegal actions:\n{actions}\n\nWrite the next action of a shortest plan, exactly as listed."
-)
+INSTRUCTION = "Now: {env_state}\nLegal actions:\n{actions}\n"
+
+#: The policy's question, once in the head every role shares rather than after each state.
+ASKED = "Each turn shows a plan so far; reply with the next action of a shortest plan, exactly as listed."
+#: The chat head every role shares (the judge too): the rules and the policy's question (the judge's comes last).
+CHAT_SYSTEM = RULES.rsplit("\n", 1)[0] + "\n" + ASKED
 
 #: For chat models: the same worked example as turns already answered, one action per turn.
 CHAT_EXAMPLES = [
@@ -57,7 +62,7 @@ CHAT_EXAMPLES = [
         "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
         "### Plan\n\nNow: the red block is clear, the blue block is clear, the hand is empty, the red block is "
         "on the table and the blue block is on the table\nLegal actions:\npick up the red block\n"
-        "pick up the blue block\n\nWrite the next action of a shortest plan, exactly as listed.",
+        "pick up the blue block\n",
         "assistant": "pick up the red block",
     },
     {
@@ -65,8 +70,7 @@ CHAT_EXAMPLES = [
         "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
         "### Plan\npick up the red block\n\nNow: the blue block is clear, the hand is holding the red block "
         "and the blue block is on the table\nLegal actions:\nput down the red block\n"
-        "stack the red block on top of the blue block\n\n"
-        "Write the next action of a shortest plan, exactly as listed.",
+        "stack the red block on top of the blue block\n",
         "assistant": "stack the red block on top of the blue block",
     },
 ]
@@ -77,8 +81,7 @@ def policy_user() -> dict[str, object]:
     return {
         "state": STATE,
         "instruction": INSTRUCTION,
-        # The head every role shares (the judge too): the rules, no role's own instruction.
-        "chat_system": RULES.rsplit("\n", 1)[0],
+        "chat_system": CHAT_SYSTEM,
         "chat_examples": CHAT_EXAMPLES,
     }
 
@@ -91,10 +94,10 @@ def reward_system() -> str:
 @register_user_prompt("reward", "env_grounded", "blocksworld")
 def reward_user() -> dict[str, str]:
     return {
-        # Asked after the policy's head and problem (the goal and the plan so far are there already).
+        # Asked after the policy's prompt (the goal, the plan so far, the state and its legal actions are there).
         "evaluate": "Now: {env_state}\nProposed next action: {action}\n"
         "Does this action move the plan towards the goal? Answer Yes or No.\nAnswer:",
-        "evaluate_many": "Now: {env_state}\nProposed next actions (numbered):\n{candidates}\n\n"
-        "For each proposed action, does it move the plan towards the goal? Write one line per "
+        "evaluate_many": "Now: {env_state}\nLegal actions:\n{actions}\n\nProposed next actions (numbered):\n"
+        "{candidates}\n\nFor each proposed action, does it move the plan towards the goal? Write one line per "
         "action: its number, a colon, then Yes or No.\n",
     }

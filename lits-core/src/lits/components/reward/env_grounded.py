@@ -185,8 +185,9 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         template = user.get("evaluate_many", EVALUATE_MANY)
         order = self._shown_order(state, list(actions))
         candidates = "\n".join(f"{shown}. {actions[i]}" for shown, i in enumerate(order, start=1))
-        question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
-        return self.policy_prompt.asking(state, query, question, self._valid(state))
+        valid = self._valid(state)
+        question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query, valid))
+        return self.policy_prompt.asking(state, query, question, valid)
 
     @staticmethod
     def _shown_order(state: EnvState, actions: list[EnvAction]) -> list[int]:
