@@ -306,7 +306,8 @@ def emulate(
     template = format_llama2 if TEMPLATES[name] == "llama-2" else format_chatml
     paged = PagedPrefixCache(block_size=16, capacity=1 << 20) if cache == "paged" else None
     context: list[int] = []
-    prompt = reused = 0
+    prompt = reused = exact = 0
+    dumped: list[list[int]] = []
     sent = srv.requests  # one body per request (a request for n samples calls the responder n times)
     for index, body in enumerate(sent):
         messages = body.get("messages")
@@ -316,16 +317,17 @@ def emulate(
         if paged is not None:  # vLLM's automatic prefix caching, in the model's own tokens
             hit = paged.serve([str(t) for t in tokens])
         else:
-            common = 0
-            for a, b in zip(context, tokens):
-                if a != b:
-                    break
-                common += 1
+            common = common_prefix(context, tokens)
             hit = common - 1 if common == len(tokens) else common
             context = tokens
         reused += hit
         if dump is not None:
-            write_dump(dump / name, index, vocab, tokens, hit, 16 if paged else 0)
+            # what a cache matching to the token (any earlier prompt, never the last token) would re-use: the rest
+            # of ``hit``'s shortfall is the blocks' rounding
+            shared = max((common_prefix(tokens, seen) for seen in dumped), default=0)
+            exact += min(shared, len(tokens) - 1)
+            dumped.append(tokens)
+            write_dump(dump / name, index, vocab, tokens, hit, min(shared, len(tokens) - 1), 16 if paged else 0)
     results = json.loads((save / "eval_results.json").read_text())
     solved = int(results.get("solved") or 0)
     evaluated = prompt - reused
@@ -343,22 +345,35 @@ def emulate(
         "evaluated_per_solved": round(evaluated / solved, 1) if solved else None,
         "prompt_tokens_per_solved": round(prompt / solved, 1) if solved else None,
         "wall_seconds": round(time.perf_counter() - started, 1),
+        **({"reused_if_matched_to_the_token": round(exact / prompt, 4)} if dump is not None and prompt else {}),
         **(repeats(save) if args[0] == "chain" else {}),
     }
 
 
-def write_dump(folder: Path, index: int, vocab: Any, tokens: list[int], hit: int, block: int) -> None:
+def common_prefix(a: list[int], b: list[int]) -> int:
+    common = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        common += 1
+    return common
+
+
+def write_dump(folder: Path, index: int, vocab: Any, tokens: list[int], hit: int, shared: int, block: int) -> None:
     """One emulated request as the server read it: ``|`` at each block boundary, ``[[NEW]]`` where the re-used
-    prefix ends, so what each request adds (and where blocks cut it) can be read."""
+    prefix ends and ``[[SHARED]]`` where the longest prefix it shares with an earlier prompt ends, so what each
+    request adds (and what the blocks' rounding costs) can be read."""
     folder.mkdir(parents=True, exist_ok=True)
     pieces = []
     for position, token in enumerate(tokens):
         if position == hit:
             pieces.append("[[NEW]]")
+        if position == shared and shared != hit:
+            pieces.append("[[SHARED]]")
         elif block and position and position % block == 0:
             pieces.append("|")
         pieces.append(vocab.detokenize([token]).decode(errors="replace"))
-    head = f"# request {index}: {len(tokens)} tokens, {hit} re-used, {len(tokens) - hit} new\n"
+    head = f"# request {index}: {len(tokens)} tokens, {hit} re-used, {len(tokens) - hit} new, {shared} shared\n"
     (folder / f"{index:04d}.txt").write_text(head + "".join(pieces) + "\n")
 
 
