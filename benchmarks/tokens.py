@@ -368,10 +368,10 @@ def write_dump(folder: Path, index: int, vocab: Any, tokens: list[int], hit: int
     for position, token in enumerate(tokens):
         if position == hit:
             pieces.append("[[NEW]]")
-        if position == shared and shared != hit:
-            pieces.append("[[SHARED]]")
         elif block and position and position % block == 0:
             pieces.append("|")
+        if position == shared and shared != hit:
+            pieces.append("[[SHARED]]")
         pieces.append(vocab.detokenize([token]).decode(errors="replace"))
     head = f"# request {index}: {len(tokens)} tokens, {hit} re-used, {len(tokens) - hit} new, {shared} shared\n"
     (folder / f"{index:04d}.txt").write_text(head + "".join(pieces) + "\n")
