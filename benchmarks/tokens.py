@@ -42,18 +42,23 @@ order of the interleaved instances' requests varied the re-use from run to run):
 |---|---|---|---|---|---|
 | before (e139bb1), 3 runs | 139 | 74,977 | 57.8-60.9 % | 5,866-6,326 | 5/5 |
 | after | 174 | 105,995 | 89.8 % | 2,161 | 5/5 |
+| the judge repeats the policy's whole prompt, the policy's question in the head | 176 | 106,588 | 90.3 % | 2,062 | 5/5 |
 
 | GSM8K ToT-BFS, 3 problems | requests | prompt tokens | re-used | evaluated |
 |---|---|---|---|---|
 | before (judge with its own system prompt) | 24 | 8,391 | 54.1 % | 3,848 |
 | after (the judge asks after the policy's prompt) | 24 | 10,296 | 90.1 % | 1,021 |
 
-With ``--cache paged`` (a batching server): BlocksWorld MCTS 84.3 % (95 requests), GSM8K ToT-BFS 87.8 % (33).
-What keeps those under 90 % is what each request adds after the prefix it shares with an earlier one (in
-BlocksWorld the new node's state, its legal actions and the role's question, ~100 of a ~490-word prompt), not
-the cache's blocks or size: counted in words on the loopback server's own ``PagedPrefixCache`` (the test suite's),
-BlocksWorld MCTS re-uses 84.1 % with 16-word blocks, and would re-use 85.7 % from a cache of unbounded size that
-matched to the word, not the block; nothing was evicted.
+With ``--cache paged`` (a batching server), in Gemma's and Qwen's own tokens: BlocksWorld MCTS 84.1 % (94
+requests) before the judge repeated the policy's whole prompt and the policy's question moved into the shared
+head, 85.1-85.2 % after (84-85 requests; evaluated 9,264 -> ~7,900); GSM8K ToT-BFS 87.8 % (33). ``--dump DIR``
+shows what each request adds and where the 16-token blocks cut it, and gives the share a cache matching to the
+token would re-use: BlocksWorld 86.3 %, GSM8K 89.8 %.  What bounds the share is what each node must say, not the cache:
+a BlocksWorld node's policy request adds its action (~9 tokens), its state (~47) and legal actions (~26), its
+judge the candidates (~35) and the judge's question (~37), ~150 of a ~1,250-token pair where 90 % allows ~96
+once the cold head and each instance's first request are paid; a GSM8K request adds its step, the role's cue
+(~12-20 tokens) and the chat template's turn end on a ~440-token prompt, and 3 problems pay the 421-token head
+once (2.9 %; 10 problems: 89.8 %).
 
 The real Gemma run at the issue's settings (135 requests, 58.9 % re-used, 5,986 evaluated per solved) matches
 the emulated "before"; on the loaded 2-core machine of the measurement (load 26-42) the real server took
