@@ -42,7 +42,6 @@ order of the interleaved instances' requests varied the re-use from run to run):
 |---|---|---|---|---|---|
 | before (e139bb1), 3 runs | 139 | 74,977 | 57.8-60.9 % | 5,866-6,326 | 5/5 |
 | after | 174 | 105,995 | 89.8 % | 2,161 | 5/5 |
-| the judge repeats the policy's whole prompt, the policy's question in the head | 176 | 106,588 | 90.3 % | 2,062 | 5/5 |
 
 | GSM8K ToT-BFS, 3 problems | requests | prompt tokens | re-used | evaluated |
 |---|---|---|---|---|
@@ -50,15 +49,18 @@ order of the interleaved instances' requests varied the re-use from run to run):
 | after (the judge asks after the policy's prompt) | 24 | 10,296 | 90.1 % | 1,021 |
 
 With ``--cache paged`` (a batching server), in Gemma's and Qwen's own tokens: BlocksWorld MCTS 84.1 % (94
-requests) before the judge repeated the policy's whole prompt and the policy's question moved into the shared
-head, 85.1-85.2 % after (84-85 requests; evaluated 9,264 -> ~7,900); GSM8K ToT-BFS 87.8 % (33). ``--dump DIR``
-shows what each request adds and where the 16-token blocks cut it, and gives the share a cache matching to the
-token would re-use: BlocksWorld 86.3 %, GSM8K 89.8 %.  What bounds the share is what each node must say, not the cache:
-a BlocksWorld node's policy request adds its action (~9 tokens), its state (~47) and legal actions (~26), its
-judge the candidates (~35) and the judge's question (~37), ~150 of a ~1,250-token pair where 90 % allows ~96
-once the cold head and each instance's first request are paid; a GSM8K request adds its step, the role's cue
-(~12-20 tokens) and the chat template's turn end on a ~440-token prompt, and 3 problems pay the 421-token head
-once (2.9 %; 10 problems: 89.8 %).
+requests), GSM8K ToT-BFS 87.8 % (33).  ``--dump DIR`` writes each request with its 16-token blocks, where its
+re-used prefix ends and where the longest prefix it shares with any earlier prompt ends, and the row gives the
+share a cache matching to the token would re-use: BlocksWorld 85.3 %, GSM8K 89.8 %.  What bounds the share is what
+each node must say, not the cache: a BlocksWorld node's policy request adds its action (~9 tokens), its state
+(~47) and its legal actions (~26), its judge the candidates (~35) and the judge's question (~37), ~150 of a
+~1,250-token pair where 90 % allows ~96 once the cold head and each instance's first request are paid; a GSM8K
+request adds its step, the role's cue (~12-20 tokens) and the chat template's turn end to a ~440-token prompt,
+and 3 problems pay the 421-token head once (2.9 %; 10 problems: 89.8 %).  A layout that asked the policy's
+question once in the chat head and had the judge repeat the policy's whole prompt (legal actions too) reached
+85.2 % (one slot: 2,062 evaluated per solved, emulated) but on the real Gemma server solved 4 of 5 (the fifth
+cycled put-down/pick-up to its 10 iterations) at 3,101 evaluated per solved (212 requests, 90.5 % re-used), so
+it was not kept.
 
 The real Gemma run at the issue's settings (135 requests, 58.9 % re-used, 5,986 evaluated per solved) matches
 the emulated "before"; on the loaded 2-core machine of the measurement (load 26-42) the real server took

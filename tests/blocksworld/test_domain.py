@@ -136,9 +136,7 @@ def test_a_chat_model_sees_the_worked_example_as_earlier_turns_not_in_the_system
     for example in messages[1:-1:2]:  # every example answer is one of the actions its turn lists
         answer = messages[messages.index(example) + 1]["content"]
         assert answer in example["content"].split("Legal actions:\n", 1)[1]
-    # the policy's question is asked once, in the head every request shares; each turn ends with its legal actions
-    assert messages[0]["content"].endswith("exactly as listed.")
-    assert messages[-1]["content"].endswith("Legal actions:\npick up the orange block\n")
+    assert messages[-1]["content"].endswith("exactly as listed.") and "orange" in messages[-1]["content"]
 
 
 def test_the_judge_asks_after_the_policys_own_prompt_so_both_share_one_cached_head():
@@ -160,23 +158,3 @@ def test_the_judge_asks_after_the_policys_own_prompt_so_both_share_one_cached_he
     judged = flat(judge.judge_messages(state, [EnvAction(a) for a in actions[:2]], GOAL))
     question = policy.index("\n\nNow: ", policy.rindex("### Problem"))
     assert judged.startswith(policy[:question]) and GOAL in policy[:question]
-
-
-def test_the_judge_repeats_the_policys_whole_prompt_so_only_its_candidates_and_question_are_new():
-    # A paged prefix cache serves a request only the blocks it shares with an earlier one: the judge of a node
-    # follows that node's policy request, so it should add only its candidates and its question.
-    from lits.components.env_prompting import EnvPrompt
-    from lits.components.reward.env_grounded import EnvGroundedPRM
-    from lits.structures.env_grounded import EnvState
-
-    prompt = EnvPrompt(
-        PromptRegistry.get("policy", "env_grounded", "blocksworld", "env_grounded"),
-        PromptRegistry.get_usr("policy", "env_grounded", "blocksworld", "env_grounded"),
-    )
-    judge = EnvGroundedPRM(None, "blocksworld", generate_all_actions=world.generate_actions)
-    state = EnvState(init_state=START)
-    actions = world.generate_actions(START)
-    policy = prompt.messages(state, GOAL, actions)
-    judged = judge.judge_messages(state, [EnvAction(a) for a in actions[:2]], GOAL)
-    assert judged[:-1] == policy[:-1]
-    assert judged[-1]["content"].startswith(policy[-1]["content"])

@@ -23,7 +23,7 @@ class RecordingModel(ScriptedModel):
     def _generate(self, prompt, params):
         outs = super()._generate(prompt, params)
         text = prompt[-1]["content"] if not isinstance(prompt, str) else prompt  # the asked turn, not the examples
-        if listed_actions(text) and "Yes or No" not in text:  # a policy request (the judge's lists them too)
+        if listed_actions(text):
             state = text.split("Legal actions:")[0]
             self.requests.append((state, listed_actions(text), [o.text for o in outs]))
         return outs

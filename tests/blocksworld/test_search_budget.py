@@ -16,8 +16,8 @@ from lits.lm.base import GenerationParams, stop_new_calls
 from lits.registry import register_model
 from lits.testing.scripted import ScriptedModel, obedient_reply
 
-#: The scripted model's 10-iteration MCTS over the first 4 cases: instance 3 solves at iteration 7 (56 calls),
-#: instance 1 at 6 (48), the others at 2 and 4 (14 and 32 calls); 150 calls in all.
+#: The scripted model's 10-iteration MCTS over the first 4 cases: instance 0 solves at iteration 6 (48 calls),
+#: the others at iteration 1 or 2 (4 to 14 calls); 78 calls in all.
 MCTS = {"n_iterations": 10, "seed": 1}
 
 
@@ -56,22 +56,22 @@ def unbudgeted(tmp_path_factory) -> Path:
 
 
 def test_solved_instances_stop_and_their_budget_goes_to_the_instance_still_searching(tmp_path, unbudgeted):
-    summary = search(tmp_path / "run", "calls=170")
-    # an even split would give each instance 42.5 calls; instance 3 needed 56, which the solved ones left it
-    assert calls_of(tmp_path / "run", 3) == calls_of(unbudgeted, 3) > 170 / 4
+    summary = search(tmp_path / "run", "calls=100")
+    # an even split would give each instance 25 calls; instance 0 needed 48, which the solved ones left it
+    assert calls_of(tmp_path / "run", 0) == calls_of(unbudgeted, 0) > 100 / 4
     assert summary["accuracy"] == 1.0 and summary["budget"]["settled_early"] == 4
-    assert summary["budget"]["spent"] == summary["inference"]["calls"] == 150
+    assert summary["budget"]["spent"] == summary["inference"]["calls"] == 78
 
 
 def test_each_instance_searches_as_it_would_without_a_budget(tmp_path, unbudgeted):
-    search(tmp_path / "run", "calls=170")
+    search(tmp_path / "run", "calls=100")
     kept = ("iterations", "stopped", "eval", "final_state")
     assert {i: {k: r[k] for k in kept} for i, r in records(tmp_path / "run").items()} == {
         i: {k: r[k] for k in kept} for i, r in records(unbudgeted).items()
     }
 
 
-@pytest.mark.parametrize("budget", ["calls=30", "calls=60", "calls=150", "tokens=15000", "tokens=30000"])
+@pytest.mark.parametrize("budget", ["calls=30", "calls=60", "calls=78", "tokens=15000", "tokens=30000"])
 def test_a_search_run_never_spends_more_than_its_budget(tmp_path, budget):
     summary = search(tmp_path / "run", budget)
     unit, total = budget.split("=")
@@ -88,12 +88,12 @@ def test_a_budget_too_small_for_every_instance_cuts_the_unsolved_ones(tmp_path):
 
 
 def test_the_summary_says_how_the_search_budget_was_spent(tmp_path):
-    search(tmp_path / "run", "calls=170")
+    search(tmp_path / "run", "calls=100")
     lines = (tmp_path / "run" / "eval.log").read_text().splitlines()
-    assert any(line.startswith("budget spent") and line.endswith("150 of 170 calls") for line in lines)
+    assert any(line.startswith("budget spent") and line.endswith("78 of 100 calls") for line in lines)
     assert any(
         line.startswith("iterations run")
-        and "(2 iterations: 1, 4 iterations: 1, 6 iterations: 1, 7 iterations: 1); 4 settled early" in line
+        and "(1 iterations: 2, 2 iterations: 1, 6 iterations: 1); 4 settled early" in line
         for line in lines
     )
 
@@ -108,7 +108,7 @@ def test_the_same_seed_spends_a_search_budget_alike_at_any_concurrency(tmp_path)
 
 def test_a_resumed_search_run_continues_with_the_budget_it_had_left(tmp_path, monkeypatch):
     model = {"model": "budget-obedient", "no_cache": False}
-    whole = search(tmp_path / "whole", "calls=170", **model)
+    whole = search(tmp_path / "whole", "calls=100", **model)
     paid = {"calls": 0}
 
     def stopping_after_thirty(text: str, params: GenerationParams, index: int) -> str:
@@ -119,7 +119,7 @@ def test_a_resumed_search_run_continues_with_the_budget_it_had_left(tmp_path, mo
 
     monkeypatch.setattr(sys.modules[__name__], "reply", stopping_after_thirty)
     cut = tmp_path / "cut"
-    search(cut, "calls=170", **model)
+    search(cut, "calls=100", **model)
     assert len(records(cut)) < 4 or any(r["stopped"] == "budget" for r in records(cut).values())  # part-way
     monkeypatch.undo()
     lits.resume(cut)
@@ -128,7 +128,7 @@ def test_a_resumed_search_run_continues_with_the_budget_it_had_left(tmp_path, mo
     assert {i: {k: r[k] for k in kept} for i, r in records(cut).items()} == {
         i: {k: r[k] for k in kept} for i, r in records(tmp_path / "whole").items()
     }
-    assert resumed["budget"]["spent"] == whole["budget"]["spent"] == 150
+    assert resumed["budget"]["spent"] == whole["budget"]["spent"] == 78
 
 
 def test_bfs_is_granted_depths_and_searches_as_it_would_without_a_budget(tmp_path):

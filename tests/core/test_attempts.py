@@ -17,8 +17,6 @@ from lits.registry import isolated_registry, register_augmentor
 from lits.structures.base import Step
 
 BLOCKS = {"dataset": "blocksworld", "model": "scripted", "limit": 4}
-#: Four cases of which the scripted chain fails some, on the first attempt and after three.
-SOME_FAIL = {**BLOCKS, "offset": 2}
 
 
 def _records(run: Path) -> dict[str, bytes]:
@@ -227,9 +225,7 @@ def test_memory_never_crosses_instances_by_default(tmp_path):
 def test_scope_run_carries_memory_from_each_instance_to_the_next(tmp_path):
     with isolated_registry():
         register_augmentor("counting")(Counting)
-        result = lits.chain(
-            **SOME_FAIL, memory_args={"augmentors": "counting", "scope": "run"}, save_dir=tmp_path / "r"
-        )
+        result = lits.chain(**BLOCKS, memory_args={"augmentors": "counting", "scope": "run"}, save_dir=tmp_path / "r")
     failed_before = [sum(not j.solved for j in result.instances[:k]) for k in range(4)]
     shown = [i.record["attempts"][0]["notes"] for i in result.instances]
     assert shown == [None if n == 0 else f"{HEADING}\n- failed: {n}" for n in failed_before]
@@ -237,7 +233,7 @@ def test_scope_run_carries_memory_from_each_instance_to_the_next(tmp_path):
     with isolated_registry():
         register_augmentor("counting")(Counting)
         lits.chain(
-            **SOME_FAIL, memory_args={"augmentors": "counting", "scope": "run"}, concurrency=4, save_dir=tmp_path / "c4"
+            **BLOCKS, memory_args={"augmentors": "counting", "scope": "run"}, concurrency=4, save_dir=tmp_path / "c4"
         )
     assert _records(tmp_path / "c4") == _records(tmp_path / "r")
 
@@ -286,7 +282,7 @@ def test_a_bad_option_value_is_one_line_before_any_call(tmp_path, option):
 def test_lits_eval_rejudges_every_attempt_instead_of_trusting_its_saved_flag(tmp_path):
     from lits.cli.main import main
 
-    result = lits.chain(**SOME_FAIL, attempts=3, memory_args={"augmentors": "reflection"}, save_dir=tmp_path / "r")
+    result = lits.chain(**BLOCKS, attempts=3, memory_args={"augmentors": "reflection"}, save_dir=tmp_path / "r")
     written = result.summary["pass_at"]
     assert written["solved_at_n"] < written["instances"]  # some attempt failed, so a stale flag would show
     for path in (tmp_path / "r" / "results").iterdir():  # as if judged by another evaluator

@@ -2,10 +2,8 @@
 
 The policy scores each candidate as the next line after "### Plan" and the
 actions so far, so the examples use exactly that layout.  The judge's chat
-prompt repeats the policy's whole prompt (rules, examples, problem, plan so
-far, the state and its legal actions) and asks its own question last, and the
-policy's question lives in the head every request shares: so each request
-adds only what its node brings (a paged prefix cache serves the rest).
+prompt repeats the policy's (rules, examples, problem, plan so far) and asks
+its own question last, so a server's prefix cache serves both roles.
 """
 
 from __future__ import annotations
@@ -48,12 +46,9 @@ def policy_system() -> str:
     return f"{RULES}\n\n{EXAMPLES}"
 
 
-INSTRUCTION = "Now: {env_state}\nLegal actions:\n{actions}\n"
-
-#: The policy's question, once in the head every role shares rather than after each state.
-ASKED = "Each turn shows a plan so far; reply with the next action of a shortest plan, exactly as listed."
-#: The chat head every role shares (the judge too): the rules and the policy's question (the judge's comes last).
-CHAT_SYSTEM = RULES.rsplit("\n", 1)[0] + "\n" + ASKED
+INSTRUCTION = (
+    "Now: {env_state}\nLegal actions:\n{actions}\n\nWrite the next action of a shortest plan, exactly as listed."
+)
 
 #: For chat models: the same worked example as turns already answered, one action per turn.
 CHAT_EXAMPLES = [
@@ -62,7 +57,7 @@ CHAT_EXAMPLES = [
         "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
         "### Plan\n\nNow: the red block is clear, the blue block is clear, the hand is empty, the red block is "
         "on the table and the blue block is on the table\nLegal actions:\npick up the red block\n"
-        "pick up the blue block\n",
+        "pick up the blue block\n\nWrite the next action of a shortest plan, exactly as listed.",
         "assistant": "pick up the red block",
     },
     {
@@ -70,7 +65,8 @@ CHAT_EXAMPLES = [
         "on the table and the blue block is on the table\nGoal: the red block is on top of the blue block\n"
         "### Plan\npick up the red block\n\nNow: the blue block is clear, the hand is holding the red block "
         "and the blue block is on the table\nLegal actions:\nput down the red block\n"
-        "stack the red block on top of the blue block\n",
+        "stack the red block on top of the blue block\n\n"
+        "Write the next action of a shortest plan, exactly as listed.",
         "assistant": "stack the red block on top of the blue block",
     },
 ]
@@ -81,7 +77,8 @@ def policy_user() -> dict[str, object]:
     return {
         "state": STATE,
         "instruction": INSTRUCTION,
-        "chat_system": CHAT_SYSTEM,
+        # The head every role shares (the judge too): the rules, no role's own instruction.
+        "chat_system": RULES.rsplit("\n", 1)[0],
         "chat_examples": CHAT_EXAMPLES,
     }
 
@@ -94,10 +91,10 @@ def reward_system() -> str:
 @register_user_prompt("reward", "env_grounded", "blocksworld")
 def reward_user() -> dict[str, str]:
     return {
-        # Asked after the policy's prompt (the goal, the plan so far, the state and its legal actions are there).
+        # Asked after the policy's head and problem (the goal and the plan so far are there already).
         "evaluate": "Now: {env_state}\nProposed next action: {action}\n"
         "Does this action move the plan towards the goal? Answer Yes or No.\nAnswer:",
-        "evaluate_many": "Now: {env_state}\nLegal actions:\n{actions}\n\nProposed next actions (numbered):\n"
-        "{candidates}\n\nFor each proposed action, does it move the plan towards the goal? Write one line per "
+        "evaluate_many": "Now: {env_state}\nProposed next actions (numbered):\n{candidates}\n\n"
+        "For each proposed action, does it move the plan towards the goal? Write one line per "
         "action: its number, a colon, then Yes or No.\n",
     }

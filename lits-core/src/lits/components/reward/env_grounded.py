@@ -185,9 +185,8 @@ class EnvGroundedPRM(RewardModel[EnvState, EnvAction]):
         template = user.get("evaluate_many", EVALUATE_MANY)
         order = self._shown_order(state, list(actions))
         candidates = "\n".join(f"{shown}. {actions[i]}" for shown, i in enumerate(order, start=1))
-        valid = self._valid(state)
-        question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query, valid))
-        return self.policy_prompt.asking(state, query, question, valid)
+        question = template.format(candidates=candidates, **self.policy_prompt.fields(state, query))
+        return self.policy_prompt.asking(state, query, question, self._valid(state))
 
     @staticmethod
     def _shown_order(state: EnvState, actions: list[EnvAction]) -> list[int]:
