@@ -48,12 +48,19 @@ order of the interleaved instances' requests varied the re-use from run to run):
 | before (judge with its own system prompt) | 24 | 8,391 | 54.1 % | 3,848 |
 | after (the judge asks after the policy's prompt) | 24 | 10,296 | 90.1 % | 1,021 |
 
-With ``--cache paged`` (a batching server): BlocksWorld MCTS 84.3 % (95 requests), GSM8K ToT-BFS 87.8 % (33).
-What keeps those under 90 % is what each request adds after the prefix it shares with an earlier one (in
-BlocksWorld the new node's state, its legal actions and the role's question, ~100 of a ~490-word prompt), not
-the cache's blocks or size: counted in words on the loopback server's own ``PagedPrefixCache`` (the test suite's),
-BlocksWorld MCTS re-uses 84.1 % with 16-word blocks, and would re-use 85.7 % from a cache of unbounded size that
-matched to the word, not the block; nothing was evicted.
+With ``--cache paged`` (a batching server), in Gemma's and Qwen's own tokens: BlocksWorld MCTS 84.1 % (94
+requests), GSM8K ToT-BFS 87.8 % (33).  ``--dump DIR`` writes each request with its 16-token blocks, where its
+re-used prefix ends and where the longest prefix it shares with any earlier prompt ends, and the row gives the
+share a cache matching to the token would re-use: BlocksWorld 85.3 %, GSM8K 89.8 %.  What bounds the share is what
+each node must say, not the cache: a BlocksWorld node's policy request adds its action (~9 tokens), its state
+(~47) and its legal actions (~26), its judge the candidates (~35) and the judge's question (~37), ~150 of a
+~1,250-token pair where 90 % allows ~96 once the cold head and each instance's first request are paid; a GSM8K
+request adds its step, the role's cue (~12-20 tokens) and the chat template's turn end to a ~440-token prompt,
+and 3 problems pay the 421-token head once (2.9 %; 10 problems: 89.8 %).  A layout that asked the policy's
+question once in the chat head and had the judge repeat the policy's whole prompt (legal actions too) reached
+85.2 % (one slot: 2,062 evaluated per solved, emulated) but on the real Gemma server solved 4 of 5 (the fifth
+cycled put-down/pick-up to its 10 iterations) at 3,101 evaluated per solved (212 requests, 90.5 % re-used), so
+it was not kept.
 
 The real Gemma run at the issue's settings (135 requests, 58.9 % re-used, 5,986 evaluated per solved) matches
 the emulated "before"; on the loaded 2-core machine of the measurement (load 26-42) the real server took
@@ -259,7 +266,9 @@ def run(
     }
 
 
-def emulate(name: str, model_file: str, args: list[str], out: Path, cache: str = "slot") -> dict[str, Any]:
+def emulate(
+    name: str, model_file: str, args: list[str], out: Path, cache: str = "slot", dump: Path | None = None
+) -> dict[str, Any]:
     from llama_cpp import Llama
     from llama_cpp.llama_chat_format import format_chatml, format_llama2
 
@@ -304,23 +313,28 @@ def emulate(name: str, model_file: str, args: list[str], out: Path, cache: str =
     template = format_llama2 if TEMPLATES[name] == "llama-2" else format_chatml
     paged = PagedPrefixCache(block_size=16, capacity=1 << 20) if cache == "paged" else None
     context: list[int] = []
-    prompt = reused = 0
+    prompt = reused = exact = 0
+    dumped: list[list[int]] = []
     sent = srv.requests  # one body per request (a request for n samples calls the responder n times)
-    for body in sent:
+    for index, body in enumerate(sent):
         messages = body.get("messages")
         text = template(messages=messages).prompt if messages else str(body.get("prompt") or "")
         tokens = vocab.tokenize(text.encode(), add_bos=True, special=True)
         prompt += len(tokens)
         if paged is not None:  # vLLM's automatic prefix caching, in the model's own tokens
-            reused += paged.serve([str(t) for t in tokens])
-            continue
-        common = 0
-        for a, b in zip(context, tokens):
-            if a != b:
-                break
-            common += 1
-        reused += common - 1 if common == len(tokens) else common
-        context = tokens
+            hit = paged.serve([str(t) for t in tokens])
+        else:
+            common = common_prefix(context, tokens)
+            hit = common - 1 if common == len(tokens) else common
+            context = tokens
+        reused += hit
+        if dump is not None:
+            # what a cache matching to the token (any earlier prompt, never the last token) would re-use: the rest
+            # of ``hit``'s shortfall is the blocks' rounding
+            shared = max((common_prefix(tokens, seen) for seen in dumped), default=0)
+            exact += min(shared, len(tokens) - 1)
+            dumped.append(tokens)
+            write_dump(dump / name, index, vocab, tokens, hit, min(shared, len(tokens) - 1), 16 if paged else 0)
     results = json.loads((save / "eval_results.json").read_text())
     solved = int(results.get("solved") or 0)
     evaluated = prompt - reused
@@ -338,8 +352,36 @@ def emulate(name: str, model_file: str, args: list[str], out: Path, cache: str =
         "evaluated_per_solved": round(evaluated / solved, 1) if solved else None,
         "prompt_tokens_per_solved": round(prompt / solved, 1) if solved else None,
         "wall_seconds": round(time.perf_counter() - started, 1),
+        **({"reused_if_matched_to_the_token": round(exact / prompt, 4)} if dump is not None and prompt else {}),
         **(repeats(save) if args[0] == "chain" else {}),
     }
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    common = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        common += 1
+    return common
+
+
+def write_dump(folder: Path, index: int, vocab: Any, tokens: list[int], hit: int, shared: int, block: int) -> None:
+    """One emulated request as the server read it: ``|`` at each block boundary, ``[[NEW]]`` where the re-used
+    prefix ends and ``[[SHARED]]`` where the longest prefix it shares with an earlier prompt ends, so what each
+    request adds (and what the blocks' rounding costs) can be read."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pieces = []
+    for position, token in enumerate(tokens):
+        if position == hit:
+            pieces.append("[[NEW]]")
+        elif block and position and position % block == 0:
+            pieces.append("|")
+        if position == shared and shared != hit:
+            pieces.append("[[SHARED]]")
+        pieces.append(vocab.detokenize([token]).decode(errors="replace"))
+    head = f"# request {index}: {len(tokens)} tokens, {hit} re-used, {len(tokens) - hit} new, {shared} shared\n"
+    (folder / f"{index:04d}.txt").write_text(head + "".join(pieces) + "\n")
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -403,6 +445,13 @@ def main() -> int:
         "token; capacity for the whole run)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        help="with --emulate: write each request as the server read it (block boundaries, where the re-used prefix "
+        "ends) to DIR/<workload>/NNNN.txt",
+    )
     args = parser.parse_args()
     chosen = [w for w in args.workloads.split(",") if w]
     known = workloads(args.data, args.gsm8k_limit, args.chain_limit, args.blocksworld_limit)
@@ -418,7 +467,7 @@ def main() -> int:
             if args.repeats_off and lits_args[0] == "chain":
                 lits_args = [*lits_args, "--chain-arg", "avoid_repeats=false"]
             if args.emulate:
-                rows.append(emulate(name, model_file, lits_args, out, args.cache))
+                rows.append(emulate(name, model_file, lits_args, out, args.cache, args.dump))
             else:
                 rows.append(run(name, model_file, lits_args, out, args.server, args.slots))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)

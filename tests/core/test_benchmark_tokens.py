@@ -41,3 +41,22 @@ def test_a_tool_call_with_the_same_result_counts_even_after_the_chain_noted_it(t
         "steered_away": 0,
         "repeats_kept": 1,
     }
+
+
+class _Letters:
+    """A vocabulary whose token ``i`` is the letter ``"a" + i``."""
+
+    @staticmethod
+    def detokenize(tokens: list[int]) -> bytes:
+        return "".join(chr(ord("a") + t) for t in tokens).encode()
+
+
+def test_a_dumped_request_marks_its_blocks_and_where_its_reused_and_shared_prefixes_end(tmp_path):
+    tokens.write_dump(tmp_path, 3, _Letters(), list(range(10)), hit=4, shared=6, block=4)
+    head, text = (tmp_path / "0003.txt").read_text().splitlines()
+    assert head == "# request 3: 10 tokens, 4 re-used, 6 new, 6 shared"
+    assert text == "abcd[[NEW]]ef[[SHARED]]gh|ij"
+
+
+def test_the_longest_common_prefix_stops_at_the_first_difference():
+    assert tokens.common_prefix([1, 2, 3, 4], [1, 2, 5, 4]) == 2
