@@ -55,7 +55,7 @@ def main() -> int:
 
     from lits.lm.openai_compat import OpenAICompatibleModel
     from lits.runtime.observability import InferenceLog, collecting
-    from lits.testing.step_ranking import load_step_pairs, rank_all, right_first_share
+    from lits.export.step_ranking import load_step_pairs, rank_all, right_first_share
 
     pairs = load_step_pairs(args.pairs)
     rows: dict[str, list[Any]] = {}

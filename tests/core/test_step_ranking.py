@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lits.testing.step_ranking import Ranking, StepPair, load_step_pairs, rank, rank_all, right_first_share
+from lits.export.step_ranking import Ranking, StepPair, load_step_pairs, rank, rank_all, right_first_share
 
 PAIR = StepPair("Q?", ("first step",), "right step", "wrong step")
 

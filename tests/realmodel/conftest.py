@@ -18,7 +18,7 @@ from lits.lm.openai_compat import OpenAICompatibleModel
 from lits.testing.instruct_model import instruct_model_path
 from lits.testing.llama_cpp_build import ensure_server_binary
 from lits.testing.llama_server import llama_server
-from lits.testing.step_ranking import StepPair, load_step_pairs
+from lits.export.step_ranking import StepPair, load_step_pairs
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from lits.registry import load_dataset
 from lits.structures.env_grounded import EnvAction
 from lits.structures.language_grounded import ThoughtState, ThoughtStep
 from lits.testing.instruct_model import SHA256
-from lits.testing.step_ranking import StepPair, rank
+from lits.export.step_ranking import StepPair, rank
 from lits_math.prm import LogprobPRM
 
 pytestmark = pytest.mark.realmodel

@@ -1,4 +1,5 @@
-"""Does a step reward model score a right step above a wrong one?  Hand-written step pairs, ranked.
+"""Does a step reward model score a right step above a wrong one?  Hand-written step pairs, ranked (a verifier's
+report card in miniature, for the real-model tests and the benchmark).
 
 The real-model tests pin a few clear pairs; ``benchmarks/step_ranking.py``
 measures the share over every pair, with its interval (a statistical figure
