@@ -47,6 +47,32 @@ def test_servers_that_ignore_n_get_more_requests():
         assert [r["n"] for r in srv.requests] == [3, 2, 1]
 
 
+def test_a_server_refusing_n_gets_one_sample_per_request_from_then_on():
+    """Upstream llama-server answers 400 to ``n`` above 1: the samples go one per request, and later calls
+    ask for one at a time without being refused again."""
+    with FakeOpenAIServer(responder=lambda p, b: "a", refuse_n=True) as srv:
+        model = OpenAICompatibleModel("fake", srv.base_url)
+        assert [c.text for c in model.generate("x", n=3, temperature=0.7)] == ["a", "a", "a"]
+        assert len(model.generate("y", n=2, temperature=0.7)) == 2
+        assert [r["n"] for r in srv.requests] == [3, 1, 1, 1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    "error, names_n",
+    [
+        ("Field 'n': Value must be between 1 <= value <= 1, but got 2", True),
+        ('"n": only 1 is supported', True),
+        ("guided_regex is not supported", False),
+        ("echo is not supported", False),
+        ("unknown field 'min_p'", False),
+    ],
+)
+def test_only_a_refusal_naming_n_turns_samples_into_single_requests(error, names_n):
+    from lits.lm.server.constraints import refuses_n
+
+    assert refuses_n(error) is names_n
+
+
 def test_prompt_tokens_are_counted_once_per_request(chat_model):
     outs = chat_model.generate("one two three", n=3)
     assert [c.tokens_in for c in outs][1:] == [0, 0] and outs[0].tokens_in > 0

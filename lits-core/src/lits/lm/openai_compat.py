@@ -41,7 +41,14 @@ from lits.lm.http.retry import RETRY_STATUS, FaultStats, RetryPolicy, attempts_o
 from lits.lm.http.stack import server_transport
 from lits.lm.pooling import POOLING_ENDPOINT, pooled_prompt, pooling_fault, server_root
 from lits.lm.server.forced_scoring import forced_body, forced_logprob
-from lits.lm.server.constraints import DIALECT_NAMES, ConstraintDialect, dialect_setting, refusal_hint, request_fields
+from lits.lm.server.constraints import (
+    DIALECT_NAMES,
+    ConstraintDialect,
+    dialect_setting,
+    refusal_hint,
+    refuses_n,
+    request_fields,
+)
 from lits.lm.server.slots import GenerationPace, SlotGate, probe_server
 from lits.lm.usage import measuring, note_request, reported_usage
 from lits.runtime.observability import UNUSED_REPLY, context_tag
@@ -125,6 +132,8 @@ class OpenAICompatibleModel(LanguageModel):
         self.supports_loglikelihood = api == "completion"
         #: Whether the server scores a list of prompts in one request (None: not tried yet).
         self.batch_prompts: bool | None = None
+        #: Whether the server refused ``n`` above 1 (upstream llama-server does): samples go one per request.
+        self.one_sample_per_request = False
         self.price_in, self.price_out = price_in, price_out
         key = api_key or os.environ.get("OPENAI_API_KEY") or os.environ.get("LITS_API_KEY")
         self._secrets = (key, *query_secrets(base_url))
@@ -254,15 +263,19 @@ class OpenAICompatibleModel(LanguageModel):
     def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
         outs: list[Completion] = []
         while len(outs) < params.n:
-            body = self._body(prompt, params, params.n - len(outs))
+            want = 1 if self.one_sample_per_request else params.n - len(outs)
+            body = self._body(prompt, params, want)
             try:
                 data = self._post("/chat/completions" if self.api == "chat" else "/completions", body)
             except ServerRefused as exc:
+                if want > 1 and refuses_n(str(exc)):
+                    self.one_sample_per_request = True  # as a server that ignores n: the same samples, in turn
+                    continue
                 hint = refusal_hint(body, str(exc))
                 if hint is None:
                     raise
                 raise ServerRefused(f"{hint}; {exc}") from None
-            outs.extend(self._parse(data, params.n - len(outs)))
+            outs.extend(self._parse(data, want))
         return outs
 
     def _body(self, prompt: Prompt, params: GenerationParams, n: int) -> dict[str, object]:

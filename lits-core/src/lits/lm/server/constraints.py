@@ -94,6 +94,15 @@ def dialect_setting(value: object, where: str) -> tuple[bool, ConstraintDialect]
     return True, None if value == "none" else cast(ConstraintDialect, value)
 
 
+#: A server's 400 that names the ``n`` field (llama-server: "Field 'n': Value must be between 1 <= value <= 1").
+_N_REFUSED = re.compile(r"""(?:^|[^\w])['"`]n['"`](?:[^\w]|$)""")
+
+
+def refuses_n(error: str) -> bool:
+    """Whether a refusal names ``n``: the server takes one sample per request."""
+    return _N_REFUSED.search(error) is not None
+
+
 def refusal_hint(body: Mapping[str, object], error: str) -> str | None:
     """What to do when a server's error names the constraint field ``body`` carried (None: it names none);
     short, since it goes first in a message a run cuts at 300 characters."""

@@ -68,6 +68,7 @@ class FakeOpenAIServer(LoopbackServer):
         refuse_unknown: bool = False,
         prefix_cache: PagedPrefixCache | None = None,
         busy: threading.Event | None = None,
+        refuse_n: bool = False,
     ) -> None:
         """``slots``: serve that many requests at once, queueing the rest, and say so at ``/props`` as
         llama.cpp's server does (None: all at once, no ``/props``).  ``owned_by``: the ``/v1/models`` field
@@ -77,10 +78,12 @@ class FakeOpenAIServer(LoopbackServer):
         constraint field that version does not know (vLLM itself ignores it).  ``prefix_cache``: serve prompts
         through it and report its hits as ``cached_tokens``; ``usage_reported`` adds up the usage replies said.
         ``busy``: every request waits until this event is set (a server taking connections while it works on
-        another client's request; the test sets it to free the server, so nothing depends on machine speed)."""
+        another client's request; the test sets it to free the server, so nothing depends on machine speed).
+        ``refuse_n``: answer 400 to ``n`` above 1, in upstream llama-server's words."""
         self.responder = responder or (lambda prompt, body: "ok")
         self.latency = latency
         self.ignore_n = ignore_n
+        self.refuse_n = refuse_n
         self.token_scorer = token_scorer or (lambda prefix, token: -1.0)
         self.echo_supported = echo_supported
         self.batch_prompts = batch_prompts
@@ -299,6 +302,8 @@ class FakeOpenAIServer(LoopbackServer):
                         )
                     elif route.endswith(("/chat/completions", "/completions")):
                         refused = server.vllm.check(body) if server.vllm else None
+                        if server.refuse_n and int(body.get("n") or 1) > 1:
+                            refused = f"Field 'n': Value must be between 1 <= value <= 1, but got {body['n']}"
                         if refused:
                             self._send(400, {"error": {"message": refused, "type": "BadRequestError", "code": 400}})
                         elif body.get("echo") and not server.echo_supported:
