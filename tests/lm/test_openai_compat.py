@@ -47,30 +47,31 @@ def test_servers_that_ignore_n_get_more_requests():
         assert [r["n"] for r in srv.requests] == [3, 2, 1]
 
 
-def test_a_server_refusing_n_gets_one_sample_per_request_from_then_on():
-    """Upstream llama-server answers 400 to ``n`` above 1: the samples go one per request, and later calls
-    ask for one at a time without being refused again."""
-    with FakeOpenAIServer(responder=lambda p, b: "a", refuse_n=True) as srv:
+@pytest.mark.parametrize("most, sent", [(1, [3, 1, 1, 1, 1, 1]), (2, [3, 2, 1, 2])])
+def test_a_server_refusing_n_gets_as_many_samples_per_request_as_it_takes_from_then_on(most, sent):
+    """Upstream llama-server answers 400 to ``n`` above its slots: the samples go in requests it takes, and later
+    calls ask for that many without being refused again."""
+    with FakeOpenAIServer(responder=lambda p, b: "a", max_n=most) as srv:
         model = OpenAICompatibleModel("fake", srv.base_url)
         assert [c.text for c in model.generate("x", n=3, temperature=0.7)] == ["a", "a", "a"]
         assert len(model.generate("y", n=2, temperature=0.7)) == 2
-        assert [r["n"] for r in srv.requests] == [3, 1, 1, 1, 1, 1]
+        assert [r["n"] for r in srv.requests] == sent
 
 
 @pytest.mark.parametrize(
-    "error, names_n",
+    "error, allowed",
     [
-        ("Field 'n': Value must be between 1 <= value <= 1, but got 2", True),
-        ('"n": only 1 is supported', True),
-        ("guided_regex is not supported", False),
-        ("echo is not supported", False),
-        ("unknown field 'min_p'", False),
+        ("Field 'n': Value must be between 1 <= value <= 2, but got 3", 2),
+        ('"n": only one sample per request', 1),
+        ("guided_regex is not supported", None),
+        ("echo is not supported", None),
+        ("unknown field 'min_p'", None),
     ],
 )
-def test_only_a_refusal_naming_n_turns_samples_into_single_requests(error, names_n):
-    from lits.lm.server.constraints import refuses_n
+def test_only_a_refusal_naming_n_limits_the_samples_per_request(error, allowed):
+    from lits.lm.server.constraints import samples_allowed
 
-    assert refuses_n(error) is names_n
+    assert samples_allowed(error) == allowed
 
 
 def test_prompt_tokens_are_counted_once_per_request(chat_model):

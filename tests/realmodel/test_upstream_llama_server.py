@@ -58,6 +58,13 @@ def test_upstream_llama_server_answers_a_chat_request_with_counted_tokens(
     assert "5" in reply.text and reply.tokens_in > 0 and reply.tokens_out > 0
 
 
+def test_more_samples_than_it_takes_as_n_come_one_request_each(upstream_model: OpenAICompatibleModel) -> None:
+    """It answers 400 to ``n`` above its slots (two here): a sampled call still gets every sample."""
+    samples = upstream_model.generate("Name a colour.", n=3, temperature=0.8, max_tokens=4)
+    assert len(samples) == 3 and all(sample.text for sample in samples)
+    assert upstream_model.samples_per_request == 2  # its slots, as its refusal said
+
+
 def test_its_slots_and_grammar_dialect_are_learnt_from_its_props(upstream_model: OpenAICompatibleModel) -> None:
     assert upstream_model.server_slots() == 2
     assert upstream_model.constraint_dialect == "gbnf"

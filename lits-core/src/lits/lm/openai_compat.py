@@ -46,7 +46,7 @@ from lits.lm.server.constraints import (
     ConstraintDialect,
     dialect_setting,
     refusal_hint,
-    refuses_n,
+    samples_allowed,
     request_fields,
 )
 from lits.lm.server.slots import GenerationPace, SlotGate, probe_server
@@ -132,8 +132,9 @@ class OpenAICompatibleModel(LanguageModel):
         self.supports_loglikelihood = api == "completion"
         #: Whether the server scores a list of prompts in one request (None: not tried yet).
         self.batch_prompts: bool | None = None
-        #: Whether the server refused ``n`` above 1 (upstream llama-server does): samples go one per request.
-        self.one_sample_per_request = False
+        #: The most samples one request may ask for, once the server refused more (upstream llama-server takes as
+        #: many as it has slots); None: as many as a call wants.
+        self.samples_per_request: int | None = None
         self.price_in, self.price_out = price_in, price_out
         key = api_key or os.environ.get("OPENAI_API_KEY") or os.environ.get("LITS_API_KEY")
         self._secrets = (key, *query_secrets(base_url))
@@ -263,13 +264,14 @@ class OpenAICompatibleModel(LanguageModel):
     def _generate(self, prompt: Prompt, params: GenerationParams) -> list[Completion]:
         outs: list[Completion] = []
         while len(outs) < params.n:
-            want = 1 if self.one_sample_per_request else params.n - len(outs)
+            want = min(params.n - len(outs), self.samples_per_request or params.n)
             body = self._body(prompt, params, want)
             try:
                 data = self._post("/chat/completions" if self.api == "chat" else "/completions", body)
             except ServerRefused as exc:
-                if want > 1 and refuses_n(str(exc)):
-                    self.one_sample_per_request = True  # as a server that ignores n: the same samples, in turn
+                allowed = samples_allowed(str(exc))
+                if allowed is not None and allowed < want:
+                    self.samples_per_request = allowed  # the rest come in later requests, as from a server ignoring n
                     continue
                 hint = refusal_hint(body, str(exc))
                 if hint is None:

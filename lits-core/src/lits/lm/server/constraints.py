@@ -94,13 +94,19 @@ def dialect_setting(value: object, where: str) -> tuple[bool, ConstraintDialect]
     return True, None if value == "none" else cast(ConstraintDialect, value)
 
 
-#: A server's 400 that names the ``n`` field (llama-server: "Field 'n': Value must be between 1 <= value <= 1").
+#: A server's 400 that names the ``n`` field (llama-server: "Field 'n': Value must be between 1 <= value <= 2").
 _N_REFUSED = re.compile(r"""(?:^|[^\w])['"`]n['"`](?:[^\w]|$)""")
+_N_MOST = re.compile(r"<=\s*value\s*<=\s*(\d+)|at most (\d+)")
 
 
-def refuses_n(error: str) -> bool:
-    """Whether a refusal names ``n``: the server takes one sample per request."""
-    return _N_REFUSED.search(error) is not None
+def samples_allowed(error: str) -> int | None:
+    """How many samples a request may ask for, when a server's refusal names ``n`` (None: it names no ``n``).
+
+    llama-server takes as many as it has slots and says so; a refusal that gives no number allows one."""
+    if _N_REFUSED.search(error) is None:
+        return None
+    most = _N_MOST.search(error)
+    return max(1, int(most.group(1) or most.group(2))) if most else 1
 
 
 def refusal_hint(body: Mapping[str, object], error: str) -> str | None:

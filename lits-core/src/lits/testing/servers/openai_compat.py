@@ -68,7 +68,7 @@ class FakeOpenAIServer(LoopbackServer):
         refuse_unknown: bool = False,
         prefix_cache: PagedPrefixCache | None = None,
         busy: threading.Event | None = None,
-        refuse_n: bool = False,
+        max_n: int | None = None,
     ) -> None:
         """``slots``: serve that many requests at once, queueing the rest, and say so at ``/props`` as
         llama.cpp's server does (None: all at once, no ``/props``).  ``owned_by``: the ``/v1/models`` field
@@ -79,11 +79,11 @@ class FakeOpenAIServer(LoopbackServer):
         through it and report its hits as ``cached_tokens``; ``usage_reported`` adds up the usage replies said.
         ``busy``: every request waits until this event is set (a server taking connections while it works on
         another client's request; the test sets it to free the server, so nothing depends on machine speed).
-        ``refuse_n``: answer 400 to ``n`` above 1, in upstream llama-server's words."""
+        ``max_n``: answer 400 to a larger ``n``, in upstream llama-server's words (it takes as many as it has slots)."""
         self.responder = responder or (lambda prompt, body: "ok")
         self.latency = latency
         self.ignore_n = ignore_n
-        self.refuse_n = refuse_n
+        self.max_n = max_n
         self.token_scorer = token_scorer or (lambda prefix, token: -1.0)
         self.echo_supported = echo_supported
         self.batch_prompts = batch_prompts
@@ -302,8 +302,10 @@ class FakeOpenAIServer(LoopbackServer):
                         )
                     elif route.endswith(("/chat/completions", "/completions")):
                         refused = server.vllm.check(body) if server.vllm else None
-                        if server.refuse_n and int(body.get("n") or 1) > 1:
-                            refused = f"Field 'n': Value must be between 1 <= value <= 1, but got {body['n']}"
+                        if server.max_n is not None and int(body.get("n") or 1) > server.max_n:
+                            refused = (
+                                f"Field 'n': Value must be between 1 <= value <= {server.max_n}, but got {body['n']}"
+                            )
                         if refused:
                             self._send(400, {"error": {"message": refused, "type": "BadRequestError", "code": 400}})
                         elif body.get("echo") and not server.echo_supported:
