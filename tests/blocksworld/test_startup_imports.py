@@ -24,65 +24,52 @@ UNUSED_AT_START = (
     "lits.view",
 )
 
-#: Runs ``lits search`` and prints, at the first iteration's checkpoint, which of the modules are loaded.
+#: Runs ``lits search`` and, at its first iteration's checkpoint, prints ``FIRST:`` and what ``{probe}`` (an
+#: expression over ``sys.argv[1]``'s text, the probe's argument) gives, then exits.
 AT_FIRST_ITERATION = """
 import os, sys
 from lits.agents.tree.base import BaseTreeSearch
-watched = sys.argv.pop(1).split(",")
+argument = sys.argv.pop(1)
 def first(self, *args, **kwargs):
-    print("LOADED:" + ",".join(m for m in watched if m in sys.modules), flush=True)
+    print("FIRST:" + str({probe}), flush=True)
     os._exit(0)
 BaseTreeSearch.save_checkpoint = first
 from lits.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
+
+
+def at_first_iteration(probe: str, argument: str, workdir: Path, shared_data: Path) -> str:
+    """What ``probe`` gives at the first iteration of a one-case BlocksWorld MCTS search on the scripted model."""
+    args = ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={shared_data / 'blocksworld'}"]
+    args += ["--dataset-arg", "steps=2", "--limit", "1", "--model", "scripted", "--search", "mcts"]
+    args += ["--search-arg", "n_iterations=2", "--save-dir", str(workdir / "run")]
+    done = subprocess.run(
+        [sys.executable, "-c", AT_FIRST_ITERATION.format(probe=probe), argument, *args],
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        timeout=300,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("FIRST:")]
+    assert lines, done.stderr[-2000:]
+    return lines[0][len("FIRST:") :]
 
 
 def test_a_blocksworld_search_reaches_its_first_iteration_without_unused_clients(
     shared_data: Path, tmp_path: Path
 ) -> None:
-    args = ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={shared_data / 'blocksworld'}"]
-    args += ["--dataset-arg", "steps=2", "--limit", "1", "--model", "scripted", "--search", "mcts"]
-    args += ["--search-arg", "n_iterations=2", "--save-dir", str(tmp_path / "run")]
-    done = subprocess.run(
-        [sys.executable, "-c", AT_FIRST_ITERATION, ",".join(UNUSED_AT_START), *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
+    loaded = at_first_iteration(
+        '",".join(m for m in argument.split(",") if m in sys.modules)', ",".join(UNUSED_AT_START), tmp_path, shared_data
     )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("LOADED:")]
-    assert lines, done.stderr[-2000:]
-    assert lines[0] == "LOADED:", f"loaded before the first iteration: {lines[0][len('LOADED:') :]}"
-
-
-#: Runs ``lits search`` and prints, at the first iteration's checkpoint, whether the run record's validator is built.
-RECORD_AT_FIRST_ITERATION = """
-import os, sys
-from lits.agents.tree.base import BaseTreeSearch
-def first(self, *args, **kwargs):
-    from lits.runs.record import RunRecord
-    print("BUILT:" + str(RunRecord.__pydantic_complete__), flush=True)
-    os._exit(0)
-BaseTreeSearch.save_checkpoint = first
-from lits.cli.main import main
-sys.exit(main(sys.argv[1:]))
-"""
+    assert loaded == "", f"loaded before the first iteration: {loaded}"
 
 
 def test_a_new_run_reaches_its_first_iteration_without_building_its_records_validator(
     shared_data: Path, tmp_path: Path
 ) -> None:
     """A new run makes its record without validation (it was checked as a spec); only a resume reads one back."""
-    args = ["search", "--dataset", "blocksworld", "--dataset-arg", f"path={shared_data / 'blocksworld'}"]
-    args += ["--dataset-arg", "steps=2", "--limit", "1", "--model", "scripted", "--search", "mcts"]
-    args += ["--search-arg", "n_iterations=2", "--save-dir", str(tmp_path / "run")]
-    done = subprocess.run(
-        [sys.executable, "-c", RECORD_AT_FIRST_ITERATION, *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
+    built = at_first_iteration(
+        "__import__('lits.runs.record').runs.record.RunRecord.__pydantic_complete__", "", tmp_path, shared_data
     )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("BUILT:")]
-    assert lines == ["BUILT:False"], done.stderr[-2000:]
+    assert built == "False"
