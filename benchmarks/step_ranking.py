@@ -14,25 +14,17 @@ requests and the prompt tokens.
 from __future__ import annotations
 
 import argparse
-import contextlib
+import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fidelity import model_server  # noqa: E402  (the benchmarks folder is not a package)
 
 PAIRS = Path(__file__).resolve().parents[1] / "tests" / "realmodel" / "step_pairs.json"
 MODEL_NAME = "qwen2.5-coder-0.5b-instruct"
-
-
-@contextlib.contextmanager
-def model_server(base_url: str | None, log: Path) -> Iterator[str]:
-    if base_url:
-        yield base_url
-        return
-    from lits.testing.instruct_model import instruct_model_path
-    from lits.testing.llama_server import llama_server
-
-    with llama_server(instruct_model_path(), log=log) as url:
-        yield url
 
 
 def rankers(model: Any) -> dict[str, Any]:
