@@ -200,15 +200,20 @@ def _obedient_answer(text: str, temperature: float) -> tuple[str | None, tuple[s
         return "\n".join(f"{n}: Yes" for n in numbered), ()
     listed = listed_actions(text, lower)
     if listed:
-        stem = hashlib.sha256(f"{text}|{temperature}|".encode())  # _stable_hash of text|temperature|action
-
-        def rank(action: str) -> str:
-            each = stem.copy()
-            each.update(action.encode())
-            return "h" + each.hexdigest()[:8]
-
-        return None, tuple(sorted(listed, key=rank))
+        return None, _shuffled(listed, hashlib.sha256(f"{text}|{temperature}|".encode()))
     return ("Yes" if question else None), ()
+
+
+def _shuffled(listed: list[str], stem: "hashlib._Hash") -> tuple[str, ...]:
+    """The listed actions in a fixed hash order: ``stem`` holds ``text|temperature|``, each action is
+    ranked by ``_stable_hash`` of that text and the action."""
+
+    def rank(action: str) -> str:
+        each = stem.copy()
+        each.update(action.encode())
+        return "h" + each.hexdigest()[:8]
+
+    return tuple(sorted(listed, key=rank))
 
 
 def _chat_answer(prompt: Prompt, temperature: float) -> tuple[str | None, tuple[str, ...]] | None:
@@ -236,15 +241,9 @@ def _chat_answer(prompt: Prompt, temperature: float) -> tuple[str | None, tuple[
     if listed is None and facts.headed:
         return None
     if listed:
-        stem = facts.digest.copy()  # _stable_hash of text|temperature|action, the head hashed once
+        stem = facts.digest.copy()  # the head hashed once
         stem.update(f"{last}|{temperature}|".encode())
-
-        def rank(action: str) -> str:
-            each = stem.copy()
-            each.update(action.encode())
-            return "h" + each.hexdigest()[:8]
-
-        return None, tuple(sorted(listed, key=rank))
+        return None, _shuffled(listed, stem)
     return ("Yes" if question else None), ()
 
 
