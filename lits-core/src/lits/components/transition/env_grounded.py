@@ -127,7 +127,7 @@ def legal_actions(transition: type, env_state: str) -> list[str]:
     """``transition.generate_actions(env_state)``, checked: a domain that returns a str (whose characters
     would be taken for actions) or anything but a list of strings is named in one line."""
     actions = transition.generate_actions(env_state)  # type: ignore[attr-defined]
-    if isinstance(actions, (list, tuple)) and not [a for a in actions if not isinstance(a, str)]:
+    if isinstance(actions, (list, tuple)) and all(isinstance(a, str) for a in actions):
         return list(actions)
     from lits.errors import PluginContractError
     from lits.plugin_host.store import owner_of
